@@ -1,0 +1,108 @@
+// Package guest is the wire contract between the Airlock host and
+// airlock-guest, the agent that runs as PID 1 inside every VM: the link's
+// port and device names, the first-contact handshake that gives a fresh
+// guest its per-sandbox identity, and the names of Airlock's own SSH
+// requests. Both guest/agent and guest/client import it.
+//
+// It must stay small and dependency-free: it must not import vm, fyne, vz,
+// sync or review.
+package guest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+const (
+	// VsockPort is the vsock port airlock-guest listens on.
+	VsockPort uint32 = 1024
+	// SerialPortName is the name of the virtio-serial port that carries the
+	// link where the host has no vsock (/sys/class/virtio-ports/*/name).
+	SerialPortName = "airlock.link"
+	// ProtocolVersion is bumped on any incompatible change to this file.
+	ProtocolVersion = 1
+	// MaxMessage caps one handshake message.
+	MaxMessage = 64 << 10
+	// Magic opens every link connection, before the Hello.
+	Magic = "AIRLOCK1"
+)
+
+// Hello is the first message on every link connection, host to guest.
+//
+// On the first connection of a guest's life it carries the sandbox identity:
+// the only SSH client key the guest will ever accept, its hostname, the
+// host's clock and an entropy seed. The link itself authenticates this
+// message: only the hypervisor's owner can write to it. On later connections
+// (Resume) the identity is already set and any identity fields are ignored;
+// the host proves itself with the SSH key it gave first.
+type Hello struct {
+	Version   int       `json:"version"`
+	Resume    bool      `json:"resume,omitempty"`
+	ClientKey string    `json:"client_key,omitempty"` // authorized_keys line
+	Hostname  string    `json:"hostname,omitempty"`
+	Time      time.Time `json:"time"`
+	Entropy   []byte    `json:"entropy,omitempty"` // mixed into the guest's pool
+}
+
+// Welcome is the guest's answer. After it, the connection carries SSH, with
+// the guest as server using HostKey.
+type Welcome struct {
+	Version int    `json:"version"`
+	HostKey string `json:"host_key,omitempty"` // authorized_keys line
+	Kernel  string `json:"kernel,omitempty"`   // uname -r
+	Arch    string `json:"arch,omitempty"`     // GOARCH of the agent
+	Error   string `json:"error,omitempty"`    // set when the hello is refused
+}
+
+// SSH request and subsystem names that are Airlock's own.
+const (
+	// RequestPowerOff (global request) syncs filesystems and powers the
+	// guest off after replying.
+	RequestPowerOff = "poweroff@airlock"
+	// RequestWorkdir (session request, payload: ssh string) sets the working
+	// directory of the command the session will run.
+	RequestWorkdir = "workdir@airlock"
+)
+
+// WriteMessage writes v as a length-prefixed JSON message.
+func WriteMessage(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	if len(b) > MaxMessage {
+		return fmt.Errorf("encode message: %d bytes exceeds %d", len(b), MaxMessage)
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+// ErrMessageTooLarge: a peer sent a handshake message over MaxMessage.
+var ErrMessageTooLarge = errors.New("handshake message too large")
+
+// ReadMessage reads one message written by WriteMessage into v.
+func ReadMessage(r io.Reader, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > MaxMessage {
+		return fmt.Errorf("read message: %d bytes: %w", size, ErrMessageTooLarge)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("read message: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode message: %w", err)
+	}
+	return nil
+}
