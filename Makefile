@@ -1,0 +1,36 @@
+# Usual targets. The test suite is scripts/test (what CI runs).
+GO      ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/airlock-dev/airlock/app/cli.Version=$(VERSION)
+
+.PHONY: build airlock guest test test-short vet fmt demo clean bench
+
+build: airlock guest
+
+airlock:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/airlock ./app
+
+# Static guest agents for both guest architectures, beside the airlock binary
+# where it looks for them first.
+guest:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o bin/airlock-guest-linux-amd64 ./guest/cmd/airlock-guest
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o bin/airlock-guest-linux-arm64 ./guest/cmd/airlock-guest
+
+test:
+	scripts/test
+
+test-short:
+	$(GO) test -short ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)
+
+demo:
+	scripts/demo
+
+bench:
+	scripts/bench-boot
+
+clean:
+	rm -rf bin .cache

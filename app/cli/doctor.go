@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// doctorReport is what `airlock doctor` finds.
+type doctorReport struct {
+	Home   string          `json:"home"`
+	Host   string          `json:"host"`
+	Guests []guestReport   `json:"guests"`
+	Images []imageInfo     `json:"images"`
+	OK     bool            `json:"ok"`
+	Issues []string        `json:"issues,omitempty"`
+	Hosts  []vm.HostReport `json:"hypervisors"`
+}
+
+type guestReport struct {
+	Arch  vm.Arch `json:"arch"`
+	Agent string  `json:"agent,omitempty"`
+	Image bool    `json:"image"`
+	Issue string  `json:"issue,omitempty"`
+}
+
+func newDoctorCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that this machine can run Airlock's VMs",
+		Long: `doctor reports the hypervisor, the accelerator and why KVM is or is not
+used, the guest link, the guest agent binaries and which images are present.
+It exits with 1 when something needed for the host's architecture is
+missing, and says how to fix it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := runDoctor(cmd.Context(), e)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if err := e.printJSON(r); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(e, r)
+			}
+			if !r.OK {
+				e.exitCode = 1
+			}
+			return nil
+		},
+	}
+}
+
+func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
+	h, err := e.home()
+	if err != nil {
+		return nil, err
+	}
+	r := &doctorReport{Home: h, Host: runtime.GOOS + "/" + runtime.GOARCH, OK: true}
+	fail := func(s string) { r.OK = false; r.Issues = append(r.Issues, s) }
+
+	ims, err := image.List(h)
+	if err != nil {
+		fail(err.Error())
+	}
+	have := map[vm.Arch]bool{}
+	for _, im := range ims {
+		r.Images = append(r.Images, infoOf(im))
+		if im.Name == image.DefaultName {
+			have[im.Arch] = true
+		}
+	}
+
+	backend, berr := newBackend(e, h)
+	for _, arch := range []vm.Arch{vm.AMD64, vm.ARM64} {
+		native := arch == vm.Arch(runtime.GOARCH)
+		g := guestReport{Arch: arch, Image: have[arch]}
+		if !g.Image {
+			g.Issue = "no minimal image: " + image.BuildCommand(image.DefaultName, arch)
+			if native {
+				fail(g.Issue)
+			}
+		}
+		if berr == nil {
+			if d, ok := backend.(vm.Describer); ok {
+				hr, err := d.Describe(ctx, arch)
+				if err != nil {
+					if native || !errors.Is(err, vm.ErrHypervisorMissing) {
+						fail(err.Error())
+					} else {
+						g.Issue = strings.TrimSpace(g.Issue + "; " + err.Error())
+					}
+				} else {
+					r.Hosts = append(r.Hosts, hr)
+				}
+			}
+		}
+		r.Guests = append(r.Guests, g)
+	}
+	if berr != nil {
+		fail(berr.Error())
+	}
+	return r, nil
+}
+
+func printDoctor(e *env, r *doctorReport) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "home\t%s\n", r.Home)
+	fmt.Fprintf(tw, "host\t%s\n", r.Host)
+	for _, hr := range r.Hosts {
+		fmt.Fprintf(tw, "hypervisor\t%s\n", hr.Hypervisor)
+		fmt.Fprintf(tw, "  accelerator\t%s: %s\n", hr.Accelerator, hr.Why)
+		fmt.Fprintf(tw, "  guest link\t%s\n", hr.Link)
+		for _, n := range hr.Notes {
+			fmt.Fprintf(tw, "  note\t%s\n", n)
+		}
+	}
+	for _, g := range r.Guests {
+		state := "ready"
+		if g.Issue != "" {
+			state = g.Issue
+		}
+		fmt.Fprintf(tw, "guest %s\t%s\n", g.Arch, state)
+	}
+	for _, i := range r.Images {
+		fmt.Fprintf(tw, "image\t%s/%s: %s, %s\n", i.Name, i.Arch, i.Kernel, mib(i.KernelBytes+i.InitrdBytes))
+	}
+	tw.Flush()
+	if r.OK {
+		fmt.Fprintln(e.stdout, "\nAirlock is ready to run VMs here.")
+		return
+	}
+	fmt.Fprintln(e.stdout, "\nTo fix:")
+	for _, s := range r.Issues {
+		fmt.Fprintf(e.stdout, "  - %s\n", s)
+	}
+}

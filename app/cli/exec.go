@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// bootFlags are the flags of every command that boots a VM.
+type bootFlags struct {
+	image       string
+	arch        string
+	cpus        int
+	memory      int
+	link        string
+	bootTimeout time.Duration
+}
+
+func (f *bootFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.image, "image", "minimal", "guest image to boot (see airlock image ls)")
+	fl.StringVar(&f.arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
+	fl.IntVar(&f.cpus, "cpus", 0, "virtual CPUs (default 1)")
+	fl.IntVar(&f.memory, "memory", 0, "guest memory in MiB (default 512)")
+	fl.StringVar(&f.link, "link", "", "guest link: vsock or serial (default: vsock where the host has it)")
+	fl.DurationVar(&f.bootTimeout, "boot-timeout", launch.DefaultBootTimeout, "give up when the guest has not answered after this long")
+}
+
+func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
+	return launch.Options{
+		Home: h, Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory,
+		Link: vm.LinkKind(f.link), Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
+	}
+}
+
+type execFlags struct {
+	bootFlags
+	interactive bool
+	tty         bool
+	env         []string
+	workdir     string
+	timeout     time.Duration
+}
+
+// execResult is what `airlock exec --json` prints.
+type execResult struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	BootMS   int64  `json:"boot_ms"`
+	RunMS    int64  `json:"run_ms"`
+	Kernel   string `json:"kernel"`
+	Link     string `json:"link"`
+}
+
+func newExecCmd(e *env) *cobra.Command {
+	var f execFlags
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARG...]",
+		Short: "Boot a fresh VM, run one command in it, and tear it down",
+		Long: `exec boots a fresh VM from a guest image, runs COMMAND in it with live
+output, and tears the VM down. airlock exits with the command's exit code
+(128+N when a signal N killed it, 127 when the command was not found), or 125
+when Airlock itself failed.
+
+With --json the command's output is collected and printed as one JSON object
+with its exit code and timings.`,
+		Example: `  airlock exec -- uname -a
+  airlock exec --arch arm64 -- cat /proc/cpuinfo
+  echo hi | airlock exec -i -- tr a-z A-Z
+  airlock exec -t -- sh`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), e, &f, args)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
+	fl.BoolVarP(&f.tty, "tty", "t", false, "run the command on a terminal (implies -i)")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
+	fl.StringVarP(&f.workdir, "workdir", "w", "", "working directory in the guest")
+	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long (default: no limit)")
+	return cmd
+}
+
+func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
+	envMap, err := parseEnv(f.env)
+	if err != nil {
+		return err
+	}
+	if f.tty && e.json {
+		return errors.New("--tty and --json do not go together: a terminal session has no separate output to collect")
+	}
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	backend, err := newBackend(e, h)
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	g, err := launch.Boot(ctx, f.options(h, backend, func(ev launch.Event) {
+		switch ev.Step {
+		case launch.StepBooting:
+			p.Step(ev.Message)
+		case launch.StepReady:
+			p.Done("")
+		}
+	}))
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = g.Shutdown(sctx)
+	}()
+
+	c := client.Command{Args: args, Env: envMap, Dir: f.workdir, Stdout: e.stdout, Stderr: e.stderr}
+	var stdout, stderr bytes.Buffer
+	if e.json {
+		c.Stdout, c.Stderr = &limitedBuffer{buf: &stdout}, &limitedBuffer{buf: &stderr}
+	}
+	if f.interactive || f.tty {
+		c.Stdin = e.stdin
+	}
+	if f.tty {
+		restore, tty, err := setupTTY(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer restore()
+		c.TTY = tty
+	}
+	runCtx := ctx
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("command ran longer than --timeout %s and was killed", f.timeout))
+		defer cancel()
+	}
+	started := time.Now()
+	runErr := g.Client.Run(runCtx, c)
+	res := execResult{
+		BootMS: g.BootTime.Milliseconds(), RunMS: time.Since(started).Milliseconds(),
+		Kernel: g.Client.Welcome().Kernel, Link: string(g.Machine.LinkKind()),
+	}
+	var exit *client.ExitError
+	switch {
+	case runErr == nil:
+	case errors.As(runErr, &exit):
+		res.ExitCode, res.Signal = exit.ExitCode(), exit.Signal
+	case runCtx.Err() != nil && ctx.Err() == nil:
+		return context.Cause(runCtx)
+	default:
+		return fmt.Errorf("run %s: %w", args[0], runErr)
+	}
+	e.exitCode = res.ExitCode
+	if e.json {
+		res.Stdout, res.Stderr = stdout.String(), stderr.String()
+		return e.printJSON(res)
+	}
+	return nil
+}
+
+// setupTTY puts the local terminal in raw mode and forwards its size.
+func setupTTY(ctx context.Context, e *env) (restore func(), tty *client.TTY, err error) {
+	in, ok := e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return nil, nil, errors.New("--tty needs standard input to be a terminal")
+	}
+	fd := int(in.Fd())
+	cols, rows, err := term.GetSize(fd)
+	if err != nil {
+		cols, rows = 80, 24
+	}
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("put terminal in raw mode: %w", err)
+	}
+	resize := make(chan client.WindowSize, 1)
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-winch:
+				if c, r, err := term.GetSize(fd); err == nil {
+					select {
+					case resize <- client.WindowSize{Rows: r, Cols: c}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	termName := os.Getenv("TERM")
+	if termName == "" {
+		termName = "xterm-256color"
+	}
+	return func() {
+		signal.Stop(winch)
+		close(stop)
+		_ = term.Restore(fd, old)
+	}, &client.TTY{Term: termName, Rows: rows, Cols: cols, Resize: resize}, nil
+}
+
+func parseEnv(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t\n\x00") {
+			return nil, fmt.Errorf("--env %q: want NAME=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// maxCaptured caps what --json collects of each output stream.
+const maxCaptured = 64 << 20
+
+// limitedBuffer keeps the first maxCaptured bytes and drops the rest, so a
+// chatty command cannot exhaust the host's memory.
+type limitedBuffer struct {
+	buf       *bytes.Buffer
+	truncated bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := maxCaptured - l.buf.Len(); room < len(p) {
+		l.truncated = true
+		if room > 0 {
+			l.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return l.buf.Write(p)
+}

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+func newImageCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Build and list guest images",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newImageBuildCmd(e), newImageLsCmd(e))
+	return cmd
+}
+
+// imageInfo is one image as `image ls --json` and `image build --json` print it.
+type imageInfo struct {
+	Name        string    `json:"name"`
+	Arch        vm.Arch   `json:"arch"`
+	Dir         string    `json:"dir"`
+	Kernel      string    `json:"kernel"`
+	KernelBytes int64     `json:"kernel_bytes"`
+	InitrdBytes int64     `json:"initrd_bytes"`
+	Modules     int       `json:"modules"`
+	Created     time.Time `json:"created"`
+}
+
+func infoOf(im *image.Image) imageInfo {
+	return imageInfo{
+		Name: im.Name, Arch: im.Arch, Dir: im.Dir,
+		Kernel:      im.Meta.Kernel.Package + " " + im.Meta.Kernel.Version,
+		KernelBytes: im.Meta.Kernel.Size, InitrdBytes: im.Meta.Initrd.Size,
+		Modules: len(im.Meta.Modules), Created: im.Meta.Created,
+	}
+}
+
+func newImageBuildCmd(e *env) *cobra.Command {
+	var arch string
+	cmd := &cobra.Command{
+		Use:   "build [--arch amd64|arm64] NAME",
+		Short: "Build a guest image from Debian packages",
+		Long: `build makes a guest image from Debian packages: the cloud kernel, busybox and
+the Airlock guest agent, in an initramfs the VM boots straight into.
+Downloaded packages are cached, so a rebuild is quick. Today the one image
+is "minimal".
+
+Building needs apt-get (Debian or Ubuntu). For arm64 images on an amd64 host,
+arm64 must be a dpkg foreign architecture:
+  sudo dpkg --add-architecture arm64 && sudo apt-get update`,
+		Example: `  airlock image build minimal
+  airlock image build --arch arm64 minimal`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != image.DefaultName {
+				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s", args[0], image.DefaultName)
+			}
+			if arch == "" {
+				arch = runtime.GOARCH
+			}
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			p := e.newProgress()
+			defer p.Done("")
+			p.Step("building airlock-guest for linux/" + arch)
+			guestBin, err := e.guestFinder(h).Find(cmd.Context(), arch)
+			if err != nil {
+				return err
+			}
+			im, err := image.Build(cmd.Context(), image.BuildOptions{
+				Home: h, Name: args[0], Arch: vm.Arch(arch), GuestBinary: guestBin,
+				Progress: func(ev image.Progress) { p.Update(buildMessage(ev)) },
+			})
+			p.Done("")
+			if err != nil {
+				return err
+			}
+			info := infoOf(im)
+			if e.json {
+				return e.printJSON(info)
+			}
+			fmt.Fprintf(e.stdout, "built image %s (%s) in %s\n  kernel  %s, %s\n  initrd  %s, %d modules\n",
+				im.Name, im.Arch, im.Dir, info.Kernel, mib(info.KernelBytes), mib(info.InitrdBytes), info.Modules)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
+	return cmd
+}
+
+func buildMessage(ev image.Progress) string {
+	msg := string(ev.Step)
+	if ev.Item != "" {
+		msg += " " + ev.Item
+	}
+	switch {
+	case ev.Cached:
+		msg += " (cached)"
+	case ev.Total > 0 && ev.Step == image.StepModules:
+		msg += fmt.Sprintf(" %d/%d", ev.Done, ev.Total)
+	case ev.Total > 0:
+		msg += fmt.Sprintf(" %s/%s", mib(ev.Done), mib(ev.Total))
+	}
+	return msg
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func newImageLsCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List built guest images",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			ims, err := image.List(h)
+			if err != nil {
+				return err
+			}
+			infos := make([]imageInfo, 0, len(ims))
+			for _, im := range ims {
+				infos = append(infos, infoOf(im))
+			}
+			if e.json {
+				return e.printJSON(infos)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintf(e.stdout, "no images yet; build one with: %s\n", image.BuildCommand(image.DefaultName, vm.Arch(runtime.GOARCH)))
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tARCH\tKERNEL\tSIZE\tBUILT")
+			for _, i := range infos {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, i.Kernel, mib(i.KernelBytes+i.InitrdBytes), i.Created.Local().Format("2006-01-02 15:04"))
+			}
+			return tw.Flush()
+		},
+	}
+}

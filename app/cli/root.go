@@ -1,0 +1,124 @@
+// Package cli is Airlock's command line: the cobra command tree, flag
+// parsing, and the output layer that renders results as text for people or
+// JSON for programs and progress as live lines on a terminal. Commands are
+// thin: they wire the app's services (launch, image, guestbin, home) and
+// print what those return.
+//
+// It must not import fyne (the GUI is its own package) or a hypervisor
+// package other than through the per-OS backend file.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/guestbin"
+	"github.com/airlock-dev/airlock/app/home"
+)
+
+// Exit codes of airlock itself, chosen like docker's so that they do not
+// collide with the exit codes of a command run in the guest.
+const (
+	ExitOK    = 0
+	ExitError = 125 // airlock could not do what was asked
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// env is what every command gets: streams, flags shared by all, and lazily
+// resolved services.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	json           bool
+	quiet          bool
+	homeFlag       string
+	// exitCode is set by commands whose exit code is not simply 0/125
+	// (exec passes the guest command's through).
+	exitCode int
+}
+
+func (e *env) home() (string, error) {
+	if e.homeFlag != "" {
+		return e.homeFlag, nil
+	}
+	return home.Dir()
+}
+
+func (e *env) guestFinder(h string) guestbin.Finder {
+	return guestbin.Finder{BuildDir: home.Layout{Root: h}.Cache() + "/guest"}
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		e.printError(err)
+		if e.exitCode != 0 {
+			return e.exitCode
+		}
+		return ExitError
+	}
+	return e.exitCode
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "airlock",
+		Short: "Run coding agents in throwaway Linux VMs and review what they change",
+		Long: `Airlock runs an AI coding agent (or any command) inside a throwaway Linux
+micro-VM on a copy of your project, then lets you review every change before
+anything is written back. The VM is the boundary: the agent cannot touch your
+files, your network or your credentials.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.PersistentFlags().BoolVar(&e.json, "json", false, "print results as JSON")
+	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "print no progress")
+	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "Airlock's state directory (default $"+home.Env+" or the per-OS location)")
+	root.AddCommand(newExecCmd(e), newDoctorCmd(e), newImageCmd(e), newVersionCmd(e))
+	return root
+}
+
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print Airlock's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if e.json {
+				return e.printJSON(map[string]string{"version": Version})
+			}
+			fmt.Fprintln(e.stdout, "airlock", Version)
+			return nil
+		},
+	}
+}
+
+// printError writes err for a person (or as JSON with --json).
+func (e *env) printError(err error) {
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted")
+	}
+	if e.json {
+		_ = writeJSON(e.stderr, map[string]string{"error": err.Error()})
+		return
+	}
+	fmt.Fprintf(e.stderr, "airlock: %v\n", err)
+}

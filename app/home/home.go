@@ -1,0 +1,55 @@
+// Package home locates Airlock's state directory (images, objects,
+// sandboxes, caches) on each operating system.
+//
+// It is plain path logic: it must not import vm, guest, sync, review or fyne.
+package home
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Env is the environment variable that overrides the home directory.
+const Env = "AIRLOCK_HOME"
+
+// Dir returns Airlock's home directory for this process: $AIRLOCK_HOME, else
+// the per-OS default. It does not create it.
+func Dir() (string, error) {
+	return dirFor(runtime.GOOS, os.Getenv, os.UserHomeDir)
+}
+
+// dirFor is Dir for any OS, so one host can test every OS.
+func dirFor(goos string, getenv func(string) string, userHome func() (string, error)) (string, error) {
+	if d := getenv(Env); d != "" {
+		return filepath.Abs(d)
+	}
+	h, err := userHome()
+	if err != nil || h == "" {
+		return "", fmt.Errorf("find home directory (set %s to choose where Airlock keeps its state): %w", Env, errors.Join(err, errors.New("no home directory")))
+	}
+	switch goos {
+	case "darwin":
+		return filepath.Join(h, "Library", "Application Support", "Airlock"), nil
+	default:
+		if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+			return filepath.Join(x, "airlock"), nil
+		}
+		return filepath.Join(h, ".local", "share", "airlock"), nil
+	}
+}
+
+// Layout names the folders inside a home directory.
+type Layout struct{ Root string }
+
+// Images is where built guest images live.
+func (l Layout) Images() string { return filepath.Join(l.Root, "images") }
+
+// Cache is for things that can be rebuilt or downloaded again.
+func (l Layout) Cache() string { return filepath.Join(l.Root, "cache") }
+
+// Runs is where short-lived machines (airlock exec) keep their runtime
+// files. Kept short because unix socket paths are limited in length.
+func (l Layout) Runs() string { return filepath.Join(l.Root, "run") }

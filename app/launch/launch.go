@@ -1,0 +1,253 @@
+// Package launch boots a guest image on a vm.Backend and connects to its
+// guest agent: the one sequence that `airlock exec`, `airlock run` and the
+// GUI share. It reports typed progress events and turns a guest that never
+// answers into a vm.BootError carrying the last console lines.
+//
+// It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
+// backend is handed in.
+package launch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// DefaultBootTimeout bounds the wait for a guest agent to answer. A cold
+// boot takes a few seconds under TCG; the rest is headroom for a loaded host.
+const DefaultBootTimeout = 90 * time.Second
+
+// Step names a phase of a launch.
+type Step string
+
+const (
+	StepBooting  Step = "booting"
+	StepReady    Step = "ready"
+	StepStopping Step = "stopping"
+	StepStopped  Step = "stopped"
+)
+
+// Event is a progress report.
+type Event struct {
+	Step    Step          `json:"step"`
+	Message string        `json:"message,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Options says what to boot and how.
+type Options struct {
+	// Home is Airlock's home directory (images/, run/).
+	Home string
+	// Image is the image name; empty means "minimal".
+	Image string
+	// Arch is the guest architecture; empty means the host's.
+	Arch vm.Arch
+	// CPUs and MemoryMiB size the machine; zero means vm defaults.
+	CPUs      int
+	MemoryMiB int
+	// Link forces a link kind; LinkAuto lets the backend choose.
+	Link vm.LinkKind
+	// Network is the network mode; empty means none.
+	Network vm.NetworkMode
+	// Backend starts the machine.
+	Backend vm.Backend
+	// BootTimeout bounds boot to guest-ready; zero means DefaultBootTimeout.
+	BootTimeout time.Duration
+	// Progress receives events; nil discards them.
+	Progress func(Event)
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Guest is a booted machine with a connected guest agent.
+type Guest struct {
+	Machine vm.Machine
+	Client  *client.Client
+	Image   *image.Image
+	// Dir holds the machine's runtime files (sockets, console.log).
+	Dir string
+	// BootTime is from Start to the guest agent's welcome.
+	BootTime time.Duration
+
+	progress func(Event)
+	start    time.Time
+}
+
+// Boot starts a machine from an image and waits for its guest agent. The
+// machine is killed when ctx ends. On error nothing is left running; the
+// runtime directory is kept when the guest failed to boot, so that its
+// console log can be read.
+func Boot(ctx context.Context, o Options) (*Guest, error) {
+	start := time.Now()
+	progress := o.Progress
+	if progress == nil {
+		progress = func(Event) {}
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Backend == nil {
+		return nil, errors.New("launch: no backend")
+	}
+	name := o.Image
+	if name == "" {
+		name = "minimal"
+	}
+	arch := o.Arch
+	if arch == "" {
+		arch = vm.Arch(runtime.GOARCH)
+	}
+	img, err := image.Load(o.Home, name, arch)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := newRunDir(filepath.Join(o.Home, "run"))
+	if err != nil {
+		return nil, err
+	}
+	spec := vm.Spec{
+		Name:      "airlock-" + filepath.Base(dir),
+		Arch:      arch,
+		Kernel:    img.Kernel,
+		Initrd:    img.Initrd,
+		Cmdline:   img.Cmdline,
+		CPUs:      o.CPUs,
+		MemoryMiB: o.MemoryMiB,
+		Link:      vm.Link{Kind: o.Link, Port: guest.VsockPort},
+		Network:   o.Network,
+		StateDir:  dir,
+	}
+	progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", name, arch)})
+	m, err := o.Backend.Start(ctx, spec)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s VM: %w", o.Backend.Name(), err)
+	}
+	id, err := client.NewIdentity(spec.Name)
+	if err != nil {
+		stopNow(m)
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	timeout := o.BootTimeout
+	if timeout == 0 {
+		timeout = DefaultBootTimeout
+	}
+	c, err := connect(ctx, m, timeout, client.Config{Identity: id, Logger: logger})
+	if err != nil {
+		stopNow(m)
+		if ctx.Err() != nil {
+			os.RemoveAll(dir)
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	g := &Guest{Machine: m, Client: c, Image: img, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
+	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
+	return g, nil
+}
+
+// connect waits for the guest agent's welcome, giving up when the timeout
+// passes or the machine dies first, with the console's last lines.
+func connect(ctx context.Context, m vm.Machine, timeout time.Duration, cfg client.Config) (*client.Client, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errBootTimeout)
+	defer cancel()
+	exited := make(chan error, 1)
+	go func() {
+		err := m.Wait()
+		exited <- err
+		cancel()
+	}()
+	c, err := client.Connect(ctx, m.DialLink, cfg)
+	if err == nil {
+		return c, nil
+	}
+	be := &vm.BootError{Machine: filepath.Base(filepath.Dir(m.ConsoleLog())), Log: m.ConsoleLog(), Err: err}
+	select {
+	case werr := <-exited:
+		be.Reason = "stopped before its agent answered"
+		be.Err = errors.Join(werr, err)
+		if werr == nil {
+			be.Err = err
+		}
+	default:
+		if errors.Is(context.Cause(ctx), errBootTimeout) {
+			be.Reason = fmt.Sprintf("did not answer within %s", timeout)
+			be.Err = nil
+		} else {
+			be.Reason = "did not complete the first-contact handshake"
+		}
+	}
+	be.Console = vm.TailConsole(m.ConsoleLog(), 15)
+	return nil, be
+}
+
+var errBootTimeout = errors.New("boot timeout")
+
+// Shutdown powers the guest off cleanly, waits for the machine to go, and
+// removes its runtime directory. ctx bounds the graceful part; after it the
+// machine is forced off.
+func (g *Guest) Shutdown(ctx context.Context) error {
+	g.progress(Event{Step: StepStopping, Elapsed: time.Since(g.start)})
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	perr := g.Client.PowerOff(pctx)
+	cancel()
+	g.Client.Close()
+	done := make(chan error, 1)
+	go func() { done <- g.Machine.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		err = errors.Join(perr, errors.New("guest did not power off within 10s; forced"))
+		stopNow(g.Machine)
+	}
+	if err == nil {
+		os.RemoveAll(g.Dir)
+	}
+	g.progress(Event{Step: StepStopped, Elapsed: time.Since(g.start)})
+	return err
+}
+
+// Kill forces the machine off at once and removes its runtime directory.
+func (g *Guest) Kill() {
+	g.Client.Close()
+	stopNow(g.Machine)
+	os.RemoveAll(g.Dir)
+}
+
+// stopNow stops m with an already-ended context: forced, immediate.
+func stopNow(m vm.Machine) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = m.Stop(ctx)
+}
+
+func newRunDir(parent string) (string, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return "", fmt.Errorf("create run directory: %w", err)
+	}
+	var b [4]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(parent, hex.EncodeToString(b[:]))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create run directory: %w", err)
+	}
+	return dir, nil
+}

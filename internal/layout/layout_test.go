@@ -1,0 +1,145 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/airlock-dev/airlock"
+
+type pkg struct {
+	ImportPath string
+	Name       string
+	Doc        string
+	Deps       []string
+	GoFiles    []string
+}
+
+// listPackages runs go list over the whole module for goos.
+func listPackages(t *testing.T, goos string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), "GOOS="+goos, "CGO_ENABLED=1")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestPackageDocs(t *testing.T) {
+	for _, p := range listPackages(t, "linux") {
+		if len(p.GoFiles) == 0 {
+			continue
+		}
+		if p.Name == "main" {
+			if !strings.HasPrefix(p.Doc, "Command ") {
+				t.Errorf("%s: main package needs a doc comment starting \"Command …\", got %q", p.ImportPath, p.Doc)
+			}
+			continue
+		}
+		if !strings.HasPrefix(p.Doc, "Package "+p.Name+" ") {
+			t.Errorf("%s: needs a doc comment starting \"Package %s …\" (what it owns, what it must not import), got %q", p.ImportPath, p.Name, p.Doc)
+		}
+	}
+}
+
+// rule forbids packages matching from from depending on anything under to.
+type rule struct {
+	from   func(string) bool
+	to     []string
+	reason string
+}
+
+func under(prefixes ...string) func(string) bool {
+	return func(p string) bool {
+		for _, pre := range prefixes {
+			full := module + "/" + pre
+			if p == full || strings.HasPrefix(p, full+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func not(f func(string) bool) func(string) bool { return func(p string) bool { return !f(p) } }
+
+var rules = []rule{
+	{under("vm", "guest", "sync", "review", "internal"), []string{module + "/app"}, "nothing imports app"},
+	{under("guest"), []string{module + "/vm", "fyne.io/fyne", "github.com/Code-Hex/vz"}, "guest never imports vm, fyne or vz"},
+	{under("guest/agent", "guest/cmd"), []string{"testing"}, "the guest agent must not link the testing package"},
+	{under("review", "sync"), []string{module + "/vm", module + "/guest", "fyne.io/fyne"}, "review and sync know nothing of VMs, the guest or the GUI"},
+	{not(under("app/gui")), []string{"fyne.io/fyne"}, "only the GUI imports fyne"},
+	{not(under("vm/vz")), []string{"github.com/Code-Hex/vz"}, "only vm/vz imports vz"},
+	{under("vm"), []string{module + "/guest", module + "/sync", module + "/review"}, "vm knows nothing of the guest agent, sync or review"},
+}
+
+func TestImportRules(t *testing.T) {
+	for _, goos := range []string{"linux", "darwin"} {
+		t.Run(goos, func(t *testing.T) {
+			for _, p := range listDeps(t, goos) {
+				for _, r := range rules {
+					if !r.from(p.ImportPath) {
+						continue
+					}
+					for _, d := range p.Deps {
+						for _, bad := range r.to {
+							if d == bad || strings.HasPrefix(d, bad+"/") {
+								t.Errorf("%s depends on %s: %s", p.ImportPath, d, r.reason)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// listDeps is listPackages with the transitive dependencies filled in.
+func listDeps(t *testing.T, goos string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps", module+"/...")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list (%s): %v\n%s", goos, err, stderr)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
