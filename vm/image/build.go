@@ -1,0 +1,381 @@
+package image
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// DefaultName is the name of the minimal image.
+const DefaultName = "minimal"
+
+// Packages the minimal image is built from.
+const busyboxPackage = "busybox-static"
+
+// BuildOptions says what image to build.
+type BuildOptions struct {
+	// Home is Airlock's home directory; the image goes to
+	// Home/images/<Name>/<Arch>/.
+	Home string
+	// Name is the image name; empty means DefaultName ("minimal").
+	Name string
+	// Arch is the guest architecture.
+	Arch vm.Arch
+	// GuestBinary is the path of the static airlock-guest built for Arch
+	// (the caller builds it). It becomes the initramfs's /init.
+	GuestBinary string
+	// CacheDir keeps downloaded .debs; empty means Home/cache/debs.
+	CacheDir string
+	// Progress receives typed progress events; nil discards them.
+	Progress func(Progress)
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Step names a phase of a build.
+type Step string
+
+const (
+	StepCheck     Step = "check"     // checking the host's apt and the inputs
+	StepResolve   Step = "resolve"   // asking apt which package versions to use
+	StepDownload  Step = "download"  // one package; Done/Total in bytes
+	StepExtract   Step = "extract"   // unpacking one package
+	StepKernel    Step = "kernel"    // decompressing and checking the kernel
+	StepModules   Step = "modules"   // resolving modules; Done/Total modules
+	StepInitramfs Step = "initramfs" // writing the initramfs; Done/Total bytes
+	StepInstall   Step = "install"   // moving the image into place
+	StepDone      Step = "done"
+)
+
+// Progress is one build progress event.
+type Progress struct {
+	Step Step
+	// Item is what the step works on (a package, a file), if anything.
+	Item string
+	// Done and Total measure the step's progress (bytes, modules); Total 0
+	// means unknown.
+	Done, Total int64
+	// Cached is set on a download step served from the cache.
+	Cached bool
+}
+
+// Build builds the minimal image (a kernel and an initramfs with the
+// guest agent, busybox and the kernel modules of MinimalModules) from
+// Debian packages fetched with the host's apt. It writes into a temporary
+// directory beside the image and moves it into place at the end, so a
+// failed or cancelled build leaves any previous image as it was.
+func Build(ctx context.Context, opts BuildOptions) (*Image, error) {
+	b, err := newBuilder(opts)
+	if err != nil {
+		return nil, err
+	}
+	return b.build(ctx)
+}
+
+type builder struct {
+	opts     BuildOptions
+	name     string
+	log      *slog.Logger
+	progress func(Progress)
+	apt      *apt
+	wanted   []WantedModule
+}
+
+func newBuilder(opts BuildOptions) (*builder, error) {
+	b := &builder{opts: opts, name: opts.Name, log: opts.Logger, progress: opts.Progress}
+	if b.name == "" {
+		b.name = DefaultName
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.progress == nil {
+		b.progress = func(Progress) {}
+	}
+	var errs []error
+	if opts.Home == "" {
+		errs = append(errs, errors.New("no home directory"))
+	}
+	if err := validName(b.name); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validArch(opts.Arch); err != nil {
+		errs = append(errs, err)
+	}
+	if opts.GuestBinary == "" {
+		errs = append(errs, errors.New("no guest binary: build airlock-guest for the image's arch and pass its path"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("build image: %w", err)
+	}
+	cache := opts.CacheDir
+	if cache == "" {
+		cache = filepath.Join(opts.Home, "cache", "debs")
+	}
+	b.apt = newApt(cache, b.log)
+	b.wanted = MinimalModules(opts.Arch)
+	return b, nil
+}
+
+func (b *builder) build(ctx context.Context) (_ *Image, err error) {
+	arch := b.opts.Arch
+	start := time.Now()
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("build image %s/%s: %w", b.name, arch, err)
+		}
+	}()
+
+	b.progress(Progress{Step: StepCheck})
+	guest, err := os.ReadFile(b.opts.GuestBinary)
+	if err != nil {
+		return nil, fmt.Errorf("read guest binary: %w", err)
+	}
+	if err := checkStaticELF("guest binary "+b.opts.GuestBinary, arch, guest); err != nil {
+		return nil, err
+	}
+	if err := b.apt.check(ctx, arch); err != nil {
+		return nil, err
+	}
+
+	b.progress(Progress{Step: StepResolve, Item: kernelMetaPackage(arch) + ", " + busyboxPackage})
+	pkgs, err := b.apt.resolve(ctx, arch, kernelMetaPackage(arch), busyboxPackage)
+	if err != nil {
+		return nil, err
+	}
+	kmeta, bbpkg := pkgs[kernelMetaPackage(arch)], pkgs[busyboxPackage]
+	b.progress(Progress{Step: StepResolve, Item: kmeta.Name + " " + kmeta.Version})
+	kpkg, err := b.apt.kernelFor(ctx, arch, kmeta)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("resolved packages", "kernel", kpkg.Name, "kernel_version", kpkg.Version, "busybox", bbpkg.Version)
+
+	debs := make(map[string]string)
+	for _, p := range []*debPackage{kpkg, bbpkg} {
+		b.progress(Progress{Step: StepDownload, Item: p.Name, Total: p.Size})
+		file, cached, err := b.apt.download(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		b.log.Info("package", "name", p.Name, "version", p.Version, "file", file, "cached", cached)
+		b.progress(Progress{Step: StepDownload, Item: p.Name, Done: p.Size, Total: p.Size, Cached: cached})
+		debs[p.Name] = file
+	}
+
+	parent := filepath.Join(b.opts.Home, "images", b.name)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+string(arch)+".build-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	scratch := filepath.Join(tmp, ".scratch")
+	kdir, bbdir := filepath.Join(scratch, "kernel"), filepath.Join(scratch, "busybox")
+	for _, x := range []struct{ pkg, dir string }{{kpkg.Name, kdir}, {bbpkg.Name, bbdir}} {
+		b.progress(Progress{Step: StepExtract, Item: x.pkg})
+		if err := b.apt.extract(ctx, debs[x.pkg], x.dir); err != nil {
+			return nil, err
+		}
+	}
+	busybox, err := os.ReadFile(filepath.Join(bbdir, "bin", "busybox"))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s has no bin/busybox: %w", bbpkg.Name, bbpkg.Version, err)
+	}
+	if err := checkStaticELF("busybox from "+bbpkg.Name, arch, busybox); err != nil {
+		return nil, err
+	}
+
+	b.progress(Progress{Step: StepKernel, Item: kpkg.Name})
+	kfs := os.DirFS(kdir)
+	kernel, format, err := kernelFromPackage(kfs, arch)
+	if err != nil {
+		return nil, fmt.Errorf("kernel from %s %s: %w", kpkg.Name, kpkg.Version, err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, KernelFile), kernel, 0o644); err != nil {
+		return nil, err
+	}
+	kernelMeta := hashBytes(kernel)
+	kernel = nil // 50 MB or so; not needed any more
+
+	b.progress(Progress{Step: StepModules, Item: kpkg.Name})
+	km, err := scanModules(kfs)
+	if err != nil {
+		return nil, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
+	}
+	sel, err := resolveModules(km, b.wanted)
+	if err != nil {
+		return nil, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
+	}
+	files, err := readModules(kfs, sel)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range sel.order {
+		names = append(names, m.name)
+	}
+	b.progress(Progress{Step: StepModules, Item: kpkg.Name, Done: int64(len(files)), Total: int64(len(files))})
+	if len(sel.builtin) > 0 || len(sel.missing) > 0 {
+		b.log.Info("modules not loaded", "builtin", sel.builtin, "missing", sel.missing)
+	}
+
+	b.progress(Progress{Step: StepInitramfs})
+	initrd, err := writeInitrdFile(filepath.Join(tmp, InitrdFile), initramfsContents{guest: guest, busybox: busybox, modules: files})
+	if err != nil {
+		return nil, err
+	}
+	b.progress(Progress{Step: StepInitramfs, Done: initrd.Size, Total: initrd.Size})
+
+	if err := os.RemoveAll(scratch); err != nil {
+		return nil, err
+	}
+	meta := Meta{
+		Format:  MetaFormat,
+		Name:    b.name,
+		Arch:    arch,
+		Created: time.Now().UTC().Truncate(time.Second),
+		Cmdline: DefaultCmdline,
+		Kernel: KernelMeta{
+			MetaPackage: kmeta.Name + " " + kmeta.Version,
+			Package:     kpkg.Name,
+			Version:     kpkg.Version,
+			Release:     km.release,
+			Format:      format,
+			FileMeta:    kernelMeta,
+		},
+		Initrd:         initrd,
+		Busybox:        PackageMeta{Package: bbpkg.Name, Version: bbpkg.Version},
+		Guest:          hashBytes(guest),
+		Modules:        names,
+		BuiltinModules: sel.builtin,
+		MissingModules: sel.missing,
+	}
+	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
+		return nil, err
+	}
+
+	b.progress(Progress{Step: StepInstall})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dst := Dir(b.opts.Home, b.name, arch)
+	if err := install(tmp, dst); err != nil {
+		return nil, fmt.Errorf("install: %w", err)
+	}
+	tmp = ""
+	im, err := Load(b.opts.Home, b.name, arch)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("image built", "dir", dst, "kernel", kpkg.Name, "modules", len(names), "initrd_bytes", initrd.Size, "took", time.Since(start).Round(time.Millisecond))
+	b.progress(Progress{Step: StepDone, Item: dst})
+	return im, nil
+}
+
+// kernelFromPackage finds boot/vmlinuz-* in an extracted kernel package and
+// turns it into the kernel Airlock boots (see bootKernel).
+func kernelFromPackage(fsys fs.FS, arch vm.Arch) ([]byte, string, error) {
+	matches, err := fs.Glob(fsys, "boot/vmlinuz-*")
+	if err != nil {
+		return nil, "", err
+	}
+	if len(matches) != 1 {
+		return nil, "", fmt.Errorf("want one boot/vmlinuz-* in the package, found %d", len(matches))
+	}
+	vmlinuz, err := fs.ReadFile(fsys, matches[0])
+	if err != nil {
+		return nil, "", err
+	}
+	k, format, err := bootKernel(arch, vmlinuz)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path.Base(matches[0]), err)
+	}
+	return k, format, nil
+}
+
+// readModules reads the selected modules' files, in load order.
+func readModules(fsys fs.FS, sel *moduleSelection) ([]moduleFile, error) {
+	files := make([]moduleFile, 0, len(sel.order))
+	for _, m := range sel.order {
+		data, err := fs.ReadFile(fsys, m.path)
+		if err != nil {
+			return nil, fmt.Errorf("read module %s: %w", m.name, err)
+		}
+		files = append(files, moduleFile{name: m.name, data: data})
+	}
+	return files, nil
+}
+
+// writeInitrdFile writes the initramfs to file and returns its hash and
+// size.
+func writeInitrdFile(file string, c initramfsContents) (FileMeta, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return FileMeta{}, err
+	}
+	h := sha256.New()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	n, err := writeInitramfs(io.MultiWriter(bw, h), c)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return FileMeta{}, fmt.Errorf("write initramfs: %w", err)
+	}
+	return FileMeta{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+}
+
+func writeMeta(file string, m Meta) error {
+	var sb strings.Builder
+	sb.WriteString("# Written by airlock image build. Rebuild the image rather than editing it.\n")
+	if err := toml.NewEncoder(&sb).Encode(m); err != nil {
+		return fmt.Errorf("write %s: %w", MetaFile, err)
+	}
+	return os.WriteFile(file, []byte(sb.String()), 0o644)
+}
+
+// install moves the finished image directory tmp to dst, replacing any
+// image there. dst's parent holds tmp, so the move is a rename.
+func install(tmp, dst string) error {
+	if err := os.Rename(tmp, dst); err == nil {
+		return nil
+	} else if _, serr := os.Stat(dst); serr != nil {
+		return err
+	}
+	old, err := replaceDir(tmp, dst)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}

@@ -1,0 +1,286 @@
+package image
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// File names inside an image directory.
+const (
+	KernelFile = "kernel"
+	InitrdFile = "initrd"
+	MetaFile   = "image.toml"
+)
+
+// MetaFormat is the version of the image.toml layout this package writes.
+const MetaFormat = 1
+
+// ErrNotFound: the image has not been built. The wrapping error names the
+// command that builds it.
+var ErrNotFound = errors.New("image not found")
+
+// Image is a built image in the store.
+type Image struct {
+	Name string
+	Arch vm.Arch
+	// Dir is the image directory, HOME/images/<name>/<arch>.
+	Dir string
+	// Kernel is the path of the kernel to boot: an uncompressed vmlinux
+	// with a PVH entry (amd64) or an uncompressed arm64 Image.
+	Kernel string
+	// Initrd is the path of the initramfs (uncompressed newc cpio).
+	Initrd string
+	// Cmdline is the kernel command line, without console=.
+	Cmdline string
+	// Meta is what image.toml says about how the image was built.
+	Meta Meta
+}
+
+// Meta is the content of image.toml: what built the image.
+type Meta struct {
+	Format  int       `toml:"format"`
+	Name    string    `toml:"name"`
+	Arch    vm.Arch   `toml:"arch"`
+	Created time.Time `toml:"created"`
+	// Cmdline is the kernel command line to boot with, without console=
+	// (the VM backend adds its own).
+	Cmdline string      `toml:"cmdline"`
+	Kernel  KernelMeta  `toml:"kernel"`
+	Initrd  FileMeta    `toml:"initrd"`
+	Busybox PackageMeta `toml:"busybox"`
+	// Guest is the airlock-guest binary installed as /init.
+	Guest FileMeta `toml:"guest"`
+	// Modules are the kernel modules in the initramfs, in load order
+	// (dependencies first), by module name.
+	Modules []string `toml:"modules"`
+	// BuiltinModules are wanted modules this kernel has built in.
+	BuiltinModules []string `toml:"builtin_modules,omitempty"`
+	// MissingModules are optional wanted modules this kernel lacks
+	// altogether (neither a module nor built in).
+	MissingModules []string `toml:"missing_modules,omitempty"`
+}
+
+// KernelMeta says which kernel an image boots.
+type KernelMeta struct {
+	// Package and Version name the Debian package the kernel came from;
+	// MetaPackage is the meta package it was resolved from.
+	MetaPackage string `toml:"meta_package"`
+	Package     string `toml:"package"`
+	Version     string `toml:"version"`
+	// Release is the kernel release (uname -r).
+	Release string `toml:"release"`
+	// Format is "vmlinux-pvh" (amd64) or "arm64-image".
+	Format string `toml:"format"`
+	FileMeta
+}
+
+// PackageMeta names a Debian package.
+type PackageMeta struct {
+	Package string `toml:"package"`
+	Version string `toml:"version"`
+}
+
+// FileMeta identifies a file's content.
+type FileMeta struct {
+	SHA256 string `toml:"sha256"`
+	Size   int64  `toml:"size"`
+}
+
+// Dir returns the directory of image name for arch under home.
+func Dir(home, name string, arch vm.Arch) string {
+	return filepath.Join(home, "images", name, string(arch))
+}
+
+// BuildCommand is the command that builds image name for arch.
+func BuildCommand(name string, arch vm.Arch) string {
+	return fmt.Sprintf("airlock image build --arch %s %s", arch, name)
+}
+
+// Load returns image name for arch from the store under home. An image that
+// has not been built gives an error wrapping ErrNotFound that names the
+// command building it; an image whose files are missing or truncated gives
+// an error saying to rebuild it.
+func Load(home, name string, arch vm.Arch) (*Image, error) {
+	if err := validName(name); err != nil {
+		return nil, fmt.Errorf("load image: %w", err)
+	}
+	if err := validArch(arch); err != nil {
+		return nil, fmt.Errorf("load image: %w", err)
+	}
+	dir := Dir(home, name, arch)
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("image %q for %s is not built (no %s); build it with `%s`: %w",
+			name, arch, dir, BuildCommand(name, arch), ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load image %s/%s: %w", name, arch, err)
+	}
+	var meta Meta
+	if err := toml.Unmarshal(b, &meta); err != nil {
+		return nil, fmt.Errorf("load image %s/%s: %s is damaged (%w); rebuild it with `%s`",
+			name, arch, filepath.Join(dir, MetaFile), err, BuildCommand(name, arch))
+	}
+	if meta.Format != MetaFormat {
+		return nil, fmt.Errorf("load image %s/%s: image.toml format %d, this airlock reads %d; rebuild it with `%s`",
+			name, arch, meta.Format, MetaFormat, BuildCommand(name, arch))
+	}
+	if meta.Name != name || meta.Arch != arch {
+		return nil, fmt.Errorf("load image %s/%s: %s describes %s/%s; rebuild it with `%s`",
+			name, arch, filepath.Join(dir, MetaFile), meta.Name, meta.Arch, BuildCommand(name, arch))
+	}
+	im := &Image{
+		Name:    name,
+		Arch:    arch,
+		Dir:     dir,
+		Kernel:  filepath.Join(dir, KernelFile),
+		Initrd:  filepath.Join(dir, InitrdFile),
+		Cmdline: meta.Cmdline,
+		Meta:    meta,
+	}
+	var errs []error
+	for _, f := range []struct {
+		path string
+		want int64
+	}{{im.Kernel, meta.Kernel.Size}, {im.Initrd, meta.Initrd.Size}} {
+		st, err := os.Stat(f.path)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case st.Size() != f.want:
+			errs = append(errs, fmt.Errorf("%s is %d bytes, image.toml says %d", f.path, st.Size(), f.want))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("load image %s/%s: %w; rebuild it with `%s`", name, arch, err, BuildCommand(name, arch))
+	}
+	return im, nil
+}
+
+// List returns every image in the store under home, sorted by name then
+// arch. A directory that does not load (half-built, damaged) is left out;
+// a store that does not exist yet is empty.
+func List(home string) ([]*Image, error) {
+	root := filepath.Join(home, "images")
+	names, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", err)
+	}
+	var out []*Image
+	for _, n := range names {
+		if !n.IsDir() || validName(n.Name()) != nil {
+			continue
+		}
+		arches, err := os.ReadDir(filepath.Join(root, n.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("list images: %w", err)
+		}
+		for _, a := range arches {
+			if !a.IsDir() || validArch(vm.Arch(a.Name())) != nil {
+				continue
+			}
+			im, err := Load(home, n.Name(), vm.Arch(a.Name()))
+			if err != nil {
+				continue
+			}
+			out = append(out, im)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Arch < out[j].Arch
+	})
+	return out, nil
+}
+
+// Verify hashes the image's kernel and initrd and compares them with
+// image.toml. It reads every byte, so it is for `airlock doctor` and
+// tests, not for every boot.
+func (im *Image) Verify() error {
+	var errs []error
+	for _, f := range []struct {
+		path string
+		want FileMeta
+	}{{im.Kernel, im.Meta.Kernel.FileMeta}, {im.Initrd, im.Meta.Initrd}} {
+		got, err := hashFile(f.path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if got != f.want {
+			errs = append(errs, fmt.Errorf("%s has sha256 %s (%d bytes), image.toml says %s (%d bytes)",
+				f.path, got.SHA256, got.Size, f.want.SHA256, f.want.Size))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("verify image %s/%s: %w; rebuild it with `%s`", im.Name, im.Arch, err, BuildCommand(im.Name, im.Arch))
+	}
+	return nil
+}
+
+// hashFile returns the SHA-256 and size of the file at path.
+func hashFile(path string) (FileMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileMeta{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return FileMeta{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	return FileMeta{SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+}
+
+func hashBytes(b []byte) FileMeta {
+	sum := sha256.Sum256(b)
+	return FileMeta{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}
+}
+
+// validName accepts image names that are one plain path element: lower-case
+// letters, digits, '-', '_' and '.', not starting with '.' or '-'.
+func validName(name string) error {
+	if name == "" {
+		return errors.New("empty image name")
+	}
+	if len(name) > 64 {
+		return fmt.Errorf("image name %q is longer than 64 characters", name)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok || i == 0 && (r == '.' || r == '-') {
+			return fmt.Errorf("image name %q: use lower-case letters, digits, '-', '_' and '.', not starting with '.' or '-'", name)
+		}
+	}
+	return nil
+}
+
+func validArch(a vm.Arch) error {
+	switch a {
+	case vm.AMD64, vm.ARM64:
+		return nil
+	}
+	return fmt.Errorf("unknown arch %q (want %s or %s)", a, vm.AMD64, vm.ARM64)
+}
+
+// debArch is Debian's name for a guest architecture.
+func debArch(a vm.Arch) string { return strings.ToLower(string(a)) }
