@@ -1,0 +1,5 @@
+//go:build !unix
+
+package manifest
+
+const openFlags = 0

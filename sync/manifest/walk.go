@@ -1,0 +1,428 @@
+package manifest
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// WalkOptions configures Walk. The zero value walks everything git would
+// show, minus .git/ and the secret deny-list, hashing on a few goroutines.
+type WalkOptions struct {
+	// Excludes are extra patterns in gitignore syntax, relative to the root
+	// (airlock.toml's excludes). They win over .gitignore negations.
+	Excludes []string
+	// IncludeGit walks the .git directory too (never any nested .git).
+	IncludeGit bool
+	// NoGitignore disables .gitignore and .git/info/exclude processing.
+	NoGitignore bool
+	// Workers bounds how many files are hashed at once; 0 means
+	// min(4, GOMAXPROCS), 1 hashes sequentially.
+	Workers int
+	// Progress, when set, is called from one goroutine at a time with
+	// counts so far: after each directory read and each file hashed.
+	Progress func(Progress)
+	// Logger receives debug messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Phase tells what a Progress event counts.
+type Phase string
+
+const (
+	PhaseWalk Phase = "walk" // reading directories
+	PhaseHash Phase = "hash" // hashing file contents
+	PhaseDone Phase = "done"
+)
+
+// Progress is a snapshot of Walk's counters, for "snapshot 312/1840".
+type Progress struct {
+	Phase       Phase
+	Entries     int   // entries found so far (files, dirs, symlinks)
+	Excluded    int   // paths excluded so far
+	FilesHashed int   // files hashed so far
+	FilesTotal  int   // files to hash (known from PhaseHash on)
+	BytesHashed int64 // bytes hashed so far
+	BytesTotal  int64 // bytes to hash (known from PhaseHash on)
+}
+
+// Reason says why a path was left out of a manifest.
+type Reason string
+
+const (
+	ReasonGitignore   Reason = "gitignore"      // a .gitignore or .git/info/exclude pattern
+	ReasonConfig      Reason = "config-exclude" // an airlock.toml exclude
+	ReasonSecret      Reason = "secret"         // the built-in secret deny-list
+	ReasonGitDir      Reason = "git-dir"        // .git (see WalkOptions.IncludeGit)
+	ReasonSpecial     Reason = "special-file"   // fifo, socket, device
+	ReasonInvalidName Reason = "invalid-name"   // a name ValidPath rejects
+	ReasonUnreadable  Reason = "unreadable"     // permission denied
+)
+
+// Exclusion is one path Walk left out. An excluded directory is reported
+// once; nothing below it is walked.
+type Exclusion struct {
+	Path   string `json:"path"`
+	Dir    bool   `json:"dir,omitempty"`
+	Reason Reason `json:"reason"`
+	// Rule is what matched: ".gitignore:3: *.log", "SSH private key …".
+	Rule string `json:"rule,omitempty"`
+}
+
+// Report tells what Walk left out and how much it kept.
+type Report struct {
+	Excluded []Exclusion `json:"excluded"` // sorted by Path
+	Files    int         `json:"files"`
+	Dirs     int         `json:"dirs"`
+	Symlinks int         `json:"symlinks"`
+	Bytes    int64       `json:"bytes"`
+}
+
+// Count returns how many exclusions have reason r.
+func (r *Report) Count(reason Reason) int {
+	n := 0
+	for _, e := range r.Excluded {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// Walk builds the manifest of the directory root. It never follows
+// symbolic links (they are recorded with their target) and never leaves
+// root, even if a directory is swapped for a link while it runs. Paths left
+// out are listed in the Report with the reason; special files are skipped
+// and reported too. Only a failure to read the tree is an error.
+func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Report, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	defer r.Close()
+	w := &walker{
+		ctx:    ctx,
+		root:   r,
+		opts:   opts,
+		log:    opts.Logger,
+		report: &Report{},
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	for i, line := range opts.Excludes {
+		if p, ok := parseIgnoreLine(line, ""); ok {
+			p.source = fmt.Sprintf("airlock.toml exclude %d", i+1)
+			w.config = append(w.config, p)
+		}
+	}
+	var ignores []ignorePattern
+	if !opts.NoGitignore {
+		if data, err := r.ReadFile(".git/info/exclude"); err == nil {
+			ignores = parseIgnore(data, "", ".git/info/exclude")
+		}
+	}
+	if err := w.walkDir("", ignores); err != nil {
+		return nil, nil, err
+	}
+	if err := w.hashAll(); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(w.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(w.report.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	for _, e := range w.entries {
+		switch e.Type {
+		case File:
+			w.report.Files++
+			w.report.Bytes += e.Size
+		case Dir:
+			w.report.Dirs++
+		case Symlink:
+			w.report.Symlinks++
+		}
+	}
+	w.progress(PhaseDone)
+	w.log.Debug("walked", "root", root, "files", w.report.Files, "excluded", len(w.report.Excluded))
+	return &Manifest{Entries: w.entries}, w.report, nil
+}
+
+type walker struct {
+	ctx     context.Context
+	root    *os.Root
+	opts    WalkOptions
+	log     *slog.Logger
+	config  []ignorePattern
+	entries []Entry
+	report  *Report
+	prog    Progress
+}
+
+func (w *walker) progress(phase Phase) {
+	if w.opts.Progress == nil {
+		return
+	}
+	w.prog.Phase = phase
+	w.prog.Entries = len(w.entries)
+	w.prog.Excluded = len(w.report.Excluded)
+	w.opts.Progress(w.prog)
+}
+
+func (w *walker) exclude(rel string, isDir bool, reason Reason, rule string) {
+	w.report.Excluded = append(w.report.Excluded, Exclusion{Path: rel, Dir: isDir, Reason: reason, Rule: rule})
+	w.log.Debug("excluded", "path", rel, "reason", reason, "rule", rule)
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// walkDir records the children of dir ("" for the root); ignores holds the
+// gitignore patterns in force, shallowest first.
+func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	name := dir
+	if name == "" {
+		name = "."
+	}
+	f, err := w.root.Open(name)
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", name, err)
+	}
+	des, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", name, err)
+	}
+	slices.SortFunc(des, func(a, b fs.DirEntry) int { return cmp.Compare(a.Name(), b.Name()) })
+
+	if !w.opts.NoGitignore {
+		for _, de := range des {
+			if de.Name() == ".gitignore" && de.Type().IsRegular() {
+				rel := join(dir, ".gitignore")
+				data, err := w.root.ReadFile(rel)
+				if err != nil {
+					return fmt.Errorf("walk %s: %w", rel, err)
+				}
+				ignores = slices.Clip(ignores)
+				ignores = append(ignores, parseIgnore(data, dir, rel)...)
+			}
+		}
+	}
+
+	for _, de := range des {
+		rel := join(dir, de.Name())
+		info, err := w.root.Lstat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed while we walk
+		}
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", rel, err)
+		}
+		mode := info.Mode()
+		isDir := mode.IsDir()
+
+		if de.Name() == ".git" && (!w.opts.IncludeGit || dir != "") {
+			w.exclude(rel, isDir, ReasonGitDir, "")
+			continue
+		}
+		if err := validPath(rel, true); err != nil {
+			w.exclude(rel, isDir, ReasonInvalidName, err.Error())
+			continue
+		}
+		if !isDir && !mode.IsRegular() && mode&fs.ModeSymlink == 0 {
+			w.exclude(rel, false, ReasonSpecial, mode.Type().String())
+			continue
+		}
+		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return w.root.Open(rel) }); r != nil {
+			w.exclude(rel, isDir, ReasonSecret, r.what)
+			continue
+		}
+		if p := lastMatch(w.config, rel, isDir); p != nil && !p.negate {
+			w.exclude(rel, isDir, ReasonConfig, p.source+": "+p.text)
+			continue
+		}
+		if p := lastMatch(ignores, rel, isDir); p != nil && !p.negate {
+			w.exclude(rel, isDir, ReasonGitignore, p.source+": "+p.text)
+			continue
+		}
+
+		switch {
+		case isDir:
+			if err := w.walkSubdir(rel, mode, ignores); err != nil {
+				return err
+			}
+		case mode&fs.ModeSymlink != 0:
+			target, err := w.root.Readlink(rel)
+			if err != nil {
+				return fmt.Errorf("walk %s: %w", rel, err)
+			}
+			w.entries = append(w.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
+		default:
+			w.entries = append(w.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
+		}
+	}
+	w.progress(PhaseWalk)
+	return nil
+}
+
+func (w *walker) walkSubdir(rel string, mode fs.FileMode, ignores []ignorePattern) error {
+	// Probe readability first so a locked directory is reported, not fatal.
+	f, err := w.root.Open(rel)
+	if errors.Is(err, fs.ErrPermission) {
+		w.exclude(rel, true, ReasonUnreadable, err.Error())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("walk %s: %w", rel, err)
+	}
+	f.Close()
+	w.entries = append(w.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
+	return w.walkDir(rel, ignores)
+}
+
+// hashAll fills in Size and SHA256 of every file, on up to Workers
+// goroutines. The size recorded is the number of bytes hashed.
+func (w *walker) hashAll() error {
+	var idx []int
+	for i, e := range w.entries {
+		if e.Type == File {
+			idx = append(idx, i)
+			w.prog.FilesTotal++
+			w.prog.BytesTotal += e.Size
+		}
+	}
+	w.progress(PhaseHash)
+	workers := w.opts.Workers
+	if workers <= 0 {
+		workers = min(4, runtime.GOMAXPROCS(0))
+	}
+	workers = max(1, min(workers, len(idx)))
+
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	jobs := make(chan int)
+	type result struct {
+		i    int
+		sum  string
+		size int64
+		err  error
+	}
+	results := make(chan result)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			buf := make([]byte, 256<<10)
+			for i := range jobs {
+				sum, size, err := hashFile(ctx, w.root, w.entries[i].Path, buf)
+				select {
+				case results <- result{i, sum, size, err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		defer close(jobs)
+		for _, i := range idx {
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	var firstErr error
+	for r := range results {
+		if r.err != nil {
+			if firstErr == nil {
+				firstErr = r.err
+				cancel()
+			}
+			continue
+		}
+		w.entries[r.i].SHA256 = r.sum
+		w.entries[r.i].Size = r.size
+		w.prog.FilesHashed++
+		w.prog.BytesHashed += r.size
+		w.progress(PhaseHash)
+	}
+	if firstErr == nil {
+		if err := w.ctx.Err(); err != nil {
+			firstErr = fmt.Errorf("walk: %w", err)
+		}
+	}
+	return firstErr
+}
+
+// hashFile streams one regular file through SHA-256. It refuses anything
+// that is not a regular file by the time it is opened.
+func hashFile(ctx context.Context, root *os.Root, rel string, buf []byte) (string, int64, error) {
+	f, err := openRegular(root, rel)
+	if err != nil {
+		return "", 0, fmt.Errorf("hash %s: %w", rel, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf)
+	if err != nil {
+		return "", 0, fmt.Errorf("hash %s: %w", rel, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// openRegular opens rel under root for reading without blocking on a fifo
+// and fails unless it is a regular file.
+func openRegular(root *os.Root, rel string) (*os.File, error) {
+	f, err := root.OpenFile(rel, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("not a regular file any more (%s)", info.Mode().Type())
+	}
+	return f, nil
+}
+
+// ctxReader stops a long copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// HashFile returns the SHA-256 and size of the regular file rel under
+// root, refusing to follow a link out of root. It is what Walk records.
+func HashFile(ctx context.Context, root *os.Root, rel string) (sum string, size int64, err error) {
+	return hashFile(ctx, root, rel, make([]byte, 256<<10))
+}

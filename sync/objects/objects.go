@@ -1,0 +1,251 @@
+// Package objects is Airlock's content-addressed store: a directory of
+// files named by the SHA-256 of their content (objects/ab/cdef…), written
+// atomically and read-only once written. It keeps snapshot baselines,
+// files pulled from sandboxes and apply backups safe from later edits of
+// the real project.
+//
+// It knows nothing of VMs, the guest, review or the GUI: it must not
+// import vm, guest, review or fyne. It may import sync/manifest (for
+// SnapshotTree), never the other way round.
+package objects
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Errors callers branch on.
+var (
+	// ErrInvalidSum means a string is not a lower-case hex SHA-256 (64
+	// characters): it is never turned into a path.
+	ErrInvalidSum = errors.New("invalid sha256")
+	// ErrNotFound means the store has no object with that sum. It matches
+	// fs.ErrNotExist too.
+	ErrNotFound = fmt.Errorf("object not found: %w", fs.ErrNotExist)
+	// ErrMismatch means content did not hash to the expected sum.
+	ErrMismatch = errors.New("content does not match its sha256")
+)
+
+// objectMode is the mode of a stored object: read-only, so a hard link to
+// it cannot be edited in place by mistake.
+const objectMode = 0o444
+
+// Store is a content-addressed directory. Its methods are safe for
+// concurrent use, by several processes too.
+type Store struct {
+	dir string
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "tmp"), 0o755); err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", dir, err)
+	}
+	return &Store{dir: abs}, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// ValidSum returns nil when sum is 64 lower-case hex digits, and an error
+// wrapping ErrInvalidSum otherwise.
+func ValidSum(sum string) error {
+	if len(sum) != 64 {
+		return fmt.Errorf("%w: %q is %d characters, want 64", ErrInvalidSum, clip(sum), len(sum))
+	}
+	for i := 0; i < len(sum); i++ {
+		if c := sum[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("%w: %q has %q at %d, want lower-case hex", ErrInvalidSum, sum, c, i)
+		}
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+// Path returns where the object sum lives (it may not exist yet), for
+// reading or hard-linking. The file must not be written.
+func (s *Store) Path(sum string) (string, error) {
+	if err := ValidSum(sum); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, sum[:2], sum[2:]), nil
+}
+
+// Has reports whether the object sum is stored. An invalid sum is never
+// stored.
+func (s *Store) Has(sum string) bool {
+	p, err := s.Path(sum)
+	if err != nil {
+		return false
+	}
+	info, err := os.Lstat(p)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// Open opens the object sum for reading.
+func (s *Store) Open(sum string) (io.ReadCloser, error) {
+	p, err := s.Path(sum)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open object %s: %w", sum, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open object %s: %w", sum, err)
+	}
+	return f, nil
+}
+
+// Put stores the content of r and returns its SHA-256 and size. Storing
+// content that is already there changes nothing.
+func (s *Store) Put(r io.Reader) (sum string, size int64, err error) {
+	return s.put(context.Background(), r, "", -1)
+}
+
+// PutExpect stores the content of r, which must hash to sum and be size
+// bytes long (size < 0: any size), as content pulled from an untrusted
+// source must. On a mismatch nothing is stored and the error wraps
+// ErrMismatch.
+func (s *Store) PutExpect(r io.Reader, sum string, size int64) error {
+	if err := ValidSum(sum); err != nil {
+		return err
+	}
+	_, _, err := s.put(context.Background(), r, sum, size)
+	return err
+}
+
+// PutFile stores the content of the regular file at path.
+func (s *Store) PutFile(path string) (sum string, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("store %s: not a regular file (%s)", path, info.Mode().Type())
+	}
+	sum, size, err = s.Put(f)
+	if err != nil {
+		return "", 0, fmt.Errorf("store %s: %w", path, err)
+	}
+	return sum, size, nil
+}
+
+// put writes r to a temporary file in the store, fsyncs it, checks it
+// against want (when set) and renames it into place.
+func (s *Store) put(ctx context.Context, r io.Reader, want string, wantSize int64) (sum string, size int64, err error) {
+	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
+	if err != nil {
+		return "", 0, fmt.Errorf("put object: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	src := r
+	if wantSize >= 0 {
+		src = io.LimitReader(r, wantSize+1) // one more byte shows a longer stream
+	}
+	size, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, src}, make([]byte, 256<<10))
+	if err != nil {
+		return "", 0, fmt.Errorf("put object: %w", err)
+	}
+	sum = hex.EncodeToString(h.Sum(nil))
+	if want != "" && sum != want {
+		return "", 0, fmt.Errorf("put object: got sha256 %s, want %s: %w", sum, want, ErrMismatch)
+	}
+	if wantSize >= 0 && size != wantSize {
+		return "", 0, fmt.Errorf("put object %s: got %d bytes, want %d: %w", sum, size, wantSize, ErrMismatch)
+	}
+	dst, _ := s.Path(sum)
+	if info, err := os.Lstat(dst); err == nil && info.Mode().IsRegular() && info.Size() == size {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return sum, size, nil // already stored
+	}
+	if err := tmp.Chmod(objectMode); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	}
+	return sum, size, nil
+}
+
+// Verify re-hashes the object sum and returns an error wrapping
+// ErrMismatch if the stored bytes no longer match.
+func (s *Store) Verify(sum string) error {
+	rc, err := s.Open(sum)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return fmt.Errorf("verify object %s: %w", sum, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+		return fmt.Errorf("verify object %s: stored bytes hash to %s: %w", sum, got, ErrMismatch)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ctxReader stops a long copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
