@@ -37,8 +37,10 @@ const (
 // the only SSH client key the guest will ever accept, its hostname, the
 // host's clock and an entropy seed. The link itself authenticates this
 // message: only the hypervisor's owner can write to it. On later connections
-// (Resume) the identity is already set and any identity fields are ignored;
-// the host proves itself with the SSH key it gave first.
+// (Resume) the identity is already set and ClientKey and Hostname are
+// ignored; the host proves itself with the SSH key it gave first. Time and
+// Entropy are applied on every connection, since a resumed guest may have
+// been paused, restored or rolled back.
 type Hello struct {
 	Version   int       `json:"version"`
 	Resume    bool      `json:"resume,omitempty"`

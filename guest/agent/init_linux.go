@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/guest"
+)
+
+// Boot contract paths: what the image builder puts in the initramfs.
+const (
+	// ModulesOrder lists the kernel modules PID 1 loads, one absolute path
+	// per line, in dependency order.
+	ModulesOrder = "/lib/modules/airlock/modules.order"
+	// ProbeArg on the kernel command line makes PID 1 print ProbeOK on the
+	// console and power off at once.
+	ProbeArg = "airlock.probe"
+	ProbeOK  = "AIRLOCK_PROBE_OK"
+	// DebugArg on the kernel command line turns on debug logging.
+	DebugArg = "airlock.debug"
+)
+
+// Init does the duties of PID 1 and serves the guest link until the
+// machine is powered off (by guest.RequestPowerOff, the power button, or
+// SIGTERM, SIGINT or SIGPWR sent to PID 1). It mounts the system file
+// systems, installs the busybox applets if needed, loads the kernel
+// modules of ModulesOrder, brings lo up, reaps zombies, and serves the link
+// on vsock and on the virtio-serial port, whichever exist.
+//
+// On success it does not return: the machine powers off. It returns an
+// error only when power-off itself failed; PID 1 must then not exit (the
+// kernel would panic), so the caller should log and hang in a way the
+// runtime does not mistake for a deadlock.
+func Init(ctx context.Context) error {
+	mountErr := mountAll()
+	console := openConsole()
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	level := slog.LevelInfo
+	if cmdlineHas(string(cmdline), DebugArg) {
+		level = slog.LevelDebug
+	}
+	log := ConsoleLogger(console, level)
+	if mountErr != nil {
+		log.Warn("mount", "err", mountErr)
+	}
+
+	if cmdlineHas(string(cmdline), ProbeArg) {
+		fmt.Fprintln(console, ProbeOK)
+		unix.Sync()
+		return unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	}
+	log.Info("starting", "kernel", kernelRelease())
+	if err := os.MkdirAll("/root", 0o700); err != nil {
+		log.Warn("home", "err", err)
+	}
+
+	reaper := &Reaper{Logger: log}
+	reaperCtx, stopReaper := context.WithCancel(context.Background())
+	var reaperDone sync.WaitGroup
+	reaperDone.Go(func() { _ = reaper.Run(reaperCtx) })
+
+	if err := installBusybox(reaper); err != nil {
+		log.Warn("busybox", "err", err)
+	}
+	if n, err := loadModules(ModulesOrder, log); err != nil {
+		log.Warn("modules", "err", err)
+	} else if n > 0 {
+		log.Info("modules loaded", "count", n)
+	}
+	if err := loopbackUp(); err != nil {
+		log.Warn("loopback", "err", err)
+	}
+
+	shutdown := make(chan string, 1)
+	requestOff := func(why string) {
+		select {
+		case shutdown <- why:
+		default:
+		}
+	}
+	a := New(Config{
+		Logger:      log,
+		SetHostname: SetHostname,
+		SetClock:    SetClock,
+		AddEntropy:  AddEntropy,
+		PowerOff:    func() error { requestOff("requested by host"); return nil },
+		Reaper:      reaper,
+	})
+
+	serveCtx, stopServing := context.WithCancel(ctx)
+	var serving sync.WaitGroup
+	serving.Go(func() { serveLinks(serveCtx, a, log) })
+	serving.Go(func() { watchPowerButton(serveCtx, log, func() { requestOff("power button") }) })
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPWR)
+	// The reaper's ticker keeps a timer alive, so this wait is never seen
+	// by the runtime as every goroutine asleep (which would kill PID 1).
+	var why string
+	select {
+	case why = <-shutdown:
+	case sig := <-sigs:
+		why = sig.String()
+	case <-ctx.Done():
+		why = "context ended"
+	}
+	signal.Stop(sigs)
+	log.Info("shutting down", "reason", why)
+	stopServing()
+	serving.Wait()
+	stopReaper()
+	reaperDone.Wait()
+	return powerOff(reaper, log)
+}
+
+// serveLinks serves the link on vsock and on the virtio-serial port,
+// whichever the machine has, until ctx ends.
+func serveLinks(ctx context.Context, a *Agent, log *slog.Logger) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	served := 0
+	if l, err := ListenVsock(guest.VsockPort); err != nil {
+		log.Debug("no vsock link", "err", err)
+	} else {
+		served++
+		log.Info("serving link", "vsock_port", guest.VsockPort)
+		wg.Go(func() {
+			if err := a.Serve(ctx, l); err != nil {
+				log.Error("vsock link", "err", err)
+			}
+		})
+	}
+	dev, err := FindSerialPort(ctx, guest.SerialPortName)
+	switch {
+	case errors.Is(err, ErrNoSerialPort):
+		if served == 0 {
+			log.Error("no guest link: neither vsock nor a virtio-serial port named " + guest.SerialPortName)
+		}
+	case err != nil:
+		log.Error("serial link", "err", err)
+	default:
+		log.Info("serving link", "serial", dev)
+		wg.Go(func() {
+			if err := a.ServeSerial(ctx, dev); err != nil {
+				log.Error("serial link", "err", err)
+			}
+		})
+	}
+}
+
+// openConsole opens /dev/console for writing, or falls back to stderr.
+func openConsole() io.Writer {
+	f, err := os.OpenFile("/dev/console", os.O_WRONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return os.Stderr
+	}
+	return f
+}

@@ -1,0 +1,448 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/guest"
+)
+
+// sshServer is one link connection after the SSH handshake.
+type sshServer struct {
+	a     *Agent
+	conn  *ssh.ServerConn
+	chans <-chan ssh.NewChannel
+	reqs  <-chan *ssh.Request
+}
+
+func (a *Agent) sshServer(conn net.Conn, id *identity) (*sshServer, error) {
+	cfg := &ssh.ServerConfig{
+		// Public-key auth with the one key of the first contact is the
+		// only way in.
+		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if bytes.Equal(key.Marshal(), id.clientKey.Marshal()) {
+				return &ssh.Permissions{}, nil
+			}
+			return nil, errors.New("public key not authorized")
+		},
+	}
+	cfg.AddHostKey(id.hostKey)
+	sc, chans, reqs, err := ssh.NewServerConn(conn, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ssh handshake: %w", err)
+	}
+	return &sshServer{a: a, conn: sc, chans: chans, reqs: reqs}, nil
+}
+
+// serve services every request and channel of the connection until it
+// ends, and waits for its sessions.
+func (s *sshServer) serve() error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { s.globalRequests(s.reqs) })
+	for nc := range s.chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, fmt.Sprintf("unknown channel type %q", nc.ChannelType()))
+			continue
+		}
+		ch, reqs, err := nc.Accept()
+		if err != nil {
+			s.a.log.Debug("accept channel", "err", err)
+			continue
+		}
+		wg.Go(func() { s.a.serveSession(ch, reqs) })
+	}
+	return nil
+}
+
+func (s *sshServer) globalRequests(reqs <-chan *ssh.Request) {
+	for req := range reqs {
+		switch {
+		case req.Type == guest.RequestPowerOff && s.a.cfg.PowerOff != nil:
+			_ = req.Reply(true, nil)
+			s.a.log.Info("power off requested")
+			go func() {
+				if err := s.a.cfg.PowerOff(); err != nil {
+					s.a.log.Error("power off", "err", err)
+				}
+			}()
+		case strings.HasPrefix(req.Type, "keepalive@"):
+			_ = req.Reply(true, nil)
+		default:
+			if req.WantReply {
+				_ = req.Reply(false, nil)
+			}
+		}
+	}
+}
+
+// session is one session channel: what its requests asked for before the
+// command starts, and the command once it runs.
+type session struct {
+	a    *Agent
+	ch   ssh.Channel
+	env  map[string]string
+	dir  string
+	term string
+	ptmx *os.File // nil without a pty-req
+	tty  *os.File // the pty's child end, until the command starts
+	proc *process // nil until the command starts
+	// done is closed when the command's output is drained and its exit
+	// reported.
+	done chan struct{}
+}
+
+// Payloads of the session requests (RFC 4254 section 6).
+type (
+	envRequest struct{ Name, Value string }
+	ptyRequest struct {
+		Term                 string
+		Cols, Rows, Wpx, Hpx uint32
+		Modes                string
+	}
+	windowChange  struct{ Cols, Rows, Wpx, Hpx uint32 }
+	execRequest   struct{ Command string }
+	signalRequest struct{ Signal string }
+	exitStatus    struct{ Status uint32 }
+	exitSignal    struct {
+		Signal     string
+		CoreDumped bool
+		Error      string
+		Lang       string
+	}
+	workdirRequest struct{ Dir string }
+)
+
+// serveSession services one session channel until the peer closes it. A
+// command still running then is killed with its process group.
+func (a *Agent) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
+	dir := a.cfg.Home
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		dir = "/" // a minimal image may have no home directory
+	}
+	s := &session{a: a, ch: ch, env: map[string]string{}, dir: dir}
+	defer s.release()
+	for req := range reqs {
+		// A request that starts the command replies itself, before the
+		// command's output and exit can reach the channel.
+		replied, err := s.handle(req)
+		if err != nil {
+			a.log.Debug("session request", "type", req.Type, "err", err)
+		}
+		if req.WantReply && !replied {
+			_ = req.Reply(err == nil, nil)
+		}
+	}
+	if s.proc != nil && !s.proc.exited() {
+		_ = s.proc.signalGroup(syscall.SIGKILL)
+	}
+	if s.done != nil {
+		<-s.done
+	}
+}
+
+func (s *session) release() {
+	if s.tty != nil {
+		s.tty.Close()
+	}
+	if s.ptmx != nil {
+		s.ptmx.Close()
+	}
+	s.ch.Close()
+}
+
+var errStarted = errors.New("the session already runs a command")
+
+func (s *session) handle(req *ssh.Request) (replied bool, err error) {
+	switch req.Type {
+	case "env":
+		var r envRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if r.Name == "" || strings.ContainsAny(r.Name, "=\x00") || strings.Contains(r.Value, "\x00") {
+			return false, fmt.Errorf("invalid environment variable %q", r.Name)
+		}
+		s.env[r.Name] = r.Value
+		return false, nil
+	case guest.RequestWorkdir:
+		var r workdirRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if !filepath.IsAbs(r.Dir) {
+			return false, fmt.Errorf("workdir %q is not absolute", r.Dir)
+		}
+		if fi, err := os.Stat(r.Dir); err != nil {
+			return false, err
+		} else if !fi.IsDir() {
+			return false, fmt.Errorf("workdir %q is not a directory", r.Dir)
+		}
+		s.dir = r.Dir
+		return false, nil
+	case "pty-req":
+		var r ptyRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if s.ptmx != nil || s.proc != nil {
+			return false, errors.New("pty already allocated or command started")
+		}
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			return false, fmt.Errorf("open pty: %w", err)
+		}
+		s.ptmx, s.tty, s.term = ptmx, tty, r.Term
+		return false, setWinsize(ptmx, r.Rows, r.Cols, r.Wpx, r.Hpx)
+	case "window-change":
+		var r windowChange
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if s.ptmx == nil {
+			return false, errors.New("window-change without a pty")
+		}
+		return false, setWinsize(s.ptmx, r.Rows, r.Cols, r.Wpx, r.Hpx)
+	case "shell", "exec":
+		if s.proc != nil || s.done != nil {
+			return false, errStarted
+		}
+		name := filepath.Base(s.a.cfg.Shell)
+		argv := []string{"-" + name} // a login shell, as sshd starts one
+		if req.Type == "exec" {
+			var r execRequest
+			if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+				return false, err
+			}
+			argv = []string{name, "-c", r.Command}
+		}
+		s.run(req, argv)
+		return true, nil
+	case "subsystem":
+		var r execRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if r.Command != "sftp" {
+			return false, fmt.Errorf("unknown subsystem %q", r.Command)
+		}
+		if s.proc != nil || s.done != nil {
+			return false, errStarted
+		}
+		if req.WantReply {
+			_ = req.Reply(true, nil)
+		}
+		s.sftp()
+		return true, nil
+	case "signal":
+		var r signalRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		sig := unix.SignalNum("SIG" + r.Signal)
+		if sig == 0 {
+			return false, fmt.Errorf("unknown signal %q", r.Signal)
+		}
+		if s.proc == nil || s.proc.exited() {
+			return false, errors.New("no running command")
+		}
+		return false, s.proc.signalGroup(sig)
+	}
+	return false, fmt.Errorf("unknown request %q", req.Type)
+}
+
+func setWinsize(ptmx *os.File, rows, cols, wpx, hpx uint32) error {
+	ws := &unix.Winsize{Row: uint16(rows), Col: uint16(cols), Xpixel: uint16(wpx), Ypixel: uint16(hpx)}
+	// pty.Setsize would call ptmx.Fd(), which turns the file blocking and
+	// so defeats the read deadline that ends draining; ioctl through the
+	// runtime instead.
+	rc, err := ptmx.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioctlErr error
+	if err := rc.Control(func(fd uintptr) {
+		ioctlErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws)
+	}); err != nil {
+		return err
+	}
+	if ioctlErr != nil {
+		return fmt.Errorf("set window size: %w", ioctlErr)
+	}
+	return nil
+}
+
+// environ is the command's environment: the defaults, then the env
+// requests, sorted.
+func (s *session) environ() []string {
+	env := map[string]string{"PATH": defaultPath, "HOME": s.a.cfg.Home}
+	if s.ptmx != nil && s.term != "" {
+		env["TERM"] = s.term
+	}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// drainGrace bounds how long a PTY's output is read after its command
+// exited, for when a background process still holds the terminal.
+const drainGrace = 500 * time.Millisecond
+
+// run starts the command, replies to req, and then, in the background,
+// streams the command's I/O, reports its exit and closes the channel. A
+// start failure is reported like a shell that cannot run a command: on
+// stderr, with status 127.
+func (s *session) run(req *ssh.Request, argv []string) {
+	s.done = make(chan struct{})
+	reply := func() {
+		if req.WantReply {
+			_ = req.Reply(true, nil)
+		}
+	}
+	attr := &os.ProcAttr{Dir: s.dir, Env: s.environ(), Sys: &syscall.SysProcAttr{Setsid: true}}
+	var (
+		childEnd       []*os.File // closed in the agent once the child has them
+		stdin          *os.File   // written from the channel
+		stdout, stderr *os.File   // read into the channel; stderr nil with a pty
+	)
+	if s.ptmx != nil {
+		attr.Files = []*os.File{s.tty, s.tty, s.tty}
+		attr.Sys.Setctty = true
+		attr.Sys.Ctty = 0
+		childEnd = []*os.File{s.tty}
+		s.tty = nil
+		stdin, stdout = s.ptmx, s.ptmx
+	} else {
+		inR, inW, err1 := os.Pipe()
+		outR, outW, err2 := os.Pipe()
+		errR, errW, err3 := os.Pipe()
+		if err := errors.Join(err1, err2, err3); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			reply()
+			s.fail(fmt.Errorf("create pipes: %w", err))
+			return
+		}
+		attr.Files = []*os.File{inR, outW, errW}
+		childEnd = []*os.File{inR, outW, errW}
+		stdin, stdout, stderr = inW, outR, errR
+	}
+
+	proc, err := s.a.startProcess(s.a.cfg.Shell, argv, attr)
+	closeAll(childEnd...)
+	reply()
+	if err != nil {
+		if s.ptmx == nil {
+			closeAll(stdin, stdout, stderr)
+		}
+		s.fail(fmt.Errorf("start %s: %w", s.a.cfg.Shell, err))
+		return
+	}
+	s.proc = proc
+	s.a.log.Debug("command started", "pid", proc.pid, "argv", argv)
+
+	var output sync.WaitGroup
+	output.Go(func() { _, _ = io.Copy(s.ch, stdout) })
+	if stderr != nil {
+		output.Go(func() { _, _ = io.Copy(s.ch.Stderr(), stderr) })
+	}
+	// Channel to stdin. It ends when the peer sends EOF (close the pipe so
+	// the command sees EOF; a PTY stays open) or the channel closes.
+	go func() {
+		_, _ = io.Copy(stdin, s.ch)
+		if s.ptmx == nil {
+			stdin.Close()
+		}
+	}()
+	go func() {
+		defer close(s.done)
+		<-proc.done
+		if s.ptmx != nil {
+			// The output ends with EIO once every holder of the tty is
+			// gone; don't wait forever for background holders.
+			_ = s.ptmx.SetReadDeadline(time.Now().Add(drainGrace))
+		}
+		output.Wait()
+		if s.ptmx == nil {
+			closeAll(stdout, stderr)
+		}
+		s.exit(proc.status)
+	}()
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// fail reports a command that could not start, as a shell would.
+func (s *session) fail(err error) {
+	s.a.log.Warn("run command", "err", err)
+	fmt.Fprintf(s.ch.Stderr(), "airlock-guest: %v\n", err)
+	_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(exitStatus{127}))
+	_ = s.ch.Close()
+	close(s.done)
+}
+
+// exit reports the command's end (RFC 4254 section 6.10) and closes the
+// channel.
+func (s *session) exit(ws syscall.WaitStatus) {
+	if ws.Signaled() {
+		name := strings.TrimPrefix(unix.SignalName(ws.Signal()), "SIG")
+		if name == "" {
+			name = fmt.Sprintf("%d", int(ws.Signal()))
+		}
+		_, _ = s.ch.SendRequest("exit-signal", false, ssh.Marshal(exitSignal{Signal: name, CoreDumped: ws.CoreDump()}))
+	} else {
+		_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(exitStatus{uint32(ws.ExitStatus())}))
+	}
+	_ = s.ch.CloseWrite()
+	_ = s.ch.Close()
+	s.a.log.Debug("command exited", "pid", s.proc.pid, "status", int(ws))
+}
+
+// sftp serves the SFTP subsystem on the channel in the background. The
+// server sees the whole file system; relative paths resolve against the
+// session's working directory.
+func (s *session) sftp() {
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		srv, err := sftp.NewServer(s.ch, sftp.WithServerWorkingDirectory(s.dir))
+		if err != nil {
+			s.a.log.Warn("start sftp", "err", err)
+			_ = s.ch.Close()
+			return
+		}
+		status := uint32(0)
+		if err := srv.Serve(); err != nil && !errors.Is(err, io.EOF) {
+			s.a.log.Debug("sftp", "err", err)
+			status = 1
+		}
+		_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(exitStatus{status}))
+		_ = srv.Close() // closes the channel
+	}()
+}

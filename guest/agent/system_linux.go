@@ -1,0 +1,317 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file holds the machine-changing steps PID 1 takes. Each one needs
+// root (CAP_SYS_ADMIN and friends); none runs unless the main wires it in.
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// SetHostname sets the kernel's host name (sethostname(2)).
+func SetHostname(name string) error {
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return fmt.Errorf("sethostname %q: %w", name, err)
+	}
+	return nil
+}
+
+// SetClock sets the system clock (settimeofday(2)).
+func SetClock(t time.Time) error {
+	tv := unix.NsecToTimeval(t.UnixNano())
+	if err := unix.Settimeofday(&tv); err != nil {
+		return fmt.Errorf("settimeofday: %w", err)
+	}
+	return nil
+}
+
+// AddEntropy mixes seed into the kernel's random pool and credits it
+// (RNDADDENTROPY on /dev/urandom). Without the privilege to credit, it
+// writes seed to /dev/urandom, which mixes it in without credit.
+func AddEntropy(seed []byte) error {
+	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("add entropy: %w", err)
+	}
+	defer f.Close()
+	// struct rand_pool_info { int entropy_count; int buf_size; __u32 buf[]; }
+	info := make([]byte, 8+len(seed))
+	binary.NativeEndian.PutUint32(info[0:], uint32(8*len(seed)))
+	binary.NativeEndian.PutUint32(info[4:], uint32(len(seed)))
+	copy(info[8:], seed)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("add entropy: %w", err)
+	}
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) {
+		_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, unix.RNDADDENTROPY, uintptr(unsafe.Pointer(&info[0])))
+	}); err != nil {
+		return fmt.Errorf("add entropy: %w", err)
+	}
+	if errno == 0 {
+		return nil
+	}
+	if _, err := f.Write(seed); err != nil {
+		return fmt.Errorf("add entropy: ioctl: %w; write: %w", errno, err)
+	}
+	return nil
+}
+
+// BecomeSubreaper makes orphaned descendants of this process its children
+// instead of PID 1's (PR_SET_CHILD_SUBREAPER), so a Reaper in an ordinary
+// process behaves as it would in PID 1.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become subreaper: %w", err)
+	}
+	return nil
+}
+
+type mount struct {
+	source, target, fstype string
+	flags                  uintptr
+	data                   string
+}
+
+// mounts are the file systems PID 1 mounts, in order.
+var mounts = []mount{
+	{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+	{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+	{"devtmpfs", "/dev", "devtmpfs", unix.MS_NOSUID, "mode=0755"},
+	{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "mode=0620,ptmxmode=0666"},
+	{"tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+	{"tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777"},
+	{"tmpfs", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+}
+
+// mountAll mounts the system file systems and points /dev/ptmx at the
+// devpts instance. A file system that is already mounted is fine.
+func mountAll() error {
+	var errs []error
+	for _, m := range mounts {
+		if err := os.MkdirAll(m.target, 0o755); err != nil {
+			errs = append(errs, fmt.Errorf("mount %s: %w", m.target, err))
+			continue
+		}
+		err := unix.Mount(m.source, m.target, m.fstype, m.flags, m.data)
+		if err != nil && !errors.Is(err, unix.EBUSY) {
+			errs = append(errs, fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err))
+		}
+	}
+	if target, err := os.Readlink("/dev/ptmx"); err != nil || target != "pts/ptmx" {
+		_ = os.Remove("/dev/ptmx")
+		if err := os.Symlink("pts/ptmx", "/dev/ptmx"); err != nil {
+			errs = append(errs, fmt.Errorf("link /dev/ptmx: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loopbackUp brings the lo interface up, as ip link set lo up does.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring lo up: get flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring lo up: set flags: %w", err)
+	}
+	return nil
+}
+
+// moduleInitCompressedFile is finit_module's MODULE_INIT_COMPRESSED_FILE:
+// the kernel decompresses the module itself (Linux 6.4+).
+const moduleInitCompressedFile = 4
+
+// loadModules loads the kernel modules listed in the file at list, one
+// absolute path per line, in order (the image builder writes them in
+// dependency order). A missing list means no modules. A module that is
+// already loaded is fine; any other failure is logged and the rest are
+// still loaded. It returns how many modules were loaded.
+func loadModules(list string, log *slog.Logger) (int, error) {
+	b, err := os.ReadFile(list)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("load modules: %w", err)
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		path := strings.TrimSpace(sc.Text())
+		if path == "" || strings.HasPrefix(path, "#") {
+			continue
+		}
+		if err := loadModule(path); err != nil {
+			log.Warn("load module", "module", path, "err", err)
+			continue
+		}
+		n++
+	}
+	return n, nil
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags := 0
+	switch filepath.Ext(path) {
+	case ".xz", ".zst", ".gz":
+		flags |= moduleInitCompressedFile
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var loadErr error
+	if err := rc.Control(func(fd uintptr) { loadErr = unix.FinitModule(int(fd), "", flags) }); err != nil {
+		return err
+	}
+	switch {
+	case loadErr == nil, errors.Is(loadErr, unix.EEXIST):
+		return nil
+	case errors.Is(loadErr, unix.ENOENT):
+		return fmt.Errorf("finit_module: unknown symbol (is a module it depends on missing or listed after it?): %w", loadErr)
+	}
+	return fmt.Errorf("finit_module: %w", loadErr)
+}
+
+// installBusybox creates the busybox applet links (/bin/sh and the rest)
+// when the image has /bin/busybox but no /bin/sh.
+func installBusybox(r *Reaper) error {
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		return nil
+	}
+	if _, err := os.Lstat("/bin/sh"); err == nil {
+		return nil
+	}
+	for _, dir := range []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("install busybox: %w", err)
+		}
+	}
+	_, wait, err := r.Start("/bin/busybox", []string{"busybox", "--install", "-s"},
+		&os.ProcAttr{Files: []*os.File{nil, os.Stderr, os.Stderr}})
+	if err != nil {
+		return fmt.Errorf("install busybox: %w", err)
+	}
+	if ws := wait(); !ws.Exited() || ws.ExitStatus() != 0 {
+		return fmt.Errorf("install busybox: busybox --install exited with status %#x", int(ws))
+	}
+	return nil
+}
+
+// cmdlineHas reports whether the kernel command line has word as one of
+// its space-separated arguments.
+func cmdlineHas(cmdline, word string) bool {
+	for _, f := range strings.Fields(cmdline) {
+		if f == word {
+			return true
+		}
+	}
+	return false
+}
+
+// killGrace is how long processes get between SIGTERM and SIGKILL at power
+// off.
+const killGrace = 2 * time.Second
+
+// powerOff stops every process (SIGTERM, then SIGKILL after killGrace or as
+// soon as none is left), syncs and powers the machine off. It returns only
+// if the reboot system call fails.
+func powerOff(r *Reaper, log *slog.Logger) error {
+	log.Info("powering off")
+	unix.Sync()
+	_ = syscall.Kill(-1, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), killGrace)
+	r.waitAll(ctx)
+	cancel()
+	_ = syscall.Kill(-1, syscall.SIGKILL)
+	ctx, cancel = context.WithTimeout(context.Background(), killGrace)
+	r.waitAll(ctx)
+	cancel()
+	unix.Sync()
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
+		return fmt.Errorf("power off: %w", err)
+	}
+	return nil
+}
+
+// inputEventSize is sizeof(struct input_event) on 64-bit kernels: a
+// struct timeval, type and code (u16), value (s32).
+const inputEventSize = 24
+
+const (
+	evKey    = 1
+	keyPower = 116
+)
+
+// watchPowerButton calls press when any input device reports KEY_POWER
+// pressed (the ACPI power button on x86, gpio-keys on arm64), so the
+// hypervisor's graceful shutdown works. It returns when ctx ends.
+func watchPowerButton(ctx context.Context, log *slog.Logger, press func()) {
+	paths, _ := filepath.Glob("/dev/input/event*")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			log.Debug("open input device", "path", p, "err", err)
+			continue
+		}
+		stop := context.AfterFunc(ctx, func() { f.Close() })
+		wg.Go(func() {
+			defer stop()
+			defer f.Close()
+			buf := make([]byte, inputEventSize)
+			for {
+				if _, err := io.ReadFull(f, buf); err != nil {
+					return
+				}
+				typ := binary.NativeEndian.Uint16(buf[16:])
+				code := binary.NativeEndian.Uint16(buf[18:])
+				value := int32(binary.NativeEndian.Uint32(buf[20:]))
+				if typ == evKey && code == keyPower && value == 1 {
+					press()
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// errNotLinux: the guest is always Linux; elsewhere the agent only serves
+// as a plain process (for development).
+var errNotLinux = errors.New("only supported on Linux")
+
+func kernelRelease() string { return "" }
+
+// BecomeSubreaper is only supported on Linux.
+func BecomeSubreaper() error { return errNotLinux }
+
+// Init is only supported on Linux.
+func Init(ctx context.Context) error { return errNotLinux }

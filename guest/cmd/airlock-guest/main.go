@@ -1,0 +1,129 @@
+// Command airlock-guest is the agent inside every Airlock VM. As PID 1 of
+// the guest's initramfs it sets the machine up and serves the guest link;
+// as an ordinary process (airlock-guest serve) it serves the link on a unix
+// socket or on stdin/stdout, for tests and development.
+//
+// Like package agent, it must not import vm, fyne, vz or testing.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-dev/airlock/guest/agent"
+)
+
+const usage = `usage:
+  airlock-guest                 run as PID 1 (the VM's /init)
+  airlock-guest serve [flags]   serve the guest link as an ordinary process
+
+serve flags:
+`
+
+func main() {
+	if os.Getpid() == 1 {
+		runInit()
+		return
+	}
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprint(os.Stderr, usage)
+		new(serveOptions).flags(os.Stderr).PrintDefaults()
+		os.Exit(2)
+	}
+	if err := serve(os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock-guest:", err)
+		os.Exit(1)
+	}
+}
+
+// runInit is PID 1. It must never exit: the kernel panics when init dies.
+func runInit() {
+	err := agent.Init(context.Background())
+	fmt.Fprintln(os.Stderr, "airlock-guest: power off failed:", err)
+	// Hang without looking deadlocked to the runtime: a live ticker.
+	for range time.Tick(time.Hour) {
+	}
+}
+
+type serveOptions struct {
+	unix      string
+	stdio     bool
+	subreaper bool
+	shell     string
+	home      string
+	verbose   bool
+}
+
+func (o *serveOptions) flags(out *os.File) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.unix, "unix", "", "listen for link connections on this unix socket `path`")
+	fs.BoolVar(&o.stdio, "stdio", false, "serve one link connection on stdin/stdout")
+	fs.BoolVar(&o.subreaper, "subreaper", false, "become a child subreaper and reap orphans, as PID 1 does")
+	fs.StringVar(&o.shell, "shell", "", "shell that runs commands (default /bin/sh)")
+	fs.StringVar(&o.home, "home", "", "HOME and default working directory of commands")
+	fs.BoolVar(&o.verbose, "v", false, "log debug messages to stderr")
+	return fs
+}
+
+// serve runs the agent as an ordinary process until a power-off request,
+// SIGINT or SIGTERM, or (with --stdio) the end of the one connection.
+func serve(args []string) error {
+	var o serveOptions
+	if err := o.flags(os.Stderr).Parse(args); err != nil {
+		return err
+	}
+	if (o.unix == "") == !o.stdio {
+		return errors.New("serve: give exactly one of --unix PATH and --stdio")
+	}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := agent.ConsoleLogger(os.Stderr, level)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, powerOff := context.WithCancel(ctx)
+	defer powerOff()
+	g, ctx := errgroup.WithContext(ctx)
+
+	cfg := agent.Config{
+		Logger:   log,
+		Shell:    o.shell,
+		Home:     o.home,
+		PowerOff: func() error { powerOff(); return nil },
+	}
+	if o.subreaper {
+		if err := agent.BecomeSubreaper(); err != nil {
+			return err
+		}
+		cfg.Reaper = &agent.Reaper{Logger: log}
+		g.Go(func() error { return cfg.Reaper.Run(ctx) })
+	}
+	a := agent.New(cfg)
+	g.Go(func() error {
+		defer powerOff()
+		if o.stdio {
+			return a.ServeConn(ctx, agent.FileConn("stdio", os.Stdin, os.Stdout))
+		}
+		_ = os.Remove(o.unix) // a stale socket from an earlier run
+		l, err := net.Listen("unix", o.unix)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer os.Remove(o.unix)
+		return a.Serve(ctx, l)
+	})
+	return g.Wait()
+}

@@ -1,0 +1,266 @@
+package qemu
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// Accel is a QEMU accelerator.
+type Accel string
+
+// Accelerators Airlock uses.
+const (
+	// AccelAuto lets the backend choose (Config.Accel only).
+	AccelAuto Accel = ""
+	// KVM is hardware virtualisation through /dev/kvm.
+	KVM Accel = "kvm"
+	// TCG is QEMU's CPU emulator: works everywhere, about 10x slower.
+	TCG Accel = "tcg"
+)
+
+// SerialPortName is the name of the virtio-serial port that carries the
+// guest link. It must equal guest.SerialPortName: vm/qemu does not import
+// the guest packages, so the two are kept equal by hand.
+const SerialPortName = "airlock.link"
+
+// File descriptors QEMU inherits (exec.Cmd.ExtraFiles starts at fd 3). The
+// backend binds and listens on the unix sockets itself before QEMU starts,
+// so they exist the moment Start runs QEMU, with no waiting for QEMU to
+// create them.
+const (
+	qmpFD  = 3 // listening QMP socket (StateDir/qmp.sock)
+	linkFD = 4 // listening serial-link socket, serial links only
+)
+
+// Default file names inside Spec.StateDir.
+const (
+	qmpSocketName  = "qmp.sock"
+	linkSocketName = "link.sock"
+	consoleName    = "console.log"
+)
+
+// Host is what Args needs to know about the host. It is plain data; the
+// backend fills it in from probes (see Backend.Start), tests write it out.
+type Host struct {
+	// Accel is KVM or TCG.
+	Accel Accel
+	// Arch is the host CPU architecture.
+	Arch vm.Arch
+	// OS is the host GOOS; it sets the unix socket path limit.
+	OS string
+	// Vsock says /dev/vhost-vsock is usable, so vhost-vsock-pci works.
+	Vsock bool
+	// QBoot is the path of qboot.rom, the minimal x86 firmware that boots
+	// faster than SeaBIOS; empty means QEMU's default firmware.
+	QBoot string
+	// CID is the guest's vsock context ID (vsock links only, >= 3).
+	CID uint32
+}
+
+// Binary is the QEMU system emulator program for a guest architecture.
+func Binary(arch vm.Arch) (string, error) {
+	switch arch {
+	case vm.AMD64:
+		return "qemu-system-x86_64", nil
+	case vm.ARM64:
+		return "qemu-system-aarch64", nil
+	}
+	return "", fmt.Errorf("guest arch %q: %w (qemu backend boots amd64 and arm64)", arch, vm.ErrNotSupported)
+}
+
+// aptPackage names the Debian/Ubuntu package holding Binary(arch).
+func aptPackage(arch vm.Arch) string {
+	if arch == vm.ARM64 {
+		return "qemu-system-arm"
+	}
+	return "qemu-system-x86"
+}
+
+// ResolveLink returns the link kind a machine started from spec on host
+// uses: vsock when asked for or (auto) when the host has vhost-vsock,
+// serial otherwise. Asking for vsock on a host without it is an error
+// wrapping vm.ErrNotSupported.
+func ResolveLink(spec vm.Spec, host Host) (vm.LinkKind, error) {
+	switch spec.Link.Kind {
+	case vm.LinkSerial:
+		return vm.LinkSerial, nil
+	case vm.LinkVsock:
+		if !host.Vsock {
+			return "", fmt.Errorf("vsock link: %w on this host: /dev/vhost-vsock is missing or not usable "+
+				"(try `sudo modprobe vhost_vsock` and check its permissions, or use the serial link)", vm.ErrNotSupported)
+		}
+		return vm.LinkVsock, nil
+	case vm.LinkAuto:
+		if host.Vsock {
+			return vm.LinkVsock, nil
+		}
+		return vm.LinkSerial, nil
+	}
+	return "", fmt.Errorf("unknown link kind %q", spec.Link.Kind)
+}
+
+// QMPSocket is the path of the QMP control socket of a machine.
+func QMPSocket(spec vm.Spec) string { return filepath.Join(spec.StateDir, qmpSocketName) }
+
+// LinkSocket is the path of the unix socket bound to the serial link.
+func LinkSocket(spec vm.Spec) string {
+	if spec.Link.SocketPath != "" {
+		return spec.Link.SocketPath
+	}
+	return filepath.Join(spec.StateDir, linkSocketName)
+}
+
+// ConsoleLog is the path of the file receiving the guest console.
+func ConsoleLog(spec vm.Spec) string {
+	if spec.ConsoleLog != "" {
+		return spec.ConsoleLog
+	}
+	return filepath.Join(spec.StateDir, consoleName)
+}
+
+// maxSocketPath is the longest unix socket path goos accepts: sun_path is
+// 108 bytes on Linux and 104 on the BSDs and macOS, NUL included.
+func maxSocketPath(goos string) int {
+	if goos == "linux" || goos == "" {
+		return 107
+	}
+	return 103
+}
+
+func checkSocketPath(what, path, goos string) error {
+	if n, max := len(path), maxSocketPath(goos); n > max {
+		return fmt.Errorf("%s socket path %s is %d bytes, over the %d-byte unix socket limit: use a shorter state dir", what, path, n, max)
+	}
+	return nil
+}
+
+// Args builds the QEMU command line for spec on host, program name first
+// (like exec.Cmd.Args). spec should have its defaults filled in
+// (vm.Spec.WithDefaults); Args checks nothing on disk. The QMP listener
+// must be passed to QEMU as fd 3 and, for serial links, the link listener
+// as fd 4.
+func Args(spec vm.Spec, host Host) ([]string, error) {
+	var errs []error
+	prog, err := Binary(spec.Arch)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	switch host.Accel {
+	case KVM, TCG:
+	default:
+		errs = append(errs, fmt.Errorf("accelerator %q: want kvm or tcg", host.Accel))
+	}
+	if host.Accel == KVM && host.Arch != spec.Arch {
+		errs = append(errs, fmt.Errorf("kvm cannot run a %s guest on a %s host", spec.Arch, host.Arch))
+	}
+	link, err := ResolveLink(spec, host)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if link == vm.LinkVsock && host.CID < 3 {
+		errs = append(errs, fmt.Errorf("vsock guest cid %d: want 3 or more", host.CID))
+	}
+	if link == vm.LinkVsock && spec.Link.Port == 0 {
+		errs = append(errs, errors.New("vsock link: no guest port"))
+	}
+	if spec.StateDir == "" {
+		errs = append(errs, errors.New("no state dir"))
+	}
+	if err := checkSocketPath("qmp", QMPSocket(spec), host.OS); err != nil {
+		errs = append(errs, err)
+	}
+	if link == vm.LinkSerial {
+		if err := checkSocketPath("serial link", LinkSocket(spec), host.OS); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	cpus, mem := spec.CPUs, spec.MemoryMiB
+	if cpus == 0 {
+		cpus = vm.DefaultCPUs
+	}
+	if mem == 0 {
+		mem = vm.DefaultMemoryMiB
+	}
+	a := []string{prog}
+	add := func(s ...string) { a = append(a, s...) }
+
+	var console string
+	switch spec.Arch {
+	case vm.AMD64:
+		// q35 with PVH boot of the uncompressed vmlinux. microvm would be
+		// faster but hangs now and then under TCG without tsc_early_khz=.
+		add("-machine", "q35")
+		if host.QBoot != "" {
+			add("-bios", host.QBoot)
+		}
+		console = "console=ttyS0"
+	case vm.ARM64:
+		if host.Accel == KVM {
+			add("-machine", "virt,gic-version=host")
+		} else {
+			add("-machine", "virt,gic-version=3")
+		}
+		console = "console=ttyAMA0"
+	}
+	add("-accel", string(host.Accel))
+	if host.Accel == KVM {
+		add("-cpu", "host")
+	} else {
+		add("-cpu", "max")
+	}
+	add("-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
+	add("-nodefaults", "-no-user-config", "-nographic", "-no-reboot")
+	if spec.Name != "" {
+		add("-name", "guest=airlock-"+escape(spec.Name))
+	}
+
+	add("-kernel", spec.Kernel)
+	if spec.Initrd != "" {
+		add("-initrd", spec.Initrd)
+	}
+	add("-append", strings.TrimSpace(console+" "+spec.Cmdline))
+
+	add("-chardev", "file,id=console,path="+escape(ConsoleLog(spec)), "-serial", "chardev:console")
+	add("-chardev", fmt.Sprintf("socket,id=qmp,fd=%d,server=on,wait=off", qmpFD), "-mon", "chardev=qmp,mode=control")
+
+	if spec.Network == vm.NetworkNAT {
+		add("-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0")
+	} else {
+		add("-nic", "none")
+	}
+	add("-device", "virtio-rng-pci")
+
+	for i, d := range spec.Disks {
+		format := d.Format
+		if format == "" {
+			format = "raw"
+		}
+		drive := fmt.Sprintf("if=none,id=disk%d,format=%s,file=%s", i, format, escape(d.Path))
+		if d.ReadOnly {
+			drive += ",readonly=on"
+		}
+		add("-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,drive=disk%d", i))
+	}
+
+	switch link {
+	case vm.LinkVsock:
+		add("-device", fmt.Sprintf("vhost-vsock-pci,guest-cid=%d", host.CID))
+	case vm.LinkSerial:
+		add("-device", "virtio-serial-pci",
+			"-chardev", fmt.Sprintf("socket,id=link,fd=%d,server=on,wait=off", linkFD),
+			"-device", "virtserialport,chardev=link,name="+SerialPortName)
+	}
+	return a, nil
+}
+
+// escape doubles commas, QEMU's quoting inside option values.
+func escape(s string) string { return strings.ReplaceAll(s, ",", ",,") }

@@ -1,0 +1,172 @@
+package qemu
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/vm"
+)
+
+func TestArgs(t *testing.T) {
+	base := vm.Spec{Name: "t1", Kernel: "/img/vmlinux", Initrd: "/img/initrd", Cmdline: "panic=-1 quiet", StateDir: "/s"}
+	tcg := Host{Accel: TCG, Arch: vm.AMD64, OS: "linux", QBoot: "/usr/share/qemu/qboot.rom"}
+	common := func(cpus, mem string) []string {
+		return []string{"-smp", cpus, "-m", mem, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot"}
+	}
+	serial := []string{"-device", "virtio-serial-pci",
+		"-chardev", "socket,id=link,fd=4,server=on,wait=off",
+		"-device", "virtserialport,chardev=link,name=airlock.link"}
+	cat := func(parts ...[]string) []string {
+		var out []string
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		spec vm.Spec
+		host Host
+		want []string
+	}{
+		{
+			name: "amd64 tcg serial qboot",
+			spec: base.WithDefaults(vm.AMD64),
+			host: tcg,
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
+				common("1", "512"),
+				[]string{"-name", "guest=airlock-t1",
+					"-kernel", "/img/vmlinux", "-initrd", "/img/initrd", "-append", "console=ttyS0 panic=-1 quiet",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci"},
+				serial),
+		},
+		{
+			name: "amd64 kvm vsock nat disks seabios",
+			spec: vm.Spec{Name: "a,b=c", Arch: vm.AMD64, Kernel: "/k", CPUs: 2, MemoryMiB: 1024,
+				Network: vm.NetworkNAT, StateDir: "/s", ConsoleLog: "/logs/c,1.log",
+				Link:  vm.Link{Port: 2222},
+				Disks: []vm.Disk{{Path: "/d/root.img", ReadOnly: true}, {Path: "/d/work.qcow2", Format: "qcow2"}}},
+			host: Host{Accel: KVM, Arch: vm.AMD64, OS: "linux", Vsock: true, CID: 42},
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35", "-accel", "kvm", "-cpu", "host"},
+				common("2", "1024"),
+				[]string{"-name", "guest=airlock-a,,b=c",
+					"-kernel", "/k", "-append", "console=ttyS0",
+					"-chardev", "file,id=console,path=/logs/c,,1.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0",
+					"-device", "virtio-rng-pci",
+					"-drive", "if=none,id=disk0,format=raw,file=/d/root.img,readonly=on", "-device", "virtio-blk-pci,drive=disk0",
+					"-drive", "if=none,id=disk1,format=qcow2,file=/d/work.qcow2", "-device", "virtio-blk-pci,drive=disk1",
+					"-device", "vhost-vsock-pci,guest-cid=42"}),
+		},
+		{
+			name: "serial link asked for on a vsock host",
+			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", Link: vm.Link{Kind: vm.LinkSerial, SocketPath: "/run/l.sock"}},
+			host: Host{Accel: TCG, Arch: vm.AMD64, Vsock: true, CID: 9},
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "max"},
+				common("1", "512"),
+				[]string{"-kernel", "/k", "-append", "console=ttyS0",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci"},
+				serial),
+		},
+		{
+			name: "arm64 tcg on amd64 ignores qboot",
+			spec: vm.Spec{Arch: vm.ARM64, Kernel: "/Image", Cmdline: "panic=-1", StateDir: "/s"},
+			host: tcg,
+			want: cat(
+				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=3", "-accel", "tcg", "-cpu", "max"},
+				common("1", "512"),
+				[]string{"-kernel", "/Image", "-append", "console=ttyAMA0 panic=-1",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci"},
+				serial),
+		},
+		{
+			name: "arm64 kvm",
+			spec: vm.Spec{Arch: vm.ARM64, Kernel: "/Image", StateDir: "/s", Link: vm.Link{Kind: vm.LinkVsock, Port: 1}},
+			host: Host{Accel: KVM, Arch: vm.ARM64, OS: "linux", Vsock: true, CID: 3},
+			want: cat(
+				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=host", "-accel", "kvm", "-cpu", "host"},
+				common("1", "512"),
+				[]string{"-kernel", "/Image", "-append", "console=ttyAMA0",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci",
+					"-device", "vhost-vsock-pci,guest-cid=3"}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Args(tt.spec, tt.host)
+			if err != nil {
+				t.Fatalf("Args: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestArgsErrors(t *testing.T) {
+	long := "/" + strings.Repeat("d", 110)
+	ok := vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s"}
+	tcg := Host{Accel: TCG, Arch: vm.AMD64, OS: "linux"}
+	tests := []struct {
+		name     string
+		spec     func(vm.Spec) vm.Spec
+		host     func(Host) Host
+		contains []string
+		is       error
+	}{
+		{name: "vsock without vhost-vsock", spec: func(s vm.Spec) vm.Spec { s.Link = vm.Link{Kind: vm.LinkVsock, Port: 1}; return s },
+			contains: []string{"/dev/vhost-vsock"}, is: vm.ErrNotSupported},
+		{name: "qmp socket too long", spec: func(s vm.Spec) vm.Spec { s.StateDir = long; return s },
+			contains: []string{"qmp socket path", "107-byte", "shorter state dir"}},
+		{name: "link socket too long on darwin", spec: func(s vm.Spec) vm.Spec { s.Link.SocketPath = long[:104]; return s },
+			host: func(h Host) Host { h.OS = "darwin"; return h }, contains: []string{"serial link socket path", "103-byte"}},
+		{name: "kvm cross arch", spec: func(s vm.Spec) vm.Spec { s.Arch = vm.ARM64; return s },
+			host: func(h Host) Host { h.Accel = KVM; return h }, contains: []string{"kvm cannot run a arm64 guest"}},
+		{name: "unknown arch", spec: func(s vm.Spec) vm.Spec { s.Arch = "riscv64"; return s },
+			contains: []string{"riscv64"}, is: vm.ErrNotSupported},
+		{name: "no accel", host: func(h Host) Host { h.Accel = ""; return h }, contains: []string{"want kvm or tcg"}},
+		{name: "vsock no port no cid",
+			spec:     func(s vm.Spec) vm.Spec { s.Link.Kind = vm.LinkVsock; return s },
+			host:     func(h Host) Host { h.Vsock = true; return h },
+			contains: []string{"no guest port", "cid 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, h := ok, tcg
+			if tt.spec != nil {
+				s = tt.spec(s)
+			}
+			if tt.host != nil {
+				h = tt.host(h)
+			}
+			_, err := Args(s, h)
+			if err == nil {
+				t.Fatal("Args: no error")
+			}
+			for _, c := range tt.contains {
+				if !strings.Contains(err.Error(), c) {
+					t.Errorf("error %q does not mention %q", err, c)
+				}
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %q is not %v", err, tt.is)
+			}
+		})
+	}
+}
