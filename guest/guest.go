@@ -22,6 +22,9 @@ const (
 	VsockPort uint32 = 1024
 	// SerialPortName is the name of the virtio-serial port that carries the
 	// link where the host has no vsock (/sys/class/virtio-ports/*/name).
+	// The port is one byte stream with no connection boundaries, so it
+	// carries a yamux session (host: client, guest: server); each link
+	// connection is one stream of it and begins with Magic, as on vsock.
 	SerialPortName = "airlock.link"
 	// ProtocolVersion is bumped on any incompatible change to this file.
 	ProtocolVersion = 1

@@ -48,7 +48,8 @@ const (
 	LinkVsock LinkKind = "vsock"
 	// LinkSerial is a virtio-serial port named guest.SerialPortName, bound
 	// on the host to a unix socket. It is a single stream: one DialLink at a
-	// time; a second one gets ErrLinkBusy until the first is closed.
+	// time; a second one gets ErrLinkBusy until the first is closed. The
+	// guest client multiplexes connections over it (guest/client.Mux).
 	LinkSerial LinkKind = "serial"
 )
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -77,14 +78,23 @@ type Guest struct {
 	Machine vm.Machine
 	Client  *client.Client
 	Image   *image.Image
+	// Identity is the sandbox identity given to the guest at first contact;
+	// reconnecting needs it (with client.Config.Resume).
+	Identity client.Identity
 	// Dir holds the machine's runtime files (sockets, console.log).
 	Dir string
 	// BootTime is from Start to the guest agent's welcome.
 	BootTime time.Duration
 
+	dial     client.DialFunc
+	mux      *client.Mux // serial links only
 	progress func(Event)
 	start    time.Time
 }
+
+// Dial opens another link connection to the guest agent; with
+// client.Config{Identity: g.Identity, Resume: true} it gives a second client.
+func (g *Guest) Dial(ctx context.Context) (net.Conn, error) { return g.dial(ctx) }
 
 // Boot starts a machine from an image and waits for its guest agent. The
 // machine is killed when ctx ends. On error nothing is left running; the
@@ -147,8 +157,19 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	if timeout == 0 {
 		timeout = DefaultBootTimeout
 	}
-	c, err := connect(ctx, m, timeout, client.Config{Identity: id, Logger: logger})
+	// A serial link is one stream: a yamux session over it gives one
+	// stream per connection, as the guest agent expects there.
+	dial := client.DialFunc(m.DialLink)
+	var mux *client.Mux
+	if m.LinkKind() == vm.LinkSerial {
+		mux = client.NewMux(m.DialLink)
+		dial = mux.Dial
+	}
+	c, err := connect(ctx, m, dial, timeout, client.Config{Identity: id, Logger: logger})
 	if err != nil {
+		if mux != nil {
+			mux.Close()
+		}
 		stopNow(m)
 		if ctx.Err() != nil {
 			os.RemoveAll(dir)
@@ -156,14 +177,14 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		}
 		return nil, err
 	}
-	g := &Guest{Machine: m, Client: c, Image: img, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
+	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
 	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
 	return g, nil
 }
 
 // connect waits for the guest agent's welcome, giving up when the timeout
 // passes or the machine dies first, with the console's last lines.
-func connect(ctx context.Context, m vm.Machine, timeout time.Duration, cfg client.Config) (*client.Client, error) {
+func connect(ctx context.Context, m vm.Machine, dial client.DialFunc, timeout time.Duration, cfg client.Config) (*client.Client, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errBootTimeout)
 	defer cancel()
 	exited := make(chan error, 1)
@@ -172,7 +193,7 @@ func connect(ctx context.Context, m vm.Machine, timeout time.Duration, cfg clien
 		exited <- err
 		cancel()
 	}()
-	c, err := client.Connect(ctx, m.DialLink, cfg)
+	c, err := client.Connect(ctx, dial, cfg)
 	if err == nil {
 		return c, nil
 	}
@@ -206,7 +227,7 @@ func (g *Guest) Shutdown(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	perr := g.Client.PowerOff(pctx)
 	cancel()
-	g.Client.Close()
+	g.closeLink()
 	done := make(chan error, 1)
 	go func() { done <- g.Machine.Wait() }()
 	var err error
@@ -225,9 +246,16 @@ func (g *Guest) Shutdown(ctx context.Context) error {
 
 // Kill forces the machine off at once and removes its runtime directory.
 func (g *Guest) Kill() {
-	g.Client.Close()
+	g.closeLink()
 	stopNow(g.Machine)
 	os.RemoveAll(g.Dir)
+}
+
+func (g *Guest) closeLink() {
+	g.Client.Close()
+	if g.mux != nil {
+		g.mux.Close()
+	}
 }
 
 // stopNow stops m with an already-ended context: forced, immediate.

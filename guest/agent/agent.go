@@ -159,32 +159,14 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener) error {
 // (when the peer spoke the magic) and returned as an error; a connection
 // that ends after the SSH handshake returns nil.
 func (a *Agent) ServeConn(ctx context.Context, conn net.Conn) error {
-	return a.serveConn(ctx, conn, false)
-}
-
-// serveConn is ServeConn; resync skips whatever precedes the magic, for a
-// link that is one stream across connections (virtio-serial), where the
-// tail of an earlier connection may still be in flight.
-func (a *Agent) serveConn(ctx context.Context, conn net.Conn, resync bool) error {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 
-	if resync {
-		// A connected host may stay silent until it dials: no deadline
-		// until the magic.
-		skipped, err := skipToMagic(conn)
-		if err != nil {
-			return fmt.Errorf("wait for hello: %w", err)
-		}
-		if skipped > 0 {
-			a.log.Debug("skipped bytes before the magic", "bytes", skipped)
-		}
-	}
 	// Deadlines are best effort: a link without them (a file) is bounded
 	// by ctx alone.
 	_ = conn.SetDeadline(time.Now().Add(a.cfg.HandshakeTimeout))
-	id, err := a.handshake(conn, resync)
+	id, err := a.handshake(conn)
 	if err != nil {
 		return err
 	}
@@ -198,14 +180,8 @@ func (a *Agent) serveConn(ctx context.Context, conn net.Conn, resync bool) error
 
 // handshake reads the magic and the Hello from conn, applies or checks the
 // identity, and writes the Welcome.
-func (a *Agent) handshake(conn io.ReadWriter, magicRead bool) (*identity, error) {
-	var hello guest.Hello
-	var err error
-	if magicRead {
-		hello, err = readHelloMessage(conn)
-	} else {
-		hello, err = readHello(conn)
-	}
+func (a *Agent) handshake(conn io.ReadWriter) (*identity, error) {
+	hello, err := readHello(conn)
 	if errors.Is(err, errBadMagic) {
 		// Not our protocol: there is no one to explain it to.
 		return nil, err
@@ -243,26 +219,6 @@ func readHello(r io.Reader) (guest.Hello, error) {
 		return h, fmt.Errorf("%w (got %q)", errBadMagic, magic)
 	}
 	return readHelloMessage(r)
-}
-
-// skipToMagic reads r up to and including the first guest.Magic and
-// returns how many bytes preceded it. It reads one byte at a time so it
-// never consumes past the magic.
-func skipToMagic(r io.Reader) (int, error) {
-	window := make([]byte, 0, len(guest.Magic))
-	var b [1]byte
-	for n := 0; ; n++ {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return n, err
-		}
-		if len(window) == len(guest.Magic) {
-			window = append(window[:0], window[1:]...)
-		}
-		window = append(window, b[0])
-		if string(window) == guest.Magic {
-			return n + 1 - len(guest.Magic), nil
-		}
-	}
 }
 
 // readHelloMessage reads the Hello that follows the magic and checks it.

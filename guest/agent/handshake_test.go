@@ -188,32 +188,3 @@ func FuzzReadHello(f *testing.F) {
 	})
 }
 
-func TestSkipToMagic(t *testing.T) {
-	tests := []struct {
-		in      string
-		skipped int
-		rest    string
-		err     bool
-	}{
-		{in: guest.Magic + "hello", skipped: 0, rest: "hello"},
-		{in: "ssh tail" + guest.Magic + "x", skipped: 8, rest: "x"},
-		{in: "AIRLOCKAIRLOCK1x", skipped: 7, rest: "x"},
-		{in: "AIRLOCK", err: true},
-		{in: "", err: true},
-	}
-	for _, tt := range tests {
-		r := strings.NewReader(tt.in)
-		n, err := skipToMagic(r)
-		if (err != nil) != tt.err {
-			t.Errorf("skipToMagic(%q) error %v, want error %v", tt.in, err, tt.err)
-			continue
-		}
-		if tt.err {
-			continue
-		}
-		rest, _ := io.ReadAll(r)
-		if n != tt.skipped || string(rest) != tt.rest {
-			t.Errorf("skipToMagic(%q) = %d, rest %q; want %d, %q", tt.in, n, rest, tt.skipped, tt.rest)
-		}
-	}
-}

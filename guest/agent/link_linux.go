@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/yamux"
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
 )
@@ -87,9 +88,9 @@ func lookupSerialPort(sysDir, name string) string {
 const hostPollInterval = 200 * time.Millisecond
 
 // ServeSerial serves the virtio-serial port dev until ctx ends. The port
-// is one stream, so it carries one link connection at a time: the agent
-// waits for the host to connect, serves that connection until the host
-// disconnects, and waits again.
+// is one stream carrying a yamux session whose streams are the link
+// connections: the agent waits for the host to connect, serves the
+// session until the host disconnects, and waits again.
 //
 // The port stays open the whole time. Closing it between connections
 // would lose data: the guest kernel discards what arrives while the port
@@ -111,16 +112,22 @@ func (a *Agent) ServeSerial(ctx context.Context, dev string) error {
 			return fmt.Errorf("serve serial link: %w", err)
 		}
 		a.log.Debug("serial link connected", "dev", dev)
-		// The stream has no connection boundaries: the tail of the last
-		// connection may precede this one's magic, so skip to it.
-		if err := a.serveConn(ctx, newPortConn(dev, f), true); err != nil {
-			if errors.Is(err, io.EOF) {
-				a.log.Debug("serial link: host hung up before a hello", "err", err)
-			} else {
-				a.log.Warn("serial link connection", "err", err)
-			}
+		// The port is one stream with no connection boundaries, so it
+		// carries a yamux session (guest.SerialPortName's contract): each
+		// link connection is a stream of it, any number at once, and a
+		// connection's end can never swallow the next one's bytes.
+		pc := newPortConn(dev, f)
+		sess, err := yamux.Server(pc, muxConfig())
+		if err != nil {
+			pc.Close()
+			return fmt.Errorf("serve serial link: %w", err)
 		}
-		a.log.Debug("serial link connection ended", "dev", dev)
+		if err := a.Serve(ctx, sess); err != nil && !errors.Is(err, io.EOF) {
+			a.log.Debug("serial link session ended", "err", err)
+		}
+		sess.Close()
+		pc.Close()
+		a.log.Debug("serial link host hung up", "dev", dev)
 	}
 }
 
@@ -224,4 +231,16 @@ func waitHostConnected(ctx context.Context, f *os.File) error {
 		case <-time.After(hostPollInterval):
 		}
 	}
+}
+
+// muxConfig is the yamux configuration of the guest's end of a serial link.
+func muxConfig() *yamux.Config {
+	c := yamux.DefaultConfig()
+	// The link is local: the VM's own life is the liveness signal, and a
+	// guest busy under TCG must not be declared dead for a late ping.
+	c.EnableKeepAlive = false
+	c.ConnectionWriteTimeout = 30 * time.Second
+	c.MaxStreamWindowSize = 4 << 20
+	c.LogOutput = io.Discard
+	return c
 }

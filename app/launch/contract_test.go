@@ -1,0 +1,24 @@
+package launch_test
+
+import (
+	"testing"
+
+	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/agent"
+	"github.com/airlock-dev/airlock/vm/qemu"
+)
+
+// TestLinkContractAgrees: vm/qemu may not import the guest packages, so it
+// keeps its own copies of the names it shares with the guest agent. They
+// must agree.
+func TestLinkContractAgrees(t *testing.T) {
+	for _, c := range []struct{ name, qemu, guest string }{
+		{"serial port name", qemu.SerialPortName, guest.SerialPortName},
+		{"probe cmdline argument", qemu.ProbeCmdline, agent.ProbeArg},
+		{"probe marker", qemu.ProbeMarker, agent.ProbeOK},
+	} {
+		if c.qemu != c.guest {
+			t.Errorf("%s: vm/qemu says %q, the guest %q", c.name, c.qemu, c.guest)
+		}
+	}
+}
