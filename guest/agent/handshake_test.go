@@ -187,4 +187,3 @@ func FuzzReadHello(f *testing.F) {
 		}
 	})
 }
-
