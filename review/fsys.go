@@ -1,0 +1,275 @@
+package review
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// EntryState is what one path holds at one moment: nothing, a file (mode
+// and SHA-256), a directory (mode) or a symbolic link (target).
+type EntryState struct {
+	Exists bool          `json:"exists"`
+	Type   manifest.Type `json:"type,omitempty"`
+	Mode   fs.FileMode   `json:"mode,omitempty"`
+	SHA256 string        `json:"sha256,omitempty"`
+	Target string        `json:"target,omitempty"`
+}
+
+// Equal compares two states; directory modes are compared too.
+func (s EntryState) Equal(o EntryState) bool {
+	if s.Exists != o.Exists {
+		return false
+	}
+	if !s.Exists {
+		return true
+	}
+	return s.Type == o.Type && s.Mode == o.Mode && s.SHA256 == o.SHA256 && s.Target == o.Target
+}
+
+// sameContent compares type and content, ignoring modes.
+func (s EntryState) sameContent(o EntryState) bool {
+	if s.Exists != o.Exists {
+		return false
+	}
+	return !s.Exists || (s.Type == o.Type && s.SHA256 == o.SHA256 && s.Target == o.Target)
+}
+
+// hash is the SHA-256 an audit log records for the state: of the content
+// for a file, of the target for a link, "" otherwise.
+func (s EntryState) hash() string {
+	switch {
+	case !s.Exists:
+		return ""
+	case s.Type == manifest.Symlink:
+		return sha256Hex([]byte(s.Target))
+	}
+	return s.SHA256
+}
+
+// project gives access to the user's project that never leaves its root
+// (os.Root resolves every path openat-style) and never passes through a
+// symbolic link: each parent of a path is checked with Lstat to be a real
+// directory before anything is read or written under it.
+type project struct {
+	root *os.Root
+}
+
+// errSymlinkParent is returned when a parent of a path is a symbolic link.
+var errSymlinkParent = errors.New("a parent directory is a symbolic link")
+
+// checkParents verifies that every existing parent of p is a real
+// directory, and returns the parents that are missing, shallowest first.
+func (pr *project) checkParents(p string) (missing []string, err error) {
+	elems := strings.Split(p, "/")
+	for i := 1; i < len(elems); i++ {
+		dir := strings.Join(elems[:i], "/")
+		fi, err := pr.root.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			for j := i; j < len(elems); j++ {
+				missing = append(missing, strings.Join(elems[:j], "/"))
+			}
+			return missing, nil
+		case err != nil:
+			return nil, err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("%s: %w", dir, errSymlinkParent)
+		case !fi.IsDir():
+			return nil, fmt.Errorf("%s is not a directory", dir)
+		}
+	}
+	return nil, nil
+}
+
+// state reads what p holds now, hashing file contents.
+func (pr *project) state(p string) (EntryState, []byte, error) {
+	missing, err := pr.checkParents(p)
+	if err != nil {
+		return EntryState{}, nil, err
+	}
+	if len(missing) > 0 {
+		return EntryState{}, nil, nil
+	}
+	fi, err := pr.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return EntryState{}, nil, nil
+	}
+	if err != nil {
+		return EntryState{}, nil, err
+	}
+	st := EntryState{Exists: true, Mode: fi.Mode().Perm()}
+	switch {
+	case fi.Mode().IsRegular():
+		st.Type = manifest.File
+		data, err := pr.readFile(p)
+		if err != nil {
+			return EntryState{}, nil, err
+		}
+		st.SHA256 = sha256Hex(data)
+		return st, data, nil
+	case fi.IsDir():
+		st.Type = manifest.Dir
+	case fi.Mode()&fs.ModeSymlink != 0:
+		st.Type, st.Mode = manifest.Symlink, 0
+		if st.Target, err = pr.root.Readlink(p); err != nil {
+			return EntryState{}, nil, err
+		}
+		return st, []byte(st.Target), nil
+	default:
+		return EntryState{}, nil, fmt.Errorf("%s is a special file (%s); Airlock does not touch those", p, fi.Mode().Type())
+	}
+	return st, nil, nil
+}
+
+func (pr *project) readFile(p string) ([]byte, error) {
+	f, err := pr.root.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s changed type while being read", p)
+	}
+	return io.ReadAll(f)
+}
+
+// syncDir fsyncs directory dir ("." for the root).
+func (pr *project) syncDir(dir string) error {
+	d, err := pr.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errSyncUnsupported) {
+		return err
+	}
+	return nil
+}
+
+func tempName(p string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return path.Join(path.Dir(p), ".airlock-"+hex.EncodeToString(b[:])+".tmp")
+}
+
+// setState makes p hold to, reading file contents with load. The write is
+// atomic: a temporary file (or link) in the same directory, fsynced,
+// renamed over p, then the directory fsynced. Missing parents are not
+// created here: they are steps of their own.
+func (pr *project) setState(p string, to EntryState, load func(sum string) ([]byte, error)) error {
+	if _, err := pr.checkParents(p); err != nil {
+		return err
+	}
+	dir := path.Dir(p)
+	switch {
+	case !to.Exists:
+		if err := pr.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	case to.Type == manifest.Dir:
+		fi, err := pr.root.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := pr.root.Mkdir(p, 0o700); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", p)
+		}
+		if err := pr.root.Chmod(p, to.Mode.Perm()); err != nil {
+			return err
+		}
+	case to.Type == manifest.Symlink:
+		tmp := tempName(p)
+		if err := pr.root.Symlink(to.Target, tmp); err != nil {
+			return err
+		}
+		if err := pr.root.Rename(tmp, p); err != nil {
+			_ = pr.root.Remove(tmp)
+			return err
+		}
+	case to.Type == manifest.File:
+		data, err := load(to.SHA256)
+		if err != nil {
+			return err
+		}
+		if err := pr.writeFile(p, data, to.Mode.Perm()); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("cannot create %s of type %q", p, to.Type)
+	}
+	return pr.syncDir(dir)
+}
+
+func (pr *project) writeFile(p string, data []byte, mode fs.FileMode) error {
+	tmp := tempName(p)
+	f, err := pr.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		// fchmod is not subject to the umask: the mode is exact. Only
+		// permission bits: setuid, setgid and sticky are never set.
+		err = f.Chmod(mode.Perm())
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = pr.root.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = pr.root.Remove(tmp)
+	}
+	return err
+}
+
+// removeTemps deletes temporary files a crashed write may have left in the
+// directories of steps.
+func (pr *project) removeTemps(steps []Step) {
+	seen := map[string]bool{}
+	for _, s := range steps {
+		dir := path.Dir(s.Path)
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		if _, err := pr.checkParents(path.Join(dir, "x")); err != nil {
+			continue
+		}
+		d, err := pr.root.Open(dir)
+		if err != nil {
+			continue
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			if strings.HasPrefix(n, ".airlock-") && strings.HasSuffix(n, ".tmp") {
+				p := path.Join(dir, n)
+				if fi, err := pr.root.Lstat(p); err == nil && !fi.IsDir() {
+					_ = pr.root.Remove(p)
+				}
+			}
+		}
+	}
+}
