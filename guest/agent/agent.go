@@ -71,6 +71,16 @@ type Config struct {
 	// where a reaper must collect orphans; nil starts processes with
 	// os.StartProcess and waits for each one directly.
 	Reaper *Reaper
+
+	// Ready, when not nil, holds back every command until it is closed:
+	// PID 1 serves the link while busybox still installs its applets, so
+	// that first contact does not wait for it.
+	Ready <-chan struct{}
+
+	// AfterFirstCommand, when not nil, is called once, in its own
+	// goroutine, after the first command has started: PID 1 loads the
+	// modules nothing urgent needs then.
+	AfterFirstCommand func()
 }
 
 const (
@@ -96,6 +106,8 @@ type Agent struct {
 
 	mu sync.Mutex
 	id *identity // nil until first contact
+
+	firstCommand sync.Once
 }
 
 // New returns an Agent for cfg. It starts nothing.
@@ -182,6 +194,7 @@ func (a *Agent) ServeConn(ctx context.Context, conn net.Conn) error {
 // identity, and writes the Welcome.
 func (a *Agent) handshake(conn io.ReadWriter) (*identity, error) {
 	hello, err := readHello(conn)
+	a.log.Debug("hello read", "resume", hello.Resume)
 	if errors.Is(err, errBadMagic) {
 		// Not our protocol: there is no one to explain it to.
 		return nil, err
@@ -195,6 +208,7 @@ func (a *Agent) handshake(conn io.ReadWriter) (*identity, error) {
 			if err := guest.WriteMessage(conn, w); err != nil {
 				return nil, fmt.Errorf("write welcome: %w", err)
 			}
+			a.log.Debug("welcome sent")
 			return id, nil
 		}
 	}
@@ -327,10 +341,12 @@ func (a *Agent) syncMachine(h guest.Hello) {
 }
 
 func (a *Agent) welcome() guest.Welcome {
+	self, _ := os.Executable() // "" when unknown: the host falls back to its default
 	return guest.Welcome{
 		Version: guest.ProtocolVersion,
 		Kernel:  kernelRelease(),
 		Arch:    runtime.GOARCH,
+		Agent:   self,
 	}
 }
 

@@ -68,14 +68,26 @@ func Init(ctx context.Context) error {
 	var reaperDone sync.WaitGroup
 	reaperDone.Go(func() { _ = reaper.Run(reaperCtx) })
 
-	if err := installBusybox(reaper); err != nil {
-		log.Warn("busybox", "err", err)
-	}
-	if n, err := loadModules(ModulesOrder, log); err != nil {
+	// Boot is on the critical path of every sandbox: only what the link
+	// needs happens before serving it. Busybox's applet links are made
+	// meanwhile (commands wait for them), modules for devices this machine
+	// lacks are not loaded at all, and the power button's are loaded once
+	// the first command runs.
+	commandsReady := make(chan struct{})
+	go func() {
+		defer close(commandsReady)
+		if err := installBusybox(reaper); err != nil {
+			log.Warn("busybox", "err", err)
+		}
+		log.Debug("busybox installed")
+	}()
+	mods, err := readModuleList(ModulesOrder)
+	if err != nil {
 		log.Warn("modules", "err", err)
-	} else if n > 0 {
-		log.Info("modules loaded", "count", n)
 	}
+	now, later := splitModules(mods, deferredModules)
+	n := loadModules(now, presentVirtioDevices, log)
+	log.Info("modules loaded", "count", n)
 	if err := loopbackUp(); err != nil {
 		log.Warn("loopback", "err", err)
 	}
@@ -94,6 +106,11 @@ func Init(ctx context.Context) error {
 		AddEntropy:  AddEntropy,
 		PowerOff:    func() error { requestOff("requested by host"); return nil },
 		Reaper:      reaper,
+		Ready:       commandsReady,
+		AfterFirstCommand: func() {
+			n := loadModules(later, presentVirtioDevices, log)
+			log.Debug("deferred modules loaded", "count", n)
+		},
 	})
 
 	serveCtx, stopServing := context.WithCancel(ctx)
@@ -128,7 +145,9 @@ func serveLinks(ctx context.Context, a *Agent, log *slog.Logger) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	served := 0
-	if l, err := ListenVsock(guest.VsockPort); err != nil {
+	if !presentVirtioDevices()[virtioVsockID] {
+		log.Debug("no vsock device")
+	} else if l, err := ListenVsock(guest.VsockPort); err != nil {
 		log.Debug("no vsock link", "err", err)
 	} else {
 		served++

@@ -42,7 +42,7 @@ func ListenVsock(port uint32) (net.Listener, error) {
 // it looks.
 const (
 	serialWait  = 10 * time.Second
-	serialRetry = 100 * time.Millisecond
+	serialRetry = 10 * time.Millisecond
 )
 
 // ErrNoSerialPort is returned by FindSerialPort when the machine has no
@@ -85,7 +85,7 @@ func lookupSerialPort(sysDir, name string) string {
 
 // hostPollInterval is how often ServeSerial checks whether the host side
 // of the port has connected.
-const hostPollInterval = 200 * time.Millisecond
+const hostPollInterval = 20 * time.Millisecond
 
 // ServeSerial serves the virtio-serial port dev until ctx ends. The port
 // is one stream carrying a yamux session whose streams are the link

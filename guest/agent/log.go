@@ -4,11 +4,15 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // ConsoleLogger returns a logger that writes one short line per record to
 // w, prefixed "airlock-guest: ", without timestamps (the console has its
 // own), and with the level only when it is not INFO.
+// started is when the agent process started, for debug-level timings.
+var started = time.Now()
+
 func ConsoleLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(prefixWriter{w: w, prefix: "airlock-guest: "}, &slog.HandlerOptions{
 		Level: level,
@@ -18,6 +22,11 @@ func ConsoleLogger(w io.Writer, level slog.Level) *slog.Logger {
 			}
 			switch a.Key {
 			case slog.TimeKey:
+				// At debug level, time since the agent started, which is
+				// what a boot profile needs; otherwise nothing.
+				if level <= slog.LevelDebug {
+					return slog.String("t", "+"+time.Since(started).Round(time.Millisecond).String())
+				}
 				return slog.Attr{}
 			case slog.LevelKey:
 				if a.Value.Any() == slog.LevelInfo {

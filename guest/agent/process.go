@@ -36,6 +36,12 @@ func (p *process) signalGroup(sig syscall.Signal) error {
 // startProcess starts a child through the reaper, or directly when the
 // agent has none.
 func (a *Agent) startProcess(name string, argv []string, attr *os.ProcAttr) (*process, error) {
+	if a.cfg.Ready != nil {
+		<-a.cfg.Ready
+	}
+	if a.cfg.AfterFirstCommand != nil {
+		defer a.firstCommand.Do(func() { go a.cfg.AfterFirstCommand() })
+	}
 	if a.cfg.Reaper != nil {
 		return a.cfg.Reaper.start(name, argv, attr)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -156,33 +157,113 @@ func loopbackUp() error {
 // the kernel decompresses the module itself (Linux 6.4+).
 const moduleInitCompressedFile = 4
 
-// loadModules loads the kernel modules listed in the file at list, one
-// absolute path per line, in order (the image builder writes them in
-// dependency order). A missing list means no modules. A module that is
-// already loaded is fine; any other failure is logged and the rest are
-// still loaded. It returns how many modules were loaded.
-func loadModules(list string, log *slog.Logger) (int, error) {
+// readModuleList reads the image's module list: one path per line, in
+// dependency order; blank lines and # comments are skipped. A missing list
+// is no modules.
+func readModuleList(list string) ([]string, error) {
 	b, err := os.ReadFile(list)
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("load modules: %w", err)
+		return nil, fmt.Errorf("read module list: %w", err)
 	}
-	n := 0
+	var paths []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		path := strings.TrimSpace(sc.Text())
-		if path == "" || strings.HasPrefix(path, "#") {
+		if p := strings.TrimSpace(sc.Text()); p != "" && !strings.HasPrefix(p, "#") {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// deferredModules are loaded after the link is served: nothing on the way
+// to first contact needs them.
+var deferredModules = map[string]bool{"evdev": true, "button": true, "gpio_keys": true, "virtio_rng": true}
+
+// virtioModules maps a module that drives (or only serves) one kind of
+// virtio device to that device's ID, so that a machine without such a
+// device does not pay for loading it. Modules not listed always load.
+// virtioVsockID is the virtio device ID of a vsock device.
+const virtioVsockID = 19
+
+var virtioModules = map[string]uint32{
+	"virtio_blk":                        2,
+	"virtio_rng":                        4,
+	"9pnet_virtio":                      9,
+	"9p":                                9,
+	"vsock":                             19,
+	"vmw_vsock_virtio_transport_common": 19,
+	"vmw_vsock_virtio_transport":        19,
+	"fuse":                              26,
+	"virtiofs":                          26,
+}
+
+// splitModules splits paths, keeping their order, into the modules to load
+// now and those in deferred.
+func splitModules(paths []string, deferred map[string]bool) (now, later []string) {
+	for _, p := range paths {
+		if deferred[moduleName(p)] {
+			later = append(later, p)
+		} else {
+			now = append(now, p)
+		}
+	}
+	return now, later
+}
+
+// moduleName is the module name of a .ko path ("virtio_pci" for
+// /lib/modules/airlock/virtio_pci.ko.xz).
+func moduleName(path string) string {
+	name, _, _ := strings.Cut(filepath.Base(path), ".")
+	return strings.ReplaceAll(name, "-", "_")
+}
+
+// presentVirtioDevices returns the IDs of the virtio devices the kernel
+// has found so far (/sys/bus/virtio/devices/*/device).
+func presentVirtioDevices() map[uint32]bool {
+	ids := map[uint32]bool{}
+	files, _ := filepath.Glob("/sys/bus/virtio/devices/*/device")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
 			continue
 		}
+		if id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 0, 32); err == nil {
+			ids[uint32(id)] = true
+		}
+	}
+	return ids
+}
+
+// loadModules loads paths in order and returns how many loaded. A module
+// for a kind of virtio device the machine does not have (devices, asked
+// once the virtio bus is up) is skipped; a module that fails is logged and
+// skipped: a missing driver must not keep the agent from serving.
+func loadModules(paths []string, devices func() map[uint32]bool, log *slog.Logger) int {
+	n := 0
+	var present map[uint32]bool
+	for _, path := range paths {
+		name := moduleName(path)
+		if id, ok := virtioModules[name]; ok {
+			if present == nil {
+				present = devices()
+			}
+			if !present[id] {
+				log.Debug("module skipped: no such device", "module", name, "virtio_id", id)
+				continue
+			}
+		}
+		t0 := time.Now()
 		if err := loadModule(path); err != nil {
 			log.Warn("load module", "module", path, "err", err)
 			continue
 		}
+		log.Debug("module loaded", "module", name, "took", time.Since(t0).Round(time.Millisecond))
 		n++
 	}
-	return n, nil
+	return n
 }
 
 func loadModule(path string) error {

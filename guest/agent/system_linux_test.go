@@ -50,19 +50,50 @@ func TestLoadModulesMissing(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if n, err := loadModules(filepath.Join(dir, "absent"), log); n != 0 || err != nil {
-		t.Errorf("loadModules(no list) = %d, %v; want 0, nil", n, err)
+	if paths, err := readModuleList(filepath.Join(dir, "absent")); len(paths) != 0 || err != nil {
+		t.Errorf("readModuleList(no list) = %v, %v; want none, nil", paths, err)
 	}
 	list := filepath.Join(dir, "modules.order")
 	if err := os.WriteFile(list, []byte("# comment\n\n"+dir+"/a.ko\n"+dir+"/b.ko.zst\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, err := loadModules(list, log)
-	if n != 0 || err != nil {
-		t.Errorf("loadModules = %d, %v; want 0, nil", n, err)
+	paths, err := readModuleList(list)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("readModuleList = %v, %v; want two paths", paths, err)
+	}
+	noDevices := func() map[uint32]bool { return nil }
+	if n := loadModules(paths, noDevices, log); n != 0 {
+		t.Errorf("loadModules = %d; want 0", n)
 	}
 	if got := bytes.Count(logs.Bytes(), []byte("load module")); got != 2 {
 		t.Errorf("logged %d module failures, want 2:\n%s", got, logs.String())
+	}
+}
+
+func TestModuleSelection(t *testing.T) {
+	paths := []string{"/m/virtio_ring.ko", "/m/virtio_pci.ko", "/m/virtio_console.ko", "/m/virtio_blk.ko",
+		"/m/vsock.ko", "/m/vmw_vsock_virtio_transport.ko", "/m/virtio-rng.ko", "/m/fuse.ko", "/m/evdev.ko", "/m/button.ko"}
+	now, later := splitModules(paths, deferredModules)
+	if diff := cmp.Diff([]string{"/m/virtio-rng.ko", "/m/evdev.ko", "/m/button.ko"}, later); diff != "" {
+		t.Errorf("deferred (-want +got):\n%s", diff)
+	}
+	// Only a console device: blk, vsock and fuse are skipped; they fail to
+	// load here (no such files), which the log shows, so count attempts.
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	asked := 0
+	devices := func() map[uint32]bool { asked++; return map[uint32]bool{3: true} }
+	loadModules(now, devices, log)
+	if asked != 1 {
+		t.Errorf("devices asked %d times, want once", asked)
+	}
+	for _, skipped := range []string{"virtio_blk", "vsock", "vmw_vsock_virtio_transport", "fuse"} {
+		if !bytes.Contains(logs.Bytes(), []byte("module skipped: no such device\" module="+skipped+" ")) {
+			t.Errorf("%s not skipped:\n%s", skipped, logs.String())
+		}
+	}
+	if got := bytes.Count(logs.Bytes(), []byte("load module")); got != 3 {
+		t.Errorf("tried %d modules, want 3 (ring, pci, console):\n%s", got, logs.String())
 	}
 }
 

@@ -77,7 +77,7 @@ func Image(t testing.TB, arch vm.Arch) *image.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im, err := image.Load(h, image.DefaultName, arch); err == nil && im.Meta.Guest.SHA256 == sum {
+	if im, err := image.Load(h, image.DefaultName, arch); err == nil && im.Meta.Guest.SHA256 == sum && !builderNewer(t, im.Meta.Created) {
 		return im
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -87,6 +87,18 @@ func Image(t testing.TB, arch vm.Arch) *image.Image {
 		t.Fatalf("build the %s test image: %v", arch, err)
 	}
 	return im
+}
+
+// builderNewer reports whether the image builder's source changed after
+// built, so a developer's cached test image is rebuilt with it.
+func builderNewer(t testing.TB, built time.Time) bool {
+	files, _ := filepath.Glob(filepath.Join(RepoRoot(t), "vm", "image", "*.go"))
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(built) {
+			return true
+		}
+	}
+	return false
 }
 
 // GuestBinary builds airlock-guest for linux/arch from this tree into the

@@ -16,7 +16,7 @@ import (
 func testContents(t *testing.T) initramfsContents {
 	return initramfsContents{
 		guest:   []byte("guest agent binary"),
-		busybox: []byte("busybox binary!"),
+		busybox: []byte("busybox binary!\x00[\x00[[\x00sh\x00\x00"),
 		modules: []moduleFile{
 			{name: "virtio_ring", data: testModule(t, "name=virtio_ring")},
 			{name: "virtio", data: testModule(t, "name=virtio", "depends=virtio_ring")},
@@ -76,7 +76,11 @@ func TestInitramfsContents(t *testing.T) {
 	file := func(perm uint32, data string) entry { return entry{Mode: modeReg | perm, Data: data} }
 	want := map[string]entry{
 		"bin":                                dir(0o755),
-		"bin/busybox":                        file(0o755, "busybox binary!"),
+		"bin/busybox":                        file(0o755, "busybox binary!\x00[\x00[[\x00sh\x00\x00"),
+		"bin/[":                              {Mode: modeLink | 0o777, Data: "busybox"},
+		"bin/[[":                             {Mode: modeLink | 0o777, Data: "busybox"},
+		"bin/sh":                             {Mode: modeLink | 0o777, Data: "busybox"},
+		"usr/bin/env":                        {Mode: modeLink | 0o777, Data: "/bin/busybox"},
 		"dev":                                dir(0o755),
 		"dev/console":                        {Mode: modeChar | 0o600, Rdev: [2]uint32{5, 1}},
 		"dev/pts":                            dir(0o755),
@@ -139,6 +143,9 @@ func TestInitramfsContents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if h.Linkname != "" { // the reader takes a link's target as its name
+			data = []byte(h.Linkname)
+		}
 		if string(data) != w.Data {
 			t.Errorf("%s: %d bytes, want %d", h.Name, len(data), len(w.Data))
 		}
@@ -175,5 +182,17 @@ func TestCheckStaticELF(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestBusyboxApplets(t *testing.T) {
+	bin := []byte("\x7fELF junk\x00[\x00[[\x00acpid\x00ash\x00busybox\x00sh\x00../x\x00a/b\x00\x00more junk")
+	got := busyboxApplets(bin)
+	want := []string{"[", "[[", "acpid", "ash", "sh"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("applets (-want +got):\n%s", diff)
+	}
+	if got := busyboxApplets([]byte("no table here")); got != nil {
+		t.Errorf("applets of a binary without a table = %v, want none", got)
 	}
 }

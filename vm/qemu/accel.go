@@ -216,6 +216,13 @@ func saveProbe(dir string, key probeCacheKey, res ProbeResult, now time.Time) er
 }
 
 // fileIdentity is size and mtime of path; zero when it cannot be read.
+// programIdentity names a program file by path, size and modification
+// time: it changes when the program is upgraded.
+func programIdentity(prog string) string {
+	size, mtime := fileIdentity(prog)
+	return fmt.Sprintf("%s %d %d", prog, size, mtime)
+}
+
 func fileIdentity(path string) (size, mtime int64) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -198,12 +198,11 @@ func (b *Backend) version(ctx context.Context, prog string) (string, error) {
 }
 
 // probeKey identifies a probe verdict for spec.
+//
+// QEMU is named by its program file's identity, not by `--version`, which
+// would cost every sandbox start a process.
 func (b *Backend) probeKey(ctx context.Context, prog string, spec vm.Spec) (probeCacheKey, error) {
-	v, err := b.version(ctx, prog)
-	if err != nil {
-		return probeCacheKey{}, err
-	}
-	k := probeCacheKey{QEMU: v, HostKernel: kernelRelease(), Kernel: spec.Kernel, Initrd: spec.Initrd, Arch: spec.Arch}
+	k := probeCacheKey{QEMU: programIdentity(prog), HostKernel: kernelRelease(), Kernel: spec.Kernel, Initrd: spec.Initrd, Arch: spec.Arch}
 	k.KernelSize, k.KernelModTime = fileIdentity(spec.Kernel)
 	if spec.Initrd != "" {
 		k.InitrdSize, k.InitrdModTime = fileIdentity(spec.Initrd)
@@ -395,7 +394,7 @@ func (b *Backend) Describe(ctx context.Context, arch vm.Arch) (vm.HostReport, er
 	facts := hostKVMFacts(b.root, arch, hostArch())
 	c := ChooseAccel(b.cfg.Accel, facts)
 	if c.NeedProbe {
-		if res, ok := latestProbe(b.cfg.CacheDir, v, kernelRelease(), arch); ok {
+		if res, ok := latestProbe(b.cfg.CacheDir, programIdentity(prog), kernelRelease(), arch); ok {
 			facts.Probe = &res
 			c = ChooseAccel(b.cfg.Accel, facts)
 			r.Notes = append(r.Notes, "accelerator from a cached probe boot of the guest kernel")
@@ -419,7 +418,7 @@ func (b *Backend) Describe(ctx context.Context, arch vm.Arch) (vm.HostReport, er
 
 // latestProbe is the newest cached verdict for this QEMU, host kernel and
 // arch, whatever the guest kernel.
-func latestProbe(dir, qemuVersion, hostKernel string, arch vm.Arch) (ProbeResult, bool) {
+func latestProbe(dir, qemu, hostKernel string, arch vm.Arch) (ProbeResult, bool) {
 	if dir == "" {
 		return ProbeResult{}, false
 	}
@@ -428,7 +427,7 @@ func latestProbe(dir, qemuVersion, hostKernel string, arch vm.Arch) (ProbeResult
 	found := false
 	for _, f := range files {
 		rec, ok := readProbeRecord(f)
-		if !ok || rec.Key.QEMU != qemuVersion || rec.Key.HostKernel != hostKernel || rec.Key.Arch != arch {
+		if !ok || rec.Key.QEMU != qemu || rec.Key.HostKernel != hostKernel || rec.Key.Arch != arch {
 			continue
 		}
 		if !found || rec.When.After(best.When) {
