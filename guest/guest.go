@@ -60,7 +60,11 @@ type Welcome struct {
 	HostKey string `json:"host_key,omitempty"` // authorized_keys line
 	Kernel  string `json:"kernel,omitempty"`   // uname -r
 	Arch    string `json:"arch,omitempty"`     // GOARCH of the agent
-	Error   string `json:"error,omitempty"`    // set when the hello is refused
+	// Agent is the path of the agent's own binary in the guest (/init in
+	// Airlock's images), for running its helper subcommands (manifest,
+	// untar, tar) over exec.
+	Agent string `json:"agent,omitempty"`
+	Error string `json:"error,omitempty"` // set when the hello is refused
 }
 
 // SSH request and subsystem names that are Airlock's own.

@@ -1,7 +1,9 @@
 // Command airlock-guest is the agent inside every Airlock VM. As PID 1 of
 // the guest's initramfs it sets the machine up and serves the guest link;
 // as an ordinary process (airlock-guest serve) it serves the link on a unix
-// socket or on stdin/stdout, for tests and development.
+// socket or on stdin/stdout, for tests and development. Its manifest, untar
+// and tar subcommands are the guest's end of package sync/transfer, which
+// the host runs over exec.
 //
 // Like package agent, it must not import vm, fyne, vz or testing.
 package main
@@ -26,6 +28,11 @@ import (
 const usage = `usage:
   airlock-guest                 run as PID 1 (the VM's /init)
   airlock-guest serve [flags]   serve the guest link as an ordinary process
+  airlock-guest manifest [flags] DIR
+                                print the manifest of DIR as JSON
+  airlock-guest untar [--allow-git] DIR
+                                extract a tar stream from stdin into DIR (empty or absent)
+  airlock-guest tar DIR         write a tar of the NUL-separated paths on stdin
 
 serve flags:
 `
@@ -35,12 +42,22 @@ func main() {
 		runInit()
 		return
 	}
-	if len(os.Args) < 2 || os.Args[1] != "serve" {
+	var cmd string
+	if len(os.Args) >= 2 {
+		cmd = os.Args[1]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "manifest", "untar", "tar":
+		err = transferCommand(cmd, os.Args[2:])
+	default:
 		fmt.Fprint(os.Stderr, usage)
 		new(serveOptions).flags(os.Stderr).PrintDefaults()
 		os.Exit(2)
 	}
-	if err := serve(os.Args[2:]); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "airlock-guest:", err)
 		os.Exit(1)
 	}

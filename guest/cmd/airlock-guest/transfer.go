@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/transfer"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// transferCommand runs the guest's end of package sync/transfer: manifest,
+// untar or tar. Output goes to stdout, diagnostics to stderr.
+func transferCommand(name string, args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	var (
+		includeGit, allowGit, noGitignore bool
+		excludes                          stringList
+		maxEntries                        int
+		maxFile, maxTotal                 int64
+	)
+	switch name {
+	case "manifest":
+		fs.BoolVar(&includeGit, "include-git", false, "walk .git too")
+		fs.BoolVar(&noGitignore, "no-gitignore", false, "ignore .gitignore files")
+		fs.Var(&excludes, "exclude", "extra gitignore-style `pattern` (repeatable)")
+		fs.IntVar(&maxEntries, "max-entries", 0, "stop when the tree has more than `n` entries")
+		fs.Int64Var(&maxFile, "max-file-size", 0, "fail when a file is over `n` bytes")
+		fs.Int64Var(&maxTotal, "max-total-bytes", 0, "stop when files add up to more than `n` bytes")
+	case "untar":
+		fs.BoolVar(&allowGit, "allow-git", false, "accept paths inside .git")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%s: want one directory, got %d arguments", name, fs.NArg())
+	}
+	dir := fs.Arg(0)
+	switch name {
+	case "untar":
+		_, err := transfer.Extract(ctx, dir, bufio.NewReaderSize(os.Stdin, 256<<10), transfer.ExtractOptions{AllowGit: allowGit})
+		return err
+	case "tar":
+		return transfer.WriteFiles(ctx, dir, os.Stdin, os.Stdout)
+	}
+	// manifest: the host checks everything again; the caps here only stop
+	// an honest walk early instead of hashing gigabytes the host refuses.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	over := func(p manifest.Progress) {
+		switch {
+		case maxEntries > 0 && p.Entries > maxEntries:
+			cancel(fmt.Errorf("%s has more than %d entries: %w", dir, maxEntries, manifest.ErrTooLarge))
+		case maxTotal > 0 && p.BytesTotal > maxTotal:
+			cancel(fmt.Errorf("files in %s add up to %d bytes, over the limit of %d: %w", dir, p.BytesTotal, maxTotal, manifest.ErrTooLarge))
+		}
+	}
+	m, _, err := manifest.Walk(ctx, dir, manifest.WalkOptions{
+		Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
+	})
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if err != nil {
+		return err
+	}
+	if maxFile > 0 {
+		for _, e := range m.Entries {
+			if e.Size > maxFile {
+				return fmt.Errorf("%s is %d bytes, over the limit of %d: %w", e.Path, e.Size, maxFile, manifest.ErrTooLarge)
+			}
+		}
+	}
+	return m.Encode(os.Stdout)
+}
