@@ -35,6 +35,7 @@ type progressLine struct {
 
 	mu      sync.Mutex
 	msg     string
+	key     string // what stepOrUpdate started
 	started time.Time
 	stop    chan struct{}
 	done    chan struct{}
@@ -51,7 +52,7 @@ func (p *progressLine) Step(msg string) {
 	}
 	p.end("")
 	p.mu.Lock()
-	p.msg, p.started = msg, time.Now()
+	p.msg, p.key, p.started = msg, "", time.Now()
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	stop, done := p.stop, p.done
 	p.mu.Unlock()
@@ -122,3 +123,6 @@ func (p *progressLine) draw() {
 	}
 	fmt.Fprintf(p.w, "\r\033[K%s", strings.TrimSpace(line))
 }
+
+// termSize returns the size of the terminal f.
+func termSize(f *os.File) (cols, rows int, err error) { return term.GetSize(int(f.Fd())) }

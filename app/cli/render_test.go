@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+func TestWriteColoredKeepsThePatch(t *testing.T) {
+	patch := "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-old\n+new\n ctx\n@@ -9 +9 @@\n-a\n+b\ndiff --git a/y b/y\nold mode 100644\nnew mode 100755\n"
+	var out bytes.Buffer
+	writeColored(&out, []byte(patch))
+	plain := regexp.MustCompile("\033\\[[0-9;]*m").ReplaceAllString(out.String(), "")
+	if strings.Count(plain, "[hunk 1]") != 1 || strings.Count(plain, "[hunk 2]") != 1 {
+		t.Errorf("hunks not numbered per file:\n%s", plain)
+	}
+	plain = regexp.MustCompile(` \[hunk \d+\]`).ReplaceAllString(plain, "")
+	if plain != patch {
+		t.Errorf("colouring changed the patch:\n%q\nwant\n%q", plain, patch)
+	}
+}
+
+func TestWriteStat(t *testing.T) {
+	cs := &review.Changeset{Files: []*review.File{
+		{Path: "a.go", Status: review.Modified, Added: 3, Removed: 1},
+		{Path: "bin.dat", Status: review.Added, Binary: true, New: &review.Side{Type: manifest.File, Size: 12}},
+		{Path: "run.sh", Status: review.ModeChanged},
+		{Path: "docs", Status: review.Added, New: &review.Side{Type: manifest.Dir}},
+	}}
+	var out bytes.Buffer
+	writeStat(&out, cs, 80)
+	want := ` a.go    | 4 +++-
+ bin.dat | Bin 0 -> 12 bytes
+ run.sh  | 0
+ 3 files changed, 3 insertions(+), 1 deletion(-)
+`
+	if out.String() != want {
+		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
+	}
+	// A large change is scaled to the width.
+	cs = &review.Changeset{Files: []*review.File{{Path: "big", Status: review.Modified, Added: 1000, Removed: 1000}}}
+	out.Reset()
+	writeStat(&out, cs, 80)
+	if line := strings.Split(out.String(), "\n")[0]; len(line) > 80 || !strings.Contains(line, "2000 +") {
+		t.Errorf("scaled stat line %q", line)
+	}
+}

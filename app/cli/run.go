@@ -1,0 +1,326 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+type runFlags struct {
+	bootFlags
+	project     string
+	script      string
+	interactive bool
+	env         []string
+	timeout     time.Duration
+}
+
+// runResult is what `airlock run --json` prints.
+type runResult struct {
+	Sandbox  string               `json:"sandbox"`
+	Status   sandbox.Status       `json:"status"`
+	ExitCode int                  `json:"exit_code"`
+	Changes  *sandbox.ChangeStats `json:"changes,omitempty"`
+	Excluded []manifest.Exclusion `json:"excluded"`
+	Summary  string               `json:"summary,omitempty"`
+	Timings  sandbox.Timings      `json:"timings"`
+	Error    string               `json:"error,omitempty"`
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --project DIR [flags] -- COMMAND [ARG...]",
+		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
+		Long: `run snapshots the project (honouring .gitignore, airlock.toml excludes and
+Airlock's secret deny-list: secrets such as .env files and private keys are
+never copied, and are listed), boots a fresh VM, copies the snapshot into
+/workspace on the VM's own disk, runs COMMAND there with live output, and
+collects what it changed. The VM is then shut down; the changes wait in a
+sandbox for review: airlock diff, airlock apply, airlock rm.
+
+The agent may explain itself in .airlock/summary.md in the workspace: it is
+kept with the sandbox and shown, and .airlock/ is never part of the changes.
+
+With --script FILE, the POSIX shell script FILE is copied into the VM
+(outside /workspace, so it is not part of the changes) and run with sh, the
+arguments after -- passed to it.
+
+airlock exits with the command's exit code (its changes are collected
+either way), or 125 when Airlock itself failed; a failed sandbox is kept for
+inspection (airlock logs ID).`,
+		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
+  airlock run --project ~/src/app --script examples/demo-agent.sh
+  airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && f.script == "" {
+				return errors.New("no command: give one after --, or --script FILE")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), e, &f, args)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
+	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long and collect what it changed (exit code 124; default: no limit)")
+	return cmd
+}
+
+func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
+	envMap, err := parseEnv(f.env)
+	if err != nil {
+		return err
+	}
+	var script []byte
+	if f.script != "" {
+		if script, err = os.ReadFile(f.script); err != nil {
+			return fmt.Errorf("read --script: %w", err)
+		}
+	}
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	store, err := sandbox.Open(h)
+	if err != nil {
+		return err
+	}
+	backend, err := newBackend(e, h)
+	if err != nil {
+		return err
+	}
+	arch := f.arch
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	image := f.image
+	if image == "" {
+		image = "minimal"
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	var excluded []manifest.Exclusion
+	opts := sandbox.RunOptions{
+		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout,
+		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
+		Stdout: e.stdout, Stderr: e.stderr,
+		Progress: func(ev sandbox.Progress) {
+			switch ev.Step {
+			case sandbox.StepCreated:
+				e.note("sandbox %s", ev.Sandbox)
+			case sandbox.StepSnapshot:
+				p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
+			case sandbox.StepExcluded:
+				p.Done(ev.Message)
+				excluded = ev.Excluded
+				if !e.json {
+					printExclusions(e, ev.Excluded)
+				}
+			case sandbox.StepBoot:
+				p.Step(ev.Message)
+			case sandbox.StepPush:
+				p.stepOrUpdate("push", counted(ev.Message, ev.Done, ev.Total))
+			case sandbox.StepRun:
+				p.Done("")
+				e.note("%s", ev.Message)
+			case sandbox.StepCollect:
+				p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
+			case sandbox.StepStop:
+				p.stepOrUpdate("stop", ev.Message)
+			case sandbox.StepReady:
+				p.Done("")
+			}
+		},
+	}
+	if f.script != "" {
+		opts.ScriptName = filepath.Base(f.script)
+	}
+	if f.interactive {
+		opts.Stdin = e.stdin
+	}
+	if e.json {
+		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
+	}
+	res, err := store.Run(ctx, opts)
+	p.Done("")
+	if res == nil {
+		return err
+	}
+	if e.json {
+		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
+			Excluded: excluded, Summary: res.Summary, Timings: res.Meta.Timings}
+		if out.Excluded == nil {
+			out.Excluded = []manifest.Exclusion{}
+		}
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if perr := e.printJSON(out); perr != nil {
+			return perr
+		}
+		if err != nil {
+			e.exitCode = ExitError
+			return nil
+		}
+		e.exitCode = res.ExitCode
+		return nil
+	}
+	if err != nil && ctx.Err() != nil {
+		e.note("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", res.Sandbox.ID, res.Sandbox.ID, res.Sandbox.ID)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, res.Sandbox.ID, res.Sandbox.ID)
+	}
+	printRunSummary(e, res)
+	e.exitCode = res.ExitCode
+	return nil
+}
+
+// note prints a line for people on stderr, unless --quiet or --json.
+func (e *env) note(format string, args ...any) {
+	if e.quiet || e.json {
+		return
+	}
+	fmt.Fprintf(e.stderr, "airlock: "+format+"\n", args...)
+}
+
+func counted(msg string, done, total int) string {
+	if total > 0 {
+		return fmt.Sprintf("%s %d/%d", msg, done, total)
+	}
+	return msg
+}
+
+// stepOrUpdate starts a step named key, or updates it when it is the
+// current one.
+func (p *progressLine) stepOrUpdate(key, msg string) {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	same := p.stop != nil && p.key == key
+	p.mu.Unlock()
+	if same {
+		p.Update(msg)
+		return
+	}
+	p.Step(msg)
+	p.mu.Lock()
+	p.key = key
+	p.mu.Unlock()
+}
+
+// printExclusions tells what the snapshot left out: every secret by name
+// (they are never copied, and the user should know), the rest counted by
+// reason.
+func printExclusions(e *env, ex []manifest.Exclusion) {
+	if len(ex) == 0 {
+		return
+	}
+	counts := map[manifest.Reason]int{}
+	var order []manifest.Reason
+	for _, x := range ex {
+		if x.Reason == manifest.ReasonSecret {
+			what := x.Path
+			if x.Dir {
+				what += "/"
+			}
+			rule := ""
+			if x.Rule != "" {
+				rule = " (" + x.Rule + ")"
+			}
+			fmt.Fprintf(e.stderr, "airlock: not copied, looks like a secret: %s%s\n", what, rule)
+			continue
+		}
+		if counts[x.Reason] == 0 {
+			order = append(order, x.Reason)
+		}
+		counts[x.Reason]++
+	}
+	if e.quiet || len(order) == 0 {
+		return
+	}
+	parts := make([]string, 0, len(order))
+	for _, r := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[r], reasonLabel(r)))
+	}
+	fmt.Fprintf(e.stderr, "airlock: also not copied: %s (airlock logs --audit ID lists them)\n", strings.Join(parts, ", "))
+}
+
+func reasonLabel(r manifest.Reason) string {
+	switch r {
+	case manifest.ReasonGitignore:
+		return "ignored by .gitignore"
+	case manifest.ReasonConfig:
+		return "excluded by airlock.toml"
+	case manifest.ReasonGitDir:
+		return ".git"
+	case manifest.ReasonSpecial:
+		return "special files"
+	case manifest.ReasonInvalidName:
+		return "with names Airlock cannot carry"
+	case manifest.ReasonUnreadable:
+		return "unreadable"
+	}
+	return string(r)
+}
+
+func printRunSummary(e *env, res *sandbox.RunResult) {
+	id := res.Sandbox.ID
+	m := res.Meta
+	w := e.stdout
+	fmt.Fprintln(w)
+	if res.Summary != "" {
+		fmt.Fprintln(w, "The agent's summary (.airlock/summary.md):")
+		for _, l := range strings.Split(strings.TrimRight(res.Summary, "\n"), "\n") {
+			fmt.Fprintln(w, "  "+l)
+		}
+		fmt.Fprintln(w)
+	}
+	exit := fmt.Sprintf("the command exited %d", res.ExitCode)
+	fmt.Fprintf(w, "Sandbox %s is %s (%s, %.1fs).\n", id, m.Status, exit, float64(m.Timings.TotalMS)/1000)
+	if c := m.Changes; c != nil && c.Files > 0 {
+		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
+		fmt.Fprintf(w, "Review: airlock diff %s   Apply: airlock apply %s --all   Discard: airlock rm %s\n", id, id, id)
+	} else {
+		fmt.Fprintln(w, "  no changes")
+	}
+}
+
+func describeStats(c *sandbox.ChangeStats) string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(c.Modified, "modified")
+	add(c.Added, "added")
+	add(c.Deleted, "deleted")
+	add(c.Renamed, "renamed")
+	add(c.ModeChanged, "mode changed")
+	add(c.TypeChanged, "type changed")
+	files := "files"
+	if c.Files == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("%d %s changed: %s", c.Files, files, strings.Join(parts, ", "))
+}

@@ -1,0 +1,87 @@
+// Package config reads a project's airlock.toml: the settings a project
+// carries with it (today, extra excludes for the snapshot). A cloned
+// repository is untrusted input, so a project file may only narrow what
+// Airlock does; nothing here widens access.
+//
+// It is plain data: it must not import vm, guest, review, sync or fyne.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// FileName is the project configuration file, at the project's root.
+const FileName = "airlock.toml"
+
+// maxFileSize caps what Load reads: a configuration file is small.
+const maxFileSize = 1 << 20
+
+// Project is airlock.toml. The zero value is a project without one.
+type Project struct {
+	// Exclude lists extra patterns in .gitignore syntax, relative to the
+	// project root, that are never copied into a sandbox (and are reported
+	// like every other exclusion).
+	Exclude []string `toml:"exclude"`
+}
+
+// Load reads dir/airlock.toml. A missing file is the zero Project.
+// Unknown keys are errors, so a typo does not silently do nothing.
+func Load(dir string) (Project, error) {
+	var p Project
+	path := filepath.Join(dir, FileName)
+	data, err := readSmall(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("read %s: %w", path, err)
+	}
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&p)
+	if err != nil {
+		return Project{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		keys := make([]string, len(undec))
+		for i, k := range undec {
+			keys[i] = k.String()
+		}
+		return Project{}, fmt.Errorf("read %s: unknown keys %s (known: exclude)", path, strings.Join(keys, ", "))
+	}
+	return p, p.Validate()
+}
+
+// Validate reports every problem at once.
+func (p Project) Validate() error {
+	var errs []error
+	for i, e := range p.Exclude {
+		if strings.TrimSpace(e) == "" || strings.ContainsRune(e, 0) {
+			errs = append(errs, fmt.Errorf("exclude %d (%q): want a non-empty .gitignore pattern", i+1, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("over %d bytes; a configuration file is small", maxFileSize)
+	}
+	return data, nil
+}

@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// EventKind names an audit event.
+type EventKind string
+
+const (
+	EventCreated   EventKind = "created"
+	EventExcluded  EventKind = "excluded"  // paths left out of the snapshot, with reasons
+	EventSnapshot  EventKind = "snapshot"  // the baseline manifest
+	EventBooted    EventKind = "booted"    // the VM answered
+	EventPushed    EventKind = "pushed"    // the baseline is in /workspace
+	EventCommand   EventKind = "command"   // the command started
+	EventExit      EventKind = "exit"      // the command ended
+	EventCollected EventKind = "collected" // the changes came back
+	EventFailed    EventKind = "failed"
+	EventDecisions EventKind = "decisions"
+	EventApplied   EventKind = "applied" // with before/after hashes per file
+	EventUndone    EventKind = "undone"
+	EventRecovered EventKind = "recovered" // an interrupted apply was finished
+	EventRemoved   EventKind = "removed"   // in the store's audit log
+)
+
+// Event is one line of audit.jsonl.
+type Event struct {
+	Time  time.Time `json:"time"`
+	Event EventKind `json:"event"`
+	// Sandbox is set in the store-wide log only.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Data carries the event's details; read back it is a
+	// map[string]any (or whatever JSON decoding gives).
+	Data any `json:"data,omitempty"`
+}
+
+// maxAuditLine caps one audit line read back; longer lines are an error.
+const maxAuditLine = 64 << 20
+
+// Audit appends one event to the sandbox's audit.jsonl (Time is filled
+// in when zero). The file is only ever appended to, one whole line per
+// write under the sandbox's lock, and synced.
+func (sb *Sandbox) Audit(ev Event) error {
+	if ev.Time.IsZero() {
+		ev.Time = sb.store.now().UTC()
+	}
+	if err := appendLine(sb.Path(auditFile), sb.Path(lockFile), ev); err != nil {
+		return fmt.Errorf("audit %s: %w", sb.ID, err)
+	}
+	return nil
+}
+
+func appendLine(path, lock string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	unlock, err := flock(lock)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// AuditRaw returns audit.jsonl as it is on disk.
+func (sb *Sandbox) AuditRaw() ([]byte, error) {
+	data, err := os.ReadFile(sb.Path(auditFile))
+	if err != nil {
+		return nil, fmt.Errorf("read audit of %s: %w", sb.ID, err)
+	}
+	return data, nil
+}
+
+// ReadAudit returns the sandbox's audit events in order.
+func (sb *Sandbox) ReadAudit() ([]Event, error) {
+	data, err := sb.AuditRaw()
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), maxAuditLine)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return out, fmt.Errorf("read audit of %s: line %d: %w", sb.ID, n, err)
+		}
+		out = append(out, ev)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("read audit of %s: %w", sb.ID, err)
+	}
+	return out, nil
+}

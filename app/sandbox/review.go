@@ -1,0 +1,418 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// ErrNotReady means a sandbox has no changeset yet (its run is going or
+// failed before collecting).
+var ErrNotReady = errors.New("sandbox has no changes to review yet")
+
+// Changes returns the manifest changes of the sandbox: its baseline
+// against the guest's manifest after the run, .airlock/ left out. It needs
+// no VM.
+func (sb *Sandbox) Changes() ([]manifest.Change, error) {
+	base, err := sb.readManifest(BaselineFile, true)
+	if err != nil {
+		return nil, err
+	}
+	gm, err := sb.readManifest(GuestFile, false)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Diff(withoutMeta(base), withoutMeta(gm)), nil
+}
+
+// readManifest reads a stored manifest. The guest's is decoded as the
+// untrusted input it is, every time.
+func (sb *Sandbox) readManifest(name string, trusted bool) (*manifest.Manifest, error) {
+	f, err := os.Open(sb.Path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		m, merr := sb.Meta()
+		if merr == nil {
+			return nil, fmt.Errorf("sandbox %s (%s): %w", sb.ID, m.Status, ErrNotReady)
+		}
+		return nil, fmt.Errorf("sandbox %s: %w", sb.ID, ErrNotReady)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	if trusted {
+		var m manifest.Manifest
+		if err := json.NewDecoder(f).Decode(&m); err != nil {
+			return nil, fmt.Errorf("read %s of %s: %w", name, sb.ID, err)
+		}
+		return &m, nil
+	}
+	m, err := manifest.Decode(f, manifest.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %s: %w", name, sb.ID, err)
+	}
+	return m, nil
+}
+
+// Changeset builds the sandbox's review.Changeset from the stored
+// manifests and the content store.
+func (sb *Sandbox) Changeset(ctx context.Context) (*review.Changeset, error) {
+	changes, err := sb.Changes()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := review.New(ctx, changes, func(sum string) ([]byte, error) {
+		return readObject(sb.store.objects, sum)
+	}, review.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("changeset of %s: %w", sb.ID, err)
+	}
+	return cs, nil
+}
+
+// Transcript returns what the command printed (stdout and stderr, as
+// they came), or nothing if it never ran.
+func (sb *Sandbox) Transcript() ([]byte, error) {
+	data, err := os.ReadFile(sb.Path(TranscriptFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+// Summary returns the agent's .airlock/summary.md, or "" if it wrote none.
+func (sb *Sandbox) Summary() (string, error) {
+	data, err := os.ReadFile(sb.Path(SummaryFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(data), err
+}
+
+func statsOf(cs *review.Changeset) ChangeStats {
+	var st ChangeStats
+	for _, f := range cs.Files {
+		st.Files++
+		switch f.Status {
+		case review.Added:
+			st.Added++
+		case review.Modified:
+			st.Modified++
+		case review.Deleted:
+			st.Deleted++
+		case review.Renamed:
+			st.Renamed++
+		case review.ModeChanged:
+			st.ModeChanged++
+		case review.TypeChanged:
+			st.TypeChanged++
+		}
+	}
+	st.LinesAdded, st.LinesRemoved = cs.Stats()
+	return st
+}
+
+// Selection names what to approve: whole files, and hunks of files
+// (numbered from 1 in the order the diff shows them).
+type Selection struct {
+	All   bool
+	Paths []string
+	Hunks map[string][]int
+}
+
+// ParseHunks parses "PATH:1,3" (hunks 1 and 3 of PATH) into sel.Hunks.
+func (sel *Selection) ParseHunks(spec string) error {
+	i := strings.LastIndexByte(spec, ':')
+	if i <= 0 || i == len(spec)-1 {
+		return fmt.Errorf("--hunks %q: want PATH:N[,N…], hunks numbered from 1 as airlock diff shows them", spec)
+	}
+	p, list := spec[:i], spec[i+1:]
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--hunks %q: %q is not a hunk number (they start at 1)", spec, s)
+		}
+		if sel.Hunks == nil {
+			sel.Hunks = map[string][]int{}
+		}
+		sel.Hunks[p] = append(sel.Hunks[p], n)
+	}
+	return nil
+}
+
+// Decisions turns a selection into review.Decisions for cs, reporting
+// every path or hunk that cs does not have.
+func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
+	if sel.All {
+		return review.ApproveAll(cs), nil
+	}
+	d := review.Decisions{Files: map[string]review.FileDecision{}}
+	var errs []error
+	for _, p := range sel.Paths {
+		p = cleanArg(p)
+		if f := cs.File(p); f != nil {
+			d.SetFile(f.Path, review.Approve)
+			continue
+		}
+		// A directory approves everything under it.
+		n := 0
+		for _, f := range cs.Files {
+			if strings.HasPrefix(f.Path, p+"/") {
+				d.SetFile(f.Path, review.Approve)
+				n++
+			}
+		}
+		if n == 0 {
+			errs = append(errs, fmt.Errorf("%s is not in the changes of this sandbox (airlock diff --stat lists them)", p))
+		}
+	}
+	for p, hs := range sel.Hunks {
+		p = cleanArg(p)
+		f := cs.File(p)
+		switch {
+		case f == nil:
+			errs = append(errs, fmt.Errorf("--hunks: %s is not in the changes of this sandbox", p))
+			continue
+		case !f.HunkSelectable():
+			errs = append(errs, fmt.Errorf("--hunks: %s is %s and is taken or left whole; name it without hunks", p, describe(f)))
+			continue
+		}
+		for _, h := range slices.Sorted(slices.Values(hs)) {
+			if h > len(f.Hunks) {
+				errs = append(errs, fmt.Errorf("--hunks: %s has %d hunks, not %d", p, len(f.Hunks), h))
+				continue
+			}
+			d.SetHunk(f.Path, h-1, review.Approve)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return review.Decisions{}, err
+	}
+	if len(d.Files) == 0 {
+		return d, errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
+	}
+	return d, nil
+}
+
+func cleanArg(p string) string {
+	p = filepath.ToSlash(filepath.Clean(p))
+	return strings.TrimPrefix(p, "./")
+}
+
+func describe(f *review.File) string {
+	switch {
+	case f.Binary:
+		return "a binary file"
+	case f.IsSymlink():
+		return "a symbolic link"
+	case f.IsDir():
+		return "a directory"
+	}
+	return string(f.Status)
+}
+
+// journalDirs lists applies/NNN in order.
+func (sb *Sandbox) journalDirs() ([]string, error) {
+	des, err := os.ReadDir(sb.Path(appliesDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		if _, err := strconv.Atoi(de.Name()); err == nil && de.IsDir() {
+			out = append(out, sb.Path(filepath.Join(appliesDir, de.Name())))
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		x, _ := strconv.Atoi(filepath.Base(a))
+		y, _ := strconv.Atoi(filepath.Base(b))
+		return x - y
+	})
+	return out, nil
+}
+
+// Recover finishes every interrupted apply of the sandbox (review.Recover
+// rolling forward: the user approved it and every step was checked before
+// anything changed) and finishes an interrupted undo. Every command that
+// touches a sandbox calls it first. It returns the journals it recovered.
+func (sb *Sandbox) Recover(ctx context.Context) ([]string, error) {
+	unlock, err := flock(sb.Path("apply.lock"))
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", sb.ID, err)
+	}
+	defer unlock()
+	return sb.recover(ctx)
+}
+
+func (sb *Sandbox) recover(ctx context.Context) ([]string, error) {
+	dirs, err := sb.journalDirs()
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", sb.ID, err)
+	}
+	var done []string
+	for _, dir := range dirs {
+		j, err := review.ReadJournal(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // an apply that changed nothing
+		}
+		if err != nil {
+			return done, err
+		}
+		if j.State == review.Applied || j.State == review.Undone {
+			continue
+		}
+		from := j.State
+		state, err := review.Recover(ctx, dir, review.RollForward)
+		if err != nil {
+			return done, fmt.Errorf("sandbox %s: finish the interrupted apply in %s: %w", sb.ID, dir, err)
+		}
+		done = append(done, dir)
+		if err := sb.Audit(Event{Event: EventRecovered, Data: map[string]any{"journal": dir, "from": from, "state": state}}); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// ApplyResult is what Apply did, with the journal that Undo uses.
+type ApplyResult struct {
+	*review.Result
+	// Recovered lists interrupted applies finished first.
+	Recovered []string `json:"recovered,omitempty"`
+}
+
+// Apply writes the changes approved by d into the real project with
+// review.Apply, journalled under applies/NNN in the sandbox. Files changed
+// in the project since the run are merged three ways; conflicts are
+// reported and those files left untouched. Decisions and results go to
+// the audit log with before/after hashes.
+func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult, error) {
+	unlock, err := flock(sb.Path("apply.lock"))
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", sb.ID, err)
+	}
+	defer unlock()
+	rec, err := sb.recover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if m.Status != StatusReady && m.Status != StatusApplied {
+		return nil, fmt.Errorf("apply %s: it is %s: %w", sb.ID, m.Status, ErrNotReady)
+	}
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := sb.journalDirs()
+	if err != nil {
+		return nil, err
+	}
+	next := 1
+	if len(dirs) > 0 {
+		n, _ := strconv.Atoi(filepath.Base(dirs[len(dirs)-1]))
+		next = n + 1
+	}
+	jdir := sb.Path(filepath.Join(appliesDir, fmt.Sprintf("%03d", next)))
+	if err := os.MkdirAll(filepath.Dir(jdir), 0o700); err != nil {
+		return nil, err
+	}
+	if err := sb.Audit(Event{Event: EventDecisions, Data: d}); err != nil {
+		return nil, err
+	}
+	res, err := review.Apply(ctx, m.Project, cs, d, review.ApplyOptions{JournalDir: jdir})
+	if err != nil {
+		_ = sb.Audit(Event{Event: EventFailed, Data: map[string]any{"apply": err.Error()}})
+		return nil, err
+	}
+	conflicts := make([]map[string]string, 0, len(res.Conflicts))
+	for _, c := range res.Conflicts {
+		conflicts = append(conflicts, map[string]string{"path": c.Path, "reason": c.Reason})
+	}
+	if err := sb.Audit(Event{Event: EventApplied, Data: map[string]any{
+		"journal": jdir, "project": m.Project,
+		"applied": res.Applied, "merged": res.Merged, "conflicts": conflicts, "skipped": res.Skipped,
+	}}); err != nil {
+		return nil, err
+	}
+	if len(res.Applied)+len(res.Merged) > 0 {
+		if _, err := sb.Update(func(m *Meta) { m.Status = StatusApplied }); err != nil {
+			return nil, err
+		}
+	}
+	return &ApplyResult{Result: res, Recovered: rec}, nil
+}
+
+// ErrNothingToUndo means the sandbox has no apply left to undo.
+var ErrNothingToUndo = errors.New("nothing to undo")
+
+// Undo reverts the sandbox's last apply that is not undone yet, byte for
+// byte (review.Undo). If a file it touched changed since, nothing is
+// undone and the error (a *review.UndoError) names those files. It
+// returns the journal undone.
+func (sb *Sandbox) Undo(ctx context.Context) (string, error) {
+	unlock, err := flock(sb.Path("apply.lock"))
+	if err != nil {
+		return "", fmt.Errorf("lock %s: %w", sb.ID, err)
+	}
+	defer unlock()
+	if _, err := sb.recover(ctx); err != nil {
+		return "", err
+	}
+	dirs, err := sb.journalDirs()
+	if err != nil {
+		return "", err
+	}
+	var last string
+	applied := 0
+	for _, dir := range dirs {
+		j, err := review.ReadJournal(dir)
+		if err != nil {
+			continue
+		}
+		if j.State == review.Applied {
+			last = dir
+			applied++
+		}
+	}
+	if last == "" {
+		return "", fmt.Errorf("undo %s: %w", sb.ID, ErrNothingToUndo)
+	}
+	if err := review.Undo(ctx, last); err != nil {
+		return "", err
+	}
+	j, _ := review.ReadJournal(last)
+	var paths []string
+	if j != nil {
+		for _, s := range j.Steps {
+			if !slices.Contains(paths, s.Path) {
+				paths = append(paths, s.Path)
+			}
+		}
+	}
+	if err := sb.Audit(Event{Event: EventUndone, Data: map[string]any{"journal": last, "paths": paths}}); err != nil {
+		return "", err
+	}
+	if applied == 1 {
+		if _, err := sb.Update(func(m *Meta) { m.Status = StatusReady }); err != nil {
+			return "", err
+		}
+	}
+	return last, nil
+}

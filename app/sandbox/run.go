@@ -1,0 +1,547 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/objects"
+)
+
+// Workspace is where the project is copied in the guest, and where the
+// command runs.
+const Workspace = "/workspace"
+
+// MetaDir is the folder of /workspace where the agent talks to Airlock
+// (its summary). It is never part of a changeset.
+const MetaDir = ".airlock"
+
+// SummaryPath is the agent's account of what it did and why, relative to
+// the workspace.
+const SummaryPath = MetaDir + "/summary.md"
+
+// scriptPath is where a --script is put in the guest: outside /workspace,
+// so it is never part of the changeset.
+const scriptPath = "/tmp/airlock-script"
+
+// TimeoutExitCode is the exit code recorded for a command killed by
+// RunOptions.Timeout, as timeout(1) reports it.
+const TimeoutExitCode = 124
+
+// maxSummary caps the agent's summary that is kept.
+const maxSummary = 1 << 20
+
+// Machine is a booted VM as the pipeline uses it: SFTP and Exec carry the
+// files (the sync/transfer Remote contract), Run runs the command,
+// Shutdown ends it.
+type Machine interface {
+	SFTP(opts ...sftp.ClientOption) (*sftp.Client, error)
+	Exec(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) error
+	Run(ctx context.Context, cmd client.Command) error
+	Shutdown(ctx context.Context) error
+}
+
+// Transfer moves the project into a machine and the changes back. Push
+// and Pull report files done out of total.
+type Transfer interface {
+	Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error
+	Manifest(ctx context.Context, m Machine, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error)
+	Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error
+}
+
+// Step names a phase of a run, for progress events.
+type Step string
+
+const (
+	StepCreated  Step = "created"  // the sandbox exists (Progress.Sandbox is its ID)
+	StepSnapshot Step = "snapshot" // walking and copying the project
+	StepExcluded Step = "excluded" // the snapshot is done; Progress.Excluded lists what was left out
+	StepBoot     Step = "boot"
+	StepPush     Step = "push" // Done/Total files
+	StepRun      Step = "run"  // the command runs; its output streams to RunOptions.Stdout/Stderr
+	StepCollect  Step = "collect"
+	StepStop     Step = "stop"
+	StepReady    Step = "ready" // ready for review
+)
+
+// Progress is one progress event of a run.
+type Progress struct {
+	Step    Step   `json:"step"`
+	Sandbox string `json:"sandbox,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Done and Total count files where a step has them.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
+	// Excluded is set on StepExcluded.
+	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
+}
+
+// RunOptions says what to run on which project.
+type RunOptions struct {
+	// Project is the real project directory. It is only read.
+	Project string
+	// Command is the argv run in /workspace. With Script, it is the
+	// script's arguments.
+	Command []string
+	// Script, if set, is a POSIX shell script copied into the guest
+	// (outside /workspace) and run with sh, Command as its arguments.
+	Script []byte
+	// ScriptName is the script's file name, for people.
+	ScriptName string
+	// Image and Arch are recorded in sandbox.json.
+	Image, Arch string
+	// Boot starts the machine; it is called after the snapshot.
+	Boot func(ctx context.Context) (Machine, error)
+	// Transfer moves files; nil means the default.
+	Transfer Transfer
+	// Env is added to the command's environment.
+	Env map[string]string
+	// Timeout, if set, kills the command after this long; what it changed
+	// until then is still collected, and its exit code is TimeoutExitCode.
+	Timeout time.Duration
+	// Stdin, if set, is the command's input. Stdout and Stderr receive its
+	// output live; nil discards it (the transcript keeps it either way).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Limits cap what comes back from the guest; the zero value takes
+	// manifest's defaults.
+	Limits manifest.Limits
+	// Progress receives events from the calling goroutine; nil discards.
+	Progress func(Progress)
+	// Logger receives diagnostics; nil discards.
+	Logger *slog.Logger
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	Sandbox *Sandbox
+	Meta    Meta
+	// Report tells what the snapshot left out.
+	Report *manifest.Report
+	// ExitCode is the command's (128+N for a signal).
+	ExitCode int
+	// Summary is the agent's .airlock/summary.md, if it wrote one.
+	Summary string
+}
+
+// Run makes a new sandbox from the project and runs the command in it:
+// snapshot (walk + content store), boot, push into /workspace, run with
+// live output and a transcript, collect (the guest's manifest, diffed
+// against the baseline, changed files pulled into the content store), stop.
+// The sandbox is then ready for review without the VM.
+//
+// A command that exits non-zero still has its changes collected; its
+// code is in the result. When a step fails, the sandbox is kept, marked
+// failed with the reason, and returned with the error.
+func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	if o.Boot == nil {
+		return nil, errors.New("run: no way to boot a machine")
+	}
+	if len(o.Command) == 0 && o.Script == nil {
+		return nil, errors.New("run: no command given")
+	}
+	project, err := filepath.Abs(o.Project)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if fi, err := os.Stat(project); err != nil {
+		return nil, fmt.Errorf("run: project: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("run: project %s is not a directory", project)
+	}
+	cfg, err := config.Load(project)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{s: s, o: o, project: project, cfg: cfg, progress: o.Progress, log: o.Logger}
+	if r.progress == nil {
+		r.progress = func(Progress) {}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.o.Transfer == nil {
+		r.o.Transfer = DefaultTransfer()
+	}
+	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: "copy"}
+	if o.Script != nil {
+		sum := sha256.Sum256(o.Script)
+		meta.Script, meta.ScriptName = hex.EncodeToString(sum[:]), o.ScriptName
+	}
+	sb, err := s.Create(meta)
+	if err != nil {
+		return nil, err
+	}
+	release, err := sb.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	r.sb = sb
+	r.res = &RunResult{Sandbox: sb}
+	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID})
+	started := time.Now()
+	err = r.run(ctx)
+	m, uerr := sb.Update(func(m *Meta) {
+		m.Timings.TotalMS = time.Since(started).Milliseconds()
+		if err != nil {
+			m.Status, m.Error = StatusFailed, err.Error()
+			if ctx.Err() != nil {
+				m.Error = "interrupted: " + m.Error
+			}
+		}
+	})
+	if err != nil {
+		_ = sb.Audit(Event{Event: EventFailed, Data: map[string]any{"error": err.Error()}})
+		r.res.Meta = m
+		return r.res, fmt.Errorf("sandbox %s: %w", sb.ID, err)
+	}
+	if uerr != nil {
+		return r.res, uerr
+	}
+	r.res.Meta = m
+	r.progress(Progress{Step: StepReady, Sandbox: sb.ID})
+	return r.res, nil
+}
+
+type runner struct {
+	s        *Store
+	o        RunOptions
+	project  string
+	cfg      config.Project
+	sb       *Sandbox
+	res      *RunResult
+	progress func(Progress)
+	log      *slog.Logger
+}
+
+func (r *runner) setStatus(st Status, timing func(*Timings)) error {
+	_, err := r.sb.Update(func(m *Meta) {
+		m.Status = st
+		if timing != nil {
+			timing(&m.Timings)
+		}
+	})
+	return err
+}
+
+func (r *runner) run(ctx context.Context) error {
+	// Snapshot.
+	if err := r.setStatus(StatusSnapshot, nil); err != nil {
+		return err
+	}
+	t := time.Now()
+	r.progress(Progress{Step: StepSnapshot, Message: "snapshot " + r.project})
+	base, report, err := manifest.Walk(ctx, r.project, manifest.WalkOptions{
+		Excludes: r.cfg.Exclude,
+		Logger:   r.log,
+		Progress: func(p manifest.Progress) {
+			if p.Phase == manifest.PhaseHash {
+				r.progress(Progress{Step: StepSnapshot, Message: "snapshot", Done: p.FilesHashed, Total: p.FilesTotal})
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := objects.SnapshotTree(ctx, r.project, base, r.s.objects); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	r.res.Report = report
+	var buf bytes.Buffer
+	if err := base.Encode(&buf); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(r.sb.Path(BaselineFile), buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("snapshot: store baseline: %w", err)
+	}
+	baseSum := sha256.Sum256(buf.Bytes())
+	if r.o.Script != nil {
+		if err := writeFileAtomic(r.sb.Path(ScriptFile), r.o.Script, 0o600); err != nil {
+			return fmt.Errorf("store script: %w", err)
+		}
+	}
+	if _, err := r.sb.Update(func(m *Meta) {
+		m.Baseline, m.BaselineSHA256 = BaselineFile, hex.EncodeToString(baseSum[:])
+		m.Excluded = len(report.Excluded)
+		m.Timings.SnapshotMS = time.Since(t).Milliseconds()
+	}); err != nil {
+		return err
+	}
+	if err := r.sb.Audit(Event{Event: EventExcluded, Data: map[string]any{"excluded": report.Excluded}}); err != nil {
+		return err
+	}
+	if err := r.sb.Audit(Event{Event: EventSnapshot, Data: map[string]any{
+		"files": report.Files, "dirs": report.Dirs, "symlinks": report.Symlinks, "bytes": report.Bytes,
+		"manifest_sha256": hex.EncodeToString(baseSum[:]),
+	}}); err != nil {
+		return err
+	}
+	r.progress(Progress{Step: StepExcluded, Excluded: report.Excluded,
+		Message: fmt.Sprintf("snapshot: %d files, %d bytes, %d paths excluded", report.Files, report.Bytes, len(report.Excluded))})
+
+	// Boot.
+	if err := r.setStatus(StatusBooting, nil); err != nil {
+		return err
+	}
+	t = time.Now()
+	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
+	m, err := r.o.Boot(ctx)
+	if err != nil {
+		return fmt.Errorf("boot: %w", err)
+	}
+	defer func() {
+		r.progress(Progress{Step: StepStop, Message: "stopping the VM"})
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		if err := m.Shutdown(sctx); err != nil {
+			r.log.Warn("shutdown", "sandbox", r.sb.ID, "err", err)
+		}
+	}()
+	bootMS := time.Since(t).Milliseconds()
+	if err := r.sb.Audit(Event{Event: EventBooted, Data: map[string]any{"boot_ms": bootMS}}); err != nil {
+		return err
+	}
+
+	// Push.
+	if err := r.setStatus(StatusPushing, func(tm *Timings) { tm.BootMS = bootMS }); err != nil {
+		return err
+	}
+	t = time.Now()
+	total := report.Files + report.Symlinks
+	r.progress(Progress{Step: StepPush, Message: "pushing", Total: total})
+	if err := r.o.Transfer.Push(ctx, m, Workspace, base, r.s.objects, func(done, total int) {
+		r.progress(Progress{Step: StepPush, Message: "pushing", Done: done, Total: total})
+	}); err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	if r.o.Script != nil {
+		if err := putScript(ctx, m, r.o.Script); err != nil {
+			return err
+		}
+	}
+	pushMS := time.Since(t).Milliseconds()
+	if err := r.sb.Audit(Event{Event: EventPushed, Data: map[string]any{"files": report.Files, "bytes": report.Bytes, "dest": Workspace, "push_ms": pushMS}}); err != nil {
+		return err
+	}
+
+	// Run.
+	if err := r.setStatus(StatusRunning, func(tm *Timings) { tm.PushMS = pushMS }); err != nil {
+		return err
+	}
+	code, runMS, err := r.runCommand(ctx, m)
+	if err != nil {
+		return err
+	}
+
+	// Collect.
+	if _, err := r.sb.Update(func(mt *Meta) {
+		mt.Status, mt.ExitCode, mt.Timings.RunMS = StatusCollecting, &code, runMS
+	}); err != nil {
+		return err
+	}
+	t = time.Now()
+	r.progress(Progress{Step: StepCollect, Message: "collecting"})
+	if err := r.collect(ctx, m, base); err != nil {
+		return fmt.Errorf("collect: %w", err)
+	}
+	collectMS := time.Since(t).Milliseconds()
+	cs, err := r.sb.Changeset(ctx)
+	if err != nil {
+		return fmt.Errorf("collect: %w", err)
+	}
+	stats := statsOf(cs)
+	if _, err := r.sb.Update(func(mt *Meta) {
+		mt.Status, mt.Guest, mt.Changes, mt.Timings.CollectMS = StatusReady, GuestFile, &stats, collectMS
+	}); err != nil {
+		return err
+	}
+	return r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+}
+
+// runCommand runs the command in /workspace with live output, keeping a
+// transcript. A non-zero exit is a result, not an error.
+func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64, err error) {
+	tf, err := os.OpenFile(r.sb.Path(TranscriptFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, 0, fmt.Errorf("open transcript: %w", err)
+	}
+	defer tf.Close()
+	tr := &lockedWriter{w: tf}
+	args := r.o.Command
+	if r.o.Script != nil {
+		args = append([]string{"sh", scriptPath}, r.o.Command...)
+	}
+	if err := r.sb.Audit(Event{Event: EventCommand, Data: map[string]any{"argv": args, "dir": Workspace, "script_sha256": r.res.Sandbox.scriptSum(r.o.Script)}}); err != nil {
+		return 0, 0, err
+	}
+	shown := strings.Join(args, " ")
+	if r.o.Script != nil {
+		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
+	}
+	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + Workspace})
+	cmd := client.Command{
+		Args: args, Dir: Workspace, Env: r.o.Env, Stdin: r.o.Stdin,
+		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr),
+	}
+	runCtx := ctx
+	if r.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
+		defer cancel()
+	}
+	t := time.Now()
+	err = m.Run(runCtx, cmd)
+	ms = time.Since(t).Milliseconds()
+	var exit *client.ExitError
+	timedOut := false
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case runCtx.Err() != nil && ctx.Err() == nil:
+		timedOut, code = true, TimeoutExitCode
+		fmt.Fprintf(tr, "\nairlock: the command ran longer than %s and was killed; what it changed until then is collected\n", r.o.Timeout)
+	default:
+		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
+	}
+	r.res.ExitCode = code
+	ev := map[string]any{"exit_code": code, "run_ms": ms}
+	if timedOut {
+		ev["timed_out"] = r.o.Timeout.String()
+	}
+	if exit != nil && exit.Signal != "" {
+		ev["signal"] = exit.Signal
+	}
+	return code, ms, r.sb.Audit(Event{Event: EventExit, Data: ev})
+}
+
+func (sb *Sandbox) scriptSum(script []byte) string {
+	if script == nil {
+		return ""
+	}
+	sum := sha256.Sum256(script)
+	return hex.EncodeToString(sum[:])
+}
+
+// collect fetches the guest's manifest of /workspace, keeps it, and pulls
+// every changed file (and the agent's summary) into the content store.
+func (r *runner) collect(ctx context.Context, m Machine, base *manifest.Manifest) error {
+	gm, err := r.o.Transfer.Manifest(ctx, m, Workspace, r.o.Limits, r.cfg.Exclude)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := gm.Encode(&buf); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(r.sb.Path(GuestFile), buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("store guest manifest: %w", err)
+	}
+	changes := manifest.Diff(withoutMeta(base), withoutMeta(gm))
+	var pull []manifest.Change
+	for _, c := range changes {
+		if c.New != nil && c.New.Type == manifest.File && !r.s.objects.Has(c.New.SHA256) {
+			pull = append(pull, c)
+		}
+	}
+	summary, hasSummary := gm.Lookup(SummaryPath)
+	hasSummary = hasSummary && summary.Type == manifest.File && summary.Size <= maxSummary
+	if hasSummary && !r.s.objects.Has(summary.SHA256) {
+		pull = append(pull, manifest.Change{Kind: manifest.Added, Path: summary.Path, New: &summary})
+	}
+	if len(pull) > 0 {
+		if err := r.o.Transfer.Pull(ctx, m, Workspace, pull, r.s.objects, func(done, total int) {
+			r.progress(Progress{Step: StepCollect, Message: "pulling", Done: done, Total: total})
+		}); err != nil {
+			return err
+		}
+	}
+	if hasSummary {
+		data, err := readObject(r.s.objects, summary.SHA256)
+		if err != nil {
+			return fmt.Errorf("read the agent's summary: %w", err)
+		}
+		if err := writeFileAtomic(r.sb.Path(SummaryFile), data, 0o600); err != nil {
+			return fmt.Errorf("store the agent's summary: %w", err)
+		}
+		r.res.Summary = string(data)
+	}
+	return nil
+}
+
+// withoutMeta drops .airlock/ from a manifest: it is how the agent talks
+// to Airlock, not part of the project's changes.
+func withoutMeta(m *manifest.Manifest) *manifest.Manifest {
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(m.Entries))}
+	for _, e := range m.Entries {
+		if e.Path == MetaDir || strings.HasPrefix(e.Path, MetaDir+"/") {
+			continue
+		}
+		out.Entries = append(out.Entries, e)
+	}
+	return out
+}
+
+// putScript copies a --script into the guest, outside /workspace.
+func putScript(ctx context.Context, m Machine, script []byte) error {
+	var stderr bytes.Buffer
+	if err := m.Exec(ctx, "cat > "+scriptPath, bytes.NewReader(script), nil, &stderr); err != nil {
+		return fmt.Errorf("copy script into the VM: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+func readObject(s *objects.Store, sum string) ([]byte, error) {
+	rc, err := s.Open(sum)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// lockedWriter serialises writes from the stdout and stderr copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// teeWriter writes to the live stream (if any) and the transcript; a
+// failing live stream does not stop the transcript.
+func teeWriter(live io.Writer, transcript io.Writer) io.Writer {
+	if live == nil {
+		return transcript
+	}
+	return &tee{live: live, tr: transcript}
+}
+
+type tee struct {
+	live, tr io.Writer
+}
+
+func (t *tee) Write(p []byte) (int, error) {
+	_, _ = t.live.Write(p)
+	return t.tr.Write(p)
+}

@@ -1,0 +1,479 @@
+// Package sandbox owns Airlock's sandboxes: the store under
+// $AIRLOCK_HOME/sandboxes/<id>/ (sandbox.json written atomically, an
+// append-only audit.jsonl, the baseline and guest manifests, the transcript,
+// the agent's summary, apply journals), short IDs with prefix matching,
+// and the run pipeline (snapshot, boot, push, run, collect) with typed
+// progress events, plus the review steps on a stored sandbox (changeset,
+// apply, undo, recover). The CLI and the GUI render what it reports; it
+// prints nothing itself.
+//
+// It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
+// machine is booted through a function it is handed.
+package sandbox
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/sync/objects"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound means no sandbox has the ID or prefix asked for.
+	ErrNotFound = errors.New("no such sandbox")
+	// ErrRunning means the sandbox's run is still going (another process
+	// holds it).
+	ErrRunning = errors.New("sandbox is running")
+)
+
+// AmbiguousError is a prefix that matches several sandboxes.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []string
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("%q matches several sandboxes (%s): give more of the ID", e.Prefix, strings.Join(e.Matches, ", "))
+}
+
+// Status is where a sandbox stands.
+type Status string
+
+const (
+	StatusCreated    Status = "created"
+	StatusSnapshot   Status = "snapshotting"
+	StatusBooting    Status = "booting"
+	StatusPushing    Status = "pushing"
+	StatusRunning    Status = "running"
+	StatusCollecting Status = "collecting"
+	StatusReady      Status = "ready for review"
+	StatusApplied    Status = "applied"
+	StatusFailed     Status = "failed"
+)
+
+// active reports whether a run is (or should be) under way in this status.
+func (s Status) active() bool {
+	switch s {
+	case StatusCreated, StatusSnapshot, StatusBooting, StatusPushing, StatusRunning, StatusCollecting:
+		return true
+	}
+	return false
+}
+
+// Files in a sandbox directory.
+const (
+	metaFile       = "sandbox.json"
+	auditFile      = "audit.jsonl"
+	lockFile       = "lock"     // held briefly around every update
+	runLockFile    = "run.lock" // held by the process running the sandbox
+	BaselineFile   = "baseline.json"
+	GuestFile      = "guest.json"
+	TranscriptFile = "transcript.log"
+	SummaryFile    = "summary.md"
+	ScriptFile     = "script"
+	appliesDir     = "applies"
+)
+
+// Meta is sandbox.json.
+type Meta struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Project is the absolute path of the real project.
+	Project string   `json:"project"`
+	Image   string   `json:"image"`
+	Arch    string   `json:"arch"`
+	Command []string `json:"command"`
+	// Script is the SHA-256 of the script run with --script, if any, and
+	// ScriptName its file name; a copy is kept in the sandbox directory.
+	Script     string `json:"script_sha256,omitempty"`
+	ScriptName string `json:"script_name,omitempty"`
+	Status     Status `json:"status"`
+	// Error says why a failed sandbox failed.
+	Error string `json:"error,omitempty"`
+	// SyncMode is how the project reached the VM ("copy" today).
+	SyncMode string `json:"sync_mode"`
+	// Baseline names the file holding the baseline manifest (in the
+	// sandbox directory); BaselineSHA256 is its hash.
+	Baseline       string `json:"baseline,omitempty"`
+	BaselineSHA256 string `json:"baseline_sha256,omitempty"`
+	// Guest names the file holding the manifest of /workspace after the
+	// run, once collected.
+	Guest string `json:"guest,omitempty"`
+	// ExitCode is the command's, once it ran (128+N for signal N).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Excluded counts the project paths left out of the snapshot.
+	Excluded int `json:"excluded"`
+	// Changes summarises the collected changeset.
+	Changes *ChangeStats `json:"changes,omitempty"`
+	Timings Timings      `json:"timings"`
+}
+
+// ChangeStats counts a changeset by kind and lines.
+type ChangeStats struct {
+	Files        int `json:"files"`
+	Added        int `json:"added"`
+	Modified     int `json:"modified"`
+	Deleted      int `json:"deleted"`
+	Renamed      int `json:"renamed"`
+	ModeChanged  int `json:"mode_changed"`
+	TypeChanged  int `json:"type_changed"`
+	LinesAdded   int `json:"lines_added"`
+	LinesRemoved int `json:"lines_removed"`
+}
+
+// Timings of each step, in milliseconds.
+type Timings struct {
+	SnapshotMS int64 `json:"snapshot_ms,omitempty"`
+	BootMS     int64 `json:"boot_ms,omitempty"`
+	PushMS     int64 `json:"push_ms,omitempty"`
+	RunMS      int64 `json:"run_ms,omitempty"`
+	CollectMS  int64 `json:"collect_ms,omitempty"`
+	TotalMS    int64 `json:"total_ms,omitempty"`
+}
+
+// Store is the sandboxes/ directory of an Airlock home, with the shared
+// content store. Its methods are safe for concurrent use by several
+// processes: each sandbox has a lock file.
+type Store struct {
+	dir     string
+	objects *objects.Store
+	now     func() time.Time
+}
+
+// Open opens (creating if needed) the sandbox store of an Airlock home.
+func Open(home string) (*Store, error) {
+	dir := filepath.Join(home, "sandboxes")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open sandbox store: %w", err)
+	}
+	objs, err := objects.Open(filepath.Join(home, "objects"))
+	if err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir, objects: objs, now: time.Now}, nil
+}
+
+// Dir is the sandboxes/ directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Objects is the content store that holds baselines and pulled files.
+func (s *Store) Objects() *objects.Store { return s.objects }
+
+// idLen is the number of hex digits of a sandbox ID: short enough to type,
+// and any unique prefix works.
+const idLen = 8
+
+func newID() (string, error) {
+	var b [idLen / 2]byte
+	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+		return "", fmt.Errorf("new sandbox id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// validID reports whether s is shaped like a sandbox ID (and so safe as a
+// path element).
+func validID(s string) bool {
+	if len(s) != idLen {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Create makes a new sandbox from m (its ID, Created, Updated and Status
+// are filled in) and records "created" in its audit log.
+func (s *Store) Create(m Meta) (*Sandbox, error) {
+	for range 10 {
+		id, err := newID()
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(s.dir, id)
+		if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("create sandbox: %w", err)
+		}
+		sb := &Sandbox{ID: id, Dir: dir, store: s}
+		m.ID, m.Created, m.Updated = id, s.now().UTC(), s.now().UTC()
+		if m.Status == "" {
+			m.Status = StatusCreated
+		}
+		if err := writeFileAtomic(filepath.Join(dir, metaFile), mustJSON(m), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("create sandbox: %w", err)
+		}
+		if err := sb.Audit(Event{Event: EventCreated, Data: map[string]any{
+			"project": m.Project, "image": m.Image, "arch": m.Arch, "command": m.Command, "script_name": m.ScriptName, "sync_mode": m.SyncMode,
+		}}); err != nil {
+			return nil, err
+		}
+		return sb, nil
+	}
+	return nil, errors.New("create sandbox: could not find a free id")
+}
+
+// IDs lists every sandbox ID, sorted.
+func (s *Store) IDs() ([]string, error) {
+	des, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	var ids []string
+	for _, de := range des {
+		if de.IsDir() && validID(de.Name()) {
+			ids = append(ids, de.Name())
+		}
+	}
+	return ids, nil
+}
+
+// Resolve turns an ID or a unique prefix of one into the ID.
+func (s *Store) Resolve(prefix string) (string, error) {
+	prefix = strings.ToLower(strings.TrimSpace(prefix))
+	if prefix == "" {
+		return "", fmt.Errorf("%w: no ID given (airlock ls lists them)", ErrNotFound)
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if id == prefix {
+			return id, nil
+		}
+		if strings.HasPrefix(id, prefix) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("%w %q (airlock ls lists them)", ErrNotFound, prefix)
+	case 1:
+		return matches[0], nil
+	}
+	return "", &AmbiguousError{Prefix: prefix, Matches: matches}
+}
+
+// Get opens the sandbox with this ID or unique ID prefix.
+func (s *Store) Get(idOrPrefix string) (*Sandbox, error) {
+	id, err := s.Resolve(idOrPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &Sandbox{ID: id, Dir: filepath.Join(s.dir, id), store: s}, nil
+}
+
+// CommandLine is the command for people: the argv, after "sh SCRIPT"
+// when a script was run.
+func (m Meta) CommandLine() string {
+	args := m.Command
+	if m.ScriptName != "" {
+		args = append([]string{"sh", m.ScriptName}, args...)
+	}
+	return strings.Join(args, " ")
+}
+
+// Info is a sandbox as listed: its metadata and whether a process is
+// running it right now.
+type Info struct {
+	Meta
+	// Live is true while a process runs the sandbox.
+	Live bool `json:"live"`
+}
+
+// List returns every sandbox, newest first. A sandbox whose sandbox.json
+// cannot be read is listed with StatusFailed and the reason.
+func (s *Store) List() ([]Info, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(ids))
+	for _, id := range ids {
+		sb := &Sandbox{ID: id, Dir: filepath.Join(s.dir, id), store: s}
+		m, err := sb.Meta()
+		if err != nil {
+			m = Meta{ID: id, Status: StatusFailed, Error: err.Error()}
+		}
+		out = append(out, Info{Meta: m, Live: sb.Live()})
+	}
+	slices.SortStableFunc(out, func(a, b Info) int { return b.Created.Compare(a.Created) })
+	return out, nil
+}
+
+// Remove deletes a sandbox's directory. A sandbox that a process is still
+// running is refused with ErrRunning unless force is set. The removal is
+// recorded in the store's own audit log (sandboxes/audit.jsonl), since the
+// sandbox's goes with it. The content store keeps the objects.
+func (s *Store) Remove(id string, force bool) error {
+	sb, err := s.Get(id)
+	if err != nil {
+		return err
+	}
+	if !force && sb.Live() {
+		return fmt.Errorf("remove %s: %w (stop it first, or use --force)", sb.ID, ErrRunning)
+	}
+	m, _ := sb.Meta()
+	if err := os.RemoveAll(sb.Dir); err != nil {
+		return fmt.Errorf("remove %s: %w", sb.ID, err)
+	}
+	return appendLine(filepath.Join(s.dir, auditFile), filepath.Join(s.dir, ".audit.lock"), Event{
+		Time: s.now().UTC(), Event: EventRemoved, Sandbox: sb.ID,
+		Data: map[string]any{"project": m.Project, "status": m.Status, "forced": force},
+	})
+}
+
+// Sandbox is one sandbox directory.
+type Sandbox struct {
+	ID    string
+	Dir   string
+	store *Store
+}
+
+// Path returns the path of a file in the sandbox directory.
+func (sb *Sandbox) Path(name string) string { return filepath.Join(sb.Dir, name) }
+
+// Meta reads sandbox.json.
+func (sb *Sandbox) Meta() (Meta, error) {
+	var m Meta
+	data, err := os.ReadFile(sb.Path(metaFile))
+	if err != nil {
+		return m, fmt.Errorf("read sandbox %s: %w", sb.ID, err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("read sandbox %s: %w", sb.ID, err)
+	}
+	return m, nil
+}
+
+// Update changes sandbox.json under the sandbox's lock: it reads the
+// current metadata, calls change, and writes the result atomically.
+func (sb *Sandbox) Update(change func(*Meta)) (Meta, error) {
+	unlock, err := flock(sb.Path(lockFile))
+	if err != nil {
+		return Meta{}, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	defer unlock()
+	m, err := sb.Meta()
+	if err != nil {
+		return m, err
+	}
+	change(&m)
+	m.Updated = sb.store.now().UTC()
+	if err := writeFileAtomic(sb.Path(metaFile), mustJSON(m), 0o600); err != nil {
+		return m, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
+	}
+	return m, nil
+}
+
+// Live reports whether a process is running this sandbox now: it holds
+// run.lock for as long as its run lasts, and the kernel releases the lock
+// when that process dies, so a crashed run does not look live.
+func (sb *Sandbox) Live() bool {
+	f, err := os.OpenFile(sb.Path(runLockFile), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// hold takes run.lock for the lifetime of a run; the returned function
+// releases it.
+func (sb *Sandbox) hold() (func(), error) {
+	f, err := os.OpenFile(sb.Path(runLockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock sandbox %s: %w", sb.ID, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock sandbox %s: %w", sb.ID, ErrRunning)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// flock takes an exclusive lock on path (created if needed), waiting for
+// it.
+func flock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path, syncs it,
+// renames it over path and syncs the directory: a reader sees the old
+// content or the new, never a mix.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // only our own plain types are encoded
+	}
+	return append(b, '\n')
+}
