@@ -54,6 +54,16 @@ func (f Finder) Find(ctx context.Context, arch string) (string, error) {
 		if r, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = r
 		}
+	}
+	src := f.SourceDir
+	if src == "" {
+		src = findSource(exe)
+	}
+	// An airlock built inside the source tree (bin/airlock) is a developer's:
+	// a guest binary beside it may be older than the source, so build from
+	// the source (incremental, about a second) instead of trusting it.
+	devBuild := src != "" && exe != "" && within(exe, src)
+	if exe != "" && !devBuild {
 		dir := filepath.Dir(exe)
 		for _, p := range []string{
 			filepath.Join(dir, Name(arch)),
@@ -64,10 +74,6 @@ func (f Finder) Find(ctx context.Context, arch string) (string, error) {
 				return p, nil
 			}
 		}
-	}
-	src := f.SourceDir
-	if src == "" {
-		src = findSource(exe)
 	}
 	if src == "" {
 		return "", fmt.Errorf("%w for linux/%s: put %s beside the airlock binary (make build does), or run airlock from inside the Airlock source tree so it can build one", ErrNotFound, arch, Name(arch))
@@ -95,6 +101,12 @@ func (f Finder) build(ctx context.Context, src, arch string) (string, error) {
 		return "", fmt.Errorf("build airlock-guest for linux/%s in %s: %w\n%s", arch, src, err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// within reports whether path lies inside dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // findSource looks upward from the working directory, then from the

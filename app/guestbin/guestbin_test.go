@@ -51,3 +51,20 @@ func TestIsSourceTree(t *testing.T) {
 		t.Fatal("source tree not recognised")
 	}
 }
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		path, dir string
+		want      bool
+	}{
+		{"/src/airlock/bin/airlock", "/src/airlock", true},
+		{"/src/airlock", "/src/airlock", true},
+		{"/usr/local/bin/airlock", "/src/airlock", false},
+		{"/src/airlock-old/bin/airlock", "/src/airlock", false},
+		{"/src/..airlock", "/src", true},
+	} {
+		if got := within(tt.path, tt.dir); got != tt.want {
+			t.Errorf("within(%q, %q) = %v, want %v", tt.path, tt.dir, got, tt.want)
+		}
+	}
+}
