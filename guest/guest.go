@@ -67,6 +67,21 @@ type Welcome struct {
 	Error string `json:"error,omitempty"` // set when the hello is refused
 }
 
+// The boot contract: what the image builder and the VM backends share with
+// airlock-guest running as PID 1.
+const (
+	// ModulesOrder lists the kernel modules PID 1 loads, one absolute path
+	// per line, in dependency order.
+	ModulesOrder = "/lib/modules/airlock/modules.order"
+	// ProbeArg on the kernel command line makes PID 1 print ProbeOK on the
+	// console and power off at once (the host's KVM probe boot).
+	ProbeArg = "airlock.probe"
+	ProbeOK  = "AIRLOCK_PROBE_OK"
+	// DebugArg on the kernel command line turns on debug logging, with
+	// the time since the agent started on each line.
+	DebugArg = "airlock.debug"
+)
+
 // SSH request and subsystem names that are Airlock's own.
 const (
 	// RequestPowerOff (global request) syncs filesystems and powers the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/guest"
-	"github.com/airlock-dev/airlock/guest/agent"
+	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/qemu"
 )
 
@@ -14,8 +14,9 @@ import (
 func TestLinkContractAgrees(t *testing.T) {
 	for _, c := range []struct{ name, qemu, guest string }{
 		{"serial port name", qemu.SerialPortName, guest.SerialPortName},
-		{"probe cmdline argument", qemu.ProbeCmdline, agent.ProbeArg},
-		{"probe marker", qemu.ProbeMarker, agent.ProbeOK},
+		{"probe cmdline argument", qemu.ProbeCmdline, guest.ProbeArg},
+		{"probe marker", qemu.ProbeMarker, guest.ProbeOK},
+		{"module list (vm/image)", image.ModulesOrder, guest.ModulesOrder},
 	} {
 		if c.qemu != c.guest {
 			t.Errorf("%s: vm/qemu says %q, the guest %q", c.name, c.qemu, c.guest)

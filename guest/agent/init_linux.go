@@ -16,24 +16,11 @@ import (
 	"github.com/airlock-dev/airlock/guest"
 )
 
-// Boot contract paths: what the image builder puts in the initramfs.
-const (
-	// ModulesOrder lists the kernel modules PID 1 loads, one absolute path
-	// per line, in dependency order.
-	ModulesOrder = "/lib/modules/airlock/modules.order"
-	// ProbeArg on the kernel command line makes PID 1 print ProbeOK on the
-	// console and power off at once.
-	ProbeArg = "airlock.probe"
-	ProbeOK  = "AIRLOCK_PROBE_OK"
-	// DebugArg on the kernel command line turns on debug logging.
-	DebugArg = "airlock.debug"
-)
-
 // Init does the duties of PID 1 and serves the guest link until the
 // machine is powered off (by guest.RequestPowerOff, the power button, or
 // SIGTERM, SIGINT or SIGPWR sent to PID 1). It mounts the system file
 // systems, installs the busybox applets if needed, loads the kernel
-// modules of ModulesOrder, brings lo up, reaps zombies, and serves the link
+// modules of guest.ModulesOrder, brings lo up, reaps zombies, and serves the link
 // on vsock and on the virtio-serial port, whichever exist.
 //
 // On success it does not return: the machine powers off. It returns an
@@ -45,7 +32,7 @@ func Init(ctx context.Context) error {
 	console := openConsole()
 	cmdline, _ := os.ReadFile("/proc/cmdline")
 	level := slog.LevelInfo
-	if cmdlineHas(string(cmdline), DebugArg) {
+	if cmdlineHas(string(cmdline), guest.DebugArg) {
 		level = slog.LevelDebug
 	}
 	log := ConsoleLogger(console, level)
@@ -53,8 +40,8 @@ func Init(ctx context.Context) error {
 		log.Warn("mount", "err", mountErr)
 	}
 
-	if cmdlineHas(string(cmdline), ProbeArg) {
-		fmt.Fprintln(console, ProbeOK)
+	if cmdlineHas(string(cmdline), guest.ProbeArg) {
+		fmt.Fprintln(console, guest.ProbeOK)
 		unix.Sync()
 		return unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 	}
@@ -81,7 +68,7 @@ func Init(ctx context.Context) error {
 		}
 		log.Debug("busybox installed")
 	}()
-	mods, err := readModuleList(ModulesOrder)
+	mods, err := readModuleList(guest.ModulesOrder)
 	if err != nil {
 		log.Warn("modules", "err", err)
 	}

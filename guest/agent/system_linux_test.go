@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/guest"
 )
 
 func TestCmdlineHas(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCmdlineHas(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		if got := cmdlineHas(tt.cmdline, ProbeArg); got != tt.want {
+		if got := cmdlineHas(tt.cmdline, guest.ProbeArg); got != tt.want {
 			t.Errorf("cmdlineHas(%q) = %v, want %v", tt.cmdline, got, tt.want)
 		}
 	}
