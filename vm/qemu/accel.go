@@ -68,7 +68,7 @@ func ChooseAccel(override Accel, f KVMFacts) Choice {
 		return Choice{Accel: TCG, Why: "forced by configuration"}
 	}
 	if f.GuestArch != f.HostArch {
-		return Choice{Accel: TCG, Why: fmt.Sprintf("a %s guest on a %s host can only be emulated", f.GuestArch, f.HostArch)}
+		return Choice{Accel: TCG, Why: fmt.Sprintf("%s guests on %s hosts can only be emulated", f.GuestArch, f.HostArch)}
 	}
 	if f.DevErr != nil {
 		return Choice{Accel: TCG, Why: fmt.Sprintf("/dev/kvm: %v", unwrapPath(f.DevErr))}

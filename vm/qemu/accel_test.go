@@ -42,7 +42,7 @@ func TestChooseAccel(t *testing.T) {
 		{"arm64 host builtin", "", KVMFacts{GuestArch: vm.ARM64, HostArch: vm.ARM64},
 			Choice{Accel: KVM, Why: "/dev/kvm usable"}},
 		{"cross arch", "", KVMFacts{GuestArch: vm.ARM64, HostArch: vm.AMD64, Modules: []string{"kvm_intel"}},
-			Choice{Accel: TCG, Why: "a arm64 guest on a amd64 host can only be emulated"}},
+			Choice{Accel: TCG, Why: "arm64 guests on amd64 hosts can only be emulated"}},
 		{"forced tcg", TCG, KVMFacts{GuestArch: vm.AMD64, HostArch: vm.AMD64, Modules: []string{"kvm_intel"}},
 			Choice{Accel: TCG, Why: "forced by configuration"}},
 		{"forced kvm", KVM, KVMFacts{GuestArch: vm.AMD64, HostArch: vm.AMD64, Modules: []string{"kvm_pvm"}},

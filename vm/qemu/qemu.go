@@ -411,7 +411,7 @@ func (b *Backend) Describe(ctx context.Context, arch vm.Arch) (vm.HostReport, er
 		}
 	}
 	if r.Link == vm.LinkSerial {
-		r.Notes = append(r.Notes, "no usable /dev/vhost-vsock: the guest link is a virtio-serial port (one connection at a time)")
+		r.Notes = append(r.Notes, "no usable /dev/vhost-vsock: the guest link is a virtio-serial port, its connections multiplexed over one stream")
 	}
 	return r, nil
 }
