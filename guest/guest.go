@@ -80,6 +80,10 @@ const (
 	// DebugArg on the kernel command line turns on debug logging, with
 	// the time since the agent started on each line.
 	DebugArg = "airlock.debug"
+	// VirtiofsArg on the kernel command line, as VirtiofsArg=TAG:DIR
+	// (repeatable), makes PID 1 mount the virtio-fs share TAG on the
+	// absolute directory DIR (nosuid, nodev) before it serves the link.
+	VirtiofsArg = "airlock.virtiofs"
 )
 
 // SSH request and subsystem names that are Airlock's own.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 )
 
 // Arch is a guest CPU architecture, spelled as GOARCH spells it.
@@ -72,6 +73,47 @@ type Disk struct {
 	Format string `json:"format,omitempty" toml:"format"`
 }
 
+// Share is a host directory shared into the guest over virtio-fs (QEMU: a
+// virtiofsd per share and a vhost-user-fs device; vz: a virtio-fs device).
+// The guest mounts it by Tag (mount -t virtiofs TAG DIR); where it is
+// mounted is the guest's business, not the backend's.
+//
+// A machine with a share cannot be snapshotted: Virtualization.framework
+// refuses to save state with a virtio-fs device attached, and QEMU cannot
+// migrate vhost-user-fs. Snapshot capabilities (vm.Snapshotter) of such a
+// machine return an error wrapping ErrNotSupported.
+//
+// The guest can write everything under HostPath (unless ReadOnly): share
+// a staging copy made for the purpose, never a directory that matters.
+type Share struct {
+	// Tag names the share in the guest: 1 to MaxShareTag bytes, letters,
+	// digits, '-', '_' and '.' only.
+	Tag string `json:"tag" toml:"tag"`
+	// HostPath is the absolute path of the shared directory on the host.
+	HostPath string `json:"host_path" toml:"host_path"`
+	// ReadOnly makes the share read-only for the guest.
+	ReadOnly bool `json:"read_only,omitempty" toml:"read_only"`
+}
+
+// MaxShareTag is the longest share tag: virtio-fs carries it in a 36-byte
+// field, and Linux wants it NUL-terminated there.
+const MaxShareTag = 35
+
+// validTag reports whether tag is a usable share tag.
+func validTag(tag string) bool {
+	if tag == "" || len(tag) > MaxShareTag {
+		return false
+	}
+	for _, c := range tag {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Spec is everything a backend needs to start one machine. It is plain data:
 // it builds everywhere and round-trips through JSON and TOML.
 type Spec struct {
@@ -93,6 +135,9 @@ type Spec struct {
 	MemoryMiB int `json:"memory_mib,omitempty" toml:"memory_mib"`
 	// Disks are attached in order as virtio-blk devices (vda, vdb, …).
 	Disks []Disk `json:"disks,omitempty" toml:"disks"`
+	// Shares are host directories shared into the guest over virtio-fs. A
+	// machine with shares cannot be snapshotted (see Share).
+	Shares []Share `json:"shares,omitempty" toml:"shares"`
 	// Link is the guest link.
 	Link Link `json:"link" toml:"link"`
 	// ConsoleLog receives everything the guest writes to its console.
@@ -169,6 +214,18 @@ func (s Spec) Validate() error {
 		case "", "raw", "qcow2":
 		default:
 			errs = append(errs, fmt.Errorf("spec: disk %d: unknown format %q", i, d.Format))
+		}
+	}
+	tags := map[string]bool{}
+	for i, sh := range s.Shares {
+		if !validTag(sh.Tag) {
+			errs = append(errs, fmt.Errorf("spec: share %d: tag %q: want 1 to %d letters, digits, '-', '_' or '.'", i, sh.Tag, MaxShareTag))
+		} else if tags[sh.Tag] {
+			errs = append(errs, fmt.Errorf("spec: share %d: tag %q is used twice", i, sh.Tag))
+		}
+		tags[sh.Tag] = true
+		if !filepath.IsAbs(sh.HostPath) {
+			errs = append(errs, fmt.Errorf("spec: share %d (%s): host path %q is not absolute", i, sh.Tag, sh.HostPath))
 		}
 	}
 	return errors.Join(errs...)
@@ -267,7 +324,9 @@ type HostReport struct {
 }
 
 // Snapshotter is an optional Machine capability: save the running machine's
-// state to a file that a later Start can restore.
+// state to a file that a later Start can restore. A machine started with
+// Spec.Shares cannot be saved: Save returns an error wrapping
+// ErrNotSupported.
 type Snapshotter interface {
 	Save(ctx context.Context, path string) error
 }

@@ -20,8 +20,9 @@ import (
 // machine is powered off (by guest.RequestPowerOff, the power button, or
 // SIGTERM, SIGINT or SIGPWR sent to PID 1). It mounts the system file
 // systems, installs the busybox applets if needed, loads the kernel
-// modules of guest.ModulesOrder, brings lo up, reaps zombies, and serves the link
-// on vsock and on the virtio-serial port, whichever exist.
+// modules of guest.ModulesOrder, mounts the virtio-fs shares the kernel
+// command line names (guest.VirtiofsArg), brings lo up, reaps zombies, and
+// serves the link on vsock and on the virtio-serial port, whichever exist.
 //
 // On success it does not return: the machine powers off. It returns an
 // error only when power-off itself failed; PID 1 must then not exit (the
@@ -75,6 +76,7 @@ func Init(ctx context.Context) error {
 	now, later := splitModules(mods, deferredModules)
 	n := loadModules(now, presentVirtioDevices, log)
 	log.Info("modules loaded", "count", n)
+	mountShares(string(cmdline), log)
 	if err := loopbackUp(); err != nil {
 		log.Warn("loopback", "err", err)
 	}

@@ -396,3 +396,26 @@ func watchPowerButton(ctx context.Context, log *slog.Logger, press func()) {
 		})
 	}
 }
+
+// mountShares mounts the virtio-fs shares the kernel command line names
+// (guest.VirtiofsArg). The fuse and virtiofs modules are loaded by then:
+// loadModules loads them when a virtio-fs device (ID 26) is present. A
+// share that fails to mount is logged; the host checks its mount before
+// using it.
+func mountShares(cmdline string, log *slog.Logger) {
+	mounts, bad := shareMounts(cmdline)
+	for _, b := range bad {
+		log.Warn("virtiofs: ignored malformed kernel argument", "arg", b)
+	}
+	for _, m := range mounts {
+		if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+			log.Warn("virtiofs mount", "tag", m.Tag, "dir", m.Dir, "err", err)
+			continue
+		}
+		if err := unix.Mount(m.Tag, m.Dir, "virtiofs", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			log.Warn("virtiofs mount", "tag", m.Tag, "dir", m.Dir, "err", err)
+			continue
+		}
+		log.Info("virtiofs mounted", "tag", m.Tag, "dir", m.Dir)
+	}
+}

@@ -44,6 +44,12 @@ const (
 	consoleName    = "console.log"
 )
 
+// ShareSocket is the path of the vhost-user socket between QEMU and the
+// virtiofsd of share i of spec: fs<i>.sock in the state dir.
+func ShareSocket(spec vm.Spec, i int) string {
+	return filepath.Join(spec.StateDir, fmt.Sprintf("fs%d.sock", i))
+}
+
 // Host is what Args needs to know about the host. It is plain data; the
 // backend fills it in from probes (see Backend.Start), tests write it out.
 type Host struct {
@@ -179,6 +185,14 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 			errs = append(errs, err)
 		}
 	}
+	if err := checkShares(spec); err != nil {
+		errs = append(errs, err)
+	}
+	for i, sh := range spec.Shares {
+		if err := checkSocketPath("virtiofs share "+sh.Tag, ShareSocket(spec, i), host.OS); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -193,21 +207,27 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	a := []string{prog}
 	add := func(s ...string) { a = append(a, s...) }
 
+	// vhost-user devices (virtiofsd) map guest memory, so with shares the
+	// guest RAM is a shared memfd instead of anonymous memory.
+	memBackend := ""
+	if len(spec.Shares) > 0 {
+		memBackend = ",memory-backend=mem"
+	}
 	var console string
 	switch spec.Arch {
 	case vm.AMD64:
 		// q35 with PVH boot of the uncompressed vmlinux. microvm would be
 		// faster but hangs now and then under TCG without tsc_early_khz=.
-		add("-machine", "q35")
+		add("-machine", "q35"+memBackend)
 		if host.QBoot != "" {
 			add("-bios", host.QBoot)
 		}
 		console = "console=ttyS0"
 	case vm.ARM64:
 		if host.Accel == KVM {
-			add("-machine", "virt,gic-version=host")
+			add("-machine", "virt,gic-version=host"+memBackend)
 		} else {
-			add("-machine", "virt,gic-version=3")
+			add("-machine", "virt,gic-version=3"+memBackend)
 		}
 		console = "console=ttyAMA0"
 	}
@@ -219,6 +239,9 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	}
 	add("-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
 	add("-nodefaults", "-no-user-config", "-nographic", "-no-reboot")
+	if memBackend != "" {
+		add("-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", mem))
+	}
 	if spec.Name != "" {
 		add("-name", "guest=airlock-"+escape(spec.Name))
 	}
@@ -249,6 +272,11 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 			drive += ",readonly=on"
 		}
 		add("-drive", drive, "-device", fmt.Sprintf("virtio-blk-pci,drive=disk%d", i))
+	}
+
+	for i, sh := range spec.Shares {
+		add("-chardev", fmt.Sprintf("socket,id=fs%d,path=%s", i, escape(ShareSocket(spec, i))),
+			"-device", fmt.Sprintf("vhost-user-fs-pci,chardev=fs%d,tag=%s", i, escape(sh.Tag)))
 	}
 
 	switch link {

@@ -105,6 +105,41 @@ func TestArgs(t *testing.T) {
 					"-nic", "none", "-device", "virtio-rng-pci",
 					"-device", "vhost-vsock-pci,guest-cid=3"}),
 		},
+		{
+			name: "amd64 tcg serial one virtiofs share",
+			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", MemoryMiB: 768,
+				Shares: []vm.Share{{Tag: "workspace", HostPath: "/sb/staging"}}},
+			host: tcg,
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
+				common("1", "768"),
+				[]string{"-object", "memory-backend-memfd,id=mem,size=768M,share=on",
+					"-kernel", "/k", "-append", "console=ttyS0",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci",
+					"-chardev", "socket,id=fs0,path=/s/fs0.sock", "-device", "vhost-user-fs-pci,chardev=fs0,tag=workspace"},
+				serial),
+		},
+		{
+			name: "arm64 kvm vsock two shares after the disks",
+			spec: vm.Spec{Arch: vm.ARM64, Kernel: "/Image", StateDir: "/s,t", Link: vm.Link{Port: 1},
+				Disks:  []vm.Disk{{Path: "/d/root.img"}},
+				Shares: []vm.Share{{Tag: "a", HostPath: "/x"}, {Tag: "b.2", HostPath: "/y"}}},
+			host: Host{Accel: KVM, Arch: vm.ARM64, OS: "linux", Vsock: true, CID: 3},
+			want: cat(
+				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=host,memory-backend=mem", "-accel", "kvm", "-cpu", "host"},
+				common("1", "512"),
+				[]string{"-object", "memory-backend-memfd,id=mem,size=512M,share=on",
+					"-kernel", "/Image", "-append", "console=ttyAMA0",
+					"-chardev", "file,id=console,path=/s,,t/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci",
+					"-drive", "if=none,id=disk0,format=raw,file=/d/root.img", "-device", "virtio-blk-pci,drive=disk0",
+					"-chardev", "socket,id=fs0,path=/s,,t/fs0.sock", "-device", "vhost-user-fs-pci,chardev=fs0,tag=a",
+					"-chardev", "socket,id=fs1,path=/s,,t/fs1.sock", "-device", "vhost-user-fs-pci,chardev=fs1,tag=b.2",
+					"-device", "vhost-vsock-pci,guest-cid=3"}),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +175,15 @@ func TestArgsErrors(t *testing.T) {
 			host: func(h Host) Host { h.Accel = KVM; return h }, contains: []string{"kvm cannot run a arm64 guest"}},
 		{name: "unknown arch", spec: func(s vm.Spec) vm.Spec { s.Arch = "riscv64"; return s },
 			contains: []string{"riscv64"}, is: vm.ErrNotSupported},
+		{name: "share socket too long", spec: func(s vm.Spec) vm.Spec {
+			s.StateDir = long[:100]
+			s.Shares = []vm.Share{{Tag: "workspace", HostPath: "/x"}}
+			return s
+		}, contains: []string{"virtiofs share workspace socket path", "107-byte"}},
+		{name: "read-only share", spec: func(s vm.Spec) vm.Spec {
+			s.Shares = []vm.Share{{Tag: "ro", HostPath: "/x", ReadOnly: true}}
+			return s
+		}, contains: []string{"share 0 (ro): read-only shares"}, is: vm.ErrNotSupported},
 		{name: "no accel", host: func(h Host) Host { h.Accel = ""; return h }, contains: []string{"want kvm or tcg"}},
 		{name: "vsock no port no cid",
 			spec:     func(s vm.Spec) vm.Spec { s.Link.Kind = vm.LinkVsock; return s },

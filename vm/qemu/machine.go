@@ -36,7 +36,8 @@ type machine struct {
 	console  string
 	log      *slog.Logger
 	cmd      *exec.Cmd
-	out      *tailBuffer // QEMU's stdout and stderr, last bytes
+	out      *tailBuffer  // QEMU's stdout and stderr, last bytes
+	fsds     []*virtiofsd // one per Spec.Shares, killed once QEMU is gone
 
 	ready chan struct{} // closed once QMP answered
 	done  chan struct{} // closed once QEMU is gone and err is set
@@ -101,6 +102,26 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		sockets = append(sockets, m.linkPath)
 	}
 
+	// One virtiofsd per share, each on a socket bound here, before QEMU
+	// connects to it.
+	if len(spec.Shares) > 0 {
+		fsProg, err := b.virtiofsdProgram()
+		if err != nil {
+			removeAll(sockets)
+			return nil, err
+		}
+		for i := range spec.Shares {
+			d, err := startVirtiofsd(fsProg, spec, i)
+			if err != nil {
+				m.killHelpers()
+				removeAll(sockets)
+				return nil, err
+			}
+			m.fsds = append(m.fsds, d)
+			sockets = append(sockets, ShareSocket(spec, i))
+		}
+	}
+
 	cmd := exec.Command(prog, args[1:]...)
 	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD
 	cmd.Stdout, cmd.Stderr = m.out, m.out
@@ -109,9 +130,8 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 	m.cmd = cmd
 	m.log.Debug("exec qemu", "args", strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
-		for _, s := range sockets {
-			os.Remove(s)
-		}
+		m.killHelpers()
+		removeAll(sockets)
 		return nil, fmt.Errorf("run %s: %w", prog, err)
 	}
 	// QEMU holds the listeners now; close ours so that its exit closes them.
@@ -129,6 +149,19 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 			return m, nil
 		}
 		return nil, m.err
+	}
+}
+
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
+}
+
+// killHelpers kills every virtiofsd of the machine and waits for them.
+func (m *machine) killHelpers() {
+	for _, d := range m.fsds {
+		d.kill()
 	}
 }
 
@@ -173,6 +206,22 @@ func (m *machine) supervise(ctx context.Context, sockets []string) {
 		}
 		return nil
 	})
+	for _, d := range m.fsds {
+		// A share whose daemon is gone hangs the guest's file operations:
+		// end the machine instead, saying why.
+		g.Go(func() error {
+			select {
+			case <-d.done:
+				// After the guest powered off, QEMU closing the
+				// socket is what ended virtiofsd.
+				if m.State() < vm.StateStopping {
+					m.kill(d.why())
+				}
+			case <-exited:
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		q, err := dialQMP(qctx, m.qmpPath, m.log)
 		if err != nil {
@@ -206,6 +255,7 @@ func (m *machine) supervise(ctx context.Context, sockets []string) {
 	m.mu.Unlock()
 	close(exited)
 	cancel()
+	m.killHelpers()
 	// QEMU is gone, so QMP reads end at EOF once the last events (SHUTDOWN
 	// and its reason) are read. The deadline covers a helper process that
 	// inherited the socket and keeps it open.

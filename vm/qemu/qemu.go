@@ -52,6 +52,9 @@ type Config struct {
 	// Notice receives the one line said when a machine runs under TCG;
 	// nil means Logger at warning level.
 	Notice func(string)
+	// Virtiofsd is the virtiofsd program serving Spec.Shares; empty means
+	// DefaultVirtiofsd.
+	Virtiofsd string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -162,6 +165,16 @@ func (b *Backend) validate(spec, raw vm.Spec) error {
 		}
 		if err := checkSocketPath("qmp", QMPSocket(spec), runtime.GOOS); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if err := b.validateShares(spec); err != nil {
+		errs = append(errs, err)
+	}
+	for i, sh := range spec.Shares {
+		if spec.StateDir != "" {
+			if err := checkSocketPath("virtiofs share "+sh.Tag, ShareSocket(spec, i), runtime.GOOS); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	host := Host{Vsock: hostVsock(b.root), OS: runtime.GOOS}

@@ -1,0 +1,34 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestShareMounts(t *testing.T) {
+	tests := []struct {
+		cmdline string
+		want    []shareMount
+		bad     []string
+	}{
+		{cmdline: "console=ttyS0 panic=-1", want: nil},
+		{cmdline: "quiet airlock.virtiofs=workspace:/workspace airlock.debug",
+			want: []shareMount{{Tag: "workspace", Dir: "/workspace"}}},
+		{cmdline: "airlock.virtiofs=a:/mnt/a airlock.virtiofs=b.2:/srv/b",
+			want: []shareMount{{Tag: "a", Dir: "/mnt/a"}, {Tag: "b.2", Dir: "/srv/b"}}},
+		{cmdline: "airlock.virtiofs=:/x airlock.virtiofs=t airlock.virtiofs=t:rel airlock.virtiofs=t:/a/../b airlock.virtiofs=t:/ " +
+			"airlock.virtiofs=0123456789012345678901234567890123456:/x airlock.virtiofsx=t:/y",
+			bad: []string{"airlock.virtiofs=:/x", "airlock.virtiofs=t", "airlock.virtiofs=t:rel", "airlock.virtiofs=t:/a/../b", "airlock.virtiofs=t:/",
+				"airlock.virtiofs=0123456789012345678901234567890123456:/x"}},
+	}
+	for _, tt := range tests {
+		got, bad := shareMounts(tt.cmdline)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("shareMounts(%q) mounts (-want +got):\n%s", tt.cmdline, diff)
+		}
+		if diff := cmp.Diff(tt.bad, bad); diff != "" {
+			t.Errorf("shareMounts(%q) bad (-want +got):\n%s", tt.cmdline, diff)
+		}
+	}
+}
