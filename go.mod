@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/creack/pty v1.1.24
@@ -20,9 +21,11 @@ require (
 )
 
 require (
+	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
 	github.com/mdlayher/socket v0.8.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/mod v0.22.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 )

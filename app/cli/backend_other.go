@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !(darwin && cgo)
 
 package cli
 
@@ -9,9 +9,12 @@ import (
 	"github.com/airlock-dev/airlock/vm"
 )
 
-// newBackend is the hypervisor backend of this OS. The macOS backend
-// (Virtualization.framework) comes with its own package; until then only
-// Linux runs VMs.
+// newBackend is the hypervisor backend of this OS: none. Linux runs VMs
+// with QEMU, macOS with Virtualization.framework, which needs a build with
+// cgo (vm/vz is Objective-C underneath).
 func newBackend(e *env, h string) (vm.Backend, error) {
-	return nil, fmt.Errorf("running VMs on %s: %w (Airlock runs VMs on Linux with QEMU today)", runtime.GOOS, vm.ErrNotSupported)
+	if runtime.GOOS == "darwin" {
+		return nil, fmt.Errorf("running VMs: %w: this airlock was built without cgo, and the macOS backend (Virtualization.framework) needs it; build with CGO_ENABLED=1 on a Mac", vm.ErrNotSupported)
+	}
+	return nil, fmt.Errorf("running VMs on %s: %w (Airlock runs VMs on Linux with QEMU and on macOS with Virtualization.framework)", runtime.GOOS, vm.ErrNotSupported)
 }

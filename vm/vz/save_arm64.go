@@ -1,0 +1,92 @@
+//go:build darwin && cgo && arm64
+
+package vz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/Code-Hex/vz/v3"
+
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/vz/vzconfig"
+)
+
+var _ vm.Snapshotter = (*machine)(nil)
+
+// saveNote says whether machines on a Mac running v can be saved.
+func saveNote(v vzconfig.OSVersion) string {
+	if !v.AtLeast(vzconfig.SaveMacOS) {
+		return fmt.Sprintf("saving machine state needs macOS %s or later; this Mac runs %s", vzconfig.SaveMacOS, v)
+	}
+	return "machines without virtio-fs shares can save their state"
+}
+
+// Save writes the machine's state to path, which must not exist. A running
+// machine is paused for the save and resumed after it. The file is
+// encrypted with a key bound to this Mac, and open guest-link connections
+// do not survive a restore of it.
+func (m *machine) Save(ctx context.Context, path string) error {
+	if len(m.spec.Shares) > 0 {
+		return fmt.Errorf("save vz %s: %w: the machine has a virtio-fs share (%q), and Virtualization.framework cannot save a machine with a virtio-fs device; "+
+			"start it with a sync mode other than virtiofs to be able to snapshot it", m.name, vm.ErrNotSupported, m.spec.Shares[0].Tag)
+	}
+	// Below macOS 14, ValidateSaveRestoreSupport raises an Objective-C
+	// exception that ends the process: our own check comes first.
+	v, err := m.backend.osVersion()
+	if err != nil {
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+	if !v.AtLeast(vzconfig.SaveMacOS) {
+		return fmt.Errorf("save vz %s: %w: saving machine state needs macOS %s or later, this Mac runs %s", m.name, vm.ErrNotSupported, vzconfig.SaveMacOS, v)
+	}
+	if ok, err := m.built.cfg.ValidateSaveRestoreSupport(); !ok || err != nil {
+		if err == nil {
+			err = errors.New("a device of this machine cannot be saved")
+		}
+		return fmt.Errorf("save vz %s: %w: %w", m.name, vm.ErrNotSupported, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("save vz %s: %s already exists", m.name, path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+
+	wasRunning := false
+	switch s := m.vm.State(); s {
+	case vz.VirtualMachineStateRunning:
+		if err := m.vm.Pause(); err != nil {
+			return fmt.Errorf("save vz %s: pause: %w", m.name, err)
+		}
+		wasRunning = true
+	case vz.VirtualMachineStatePaused:
+	default:
+		return fmt.Errorf("save vz %s: not possible while %s: %w", m.name, s, vm.ErrNotRunning)
+	}
+	// vz writes only to a path that does not exist: save next to path and
+	// rename, so a failed save leaves nothing at path.
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".saving")
+	os.Remove(tmp)
+	err = m.vm.SaveMachineStateToPath(tmp)
+	if wasRunning {
+		if rerr := m.vm.Resume(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("resume after saving: %w", rerr))
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+	return nil
+}

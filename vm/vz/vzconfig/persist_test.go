@@ -1,0 +1,68 @@
+package vzconfig
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestLoadOrCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "id")
+	calls := 0
+	create := func() ([]byte, error) { calls++; return []byte{1, 2, 3}, nil }
+	for i := range 2 {
+		got, err := LoadOrCreate(path, create)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, []byte{1, 2, 3}) {
+			t.Errorf("run %d: got %v", i, got)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("create called %d times, want once", calls)
+	}
+
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o644)
+	if _, err := LoadOrCreate(empty, create); err == nil {
+		t.Error("an empty file was accepted")
+	}
+	if _, err := LoadOrCreate(filepath.Join(t.TempDir(), "x"), func() ([]byte, error) { return nil, nil }); err == nil {
+		t.Error("creating empty data was accepted")
+	}
+	boom := errors.New("boom")
+	p := filepath.Join(t.TempDir(), "y")
+	if _, err := LoadOrCreate(p, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Errorf("got %v, want boom", err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed create left %s behind", p)
+	}
+}
+
+func TestLoadOrCreateMAC(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mac")
+	rnd := bytes.NewReader([]byte{0xff, 0x11, 0x22, 0x33, 0x44, 0x55})
+	mac, err := LoadOrCreateMAC(path, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mac.String(), "fe:11:22:33:44:55"; got != want {
+		t.Errorf("mac %s, want %s (unicast, locally administered)", got, want)
+	}
+	again, err := LoadOrCreateMAC(path, bytes.NewReader(nil))
+	if err != nil || again.String() != mac.String() {
+		t.Errorf("reload: %v, %v; want %s", again, err, mac)
+	}
+
+	for name, content := range map[string]string{"garbage": "nope\n", "multicast": "01:00:5e:00:00:01\n", "eui64": "02:00:00:00:00:00:00:01\n"} {
+		p := filepath.Join(t.TempDir(), name)
+		os.WriteFile(p, []byte(content), 0o644)
+		if _, err := LoadOrCreateMAC(p, nil); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+}
