@@ -1,9 +1,10 @@
 // Package manifest describes a project tree as data: one Entry per file,
 // directory and symbolic link (path, type, mode, size, SHA-256, link
 // target), the walk that builds a Manifest from a real directory honouring
-// .gitignore files, airlock.toml excludes and Airlock's secret deny-list,
-// and the Diff of two manifests (added, modified, deleted, mode-changed,
-// type-changed, renamed by content).
+// .gitignore files, airlock.toml excludes and Airlock's secret deny-list
+// (with an optional HashCache so that a later walk reads only the files
+// whose stat data changed), and the Diff of two manifests (added,
+// modified, deleted, mode-changed, type-changed, renamed by content).
 //
 // It knows nothing of VMs, the guest, review or the GUI: it must not import
 // vm, guest, review or fyne.

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // WalkOptions configures Walk. The zero value walks everything git would
@@ -35,6 +36,11 @@ type WalkOptions struct {
 	Progress func(Progress)
 	// Logger receives debug messages; nil discards them.
 	Logger *slog.Logger
+	// Cache, when set, is consulted for the hashes of files whose stat
+	// data has not changed since an earlier Walk of the same tree with the
+	// same cache, and is updated with this walk's files. Nil hashes every
+	// file.
+	Cache *HashCache
 }
 
 // Phase tells what a Progress event counts.
@@ -118,6 +124,11 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 		log:    opts.Logger,
 		report: &Report{},
 	}
+	var start time.Time
+	if opts.Cache != nil {
+		start = opts.Cache.clock()
+		w.stats = make(map[string]fileStat)
+	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -138,6 +149,9 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 	}
 	if err := w.hashAll(); err != nil {
 		return nil, nil, err
+	}
+	if opts.Cache != nil {
+		opts.Cache.replace(w.cached, start)
 	}
 	slices.SortFunc(w.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 	slices.SortFunc(w.report.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
@@ -166,6 +180,10 @@ type walker struct {
 	entries []Entry
 	report  *Report
 	prog    Progress
+	// stats holds the stat data of each file, and cached what the
+	// HashCache is to remember, when WalkOptions.Cache is set.
+	stats  map[string]fileStat
+	cached map[string]cachedFile
 }
 
 func (w *walker) progress(phase Phase) {
@@ -275,6 +293,11 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 			w.entries = append(w.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
 		default:
 			w.entries = append(w.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
+			if w.stats != nil {
+				if st, ok := statOf(info); ok {
+					w.stats[rel] = st
+				}
+			}
 		}
 	}
 	w.progress(PhaseWalk)
@@ -300,14 +323,32 @@ func (w *walker) walkSubdir(rel string, mode fs.FileMode, ignores []ignorePatter
 // goroutines. The size recorded is the number of bytes hashed.
 func (w *walker) hashAll() error {
 	var idx []int
+	var hits []int
+	if w.stats != nil {
+		w.cached = make(map[string]cachedFile, len(w.stats))
+	}
 	for i, e := range w.entries {
-		if e.Type == File {
-			idx = append(idx, i)
-			w.prog.FilesTotal++
-			w.prog.BytesTotal += e.Size
+		if e.Type != File {
+			continue
 		}
+		w.prog.FilesTotal++
+		w.prog.BytesTotal += e.Size
+		if st, ok := w.stats[e.Path]; ok {
+			if sum, ok := w.opts.Cache.lookup(e.Path, st); ok {
+				w.entries[i].SHA256 = sum
+				w.cached[e.Path] = cachedFile{st, sum}
+				hits = append(hits, i)
+				continue
+			}
+		}
+		idx = append(idx, i)
 	}
 	w.progress(PhaseHash)
+	for _, i := range hits {
+		w.prog.FilesHashed++
+		w.prog.BytesHashed += w.entries[i].Size
+		w.progress(PhaseHash)
+	}
 	workers := w.opts.Workers
 	if workers <= 0 {
 		workers = min(4, runtime.GOMAXPROCS(0))
@@ -361,6 +402,9 @@ func (w *walker) hashAll() error {
 		}
 		w.entries[r.i].SHA256 = r.sum
 		w.entries[r.i].Size = r.size
+		if st, ok := w.stats[w.entries[r.i].Path]; ok && st.size == r.size {
+			w.cached[w.entries[r.i].Path] = cachedFile{st, r.sum}
+		}
 		w.prog.FilesHashed++
 		w.prog.BytesHashed += r.size
 		w.progress(PhaseHash)

@@ -1,0 +1,82 @@
+package manifest
+
+import (
+	"sync"
+	"time"
+)
+
+// racyWindow is how recent a file's modification or change time may be
+// for its hash to be remembered: a file written within the file system's
+// timestamp granularity of the walk could change again without its stat
+// data changing (git's "racily clean" entries). Two seconds covers the
+// coarsest common granularity (FAT).
+const racyWindow = 2 * time.Second
+
+// HashCache remembers the SHA-256 of the files of one tree by their stat
+// data (size, modification and change times, inode, device), so that a
+// later Walk of the same tree with the same cache reads only the files
+// whose stat data changed, as git's index does. A file changed within
+// two seconds of the walk that recorded it is not remembered: it is
+// hashed again next time. Files Walk did not see are forgotten.
+//
+// On systems without that stat data (anything but Linux and macOS) the
+// cache is never used. The zero value is an empty cache; a HashCache must
+// not be copied after first use, and is used by one Walk at a time.
+type HashCache struct {
+	mu    sync.Mutex
+	files map[string]cachedFile
+	// now is the clock, for tests.
+	now func() time.Time
+}
+
+// fileStat is what identifies a file's content without reading it.
+type fileStat struct {
+	size         int64
+	mtime, ctime int64 // nanoseconds since the epoch
+	ino, dev     uint64
+}
+
+type cachedFile struct {
+	stat fileStat
+	sum  string
+}
+
+// Len returns how many files the cache remembers.
+func (c *HashCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.files)
+}
+
+func (c *HashCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// lookup returns the remembered hash of the file at path if its stat
+// data is unchanged.
+func (c *HashCache) lookup(path string, st fileStat) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.files[path]
+	if !ok || f.stat != st {
+		return "", false
+	}
+	return f.sum, true
+}
+
+// replace makes files, recorded by a walk that started at start, the
+// cache's content, leaving out the racily clean ones.
+func (c *HashCache) replace(files map[string]cachedFile, start time.Time) {
+	limit := start.Add(-racyWindow).UnixNano()
+	for p, f := range files {
+		if f.stat.mtime >= limit || f.stat.ctime >= limit {
+			delete(files, p)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files = files
+}
