@@ -24,12 +24,14 @@ type runFlags struct {
 	interactive bool
 	env         []string
 	timeout     time.Duration
+	sync        string
 }
 
 // runResult is what `airlock run --json` prints.
 type runResult struct {
 	Sandbox  string               `json:"sandbox"`
 	Status   sandbox.Status       `json:"status"`
+	SyncMode sandbox.SyncMode     `json:"sync_mode"`
 	ExitCode int                  `json:"exit_code"`
 	Changes  *sandbox.ChangeStats `json:"changes,omitempty"`
 	Excluded []manifest.Exclusion `json:"excluded"`
@@ -50,6 +52,14 @@ never copied, and are listed), boots a fresh VM, copies the snapshot into
 collects what it changed. The VM is then shut down; the changes wait in a
 sandbox for review: airlock diff, airlock apply, airlock rm.
 
+--sync virtiofs is for very large trees: instead of copying the snapshot
+onto the VM's disk, Airlock clones it into a staging directory of the
+sandbox (never the project itself) and shares that into the VM at
+/workspace over virtio-fs; the changes are collected from the staging
+clone once the VM is gone, with the same checks, then reviewed and applied
+the same way. Such a VM cannot be snapshotted. Needs virtiofsd (Debian:
+qemu-system-common) and root.
+
 The agent may explain itself in .airlock/summary.md in the workspace: it is
 kept with the sandbox and shown, and .airlock/ is never part of the changes.
 
@@ -62,6 +72,7 @@ either way), or 125 when Airlock itself failed; a failed sandbox is kept for
 inspection (airlock logs ID).`,
 		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
   airlock run --project ~/src/app --script examples/demo-agent.sh
+  airlock run --project ~/src/monorepo --sync virtiofs -- make test
   airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && f.script == "" {
@@ -79,6 +90,7 @@ inspection (airlock logs ID).`,
 	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
+	fl.StringVar(&f.sync, "sync", string(sandbox.SyncCopy), "how the project reaches the VM: copy (onto its disk) or virtiofs (a shared staging clone, for huge trees)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long and collect what it changed (exit code 124; default: no limit)")
 	return cmd
 }
@@ -87,6 +99,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	envMap, err := parseEnv(f.env)
 	if err != nil {
 		return err
+	}
+	mode, err := sandbox.ParseSyncMode(f.sync)
+	if err != nil {
+		return fmt.Errorf("--sync: %w", err)
 	}
 	var script []byte
 	if f.script != "" {
@@ -118,13 +134,13 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	defer p.Done("")
 	var excluded []manifest.Exclusion
 	opts := sandbox.RunOptions{
-		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout,
+		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
 		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout: e.stdout, Stderr: e.stderr,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:
-				e.note("sandbox %s", ev.Sandbox)
+				e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
 			case sandbox.StepSnapshot:
 				p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
 			case sandbox.StepExcluded:
@@ -164,7 +180,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 		return err
 	}
 	if e.json {
-		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
+		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
 			Excluded: excluded, Summary: res.Summary, Timings: res.Meta.Timings}
 		if out.Excluded == nil {
 			out.Excluded = []manifest.Exclusion{}
@@ -296,7 +312,7 @@ func printRunSummary(e *env, res *sandbox.RunResult) {
 		fmt.Fprintln(w)
 	}
 	exit := fmt.Sprintf("the command exited %d", res.ExitCode)
-	fmt.Fprintf(w, "Sandbox %s is %s (%s, %.1fs).\n", id, m.Status, exit, float64(m.Timings.TotalMS)/1000)
+	fmt.Fprintf(w, "Sandbox %s is %s (%s, sync %s, %.1fs).\n", id, m.Status, exit, syncMode(m.SyncMode), float64(m.Timings.TotalMS)/1000)
 	if c := m.Changes; c != nil && c.Files > 0 {
 		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
 		fmt.Fprintf(w, "Review: airlock diff %s   Apply: airlock apply %s --all   Discard: airlock rm %s\n", id, id, id)

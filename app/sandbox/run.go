@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 // Workspace is where the project is copied in the guest, and where the
@@ -105,9 +106,14 @@ type RunOptions struct {
 	ScriptName string
 	// Image and Arch are recorded in sandbox.json.
 	Image, Arch string
-	// Boot starts the machine; it is called after the snapshot.
-	Boot func(ctx context.Context) (Machine, error)
-	// Transfer moves files; nil means the default.
+	// Sync is how the project reaches the VM; empty means SyncCopy.
+	Sync SyncMode
+	// Boot starts the machine; it is called after the snapshot (and, in
+	// virtiofs mode, after the staging clone). The machine must share
+	// every one of shares into the guest and have it mounted on its Mount
+	// before Boot returns.
+	Boot func(ctx context.Context, shares []Share) (Machine, error)
+	// Transfer moves files in copy mode; nil means the default.
 	Transfer Transfer
 	// Env is added to the command's environment.
 	Env map[string]string
@@ -178,7 +184,10 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if r.o.Transfer == nil {
 		r.o.Transfer = DefaultTransfer()
 	}
-	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: "copy"}
+	if r.o.Sync, err = ParseSyncMode(string(o.Sync)); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync}
 	if o.Script != nil {
 		sum := sha256.Sum256(o.Script)
 		meta.Script, meta.ScriptName = hex.EncodeToString(sum[:]), o.ScriptName
@@ -225,6 +234,7 @@ type runner struct {
 	project  string
 	cfg      config.Project
 	sb       *Sandbox
+	base     *manifest.Manifest // the baseline, once snapshotted
 	res      *RunResult
 	progress func(Progress)
 	log      *slog.Logger
@@ -262,6 +272,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err := objects.SnapshotTree(ctx, r.project, base, r.s.objects); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	r.base = base
 	r.res.Report = report
 	var buf bytes.Buffer
 	if err := base.Encode(&buf); err != nil {
@@ -295,49 +306,64 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress(Progress{Step: StepExcluded, Excluded: report.Excluded,
 		Message: fmt.Sprintf("snapshot: %d files, %d bytes, %d paths excluded", report.Files, report.Bytes, len(report.Excluded))})
 
+	// Copy mode pushes onto the VM's disk once it is up; virtiofs mode
+	// clones into the staging directory first, since the share must exist
+	// when the machine starts.
+	tr := r.o.Transfer
+	var shares []Share
+	var pushMS int64
+	staging := ""
+	if r.o.Sync == SyncVirtiofs {
+		staging = r.sb.Path(StagingDir)
+		tr = stagingTransfer{root: staging}
+		var err error
+		if pushMS, err = r.push(ctx, tr, nil, report, staging); err != nil {
+			return err
+		}
+		shares = []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: Workspace}}
+	}
+
 	// Boot.
 	if err := r.setStatus(StatusBooting, nil); err != nil {
 		return err
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx)
+	m, err := r.o.Boot(ctx, shares)
 	if err != nil {
 		return fmt.Errorf("boot: %w", err)
 	}
-	defer func() {
-		r.progress(Progress{Step: StepStop, Message: "stopping the VM"})
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		defer cancel()
-		if err := m.Shutdown(sctx); err != nil {
-			r.log.Warn("shutdown", "sandbox", r.sb.ID, "err", err)
-		}
-	}()
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			r.progress(Progress{Step: StepStop, Message: "stopping the VM"})
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			defer cancel()
+			if err := m.Shutdown(sctx); err != nil {
+				r.log.Warn("shutdown", "sandbox", r.sb.ID, "err", err)
+			}
+		})
+	}
+	defer stop()
 	bootMS := time.Since(t).Milliseconds()
 	if err := r.sb.Audit(Event{Event: EventBooted, Data: map[string]any{"boot_ms": bootMS}}); err != nil {
 		return err
 	}
 
-	// Push.
-	if err := r.setStatus(StatusPushing, func(tm *Timings) { tm.BootMS = bootMS }); err != nil {
+	if _, err := r.sb.Update(func(mt *Meta) { mt.Timings.BootMS = bootMS }); err != nil {
 		return err
 	}
-	t = time.Now()
-	total := report.Files + report.Symlinks
-	r.progress(Progress{Step: StepPush, Message: "pushing", Total: total})
-	if err := r.o.Transfer.Push(ctx, m, Workspace, base, r.s.objects, func(done, total int) {
-		r.progress(Progress{Step: StepPush, Message: "pushing", Done: done, Total: total})
-	}); err != nil {
-		return fmt.Errorf("push: %w", err)
+
+	// Push.
+	if staging == "" {
+		if pushMS, err = r.push(ctx, tr, m, report, Workspace); err != nil {
+			return err
+		}
 	}
 	if r.o.Script != nil {
 		if err := putScript(ctx, m, r.o.Script); err != nil {
 			return err
 		}
-	}
-	pushMS := time.Since(t).Milliseconds()
-	if err := r.sb.Audit(Event{Event: EventPushed, Data: map[string]any{"files": report.Files, "bytes": report.Bytes, "dest": Workspace, "push_ms": pushMS}}); err != nil {
-		return err
 	}
 
 	// Run.
@@ -348,6 +374,11 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if staging != "" {
+		// The guest must be gone before the host reads what it wrote:
+		// nothing may change the staging clone while it is collected.
+		stop()
+	}
 
 	// Collect.
 	if _, err := r.sb.Update(func(mt *Meta) {
@@ -357,8 +388,14 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepCollect, Message: "collecting"})
-	if err := r.collect(ctx, m, base); err != nil {
+	if err := r.collect(ctx, tr, m, base); err != nil {
 		return fmt.Errorf("collect: %w", err)
+	}
+	if staging != "" {
+		// Everything is in the content store now.
+		if err := os.RemoveAll(staging); err != nil {
+			r.log.Warn("remove staging clone", "sandbox", r.sb.ID, "err", err)
+		}
 	}
 	collectMS := time.Since(t).Milliseconds()
 	cs, err := r.sb.Changeset(ctx)
@@ -372,6 +409,29 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	return r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+}
+
+// push carries the baseline to dest through tr (m is nil for the
+// staging clone, made before boot) and audits it.
+func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manifest.Report, dest string) (ms int64, err error) {
+	if err := r.setStatus(StatusPushing, nil); err != nil {
+		return 0, err
+	}
+	t := time.Now()
+	msg := "pushing"
+	if r.o.Sync == SyncVirtiofs {
+		msg = "cloning into the staging directory"
+	}
+	total := report.Files + report.Symlinks
+	r.progress(Progress{Step: StepPush, Message: msg, Total: total})
+	if err := tr.Push(ctx, m, Workspace, r.base, r.s.objects, func(done, total int) {
+		r.progress(Progress{Step: StepPush, Message: msg, Done: done, Total: total})
+	}); err != nil {
+		return 0, fmt.Errorf("push: %w", err)
+	}
+	ms = time.Since(t).Milliseconds()
+	return ms, r.sb.Audit(Event{Event: EventPushed, Data: map[string]any{
+		"files": report.Files, "bytes": report.Bytes, "dest": dest, "sync_mode": r.o.Sync, "push_ms": ms}})
 }
 
 // runCommand runs the command in /workspace with live output, keeping a
@@ -441,8 +501,8 @@ func (sb *Sandbox) scriptSum(script []byte) string {
 
 // collect fetches the guest's manifest of /workspace, keeps it, and pulls
 // every changed file (and the agent's summary) into the content store.
-func (r *runner) collect(ctx context.Context, m Machine, base *manifest.Manifest) error {
-	gm, err := r.o.Transfer.Manifest(ctx, m, Workspace, r.o.Limits, r.cfg.Exclude)
+func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *manifest.Manifest) error {
+	gm, err := tr.Manifest(ctx, m, Workspace, r.o.Limits, r.cfg.Exclude)
 	if err != nil {
 		return err
 	}
@@ -466,7 +526,7 @@ func (r *runner) collect(ctx context.Context, m Machine, base *manifest.Manifest
 		pull = append(pull, manifest.Change{Kind: manifest.Added, Path: summary.Path, New: &summary})
 	}
 	if len(pull) > 0 {
-		if err := r.o.Transfer.Pull(ctx, m, Workspace, pull, r.s.objects, func(done, total int) {
+		if err := tr.Pull(ctx, m, Workspace, pull, r.s.objects, func(done, total int) {
 			r.progress(Progress{Step: StepCollect, Message: "pulling", Done: done, Total: total})
 		}); err != nil {
 			return err

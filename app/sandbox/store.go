@@ -103,8 +103,8 @@ type Meta struct {
 	Status     Status `json:"status"`
 	// Error says why a failed sandbox failed.
 	Error string `json:"error,omitempty"`
-	// SyncMode is how the project reached the VM ("copy" today).
-	SyncMode string `json:"sync_mode"`
+	// SyncMode is how the project reached the VM: SyncCopy or SyncVirtiofs.
+	SyncMode SyncMode `json:"sync_mode"`
 	// Baseline names the file holding the baseline manifest (in the
 	// sandbox directory); BaselineSHA256 is its hash.
 	Baseline       string `json:"baseline,omitempty"`

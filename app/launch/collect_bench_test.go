@@ -1,0 +1,293 @@
+package launch_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// The collect benchmark's tree: collectDirs directories of collectPerDir
+// small files, each holding a line of its own, and collectChanged of them
+// edited after the baseline is taken.
+const (
+	collectDirs    = 1000
+	collectPerDir  = 100
+	collectChanged = 10
+)
+
+// collectGenScript writes the tree into /workspace with busybox sh alone
+// (no fork per file): far faster under TCG than pushing it.
+var collectGenScript = fmt.Sprintf(`set -e; rm -rf /workspace; mkdir -p /workspace; cd /workspace
+d=0
+while [ $d -lt %d ]; do
+  mkdir d$d; i=0
+  while [ $i -lt %d ]; do echo "file $d/$i" > d$d/f$i.txt; i=$((i+1)); done
+  d=$((d+1))
+done
+`, collectDirs, collectPerDir)
+
+// collectChanges are the files the benchmark edits, relative to the tree.
+func collectChanges() []string {
+	var out []string
+	for k := range collectChanged {
+		out = append(out, fmt.Sprintf("d%d/f%d.txt", k*collectDirs/collectChanged, k*7))
+	}
+	return out
+}
+
+// genCollectTree writes on the host the tree collectGenScript writes in
+// the guest, byte for byte.
+func genCollectTree(b *testing.B, dir string) {
+	b.Helper()
+	for d := range collectDirs {
+		dp := filepath.Join(dir, fmt.Sprintf("d%d", d))
+		if err := os.Mkdir(dp, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for i := range collectPerDir {
+			if err := os.WriteFile(filepath.Join(dp, fmt.Sprintf("f%d.txt", i)), fmt.Appendf(nil, "file %d/%d\n", d, i), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkCollect measures collect, what the pipeline does after the
+// command, on a 100,000-file tree with 10 changed files, against `git
+// status --porcelain` on the same tree:
+//
+//   - guest-collect: the guest's manifest of /workspace in one request
+//     (transfer.RemoteManifest: walk + SHA-256 of every file in the
+//     guest), manifest.Diff against the baseline on the host, and
+//     transfer.Pull of the 10 changed files into a fresh content store.
+//     The tree is written in the guest by a shell loop (pushing 100k files
+//     under TCG would take minutes).
+//   - guest-git-status: git status in the same guest on the same tree,
+//     when the image has git (the minimal image has busybox only, so it is
+//     usually absent).
+//   - guest-find-stat: busybox `find -newer`, which lstats every entry of
+//     the same tree in the guest and reads no content: a floor for any
+//     stat-based collect in the guest, and the closest in-guest proxy for
+//     git status's stat pass.
+//   - host-collect: the same work on the host on an identical tree:
+//     manifest.Walk (walk + SHA-256 of every file), manifest.Diff against
+//     the baseline, the 10 changed files put into a fresh content store.
+//   - host-collect-statcache: host-collect with a manifest.HashCache
+//     filled by the baseline walk, so only files whose stat data changed
+//     are read (what git's index does).
+//   - host-git-status: `git status --porcelain` on that host tree, its
+//     index committed and refreshed (git's stat cache warm).
+//
+// host-collect and host-collect-statcache against host-git-status are the
+// like-for-like comparisons.
+// Run it with scripts/bench-collect, which prints both with the ratios.
+func BenchmarkCollect(b *testing.B) {
+	testenv.SkipIfShort(b)
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git is not installed on the host")
+	}
+	arch := vm.Arch(runtime.GOARCH)
+	testenv.Image(b, arch)
+	home := testenv.Home(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(&testing.T{}, home), MemoryMiB: 2048})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		g.Shutdown(sctx)
+	}()
+	r := remote{g.Client}
+	opts := transfer.Options{AgentPath: g.Client.Welcome().Agent}
+	changed := collectChanges()
+	exec1 := func(script string) string {
+		b.Helper()
+		var stdout, stderr bytes.Buffer
+		if err := r.Exec(ctx, script, nil, &stdout, &stderr); err != nil {
+			b.Fatalf("%s: %v\n%s", script, err, stderr.String())
+		}
+		return stdout.String()
+	}
+
+	// The guest's tree and its baseline.
+	start := time.Now()
+	exec1(collectGenScript)
+	b.Logf("guest: wrote %d files in %s", collectDirs*collectPerDir, time.Since(start).Round(time.Millisecond))
+	guestBase, err := transfer.RemoteManifest(ctx, r, "/workspace", opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	edit := "set -e; cd /workspace; touch /tmp/collect-stamp; sleep 1"
+	for _, p := range changed {
+		edit += "; echo changed >> " + p
+	}
+	exec1(edit)
+	hasGit := strings.TrimSpace(exec1("command -v git || true")) != ""
+
+	// The host's tree, its baseline and its git index.
+	hostDir := filepath.Join(b.TempDir(), "tree")
+	if err := os.Mkdir(hostDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	genCollectTree(b, hostDir)
+	generated := time.Now()
+	git := func(args ...string) string {
+		b.Helper()
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = hostDir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
+			"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "baseline")
+	// The baseline walk fills the stat cache, as the snapshot would. Files
+	// written within two seconds of a walk are not remembered (nor kept
+	// clean in git's index), so wait that long after writing the tree.
+	time.Sleep(time.Until(generated.Add(2100 * time.Millisecond)))
+	cache := &manifest.HashCache{}
+	hostBase, _, err := manifest.Walk(ctx, hostDir, manifest.WalkOptions{Cache: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if d := manifest.Diff(hostBase, guestBase); len(d) != 0 {
+		b.Fatalf("the host's tree differs from the guest's: %d changes, first %+v", len(d), d[0])
+	}
+	if cache.Len() != collectDirs*collectPerDir {
+		b.Fatalf("the stat cache remembers %d files, want %d", cache.Len(), collectDirs*collectPerDir)
+	}
+	for _, p := range changed {
+		f, err := os.OpenFile(filepath.Join(hostDir, p), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.WriteString("changed\n")
+		f.Close()
+	}
+	git("status", "--porcelain") // refreshes the index's stat cache
+	// The walk must not see .git as part of the project: it never does.
+
+	checkChanges := func(b *testing.B, changes []manifest.Change) {
+		b.Helper()
+		if len(changes) != collectChanged {
+			b.Fatalf("%d changes, want %d", len(changes), collectChanged)
+		}
+		for _, c := range changes {
+			if c.Kind != manifest.Modified {
+				b.Fatalf("unexpected change %+v", c)
+			}
+		}
+	}
+	freshStore := func(b *testing.B) *objects.Store {
+		b.Helper()
+		b.StopTimer()
+		defer b.StartTimer()
+		s, err := objects.Open(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+
+	b.Run("guest-collect", func(b *testing.B) {
+		var tManifest, tDiff, tPull time.Duration
+		for b.Loop() {
+			store := freshStore(b)
+			t0 := time.Now()
+			after, err := transfer.RemoteManifest(ctx, r, "/workspace", opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			changes := manifest.Diff(guestBase, after)
+			t2 := time.Now()
+			st, err := transfer.Pull(ctx, r, "/workspace", changes, store, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			checkChanges(b, changes)
+			if st.Files != collectChanged {
+				b.Fatalf("pulled %d files, want %d", st.Files, collectChanged)
+			}
+			tManifest += t1.Sub(t0)
+			tDiff += t2.Sub(t1)
+			tPull += t3.Sub(t2)
+		}
+		n := float64(b.N)
+		b.ReportMetric(float64(tManifest.Milliseconds())/n, "manifest-ms/op")
+		b.ReportMetric(float64(tDiff.Milliseconds())/n, "diff-ms/op")
+		b.ReportMetric(float64(tPull.Milliseconds())/n, "pull-ms/op")
+	})
+	if hasGit {
+		exec1("cd /workspace && git init -q && git add -A && git -c user.name=b -c user.email=b@b commit -q -m base && git status --porcelain >/dev/null")
+		b.Run("guest-git-status", func(b *testing.B) {
+			for b.Loop() {
+				exec1("cd /workspace && git status --porcelain >/dev/null")
+			}
+		})
+	}
+	b.Run("guest-find-stat", func(b *testing.B) {
+		for b.Loop() {
+			out := exec1("find /workspace -type f -newer /tmp/collect-stamp")
+			if n := strings.Count(out, "\n"); n != collectChanged {
+				b.Fatalf("find saw %d changed files, want %d", n, collectChanged)
+			}
+		}
+	})
+	hostCollect := func(b *testing.B, wo manifest.WalkOptions) {
+		for b.Loop() {
+			store := freshStore(b)
+			after, _, err := manifest.Walk(ctx, hostDir, wo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			changes := manifest.Diff(hostBase, after)
+			for _, c := range changes {
+				f, err := os.Open(filepath.Join(hostDir, c.Path))
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = store.PutExpect(f, c.New.SHA256, c.New.Size)
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			checkChanges(b, changes)
+		}
+	}
+	b.Run("host-collect", func(b *testing.B) { hostCollect(b, manifest.WalkOptions{}) })
+	b.Run("host-collect-statcache", func(b *testing.B) { hostCollect(b, manifest.WalkOptions{Cache: cache}) })
+	b.Run("host-git-status", func(b *testing.B) {
+		for b.Loop() {
+			out := git("status", "--porcelain")
+			if n := strings.Count(out, "\n"); n != collectChanged {
+				b.Fatalf("git status lists %d paths, want %d:\n%s", n, collectChanged, out)
+			}
+		}
+	})
+}

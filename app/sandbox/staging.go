@@ -1,0 +1,336 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// SyncMode is how the project reaches the VM and the changes come back.
+type SyncMode string
+
+const (
+	// SyncCopy pushes the baseline onto the VM's own disk and pulls the
+	// changed files back. It is the default, and it keeps machine
+	// snapshots possible.
+	SyncCopy SyncMode = "copy"
+	// SyncVirtiofs clones the baseline into a staging directory on the host
+	// (sandboxes/<id>/staging, never the real project) and shares it
+	// read-write into the VM over virtio-fs, for trees too large to copy;
+	// the changes are collected by walking the staging clone on the host,
+	// as hostile input, once the VM is gone. The machine cannot be
+	// snapshotted.
+	SyncVirtiofs SyncMode = "virtiofs"
+)
+
+// SyncModes lists the modes, the default first.
+var SyncModes = []SyncMode{SyncCopy, SyncVirtiofs}
+
+// ParseSyncMode reads a --sync value; empty means SyncCopy.
+func ParseSyncMode(s string) (SyncMode, error) {
+	if s == "" {
+		return SyncCopy, nil
+	}
+	if m := SyncMode(s); slices.Contains(SyncModes, m) {
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown sync mode %q: want copy or virtiofs", s)
+}
+
+// StagingDir is the staging clone in a sandbox directory (virtiofs mode).
+// It is removed once the changes are collected, and kept for inspection
+// when a run fails.
+const StagingDir = "staging"
+
+// WorkspaceTag is the virtio-fs tag of the staging clone, mounted on
+// Workspace in the guest.
+const WorkspaceTag = "workspace"
+
+// Share is a host directory the booted machine must share into the guest
+// over virtio-fs and mount on Mount.
+type Share struct {
+	vm.Share
+	// Mount is the absolute guest directory the share is mounted on.
+	Mount string
+}
+
+// stagingTransfer is the Transfer of virtiofs mode. Its machine is the
+// staging directory on the host, shared into the guest: Push clones the
+// baseline into it (before the machine boots; m may be nil), Manifest
+// walks it and Pull stores files from it, after the machine is gone. Only
+// dest/dir Workspace is accepted: the staging directory is /workspace.
+type stagingTransfer struct {
+	root string
+}
+
+var _ Transfer = stagingTransfer{}
+
+func (t stagingTransfer) check(dir string) error {
+	if dir != Workspace {
+		return fmt.Errorf("virtiofs staging holds %s only, not %s", Workspace, dir)
+	}
+	return nil
+}
+
+// Push materialises base from the content store into the staging
+// directory, which must not exist yet.
+func (t stagingTransfer) Push(ctx context.Context, _ Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
+	if err := t.check(dest); err != nil {
+		return err
+	}
+	_, err := CloneBaseline(ctx, t.root, base, store, progress)
+	return err
+}
+
+// Manifest walks the staging directory the guest could write, with the
+// rules the guest's own walk follows, and reads the result back as a
+// manifest from the guest: setuid, setgid and sticky bits dropped, paths,
+// types and caps validated. Symbolic links are recorded, never followed;
+// fifos, sockets and devices are left out.
+func (t stagingTransfer) Manifest(ctx context.Context, _ Machine, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error) {
+	if err := t.check(dir); err != nil {
+		return nil, err
+	}
+	return walkHostile(ctx, t.root, limits, excludes)
+}
+
+// Pull stores the changed files of the staging directory into the
+// content store, each checked against the size and SHA-256 its manifest
+// entry declared.
+func (t stagingTransfer) Pull(ctx context.Context, _ Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
+	if err := t.check(dir); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(t.root)
+	if err != nil {
+		return fmt.Errorf("open staging: %w", err)
+	}
+	defer root.Close()
+	for i, c := range changes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if c.New == nil || c.New.Type != manifest.File {
+			continue
+		}
+		if err := storeHostile(root, *c.New, store); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(i+1, len(changes))
+		}
+	}
+	return nil
+}
+
+// storeHostile copies one file of a tree the guest could write into the
+// store. os.Root keeps every path inside the tree (a parent the guest
+// swapped for a symlink cannot lead out), O_NOFOLLOW refuses a final
+// symlink and O_NONBLOCK a fifo, and the content must match the entry.
+func storeHostile(root *os.Root, e manifest.Entry, store *objects.Store) error {
+	f, err := root.OpenFile(e.Path, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		return fmt.Errorf("read %s from staging: %w", e.Path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read %s from staging: %w", e.Path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("read %s from staging: no longer a regular file (%s)", e.Path, fi.Mode().Type())
+	}
+	if err := store.PutExpect(io.LimitReader(f, e.Size+1), e.SHA256, e.Size); err != nil {
+		return fmt.Errorf("read %s from staging: %w", e.Path, err)
+	}
+	return nil
+}
+
+// walkHostile walks a tree the guest could write, stopping early at the
+// caps of limits, and returns its manifest as Decode would from the guest.
+func walkHostile(ctx context.Context, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error) {
+	maxEntries, maxTotal := hostileCaps(limits)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m, _, err := manifest.Walk(ctx, dir, manifest.WalkOptions{
+		Excludes: excludes, IncludeGit: limits.AllowGit,
+		Progress: func(p manifest.Progress) {
+			switch {
+			case p.Entries > maxEntries:
+				cancel(fmt.Errorf("the workspace has more than %d entries: %w", maxEntries, manifest.ErrTooLarge))
+			case p.BytesTotal > maxTotal:
+				cancel(fmt.Errorf("files in the workspace add up to %d bytes, over the limit of %d: %w", p.BytesTotal, maxTotal, manifest.ErrTooLarge))
+			}
+		},
+	})
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return nil, cause
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.StripSpecialBits()
+	if err := m.Validate(limits); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// hostileCaps are the entry and byte caps of limits, defaults filled in
+// as manifest.Limits documents them.
+func hostileCaps(l manifest.Limits) (entries int, total int64) {
+	entries, total = l.MaxEntries, l.MaxTotalBytes
+	switch {
+	case entries == 0:
+		entries = 500_000
+	case entries < 0:
+		entries = int(^uint(0) >> 1)
+	}
+	switch {
+	case total == 0:
+		total = 4 << 30
+	case total < 0:
+		total = 1<<63 - 1
+	}
+	return entries, total
+}
+
+// CloneStats says how a staging clone was made.
+type CloneStats struct {
+	Files, Dirs, Symlinks int
+	Bytes                 int64
+	// Reflinked counts files cloned copy-on-write (FICLONE); the rest were
+	// copied.
+	Reflinked int
+}
+
+// CloneBaseline materialises base from the content store into dir, which
+// must not exist: directories, symbolic links, and files with their
+// permission bits. Files are reflinked from the store where the file
+// system can (FICLONE), copied otherwise; never hard-linked, because the
+// guest writes the clone and would write through a link into the store.
+func CloneBaseline(ctx context.Context, dir string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (CloneStats, error) {
+	var st CloneStats
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return st, fmt.Errorf("staging clone: %w", err)
+	}
+	var files []manifest.Entry
+	var dirs []manifest.Entry
+	for _, e := range base.Entries {
+		p := filepath.Join(dir, filepath.FromSlash(e.Path))
+		switch e.Type {
+		case manifest.Dir:
+			if err := os.Mkdir(p, 0o700); err != nil {
+				return st, fmt.Errorf("staging clone: %w", err)
+			}
+			dirs = append(dirs, e)
+			st.Dirs++
+		case manifest.Symlink:
+			if err := os.Symlink(e.Target, p); err != nil {
+				return st, fmt.Errorf("staging clone: %w", err)
+			}
+			st.Symlinks++
+		case manifest.File:
+			files = append(files, e)
+			st.Bytes += e.Size
+		}
+	}
+	st.Files = len(files)
+	total := len(files) + st.Symlinks
+	var done, reflinked atomic.Int64
+	done.Store(int64(st.Symlinks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(min(16, 2*runtime.NumCPU()))
+	cloneOK := atomic.Bool{}
+	cloneOK.Store(true)
+	for _, e := range files {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			src, err := store.Path(e.SHA256)
+			if err != nil {
+				return err
+			}
+			linked, err := cloneFile(src, filepath.Join(dir, filepath.FromSlash(e.Path)), e.Mode.Perm(), &cloneOK)
+			if err != nil {
+				return fmt.Errorf("staging clone: %s: %w", e.Path, err)
+			}
+			if linked {
+				reflinked.Add(1)
+			}
+			if n := done.Add(1); progress != nil && (n%256 == 0 || int(n) == total) {
+				progress(int(n), total)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return st, err
+	}
+	st.Reflinked = int(reflinked.Load())
+	// Directory modes last, deepest first, so a read-only directory does
+	// not stop its own filling.
+	for _, e := range slices.Backward(dirs) {
+		if err := os.Chmod(filepath.Join(dir, filepath.FromSlash(e.Path)), e.Mode.Perm()); err != nil {
+			return st, fmt.Errorf("staging clone: %w", err)
+		}
+	}
+	if progress != nil && total == 0 {
+		progress(0, 0)
+	}
+	return st, nil
+}
+
+// cloneFile creates dst (which must not exist) with the content of src
+// and mode perm: a reflink while tryClone holds (it is cleared at the
+// first file system that refuses one), else a copy.
+func cloneFile(src, dst string, perm fs.FileMode, tryClone *atomic.Bool) (reflinked bool, err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return false, err
+	}
+	if tryClone.Load() {
+		switch err := reflink(out, in); {
+		case err == nil:
+			reflinked = true
+		case errors.Is(err, errNoReflink):
+			tryClone.Store(false)
+		default:
+			out.Close()
+			return false, err
+		}
+	}
+	if !reflinked {
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return false, err
+		}
+	}
+	if err := out.Chmod(perm); err != nil {
+		out.Close()
+		return false, err
+	}
+	return reflinked, out.Close()
+}
+
+// errNoReflink: the file system (or OS) cannot clone files.
+var errNoReflink = errors.New("reflinks not supported here")
