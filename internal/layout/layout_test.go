@@ -25,6 +25,8 @@ func listPackages(t *testing.T, goos string) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = "../.."
+	// With cgo on, as a real build for goos has it: vm/vz is darwin && cgo.
+	// go list runs no C compiler without -compiled.
 	cmd.Env = append(cmd.Environ(), "GOOS="+goos, "CGO_ENABLED=1")
 	out, err := cmd.Output()
 	if err != nil {
@@ -32,7 +34,7 @@ func listPackages(t *testing.T, goos string) []pkg {
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = string(ee.Stderr)
 		}
-		t.Fatalf("go list: %v\n%s", err, stderr)
+		t.Fatalf("go list (%s): %v\n%s", goos, err, stderr)
 	}
 	var pkgs []pkg
 	dec := json.NewDecoder(bytes.NewReader(out))
@@ -49,10 +51,12 @@ func listPackages(t *testing.T, goos string) []pkg {
 }
 
 func TestPackageDocs(t *testing.T) {
-	for _, p := range listPackages(t, "linux") {
-		if len(p.GoFiles) == 0 {
+	seen := map[string]bool{}
+	for _, p := range append(listPackages(t, "linux"), listPackages(t, "darwin")...) {
+		if len(p.GoFiles) == 0 || seen[p.ImportPath] {
 			continue
 		}
+		seen[p.ImportPath] = true
 		if p.Name == "main" {
 			if !strings.HasPrefix(p.Doc, "Command ") {
 				t.Errorf("%s: main package needs a doc comment starting \"Command …\", got %q", p.ImportPath, p.Doc)
@@ -102,7 +106,7 @@ var rules = []rule{
 func TestImportRules(t *testing.T) {
 	for _, goos := range []string{"linux", "darwin"} {
 		t.Run(goos, func(t *testing.T) {
-			for _, p := range listDeps(t, goos) {
+			for _, p := range listPackages(t, goos) {
 				for _, r := range rules {
 					if !r.from(p.ImportPath) {
 						continue
@@ -122,34 +126,4 @@ func TestImportRules(t *testing.T) {
 			}
 		})
 	}
-}
-
-// listDeps is listPackages with the transitive dependencies filled in.
-func listDeps(t *testing.T, goos string) []pkg {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", module+"/...")
-	cmd.Dir = "../.."
-	// With cgo on, as a real build for goos has it: vm/vz is darwin && cgo.
-	// go list runs no C compiler without -compiled.
-	cmd.Env = append(cmd.Environ(), "GOOS="+goos, "CGO_ENABLED=1")
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("go list (%s): %v\n%s", goos, err, stderr)
-	}
-	var pkgs []pkg
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p pkg
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, p)
-	}
-	return pkgs
 }
