@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/airlock-dev/airlock/app/cli.Version=$(VERSION)
 
-.PHONY: build airlock guest test test-short vet fmt demo clean bench
+.PHONY: build airlock guest test test-short vet darwincheck demo clean bench bench-push bench-collect
 
 build: airlock guest
 
@@ -29,8 +29,18 @@ vet:
 demo:
 	scripts/demo
 
+darwincheck:
+	$(GO) run ./internal/darwincheck -goarch arm64,amd64 -test ./...
+
+# Benchmarks print our figure beside a baseline measured in the same run.
 bench:
 	scripts/bench-boot
+
+bench-push:
+	scripts/bench-push
+
+bench-collect:
+	scripts/bench-collect
 
 clean:
 	rm -rf bin .cache
