@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
@@ -100,20 +99,8 @@ func BenchmarkCollect(b *testing.B) {
 	if _, err := exec.LookPath("git"); err != nil {
 		b.Skip("git is not installed on the host")
 	}
-	arch := vm.Arch(runtime.GOARCH)
-	testenv.Image(b, arch)
-	home := testenv.Home(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(&testing.T{}, home), MemoryMiB: 2048})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		g.Shutdown(sctx)
-	}()
+	g := bootWith(b, vm.Arch(runtime.GOARCH), 2048)
+	ctx := context.Background()
 	r := remote{g.Client}
 	opts := transfer.Options{AgentPath: g.Client.Welcome().Agent}
 	changed := collectChanges()

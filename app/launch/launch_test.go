@@ -21,7 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/vm/qemu"
 )
 
-func backend(t *testing.T, home string) vm.Backend {
+func backend(t testing.TB, home string) vm.Backend {
 	return qemu.New(qemu.Config{
 		CacheDir: filepath.Join(home, "cache", "qemu"),
 		Notice:   func(s string) { t.Log(s) },
@@ -29,7 +29,10 @@ func backend(t *testing.T, home string) vm.Backend {
 }
 
 // boot starts a minimal guest of arch and shuts it down at the end of t.
-func boot(t *testing.T, arch vm.Arch) *launch.Guest {
+func boot(t testing.TB, arch vm.Arch) *launch.Guest { return bootWith(t, arch, 0) }
+
+// bootWith is boot with memMiB of guest memory (0: the default).
+func bootWith(t testing.TB, arch vm.Arch, memMiB int) *launch.Guest {
 	t.Helper()
 	testenv.SkipIfShort(t)
 	testenv.Image(t, arch)
@@ -38,13 +41,13 @@ func boot(t *testing.T, arch vm.Arch) *launch.Guest {
 	// machine before Shutdown could stop it cleanly.
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(t, home)})
+	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(t, home), MemoryMiB: memMiB})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s guest ready in %s over %s", arch, g.BootTime.Round(time.Millisecond), g.Machine.LinkKind())
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := g.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)

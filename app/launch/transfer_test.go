@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -206,20 +205,8 @@ func genProject(t testing.TB, dir string, files int, total int64) {
 // It prints MB/s for each and the ratio of each mode to raw tar -x.
 func BenchmarkPush(b *testing.B) {
 	testenv.SkipIfShort(b)
-	arch := vm.Arch(runtime.GOARCH)
-	testenv.Image(b, arch)
-	home := testenv.Home(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(&testing.T{}, home), MemoryMiB: 1536})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		g.Shutdown(sctx)
-	}()
+	g := bootWith(b, vm.Arch(runtime.GOARCH), 1536)
+	ctx := context.Background()
 	proj := b.TempDir()
 	genProject(b, proj, 10_000, 100<<20)
 	base, store := snapshot(b, proj)
@@ -291,20 +278,8 @@ func BenchmarkPush(b *testing.B) {
 // each mode. Run with go test -run '^$' -bench Pull -benchtime 1x ./app/launch
 func BenchmarkPull(b *testing.B) {
 	testenv.SkipIfShort(b)
-	arch := vm.Arch(runtime.GOARCH)
-	testenv.Image(b, arch)
-	home := testenv.Home(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	g, err := launch.Boot(ctx, launch.Options{Home: home, Arch: arch, Backend: backend(&testing.T{}, home), MemoryMiB: 1024})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		g.Shutdown(sctx)
-	}()
+	g := bootWith(b, vm.Arch(runtime.GOARCH), 1024)
+	ctx := context.Background()
 	proj := b.TempDir()
 	genProject(b, proj, 1000, 10<<20)
 	base, store := snapshot(b, proj)
