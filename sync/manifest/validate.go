@@ -2,8 +2,6 @@ package manifest
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -293,18 +291,9 @@ func validSum(s string) bool {
 // setgid and sticky bits, and validates it against limits.
 func Decode(r io.Reader, limits Limits) (*Manifest, error) {
 	l := limits.withDefaults()
-	lr := &io.LimitedReader{R: r, N: l.MaxManifestBytes + 1}
-	dec := json.NewDecoder(bufio.NewReader(lr))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		if lr.N <= 0 {
-			return nil, fmt.Errorf("decode manifest: %w", tooLarge("", "encoding is over %d bytes", l.MaxManifestBytes))
-		}
+	if err := decodeStrict(r, l.MaxManifestBytes, &m); err != nil {
 		return nil, fmt.Errorf("decode manifest: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("decode manifest: %w", invalid("", "data after the manifest"))
 	}
 	m.StripSpecialBits()
 	if err := m.Validate(limits); err != nil {
@@ -318,22 +307,11 @@ func Decode(r io.Reader, limits Limits) (*Manifest, error) {
 // modes as decimal numbers. Decode reads it back; so does encoding/json.
 func (m *Manifest) Encode(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	bw.WriteString(`{"entries":[`)
-	for i := range m.Entries {
-		buf.Reset()
-		if err := enc.Encode(&m.Entries[i]); err != nil {
-			return fmt.Errorf("encode manifest: %w", err)
-		}
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		bw.WriteByte('\n')
-		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	bw.WriteString(`{"entries":`)
+	if err := encodeEntries(bw, m.Entries); err != nil {
+		return err
 	}
-	bw.WriteString("\n]}\n")
+	bw.WriteString("}\n")
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}

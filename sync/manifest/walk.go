@@ -28,6 +28,10 @@ type WalkOptions struct {
 	IncludeGit bool
 	// NoGitignore disables .gitignore and .git/info/exclude processing.
 	NoGitignore bool
+	// MaxFileSize, when positive, makes Walk fail with an error wrapping
+	// ErrTooLarge at the first file over that many bytes, before it reads
+	// any file.
+	MaxFileSize int64
 	// Workers bounds how many files are hashed at once; 0 means
 	// min(4, GOMAXPROCS), 1 hashes sequentially.
 	Workers int
@@ -144,7 +148,7 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 			ignores = parseIgnore(data, "", ".git/info/exclude")
 		}
 	}
-	if err := w.walkDir("", ignores); err != nil {
+	if err := w.walkDir("", r, ignores); err != nil {
 		return nil, nil, err
 	}
 	if err := w.hashAll(); err != nil {
@@ -208,9 +212,12 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
-// walkDir records the children of dir ("" for the root); ignores holds the
-// gitignore patterns in force, shallowest first.
-func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
+// walkDir records the children of dir ("" for the root), opened as d;
+// ignores holds the gitignore patterns in force, shallowest first. Every
+// call on d names one element, so each costs one system call and nothing
+// is resolved twice (a path from the walk's root would be re-resolved
+// element by element for every file).
+func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("walk: %w", err)
 	}
@@ -218,7 +225,7 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 	if name == "" {
 		name = "."
 	}
-	f, err := w.root.Open(name)
+	f, err := d.Open(".")
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", name, err)
 	}
@@ -233,7 +240,7 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 		for _, de := range des {
 			if de.Name() == ".gitignore" && de.Type().IsRegular() {
 				rel := join(dir, ".gitignore")
-				data, err := w.root.ReadFile(rel)
+				data, err := d.ReadFile(".gitignore")
 				if err != nil {
 					return fmt.Errorf("walk %s: %w", rel, err)
 				}
@@ -245,7 +252,7 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 
 	for _, de := range des {
 		rel := join(dir, de.Name())
-		info, err := w.root.Lstat(rel)
+		info, err := d.Lstat(de.Name())
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while we walk
 		}
@@ -267,7 +274,7 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 			w.exclude(rel, false, ReasonSpecial, mode.Type().String())
 			continue
 		}
-		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return w.root.Open(rel) }); r != nil {
+		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return d.Open(de.Name()) }); r != nil {
 			w.exclude(rel, isDir, ReasonSecret, r.what)
 			continue
 		}
@@ -282,16 +289,19 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 
 		switch {
 		case isDir:
-			if err := w.walkSubdir(rel, mode, ignores); err != nil {
+			if err := w.walkSubdir(rel, d, de.Name(), mode, ignores); err != nil {
 				return err
 			}
 		case mode&fs.ModeSymlink != 0:
-			target, err := w.root.Readlink(rel)
+			target, err := d.Readlink(de.Name())
 			if err != nil {
 				return fmt.Errorf("walk %s: %w", rel, err)
 			}
 			w.entries = append(w.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
 		default:
+			if max := w.opts.MaxFileSize; max > 0 && info.Size() > max {
+				return fmt.Errorf("walk: %w", tooLarge(rel, "file is %d bytes, over the limit of %d", info.Size(), max))
+			}
 			w.entries = append(w.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
 			if w.stats != nil {
 				if st, ok := statOf(info); ok {
@@ -304,9 +314,10 @@ func (w *walker) walkDir(dir string, ignores []ignorePattern) error {
 	return nil
 }
 
-func (w *walker) walkSubdir(rel string, mode fs.FileMode, ignores []ignorePattern) error {
-	// Probe readability first so a locked directory is reported, not fatal.
-	f, err := w.root.Open(rel)
+// walkSubdir walks rel, which is name in parent. A directory that cannot
+// be opened for lack of permission is reported, not fatal.
+func (w *walker) walkSubdir(rel string, parent *os.Root, name string, mode fs.FileMode, ignores []ignorePattern) error {
+	sub, err := parent.OpenRoot(name)
 	if errors.Is(err, fs.ErrPermission) {
 		w.exclude(rel, true, ReasonUnreadable, err.Error())
 		return nil
@@ -314,9 +325,9 @@ func (w *walker) walkSubdir(rel string, mode fs.FileMode, ignores []ignorePatter
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", rel, err)
 	}
-	f.Close()
+	defer sub.Close()
 	w.entries = append(w.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
-	return w.walkDir(rel, ignores)
+	return w.walkDir(rel, sub, ignores)
 }
 
 // hashAll fills in Size and SHA256 of every file, on up to Workers
