@@ -57,7 +57,7 @@ func TestHostileManifest(t *testing.T) {
 		{"oversized-encoding", entries(`{"path":"` + strings.Repeat("x", 200) + `","type":"dir","mode":493}`), manifest.Limits{MaxManifestBytes: 100}, manifest.ErrTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, tc.out), "/workspace", transfer.Options{Limits: tc.limits})
+			_, err := remoteManifest(t.Context(), lyingGuest(t, tc.out), "/workspace", transfer.Options{Limits: tc.limits})
 			if err == nil {
 				t.Fatal("hostile manifest accepted")
 			}
@@ -71,7 +71,7 @@ func TestHostileManifest(t *testing.T) {
 
 func TestHostileManifestSetuidDropped(t *testing.T) {
 	out := entries(`{"path":"x","type":"file","mode":2541,"size":2,` + sumA + `}`) // 0o4755
-	m, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, out), "/workspace", transfer.Options{})
+	m, err := remoteManifest(t.Context(), lyingGuest(t, out), "/workspace", transfer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestHostileManifestTooManyEntries(t *testing.T) {
 		fmt.Fprintf(&b, `{"path":"f%06d","type":"file","mode":420,"size":2,%s}`, i, sumA)
 	}
 	b.WriteString("]}")
-	_, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, b.String()), "/workspace", transfer.Options{Limits: manifest.Limits{MaxEntries: 100_000}})
+	_, err := remoteManifest(t.Context(), lyingGuest(t, b.String()), "/workspace", transfer.Options{Limits: manifest.Limits{MaxEntries: 100_000}})
 	if !errors.Is(err, manifest.ErrTooLarge) {
 		t.Fatalf("200k entries: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestHostileManifestEndless(t *testing.T) {
 			}
 		}
 	}}
-	_, err := transfer.RemoteManifest(t.Context(), r, "/workspace", transfer.Options{Limits: manifest.Limits{MaxManifestBytes: 4 << 20}})
+	_, err := remoteManifest(t.Context(), r, "/workspace", transfer.Options{Limits: manifest.Limits{MaxManifestBytes: 4 << 20}})
 	if !errors.Is(err, manifest.ErrTooLarge) {
 		t.Fatalf("endless manifest: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestRealGuestCaps(t *testing.T) {
 		must(t, err)
 		must(t, f.Truncate(5<<30))
 		f.Close()
-		_, err = transfer.RemoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t)})
+		_, err = remoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t)})
 		if err == nil || !strings.Contains(err.Error(), "over the limit") {
 			t.Fatalf("5 GB sparse file: %v", err)
 		}
@@ -139,7 +139,7 @@ func TestRealGuestCaps(t *testing.T) {
 		for i := range 3000 {
 			must(t, os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d", i)), nil, 0o644))
 		}
-		_, err := transfer.RemoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t), Limits: manifest.Limits{MaxEntries: 2000}})
+		_, err := remoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t), Limits: manifest.Limits{MaxEntries: 2000}})
 		if err == nil || !strings.Contains(err.Error(), "more than 2000 entries") {
 			t.Fatalf("3000 files, cap 2000: %v", err)
 		}

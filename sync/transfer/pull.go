@@ -18,67 +18,6 @@ import (
 	"github.com/airlock-dev/airlock/sync/objects"
 )
 
-// RemoteManifest has the guest describe dir in one request: the guest
-// agent's `manifest` subcommand walks it with the host's rules (.gitignore
-// files, opts.Excludes, the secret deny-list, .git left out unless
-// opts.Limits.AllowGit) and prints the manifest, which is decoded as it
-// streams in with manifest.Decode and opts.Limits: paths validated, setuid
-// bits dropped, caps on entries, file size and total bytes. An honest
-// guest stops early when a cap is hit; a dishonest one is cut off by
-// Decode. Errors wrap manifest.ErrInvalid or manifest.ErrTooLarge when the
-// manifest broke a rule.
-func RemoteManifest(ctx context.Context, r Remote, dir string, opts Options) (*manifest.Manifest, error) {
-	args := []string{opts.agent(), "manifest"}
-	if opts.Limits.AllowGit {
-		args = append(args, "--include-git")
-	}
-	for _, x := range opts.Excludes {
-		args = append(args, "--exclude", x)
-	}
-	// The guest stops early at the caps the host will enforce anyway.
-	const unlimited = 1<<63 - 1
-	c := capsOf(opts.Limits)
-	if c.maxEntries < unlimited {
-		args = append(args, "--max-entries", itoa(int64(c.maxEntries)))
-	}
-	if c.maxFile < unlimited {
-		args = append(args, "--max-file-size", itoa(c.maxFile))
-	}
-	if c.maxTotal < unlimited {
-		args = append(args, "--max-total-bytes", itoa(c.maxTotal))
-	}
-	args = append(args, "--", dir)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	stderr := &capped{max: 16 << 10}
-	execErr := make(chan error, 1)
-	go func() {
-		err := r.Exec(ctx, command(args...), nil, pw, stderr)
-		pw.CloseWithError(err) // nil: EOF
-		execErr <- err
-	}()
-	m, derr := manifest.Decode(pr, opts.Limits)
-	if derr != nil {
-		pr.CloseWithError(derr) // stops the guest's output
-		cancel()
-	}
-	// Drain what an honest guest may still print after the JSON
-	// (nothing); Decode has already refused trailing data.
-	eerr := <-execErr
-	switch {
-	case derr != nil && (errors.Is(derr, manifest.ErrInvalid) || errors.Is(derr, manifest.ErrTooLarge)):
-		return nil, fmt.Errorf("manifest of guest %s: %w", dir, derr)
-	case eerr != nil && !errors.Is(eerr, context.Canceled):
-		return nil, fmt.Errorf("manifest of guest %s: %w%s", dir, eerr, stderr.suffix())
-	case derr != nil:
-		return nil, fmt.Errorf("manifest of guest %s: %w%s", dir, derr, stderr.suffix())
-	}
-	opts.logger().Debug("remote manifest", "dir", dir, "entries", len(m.Entries))
-	return m, nil
-}
-
 // Pull copies into store the content of every file that changes bring
 // into the guest's dir (added, modified, type-changed or renamed files
 // whose content the store lacks, each content once), reading exactly the

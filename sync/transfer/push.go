@@ -295,6 +295,13 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns what was kept.
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.buf)
+}
+
 // suffix is ": <stderr>" or "".
 func (c *capped) suffix() string {
 	c.mu.Lock()

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/transfer"
 )
 
 var (
@@ -48,6 +51,9 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	buildDir = dir
+	// The guest binary these tests run on the host keeps its manifest
+	// state here, not in the host's /run.
+	os.Setenv(transfer.StateDirEnv, filepath.Join(dir, "state"))
 	return m.Run()
 }
 
@@ -92,4 +98,11 @@ func (r *localRemote) Exec(ctx context.Context, script string, stdin io.Reader, 
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	return cmd.Run()
+}
+
+// remoteManifest asks for the whole manifest of dir, as a host that knows
+// nothing of it does.
+func remoteManifest(ctx context.Context, r transfer.Remote, dir string, opts transfer.Options) (*manifest.Manifest, error) {
+	k, err := transfer.RemoteManifest(ctx, r, dir, transfer.Known{}, opts)
+	return k.Manifest, err
 }

@@ -131,7 +131,7 @@ func TestPushPull(t *testing.T) {
 			must(t, os.Symlink("../main.go", filepath.Join(ws, "src/main-link")))
 			must(t, os.WriteFile(filepath.Join(ws, "src/copy-of-new.txt"), []byte("brand new\n"), 0o644))
 
-			got, err := transfer.RemoteManifest(t.Context(), r, ws, opts)
+			got, err := remoteManifest(t.Context(), r, ws, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +237,7 @@ func TestRemoteManifestRules(t *testing.T) {
 		"dir/nested.txt": "n\n",
 	}, map[string]fs.FileMode{"setuid-bin": 0o755})
 	r := &localRemote{t: t}
-	m, err := transfer.RemoteManifest(t.Context(), r, ws, transfer.Options{AgentPath: agentBin(t), Excludes: []string{"vendor/"}})
+	m, err := remoteManifest(t.Context(), r, ws, transfer.Options{AgentPath: agentBin(t), Excludes: []string{"vendor/"}})
 	if err != nil {
 		t.Fatal(err)
 	}

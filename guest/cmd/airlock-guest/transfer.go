@@ -27,10 +27,11 @@ func transferCommand(name string, args []string) error {
 	defer stop()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var (
-		includeGit, allowGit, noGitignore bool
-		excludes                          stringList
-		maxEntries                        int
-		maxFile, maxTotal                 int64
+		includeGit, allowGit, noGitignore, seed bool
+		excludes                                stringList
+		maxEntries                              int
+		maxFile, maxTotal                       int64
+		since                                   string
 	)
 	switch name {
 	case "manifest":
@@ -40,6 +41,8 @@ func transferCommand(name string, args []string) error {
 		fs.IntVar(&maxEntries, "max-entries", 0, "stop when the tree has more than `n` entries")
 		fs.Int64Var(&maxFile, "max-file-size", 0, "fail when a file is over `n` bytes")
 		fs.Int64Var(&maxTotal, "max-total-bytes", 0, "stop when files add up to more than `n` bytes")
+		fs.StringVar(&since, "since", "", "print only the changes since the remembered manifest `id`, if it is the one remembered")
+		fs.BoolVar(&seed, "seed", false, "remember the manifest on stdin as the directory's content (the host has just pushed it) and print its id")
 	case "untar":
 		fs.BoolVar(&allowGit, "allow-git", false, "accept paths inside .git")
 	}
@@ -69,21 +72,18 @@ func transferCommand(name string, args []string) error {
 			cancel(fmt.Errorf("files in %s add up to %d bytes, over the limit of %d: %w", dir, p.BytesTotal, maxTotal, manifest.ErrTooLarge))
 		}
 	}
-	m, _, err := manifest.Walk(ctx, dir, manifest.WalkOptions{
-		Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
-	})
+	if seed {
+		return transfer.SeedState(ctx, dir, "", bufio.NewReaderSize(os.Stdin, 256<<10), os.Stdout)
+	}
+	err := transfer.WriteListing(ctx, dir, transfer.ListingOptions{
+		Walk: manifest.WalkOptions{
+			Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
+			MaxFileSize: maxFile,
+		},
+		Since: since,
+	}, os.Stdout)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
-	if err != nil {
-		return err
-	}
-	if maxFile > 0 {
-		for _, e := range m.Entries {
-			if e.Size > maxFile {
-				return fmt.Errorf("%s is %d bytes, over the limit of %d: %w", e.Path, e.Size, maxFile, manifest.ErrTooLarge)
-			}
-		}
-	}
-	return m.Encode(os.Stdout)
+	return err
 }

@@ -1,0 +1,253 @@
+package transfer
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// Known is a manifest of a guest directory that both ends hold: the host
+// because it pushed or decoded it, the guest because it remembers it
+// under ID (a manifest.State). Naming it in RemoteManifest lets only what
+// changed since travel back. The zero Known names nothing.
+type Known struct {
+	ID       string
+	Manifest *manifest.Manifest
+}
+
+// DefaultStateDir is where the guest keeps a manifest.State per
+// collected directory: on a tmpfs, readable by root only, so the agent
+// (an unprivileged user) cannot tamper with it and nothing of it
+// outlives the VM. StateDirEnv overrides it (tests that play the guest
+// on the host).
+const (
+	DefaultStateDir = "/run/airlock/manifests"
+	StateDirEnv     = "AIRLOCK_STATE_DIR"
+)
+
+// Seed tells the guest that dir now holds m, which the host has just
+// pushed there, so the guest's first manifest of dir reads no file the
+// command left alone (it remembers m's hashes with each file's stat data)
+// and sends only the changes. It returns what both ends now know. A guest
+// agent too old to be seeded is not an error: the zero Known comes back
+// and RemoteManifest then lists the whole tree.
+func Seed(ctx context.Context, r Remote, dir string, m *manifest.Manifest, opts Options) (Known, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(m.Encode(pw)) }()
+	defer pr.Close()
+	var stdout, stderr capped
+	stdout.max, stderr.max = 4<<10, 16<<10
+	err := r.Exec(ctx, command(opts.agent(), "manifest", "--seed", "--", dir), pr, &stdout, &stderr)
+	if err != nil {
+		if strings.Contains(stderr.String(), "flag provided but not defined") {
+			opts.logger().Debug("guest agent cannot be seeded; collect will list the whole tree", "dir", dir)
+			return Known{}, nil
+		}
+		return Known{}, fmt.Errorf("seed the guest's manifest of %s: %w%s", dir, err, stderr.suffix())
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(stdout.String()), &out); err != nil || !validID(out.ID) {
+		return Known{}, fmt.Errorf("seed the guest's manifest of %s: %w: answer %q", dir, ErrHostile, stdout.String())
+	}
+	return Known{ID: out.ID, Manifest: m}, nil
+}
+
+// validID reports whether id looks like one the guest makes: 32 hex digits.
+func validID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil
+}
+
+// RemoteManifest has the guest describe dir in one request: the guest
+// agent's `manifest` subcommand walks it with the host's rules (.gitignore
+// files, opts.Excludes, the secret deny-list, .git left out unless
+// opts.Limits.AllowGit), reading only files whose stat data changed since
+// the manifest it remembers, and answers with a manifest.Listing: only the
+// changes when it still remembers since.ID, the whole tree otherwise. The
+// answer is decoded as it streams in, with opts.Limits, and resolved into
+// the full manifest, which is validated as hostile input whichever form
+// it came in (paths, types, setuid bits dropped, caps on entries, file
+// size and total bytes). An honest guest stops early when a cap is hit; a
+// dishonest one is cut off by the decoder. Errors wrap
+// manifest.ErrInvalid or manifest.ErrTooLarge when the answer broke a
+// rule. The zero since asks for the whole tree.
+func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts Options) (Known, error) {
+	args := []string{opts.agent(), "manifest"}
+	if opts.Limits.AllowGit {
+		args = append(args, "--include-git")
+	}
+	for _, x := range opts.Excludes {
+		args = append(args, "--exclude", x)
+	}
+	// The guest stops early at the caps the host will enforce anyway.
+	const unlimited = 1<<63 - 1
+	c := capsOf(opts.Limits)
+	if c.maxEntries < unlimited {
+		args = append(args, "--max-entries", itoa(int64(c.maxEntries)))
+	}
+	if c.maxFile < unlimited {
+		args = append(args, "--max-file-size", itoa(c.maxFile))
+	}
+	if c.maxTotal < unlimited {
+		args = append(args, "--max-total-bytes", itoa(c.maxTotal))
+	}
+	if since.ID != "" && since.Manifest != nil {
+		args = append(args, "--since", since.ID)
+	}
+	args = append(args, "--", dir)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	stderr := &capped{max: 16 << 10}
+	execErr := make(chan error, 1)
+	go func() {
+		err := r.Exec(ctx, command(args...), nil, pw, stderr)
+		pw.CloseWithError(err) // nil: EOF
+		execErr <- err
+	}()
+	var m *manifest.Manifest
+	ls, derr := manifest.DecodeListing(pr, opts.Limits)
+	if derr == nil {
+		m, derr = ls.Resolve(since.ID, since.Manifest, opts.Limits)
+	}
+	if derr != nil {
+		pr.CloseWithError(derr) // stops the guest's output
+		cancel()
+	}
+	eerr := <-execErr
+	switch {
+	case derr != nil && (errors.Is(derr, manifest.ErrInvalid) || errors.Is(derr, manifest.ErrTooLarge)):
+		return Known{}, fmt.Errorf("manifest of guest %s: %w", dir, derr)
+	case eerr != nil && !errors.Is(eerr, context.Canceled):
+		return Known{}, fmt.Errorf("manifest of guest %s: %w%s", dir, eerr, stderr.suffix())
+	case derr != nil:
+		return Known{}, fmt.Errorf("manifest of guest %s: %w%s", dir, derr, stderr.suffix())
+	}
+	k := Known{Manifest: m}
+	if validID(ls.ID) {
+		k.ID = ls.ID
+	}
+	opts.logger().Debug("remote manifest", "dir", dir, "entries", len(m.Entries), "delta", ls.Base != "",
+		"changed", len(ls.Changed), "deleted", len(ls.Deleted))
+	return k, nil
+}
+
+// ListingOptions configures WriteListing, the guest's end of
+// RemoteManifest.
+type ListingOptions struct {
+	// Walk holds the rules of the walk (excludes, .git, progress for caps).
+	Walk manifest.WalkOptions
+	// Since is the ID of the manifest the host holds: when the guest's
+	// state has that ID, only the delta is written.
+	Since string
+	// StateDir is where the state of each directory is kept; empty means
+	// DefaultStateDir, or $AIRLOCK_STATE_DIR when set.
+	StateDir string
+}
+
+func (o ListingOptions) stateFile(dir string) (string, error) {
+	sd := o.StateDir
+	if sd == "" {
+		sd = os.Getenv(StateDirEnv)
+	}
+	if sd == "" {
+		sd = DefaultStateDir
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(sd, hex.EncodeToString(sum[:16])), nil
+}
+
+// newID names a new state: random, so two states never share a name.
+func newID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// WriteListing walks dir and writes its manifest.Listing to w: the delta
+// against the remembered state when that state is o.Since, the whole
+// manifest otherwise. The new manifest becomes the remembered state,
+// with the stat data that lets the next walk skip unchanged files. A
+// state that cannot be read is ignored (the walk hashes everything); one
+// that cannot be written costs only speed next time.
+func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer) error {
+	file, ferr := o.stateFile(dir)
+	var prev *manifest.State
+	if ferr == nil {
+		prev, _ = manifest.ReadStateFile(file)
+	}
+	cache := &manifest.HashCache{}
+	if prev != nil {
+		cache = prev.Cache
+	}
+	wo := o.Walk
+	wo.Cache = cache
+	m, _, err := manifest.Walk(ctx, dir, wo)
+	if err != nil {
+		return err
+	}
+	ls := manifest.Listing{ID: newID()}
+	if prev != nil && o.Since != "" && prev.ID == o.Since {
+		d := manifest.DeltaOf(prev.Manifest, m)
+		ls.Base, ls.Changed, ls.Deleted = o.Since, d.Changed, d.Deleted
+	} else {
+		ls.Entries = m.Entries
+	}
+	if ferr == nil {
+		ferr = manifest.WriteStateFile(file, &manifest.State{ID: ls.ID, Manifest: m, Cache: cache})
+	}
+	if ferr != nil {
+		ls.ID = "" // nothing remembered: the host must not name it
+		fmt.Fprintf(os.Stderr, "airlock-guest: the next manifest of %s will list everything: %v\n", dir, ferr)
+	}
+	return ls.Encode(w)
+}
+
+// SeedState is the guest's end of Seed: it reads from r the manifest the
+// host has just pushed into dir, remembers it as dir's state with the stat
+// data of the files that match it, and writes the state's ID to w as
+// {"id": "…"}.
+func SeedState(ctx context.Context, dir, stateDir string, r io.Reader, w io.Writer) error {
+	m, err := manifest.Decode(r, manifest.Limits{MaxEntries: -1, MaxFileSize: -1, MaxTotalBytes: -1, CaseSensitive: true})
+	if err != nil {
+		return fmt.Errorf("seed %s: %w", dir, err)
+	}
+	cache := &manifest.HashCache{}
+	if err := cache.Seed(ctx, dir, m); err != nil {
+		return err
+	}
+	file, err := ListingOptions{StateDir: stateDir}.stateFile(dir)
+	if err != nil {
+		return fmt.Errorf("seed %s: %w", dir, err)
+	}
+	id := newID()
+	if err := manifest.WriteStateFile(file, &manifest.State{ID: id, Manifest: m, Cache: cache}); err != nil {
+		return fmt.Errorf("seed %s: %w", dir, err)
+	}
+	return json.NewEncoder(w).Encode(struct {
+		ID string `json:"id"`
+	}{id})
+}
