@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/sync/transfer"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -58,10 +59,13 @@ type Machine interface {
 }
 
 // Transfer moves the project into a machine and the changes back. Push
-// and Pull report files done out of total.
+// and Pull report files done out of total. Push returns what the machine
+// now knows of the tree (the zero Known when it keeps nothing), which
+// Manifest is given so that only the changes since need to travel; it
+// returns what the machine knows after it.
 type Transfer interface {
-	Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error
-	Manifest(ctx context.Context, m Machine, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error)
+	Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error)
+	Manifest(ctx context.Context, m Machine, dir string, since transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error)
 	Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error
 }
 
@@ -312,12 +316,13 @@ func (r *runner) run(ctx context.Context) error {
 	tr := r.o.Transfer
 	var shares []Share
 	var pushMS int64
+	var known transfer.Known // what the guest knows of /workspace
 	staging := ""
 	if r.o.Sync == SyncVirtiofs {
 		staging = r.sb.Path(StagingDir)
 		tr = stagingTransfer{root: staging}
 		var err error
-		if pushMS, err = r.push(ctx, tr, nil, report, staging); err != nil {
+		if pushMS, _, err = r.push(ctx, tr, nil, report, staging); err != nil {
 			return err
 		}
 		shares = []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: Workspace}}
@@ -356,7 +361,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	// Push.
 	if staging == "" {
-		if pushMS, err = r.push(ctx, tr, m, report, Workspace); err != nil {
+		if pushMS, known, err = r.push(ctx, tr, m, report, Workspace); err != nil {
 			return err
 		}
 	}
@@ -388,7 +393,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepCollect, Message: "collecting"})
-	if err := r.collect(ctx, tr, m, base); err != nil {
+	if err := r.collect(ctx, tr, m, base, known); err != nil {
 		return fmt.Errorf("collect: %w", err)
 	}
 	if staging != "" {
@@ -413,9 +418,9 @@ func (r *runner) run(ctx context.Context) error {
 
 // push carries the baseline to dest through tr (m is nil for the
 // staging clone, made before boot) and audits it.
-func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manifest.Report, dest string) (ms int64, err error) {
+func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manifest.Report, dest string) (ms int64, known transfer.Known, err error) {
 	if err := r.setStatus(StatusPushing, nil); err != nil {
-		return 0, err
+		return 0, known, err
 	}
 	t := time.Now()
 	msg := "pushing"
@@ -424,13 +429,14 @@ func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manif
 	}
 	total := report.Files + report.Symlinks
 	r.progress(Progress{Step: StepPush, Message: msg, Total: total})
-	if err := tr.Push(ctx, m, Workspace, r.base, r.s.objects, func(done, total int) {
+	known, err = tr.Push(ctx, m, Workspace, r.base, r.s.objects, func(done, total int) {
 		r.progress(Progress{Step: StepPush, Message: msg, Done: done, Total: total})
-	}); err != nil {
-		return 0, fmt.Errorf("push: %w", err)
+	})
+	if err != nil {
+		return 0, known, fmt.Errorf("push: %w", err)
 	}
 	ms = time.Since(t).Milliseconds()
-	return ms, r.sb.Audit(Event{Event: EventPushed, Data: map[string]any{
+	return ms, known, r.sb.Audit(Event{Event: EventPushed, Data: map[string]any{
 		"files": report.Files, "bytes": report.Bytes, "dest": dest, "sync_mode": r.o.Sync, "push_ms": ms}})
 }
 
@@ -499,13 +505,16 @@ func (sb *Sandbox) scriptSum(script []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// collect fetches the guest's manifest of /workspace, keeps it, and pulls
-// every changed file (and the agent's summary) into the content store.
-func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *manifest.Manifest) error {
-	gm, err := tr.Manifest(ctx, m, Workspace, r.o.Limits, r.cfg.Exclude)
+// collect fetches the guest's manifest of /workspace (only the changes
+// since what the guest knows, when it knows the pushed tree), keeps it,
+// and pulls every changed file (and the agent's summary) into the content
+// store.
+func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *manifest.Manifest, known transfer.Known) error {
+	k, err := tr.Manifest(ctx, m, Workspace, known, r.o.Limits, r.cfg.Exclude)
 	if err != nil {
 		return err
 	}
+	gm := k.Manifest
 	var buf bytes.Buffer
 	if err := gm.Encode(&buf); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/sync/transfer"
 )
 
 // localMachine is a fake Machine: "the guest" is a directory on the host,
@@ -80,7 +81,11 @@ func (l *localMachine) Shutdown(context.Context) error { l.shutdown = true; retu
 // directory.
 type localTransfer struct{}
 
-func (localTransfer) Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
+func (t localTransfer) Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error) {
+	return transfer.Known{}, t.push(ctx, m, dest, base, store, progress)
+}
+
+func (localTransfer) push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
 	dir := m.(*localMachine).rewrite(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -110,9 +115,9 @@ func (localTransfer) Push(ctx context.Context, m Machine, dest string, base *man
 	return nil
 }
 
-func (localTransfer) Manifest(ctx context.Context, m Machine, dir string, _ manifest.Limits, excludes []string) (*manifest.Manifest, error) {
+func (localTransfer) Manifest(ctx context.Context, m Machine, dir string, _ transfer.Known, _ manifest.Limits, excludes []string) (transfer.Known, error) {
 	gm, _, err := manifest.Walk(ctx, m.(*localMachine).rewrite(dir), manifest.WalkOptions{Excludes: excludes})
-	return gm, err
+	return transfer.Known{Manifest: gm}, err
 }
 
 func (localTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/sync/transfer"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -87,7 +88,13 @@ func (t stagingTransfer) check(dir string) error {
 
 // Push materialises base from the content store into the staging
 // directory, which must not exist yet.
-func (t stagingTransfer) Push(ctx context.Context, _ Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
+// Push clones base into the staging directory; the guest keeps no
+// state of it (the host walks the clone itself after the run).
+func (t stagingTransfer) Push(ctx context.Context, _ Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error) {
+	return transfer.Known{}, t.clone(ctx, dest, base, store, progress)
+}
+
+func (t stagingTransfer) clone(ctx context.Context, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
 	if err := t.check(dest); err != nil {
 		return err
 	}
@@ -100,11 +107,12 @@ func (t stagingTransfer) Push(ctx context.Context, _ Machine, dest string, base 
 // manifest from the guest: setuid, setgid and sticky bits dropped, paths,
 // types and caps validated. Symbolic links are recorded, never followed;
 // fifos, sockets and devices are left out.
-func (t stagingTransfer) Manifest(ctx context.Context, _ Machine, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error) {
+func (t stagingTransfer) Manifest(ctx context.Context, _ Machine, dir string, _ transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error) {
 	if err := t.check(dir); err != nil {
-		return nil, err
+		return transfer.Known{}, err
 	}
-	return walkHostile(ctx, t.root, limits, excludes)
+	m, err := walkHostile(ctx, t.root, limits, excludes)
+	return transfer.Known{Manifest: m}, err
 }
 
 // Pull stores the changed files of the staging directory into the

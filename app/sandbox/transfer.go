@@ -17,17 +17,23 @@ type syncTransfer struct{}
 
 var _ transfer.Remote = Machine(nil)
 
-func (syncTransfer) Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) error {
+// Push pushes base, then seeds the guest with it: the collect after the
+// command then reads only the files the command touched and brings back
+// only the changes.
+func (syncTransfer) Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error) {
 	_, err := transfer.Push(ctx, m, dest, base, store, transfer.Options{Progress: func(p transfer.Progress) {
 		if progress != nil {
 			progress(p.Files, p.FilesTotal)
 		}
 	}})
-	return err
+	if err != nil {
+		return transfer.Known{}, err
+	}
+	return transfer.Seed(ctx, m, dest, base, transfer.Options{})
 }
 
-func (syncTransfer) Manifest(ctx context.Context, m Machine, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error) {
-	return transfer.RemoteManifest(ctx, m, dir, transfer.Options{Limits: limits, Excludes: excludes})
+func (syncTransfer) Manifest(ctx context.Context, m Machine, dir string, since transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error) {
+	return transfer.RemoteManifest(ctx, m, dir, since, transfer.Options{Limits: limits, Excludes: excludes})
 }
 
 func (syncTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
