@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // WalkOptions configures Walk. The zero value walks everything git would
@@ -121,8 +122,15 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
 	defer r.Close()
+	g, gctx := errgroup.WithContext(ctx)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = min(4, runtime.GOMAXPROCS(0))
+	}
+	g.SetLimit(workers - 1) // the calling goroutine walks too
 	w := &walker{
-		ctx:    ctx,
+		ctx:    gctx,
+		group:  g,
 		root:   r,
 		opts:   opts,
 		log:    opts.Logger,
@@ -148,9 +156,14 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 			ignores = parseIgnore(data, "", ".git/info/exclude")
 		}
 	}
-	if err := w.walkDir("", r, ignores); err != nil {
-		return nil, nil, err
+	werr := w.walkDir("", r, ignores)
+	if err := g.Wait(); werr == nil {
+		werr = err
 	}
+	if werr != nil {
+		return nil, nil, werr
+	}
+	w.ctx = ctx
 	if err := w.hashAll(); err != nil {
 		return nil, nil, err
 	}
@@ -176,11 +189,14 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 }
 
 type walker struct {
-	ctx     context.Context
-	root    *os.Root
-	opts    WalkOptions
-	log     *slog.Logger
-	config  []ignorePattern
+	ctx    context.Context
+	group  *errgroup.Group // directories walked on other goroutines
+	root   *os.Root
+	opts   WalkOptions
+	log    *slog.Logger
+	config []ignorePattern
+
+	mu      sync.Mutex // guards what follows while directories are walked
 	entries []Entry
 	report  *Report
 	prog    Progress
@@ -200,9 +216,34 @@ func (w *walker) progress(phase Phase) {
 	w.opts.Progress(w.prog)
 }
 
-func (w *walker) exclude(rel string, isDir bool, reason Reason, rule string) {
-	w.report.Excluded = append(w.report.Excluded, Exclusion{Path: rel, Dir: isDir, Reason: reason, Rule: rule})
+// dirScan is what the walk of one directory found, merged into the
+// walker's results in one step.
+type dirScan struct {
+	entries  []Entry
+	excluded []Exclusion
+	stats    []pathStat
+}
+
+type pathStat struct {
+	path string
+	stat fileStat
+}
+
+func (w *walker) exclude(sc *dirScan, rel string, isDir bool, reason Reason, rule string) {
+	sc.excluded = append(sc.excluded, Exclusion{Path: rel, Dir: isDir, Reason: reason, Rule: rule})
 	w.log.Debug("excluded", "path", rel, "reason", reason, "rule", rule)
+}
+
+// merge adds what one directory's walk found to the results.
+func (w *walker) merge(sc *dirScan) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.entries = append(w.entries, sc.entries...)
+	w.report.Excluded = append(w.report.Excluded, sc.excluded...)
+	for _, ps := range sc.stats {
+		w.stats[ps.path] = ps.stat
+	}
+	w.progress(PhaseWalk)
 }
 
 func join(dir, name string) string {
@@ -216,7 +257,10 @@ func join(dir, name string) string {
 // ignores holds the gitignore patterns in force, shallowest first. Every
 // call on d names one element, so each costs one system call and nothing
 // is resolved twice (a path from the walk's root would be re-resolved
-// element by element for every file).
+// element by element for every file); names come without a stat of their
+// own (some file systems give no type with them, and each entry is
+// lstat'ed once anyway). Subdirectories are walked on another goroutine
+// while one is free, here otherwise.
 func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error {
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("walk: %w", err)
@@ -229,30 +273,30 @@ func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error 
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", name, err)
 	}
-	des, err := f.ReadDir(-1)
+	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("walk %s: %w", name, err)
 	}
-	slices.SortFunc(des, func(a, b fs.DirEntry) int { return cmp.Compare(a.Name(), b.Name()) })
+	slices.Sort(names)
 
-	if !w.opts.NoGitignore {
-		for _, de := range des {
-			if de.Name() == ".gitignore" && de.Type().IsRegular() {
-				rel := join(dir, ".gitignore")
-				data, err := d.ReadFile(".gitignore")
-				if err != nil {
-					return fmt.Errorf("walk %s: %w", rel, err)
-				}
-				ignores = slices.Clip(ignores)
-				ignores = append(ignores, parseIgnore(data, dir, rel)...)
+	if !w.opts.NoGitignore && slices.Contains(names, ".gitignore") {
+		rel := join(dir, ".gitignore")
+		if info, err := d.Lstat(".gitignore"); err == nil && info.Mode().IsRegular() {
+			data, err := d.ReadFile(".gitignore")
+			if err != nil {
+				return fmt.Errorf("walk %s: %w", rel, err)
 			}
+			ignores = slices.Clip(ignores)
+			ignores = append(ignores, parseIgnore(data, dir, rel)...)
 		}
 	}
 
-	for _, de := range des {
-		rel := join(dir, de.Name())
-		info, err := d.Lstat(de.Name())
+	var sc dirScan
+	var subdirs []string
+	for _, base := range names {
+		rel := join(dir, base)
+		info, err := d.Lstat(base)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while we walk
 		}
@@ -262,72 +306,80 @@ func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error 
 		mode := info.Mode()
 		isDir := mode.IsDir()
 
-		if de.Name() == ".git" && (!w.opts.IncludeGit || dir != "") {
-			w.exclude(rel, isDir, ReasonGitDir, "")
+		if base == ".git" && (!w.opts.IncludeGit || dir != "") {
+			w.exclude(&sc, rel, isDir, ReasonGitDir, "")
 			continue
 		}
 		if err := validPath(rel, true); err != nil {
-			w.exclude(rel, isDir, ReasonInvalidName, err.Error())
+			w.exclude(&sc, rel, isDir, ReasonInvalidName, err.Error())
 			continue
 		}
 		if !isDir && !mode.IsRegular() && mode&fs.ModeSymlink == 0 {
-			w.exclude(rel, false, ReasonSpecial, mode.Type().String())
+			w.exclude(&sc, rel, false, ReasonSpecial, mode.Type().String())
 			continue
 		}
-		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return d.Open(de.Name()) }); r != nil {
-			w.exclude(rel, isDir, ReasonSecret, r.what)
+		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return d.Open(base) }); r != nil {
+			w.exclude(&sc, rel, isDir, ReasonSecret, r.what)
 			continue
 		}
 		if p := lastMatch(w.config, rel, isDir); p != nil && !p.negate {
-			w.exclude(rel, isDir, ReasonConfig, p.source+": "+p.text)
+			w.exclude(&sc, rel, isDir, ReasonConfig, p.source+": "+p.text)
 			continue
 		}
 		if p := lastMatch(ignores, rel, isDir); p != nil && !p.negate {
-			w.exclude(rel, isDir, ReasonGitignore, p.source+": "+p.text)
+			w.exclude(&sc, rel, isDir, ReasonGitignore, p.source+": "+p.text)
 			continue
 		}
 
 		switch {
 		case isDir:
-			if err := w.walkSubdir(rel, d, de.Name(), mode, ignores); err != nil {
-				return err
-			}
+			sc.entries = append(sc.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
+			subdirs = append(subdirs, base)
 		case mode&fs.ModeSymlink != 0:
-			target, err := d.Readlink(de.Name())
+			target, err := d.Readlink(base)
 			if err != nil {
 				return fmt.Errorf("walk %s: %w", rel, err)
 			}
-			w.entries = append(w.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
+			sc.entries = append(sc.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
 		default:
 			if max := w.opts.MaxFileSize; max > 0 && info.Size() > max {
 				return fmt.Errorf("walk: %w", tooLarge(rel, "file is %d bytes, over the limit of %d", info.Size(), max))
 			}
-			w.entries = append(w.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
+			sc.entries = append(sc.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
 			if w.stats != nil {
 				if st, ok := statOf(info); ok {
-					w.stats[rel] = st
+					sc.stats = append(sc.stats, pathStat{rel, st})
 				}
 			}
 		}
 	}
-	w.progress(PhaseWalk)
-	return nil
-}
 
-// walkSubdir walks rel, which is name in parent. A directory that cannot
-// be opened for lack of permission is reported, not fatal.
-func (w *walker) walkSubdir(rel string, parent *os.Root, name string, mode fs.FileMode, ignores []ignorePattern) error {
-	sub, err := parent.OpenRoot(name)
-	if errors.Is(err, fs.ErrPermission) {
-		w.exclude(rel, true, ReasonUnreadable, err.Error())
-		return nil
+	// Subdirectories: one that cannot be opened for lack of permission is
+	// reported, not fatal (and is no entry).
+	for _, base := range subdirs {
+		rel := join(dir, base)
+		sub, err := d.OpenRoot(base)
+		if errors.Is(err, fs.ErrPermission) {
+			w.exclude(&sc, rel, true, ReasonUnreadable, err.Error())
+			i := slices.IndexFunc(sc.entries, func(e Entry) bool { return e.Path == rel })
+			sc.entries = slices.Delete(sc.entries, i, i+1)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", rel, err)
+		}
+		walk := func() error {
+			defer sub.Close()
+			return w.walkDir(rel, sub, ignores)
+		}
+		if !w.group.TryGo(walk) {
+			if err := walk(); err != nil {
+				return err
+			}
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("walk %s: %w", rel, err)
-	}
-	defer sub.Close()
-	w.entries = append(w.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
-	return w.walkDir(rel, sub, ignores)
+	w.merge(&sc)
+	return nil
 }
 
 // hashAll fills in Size and SHA256 of every file, on up to Workers
