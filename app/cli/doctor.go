@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -69,7 +70,7 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 	r := &doctorReport{Home: h, Host: runtime.GOOS + "/" + runtime.GOARCH, OK: true}
 	fail := func(s string) { r.OK = false; r.Issues = append(r.Issues, s) }
 
-	ims, err := image.List(h)
+	ims, err := image.ListAll(home.ImageRoots(h))
 	if err != nil {
 		fail(err.Error())
 	}
