@@ -87,3 +87,21 @@ func (r RosettaState) String() string {
 
 // MarshalText makes a RosettaState read as its description in JSON.
 func (r RosettaState) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// CheckSaveRestore says why machines with shares shares cannot be saved or
+// restored on a Mac running macOS v on arch, or nil when they can. The
+// errors wrap vm.ErrNotSupported. Check it before any save or restore call:
+// below macOS 14, vz's save/restore support check raises an Objective-C
+// exception that ends the process.
+func CheckSaveRestore(v OSVersion, arch vm.Arch, shares int) error {
+	switch {
+	case arch != vm.ARM64:
+		return fmt.Errorf("%w: saving and restoring machine state needs a Mac with Apple silicon", vm.ErrNotSupported)
+	case !v.AtLeast(SaveMacOS):
+		return fmt.Errorf("%w: saving and restoring machine state needs macOS %s or later, this Mac runs %s", vm.ErrNotSupported, SaveMacOS, v)
+	case shares > 0:
+		return fmt.Errorf("%w: the machine has a virtio-fs share, and Virtualization.framework cannot save or restore a machine with a virtio-fs device; "+
+			"use a sync mode other than virtiofs to be able to snapshot it", vm.ErrNotSupported)
+	}
+	return nil
+}

@@ -1,6 +1,8 @@
 package vzconfig
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,6 +52,29 @@ func TestRosettaState(t *testing.T) {
 	} {
 		if got := r.String(); got != want {
 			t.Errorf("%d: %q, want %q", int(r), got, want)
+		}
+	}
+}
+
+func TestCheckSaveRestore(t *testing.T) {
+	for _, tt := range []struct {
+		v      OSVersion
+		arch   vm.Arch
+		shares int
+		want   string // "" for allowed
+	}{
+		{OSVersion{14, 0, 0}, vm.ARM64, 0, ""},
+		{OSVersion{15, 2, 0}, vm.ARM64, 0, ""},
+		{OSVersion{13, 6, 0}, vm.ARM64, 0, "needs macOS 14.0 or later, this Mac runs 13.6"},
+		{OSVersion{14, 0, 0}, vm.AMD64, 0, "needs a Mac with Apple silicon"},
+		{OSVersion{14, 0, 0}, vm.ARM64, 1, "virtio-fs"},
+	} {
+		err := CheckSaveRestore(tt.v, tt.arch, tt.shares)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s %s %d shares: %v, want allowed", tt.v, tt.arch, tt.shares, err)
+		case tt.want != "" && (err == nil || !errors.Is(err, vm.ErrNotSupported) || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s %s %d shares: %v, want ErrNotSupported saying %q", tt.v, tt.arch, tt.shares, err, tt.want)
 		}
 	}
 }
