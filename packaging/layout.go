@@ -150,7 +150,7 @@ func Listing(entries []Entry) string {
 	return b.String()
 }
 
-// Assemble creates the entries under dir. The bundle directory must not
+// Assemble creates the entries under dir, creating dir if needed. The bundle directory must not
 // exist yet: a stale bundle would keep files this build does not ship.
 // Every missing source is reported at once, before anything is written.
 func Assemble(entries []Entry, dir string) error {
@@ -174,6 +174,9 @@ func Assemble(entries []Entry, dir string) error {
 				return fmt.Errorf("assemble bundle: %s already exists; remove it first", filepath.Join(dir, top))
 			}
 		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("assemble bundle: %w", err)
 	}
 	for _, e := range entries {
 		dst := filepath.Join(dir, filepath.FromSlash(e.Path))

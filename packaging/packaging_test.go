@@ -221,7 +221,7 @@ func TestAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	out := filepath.Join(t.TempDir(), "dist")
 	if err := Assemble(entries, out); err != nil {
 		t.Fatal(err)
 	}
