@@ -317,22 +317,67 @@ func TestIconAssets(t *testing.T) {
 	if _, _, _, a := img.At(512, 512).RGBA(); a != 0xffff {
 		t.Errorf("the centre is not opaque (alpha %d)", a)
 	}
-	for name, want := range map[string][]byte{"Airlock.png": big.Data, IconFileName: icns} {
-		p := filepath.Join("..", "assets", name)
-		if *update {
-			if err := os.WriteFile(p, want, 0o644); err != nil {
+	if *update {
+		for name, b := range map[string][]byte{"Airlock.png": big.Data, IconFileName: icns} {
+			if err := os.WriteFile(filepath.Join("..", "assets", name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			continue
 		}
-		got, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from what packaging draws; regenerate with go run ./packaging/cmd/airlock-bundle icon", p)
+		return
+	}
+	// Compared by pixels, not bytes: a newer Go may compress PNGs
+	// differently.
+	stale := "differs from what packaging draws; regenerate with go run ./packaging/cmd/airlock-bundle icon"
+	pngFile, err := os.ReadFile(filepath.Join("..", "assets", "Airlock.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !samePixels(t, pngFile, big.Data) {
+		t.Errorf("assets/Airlock.png %s", stale)
+	}
+	icnsFile, err := os.ReadFile(filepath.Join("..", "assets", IconFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := DecodeICNS(icnsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(committed) != len(entries) {
+		t.Fatalf("assets/%s has %d entries, want %d: %s", IconFileName, len(committed), len(entries), stale)
+	}
+	for i, e := range entries {
+		if committed[i].Type != e.Type || !samePixels(t, committed[i].Data, e.Data) {
+			t.Errorf("assets/%s entry %d (%s) %s", IconFileName, i, committed[i].Type, stale)
 		}
 	}
+}
+
+// samePixels reports whether two PNGs hold the same image.
+func samePixels(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	ia, err := png.Decode(bytes.NewReader(a))
+	if err != nil {
+		t.Errorf("decode: %v", err)
+		return false
+	}
+	ib, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Errorf("decode: %v", err)
+		return false
+	}
+	if ia.Bounds() != ib.Bounds() {
+		return false
+	}
+	r := ia.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if ia.At(x, y) != ib.At(x, y) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func golden(t *testing.T, name, got string) {
