@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/airlock-dev/airlock/app/cli.Version=$(VERSION)
 
-.PHONY: build airlock guest test test-short vet darwincheck demo clean bench bench-push bench-collect
+.PHONY: build airlock guest test test-short vet darwincheck demo clean bench bench-push bench-collect macos-app icon
 
 build: airlock guest
 
@@ -31,6 +31,15 @@ demo:
 
 darwincheck:
 	$(GO) run ./internal/darwincheck -goarch arm64,amd64 -test ./...
+
+# Airlock.app and its DMG, on a Mac (see docs/macos.md); on Linux, a dry run
+# with packaging/build-macos.sh --dry-run.
+macos-app:
+	VERSION=$(VERSION) packaging/build-macos.sh
+
+# Redraw assets/Airlock.png and assets/Airlock.icns.
+icon:
+	$(GO) run ./packaging/cmd/airlock-bundle icon
 
 # Benchmarks print our figure beside a baseline measured in the same run.
 bench:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -23,6 +24,8 @@ type doctorReport struct {
 	OK     bool            `json:"ok"`
 	Issues []string        `json:"issues,omitempty"`
 	Hosts  []vm.HostReport `json:"hypervisors"`
+	// MacOS is what doctor finds on a Mac: nil elsewhere.
+	MacOS *macReport `json:"macos,omitempty"`
 }
 
 type guestReport struct {
@@ -69,7 +72,14 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 	r := &doctorReport{Home: h, Host: runtime.GOOS + "/" + runtime.GOARCH, OK: true}
 	fail := func(s string) { r.OK = false; r.Issues = append(r.Issues, s) }
 
-	ims, err := image.List(h)
+	if m := macHost(ctx); m != nil {
+		r.MacOS = m
+		for _, s := range m.issues() {
+			fail(s)
+		}
+	}
+
+	ims, err := image.ListAll(home.ImageRoots(h))
 	if err != nil {
 		fail(err.Error())
 	}
@@ -117,6 +127,9 @@ func printDoctor(e *env, r *doctorReport) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "home\t%s\n", r.Home)
 	fmt.Fprintf(tw, "host\t%s\n", r.Host)
+	if r.MacOS != nil {
+		printMac(tw, r.MacOS)
+	}
 	for _, hr := range r.Hosts {
 		fmt.Fprintf(tw, "hypervisor\t%s\n", hr.Hypervisor)
 		fmt.Fprintf(tw, "  accelerator\t%s: %s\n", hr.Accelerator, hr.Why)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
@@ -41,7 +42,7 @@ func (f *bootFlags) register(cmd *cobra.Command) {
 
 func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
 	return launch.Options{
-		Home: h, Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory,
+		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory,
 		Link: vm.LinkKind(f.link), Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
 	}
 }

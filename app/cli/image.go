@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -128,7 +129,7 @@ func newImageLsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ims, err := image.List(h)
+			ims, err := image.ListAll(home.ImageRoots(h))
 			if err != nil {
 				return err
 			}

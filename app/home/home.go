@@ -53,3 +53,52 @@ func (l Layout) Cache() string { return filepath.Join(l.Root, "cache") }
 // Runs is where short-lived machines (airlock exec) keep their runtime
 // files. Kept short because unix socket paths are limited in length.
 func (l Layout) Runs() string { return filepath.Join(l.Root, "run") }
+
+// BundleResources returns the Resources folder of the macOS app bundle
+// whose main executable is exe ("/Applications/Airlock.app/Contents/MacOS/
+// airlock" gives "/Applications/Airlock.app/Contents/Resources"), and false
+// when exe does not sit in an .app bundle's Contents/MacOS. It only looks at
+// the path: resolve symbolic links first.
+func BundleResources(exe string) (string, bool) {
+	if !filepath.IsAbs(exe) {
+		return "", false
+	}
+	macos := filepath.Dir(filepath.Clean(exe))
+	contents := filepath.Dir(macos)
+	app := filepath.Dir(contents)
+	if filepath.Base(macos) != "MacOS" || filepath.Base(contents) != "Contents" ||
+		filepath.Ext(app) != ".app" || len(filepath.Base(app)) <= len(".app") {
+		return "", false
+	}
+	return filepath.Join(contents, "Resources"), true
+}
+
+// ImageRoots returns where guest images are looked for, first match wins:
+// the home h, then BundleImageRoots. Each root is laid out like a home
+// (images/<name>/<arch>).
+func ImageRoots(h string) []string {
+	return append([]string{h}, BundleImageRoots()...)
+}
+
+// BundleImageRoots returns the read-only image roots that come with this
+// program: when it runs from an app bundle (Airlock.app), the bundle's
+// Contents/Resources, whose images/ holds the guest images shipped with
+// the app; else none.
+func BundleImageRoots() []string {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return nil
+	}
+	return bundleImageRoots(exe)
+}
+
+// bundleImageRoots is BundleImageRoots for the executable at exe.
+func bundleImageRoots(exe string) []string {
+	if res, ok := BundleResources(exe); ok {
+		return []string{res}
+	}
+	return nil
+}

@@ -2,8 +2,11 @@ package home
 
 import (
 	"errors"
+	"path"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlock-dev/airlock/packaging"
 )
 
 func TestDirFor(t *testing.T) {
@@ -37,5 +40,51 @@ func TestDirForNoHome(t *testing.T) {
 	_, err := dirFor("linux", func(string) string { return "" }, func() (string, error) { return "", errors.New("no $HOME") })
 	if err == nil {
 		t.Fatal("want an error without a home directory")
+	}
+}
+
+func TestBundleResources(t *testing.T) {
+	for _, tt := range []struct {
+		exe, want string
+		ok        bool
+	}{
+		{"/Applications/Airlock.app/Contents/MacOS/airlock", "/Applications/Airlock.app/Contents/Resources", true},
+		{"/Users/me/dist/Airlock.app/Contents/MacOS/airlock", "/Users/me/dist/Airlock.app/Contents/Resources", true},
+		{"/Volumes/Airlock/Airlock.app/Contents/MacOS/./airlock", "/Volumes/Airlock/Airlock.app/Contents/Resources", true},
+		{"/usr/local/bin/airlock", "", false},
+		{"/Applications/Airlock.app/Contents/Resources/airlock", "", false},
+		{"/Applications/Airlock/Contents/MacOS/airlock", "", false},
+		{"/Applications/.app/Contents/MacOS/airlock", "", false},
+		{"Airlock.app/Contents/MacOS/airlock", "", false},
+		{"/airlock", "", false},
+	} {
+		got, ok := BundleResources(tt.exe)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("BundleResources(%q) = %q, %v; want %q, %v", tt.exe, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestImageRoots(t *testing.T) {
+	if got := bundleImageRoots("/Applications/Airlock.app/Contents/MacOS/airlock"); len(got) != 1 || got[0] != "/Applications/Airlock.app/Contents/Resources" {
+		t.Errorf("from the bundle: %q", got)
+	}
+	if got := bundleImageRoots("/usr/local/bin/airlock"); len(got) != 0 {
+		t.Errorf("outside a bundle: %q", got)
+	}
+	// This test binary is in no bundle.
+	h := "/Users/me/Library/Application Support/Airlock"
+	if got := ImageRoots(h); len(got) != 1 || got[0] != h {
+		t.Errorf("ImageRoots = %q", got)
+	}
+}
+
+// TestBundleMatchesPackaging: the bundle packaging builds is the one
+// BundleResources recognises, with the images where ImageRoots looks.
+func TestBundleMatchesPackaging(t *testing.T) {
+	app := "/Applications/" + packaging.AppName + ".app"
+	res, ok := BundleResources(path.Join(app, packaging.MacOSDir, packaging.ExecutableName))
+	if !ok || filepath.Join(res, "images") != filepath.FromSlash(path.Join(app, packaging.ImagesDir)) {
+		t.Errorf("BundleResources = %q, %v; packaging puts images in %s", res, ok, packaging.ImagesDir)
 	}
 }

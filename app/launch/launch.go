@@ -52,6 +52,10 @@ type Event struct {
 type Options struct {
 	// Home is Airlock's home directory (images/, run/).
 	Home string
+	// ImageRoots are read-only folders laid out like a home, searched for
+	// the image after Home: the app bundle's Contents/Resources
+	// (home.ImageRoots).
+	ImageRoots []string
 	// Image is the image name; empty means "minimal".
 	Image string
 	// Arch is the guest architecture; empty means the host's.
@@ -121,7 +125,7 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	if arch == "" {
 		arch = vm.Arch(runtime.GOARCH)
 	}
-	img, err := image.Load(o.Home, name, arch)
+	img, err := image.Find(append([]string{o.Home}, o.ImageRoots...), name, arch)
 	if err != nil {
 		return nil, err
 	}

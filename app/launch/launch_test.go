@@ -382,3 +382,34 @@ func qemuProcesses(t *testing.T, dir string) []string {
 	}
 	return found
 }
+
+// TestBootFromImageRoot boots with an empty home and the image in a
+// read-only root, as the airlock binary in Airlock.app does with the
+// images shipped in Contents/Resources.
+func TestBootFromImageRoot(t *testing.T) {
+	testenv.SkipIfShort(t)
+	im := testenv.Image(t, vm.AMD64)
+	home := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, err := launch.Boot(ctx, launch.Options{Home: home, ImageRoots: []string{testenv.Home(t)}, Arch: vm.AMD64, Backend: backend(t, home)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		if err := g.Shutdown(sctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	if g.Image.Dir != im.Dir {
+		t.Errorf("booted %s, want the root's %s", g.Image.Dir, im.Dir)
+	}
+	if out, _, err := run(t, g, client.Command{Args: []string{"uname", "-m"}}); err != nil || strings.TrimSpace(out) != "x86_64" {
+		t.Errorf("uname -m = %q, %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "images")); err == nil {
+		t.Error("the image was copied into the home")
+	}
+}

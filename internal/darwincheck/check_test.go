@@ -118,7 +118,7 @@ func TestRun(t *testing.T) {
 
 // TestVzFilesAreMacOnly checks the build constraints that keep vm/vz out of
 // every build but a darwin one with cgo (vz cannot compile anywhere else),
-// and vz's arm64-only save API out of darwin/amd64.
+// and vz's arm64-only APIs (save, restore, Rosetta) out of darwin/amd64.
 func TestVzFilesAreMacOnly(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("../../vm/vz/*.go")
@@ -153,12 +153,15 @@ func TestVzFilesAreMacOnly(t *testing.T) {
 			}
 		}
 		arm64, amd64 := builds(expr, "darwin", "cgo", "arm64"), builds(expr, "darwin", "cgo", "amd64")
+		// x_arm64.go uses arm64-only vz APIs (save/restore, Rosetta);
+		// x_other.go beside it is the Intel stub.
+		prefix, _, _ := strings.Cut(name, "_")
 		switch {
-		case strings.HasPrefix(name, "save_arm64"):
+		case strings.HasSuffix(name, "_arm64.go"):
 			if !arm64 || amd64 {
 				t.Errorf("%s: builds for darwin/arm64 %v, darwin/amd64 %v; want arm64 only", name, arm64, amd64)
 			}
-		case strings.HasPrefix(name, "save_"):
+		case strings.HasSuffix(name, "_other.go") && slices.Contains(files, filepath.Join(filepath.Dir(f), prefix+"_arm64.go")):
 			if arm64 || !amd64 {
 				t.Errorf("%s: builds for darwin/arm64 %v, darwin/amd64 %v; want the amd64 stub only", name, arm64, amd64)
 			}

@@ -94,7 +94,8 @@ func under(prefixes ...string) func(string) bool {
 func not(f func(string) bool) func(string) bool { return func(p string) bool { return !f(p) } }
 
 var rules = []rule{
-	{under("vm", "guest", "sync", "review", "internal"), []string{module + "/app"}, "nothing imports app", false},
+	{under("vm", "guest", "sync", "review", "internal", "packaging"), []string{module + "/app"}, "nothing imports app", false},
+	{under("packaging"), []string{module + "/guest", module + "/sync", module + "/review", "fyne.io/fyne", "github.com/Code-Hex/vz"}, "packaging packages the program and is not part of it", false},
 	{under("guest"), []string{module + "/vm", "fyne.io/fyne", "github.com/Code-Hex/vz"}, "guest never imports vm, fyne or vz", false},
 	{under("guest/agent", "guest/cmd"), []string{"testing"}, "the guest agent must not link the testing package", false},
 	{under("review", "sync"), []string{module + "/vm", module + "/guest", "fyne.io/fyne"}, "review and sync know nothing of VMs, the guest or the GUI", false},

@@ -284,3 +284,58 @@ func validArch(a vm.Arch) error {
 
 // debArch is Debian's name for a guest architecture.
 func debArch(a vm.Arch) string { return strings.ToLower(string(a)) }
+
+// Find loads image name for arch from the first of roots that has it. Each
+// root is laid out like an Airlock home (root/images/<name>/<arch>): the
+// user's home comes first, then read-only roots such as an app bundle's
+// Contents/Resources, whose images ship with the app. An image that is
+// present but damaged in an earlier root is an error, not a reason to look
+// further. When no root has the image, the error is the first root's: it
+// wraps ErrNotFound and names the command that builds the image there.
+func Find(roots []string, name string, arch vm.Arch) (*Image, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("load image: no image folders to search")
+	}
+	var first error
+	for _, r := range roots {
+		im, err := Load(r, name, arch)
+		if err == nil {
+			return im, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// ListAll lists the images of every root, sorted by name then arch. An
+// image in more than one root is listed once, from the first root that has
+// it, the one Find would load.
+func ListAll(roots []string) ([]*Image, error) {
+	seen := map[string]bool{}
+	var out []*Image
+	for _, r := range roots {
+		ims, err := List(r)
+		if err != nil {
+			return nil, err
+		}
+		for _, im := range ims {
+			k := im.Name + "/" + string(im.Arch)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, im)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Arch < out[j].Arch
+	})
+	return out, nil
+}

@@ -168,3 +168,64 @@ func TestInstallReplaces(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+func TestFind(t *testing.T) {
+	home, bundle := t.TempDir(), t.TempDir()
+	shipped := writeTestImage(t, bundle, "minimal", vm.ARM64)
+	writeTestImage(t, bundle, "minimal", vm.AMD64)
+	roots := []string{home, bundle}
+
+	// The home has no image: the bundle's is used.
+	got, err := Find(roots, "minimal", vm.ARM64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dir != shipped.Dir {
+		t.Errorf("found %s, want the bundle's %s", got.Dir, shipped.Dir)
+	}
+
+	// One built in the home wins over the bundle's.
+	built := writeTestImage(t, home, "minimal", vm.ARM64)
+	if got, err := Find(roots, "minimal", vm.ARM64); err != nil || got.Dir != built.Dir {
+		t.Errorf("Find = %v, %v; want the home's %s", got, err, built.Dir)
+	}
+
+	// A damaged image in the home is reported, not silently replaced.
+	os.Remove(built.Kernel)
+	if _, err := Find(roots, "minimal", vm.ARM64); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("Find with a damaged home image: %v, want the damage reported", err)
+	}
+
+	// Nowhere: the home's error, naming the build command.
+	_, err = Find(roots, "full", vm.ARM64)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), filepath.Join(home, "images", "full")) {
+		t.Errorf("Find of a missing image: %v, want ErrNotFound about the home", err)
+	}
+	if _, err := Find(nil, "minimal", vm.ARM64); err == nil {
+		t.Error("Find with no roots succeeded")
+	}
+}
+
+func TestListAll(t *testing.T) {
+	home, bundle := t.TempDir(), t.TempDir()
+	writeTestImage(t, bundle, "minimal", vm.ARM64)
+	writeTestImage(t, bundle, "minimal", vm.AMD64)
+	mine := writeTestImage(t, home, "minimal", vm.AMD64)
+	writeTestImage(t, home, "alpha", vm.AMD64)
+	ims, err := ListAll([]string{home, bundle, filepath.Join(bundle, "absent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, im := range ims {
+		got = append(got, im.Name+"/"+string(im.Arch)+" "+im.Dir)
+	}
+	want := []string{
+		"alpha/amd64 " + Dir(home, "alpha", vm.AMD64),
+		"minimal/amd64 " + mine.Dir,
+		"minimal/arm64 " + Dir(bundle, "minimal", vm.ARM64),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

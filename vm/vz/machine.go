@@ -73,9 +73,10 @@ func newMachine(name string, c vzconfig.Config, b *built, v *vz.VirtualMachine, 
 	}
 }
 
-// start starts the goroutines that follow the VM, starts the VM and waits
-// until vz reports it running.
-func (m *machine) start(ctx context.Context) error {
+// start starts the goroutines that follow the VM, runs boot (what brings
+// the VM up: Start, or a restore; what names it in errors) and waits until
+// vz reports it running.
+func (m *machine) start(ctx context.Context, what string, boot func() error) error {
 	devs := m.vm.SocketDevices()
 	if len(devs) != 1 {
 		return fmt.Errorf("vz %s: the VM has %d vsock devices, want 1", m.name, len(devs))
@@ -93,8 +94,8 @@ func (m *machine) start(ctx context.Context) error {
 		}
 	}()
 
-	if err := m.vm.Start(); err != nil {
-		err = fmt.Errorf("vz %s: start: %w%s", m.name, err, formatConsole(m.console))
+	if err := boot(); err != nil {
+		err = fmt.Errorf("vz %s: %s: %w%s", m.name, what, err, formatConsole(m.console))
 		m.finish(err)
 		return err
 	}
@@ -104,7 +105,7 @@ func (m *machine) start(ctx context.Context) error {
 	if err != nil {
 		m.forceStop("it did not reach the running state within " + startTimeout.String())
 		<-m.done
-		return fmt.Errorf("vz %s: start: %w", m.name, err)
+		return fmt.Errorf("vz %s: %s: %w", m.name, what, err)
 	}
 	if s := m.State(); s == vm.StateStopped {
 		if werr := m.Wait(); werr != nil {

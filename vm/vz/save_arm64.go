@@ -31,18 +31,14 @@ func saveNote(v vzconfig.OSVersion) string {
 // encrypted with a key bound to this Mac, and open guest-link connections
 // do not survive a restore of it.
 func (m *machine) Save(ctx context.Context, path string) error {
-	if len(m.spec.Shares) > 0 {
-		return fmt.Errorf("save vz %s: %w: the machine has a virtio-fs share (%q), and Virtualization.framework cannot save a machine with a virtio-fs device; "+
-			"start it with a sync mode other than virtiofs to be able to snapshot it", m.name, vm.ErrNotSupported, m.spec.Shares[0].Tag)
-	}
 	// Below macOS 14, ValidateSaveRestoreSupport raises an Objective-C
 	// exception that ends the process: our own check comes first.
 	v, err := m.backend.osVersion()
 	if err != nil {
 		return fmt.Errorf("save vz %s: %w", m.name, err)
 	}
-	if !v.AtLeast(vzconfig.SaveMacOS) {
-		return fmt.Errorf("save vz %s: %w: saving machine state needs macOS %s or later, this Mac runs %s", m.name, vm.ErrNotSupported, vzconfig.SaveMacOS, v)
+	if err := vzconfig.CheckSaveRestore(v, vm.ARM64, len(m.spec.Shares)); err != nil {
+		return fmt.Errorf("save vz %s: %w", m.name, err)
 	}
 	if ok, err := m.built.cfg.ValidateSaveRestoreSupport(); !ok || err != nil {
 		if err == nil {

@@ -56,6 +56,7 @@ type Backend struct {
 var (
 	_ vm.Backend   = (*Backend)(nil)
 	_ vm.Describer = (*Backend)(nil)
+	_ vm.Restorer  = (*Backend)(nil) // restore_arm64.go; an error on Intel Macs
 )
 
 // New returns a Backend. It starts nothing.
@@ -178,6 +179,19 @@ func (b *Backend) Describe(ctx context.Context, arch vm.Arch) (vm.HostReport, er
 // Start boots a machine and returns once vz reports it running. The
 // machine is force-stopped when ctx ends.
 func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	m, err := b.create(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.start(ctx, "start", func() error { return m.vm.Start() }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// create translates, builds and validates spec's configuration and creates
+// the (stopped) virtual machine. It starts nothing.
+func (b *Backend) create(spec vm.Spec) (*machine, error) {
 	c, err := b.translate(spec)
 	if err != nil {
 		return nil, err
@@ -205,11 +219,7 @@ func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vz %s: create the virtual machine: %w", spec.Name, err)
 	}
-	m := newMachine(spec.Name, c, built, v, b.log.With("machine", spec.Name), b)
-	if err := m.start(ctx); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return newMachine(spec.Name, c, built, v, b.log.With("machine", spec.Name), b), nil
 }
 
 // entitlementHint explains the usual cause of a configuration rejected on
