@@ -267,22 +267,22 @@ func (t target) String() string { return net.JoinHostPort(t.host, strconv.Itoa(t
 
 type targetKey struct{}
 
-// splitTarget splits host[:port], with def when there is no port.
+// splitTarget splits host[:port], with def when there is no port, and
+// checks the host is a host name or an IP address.
 func splitTarget(hostport string, def int) (string, int, error) {
 	host, port, err := net.SplitHostPort(hostport)
+	n := def
 	if err != nil {
 		// No port.
 		host = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
-		if host == "" {
-			return "", 0, fmt.Errorf("no host in %q", hostport)
-		}
-		return normHost(host), def, nil
+	} else if n, err = strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", 0, fmt.Errorf("bad port in %q", hostport)
 	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 || host == "" {
-		return "", 0, fmt.Errorf("bad host and port %q", hostport)
+	host = normHost(host)
+	if strings.HasPrefix(host, "*") || checkHostPattern(host) != nil {
+		return "", 0, fmt.Errorf("bad host in %q", hostport)
 	}
-	return normHost(host), n, nil
+	return host, n, nil
 }
 
 // serveFront handles what the guest sends to the proxy: CONNECT, or a
