@@ -1,13 +1,19 @@
-// Package config reads a project's airlock.toml: the settings a project
-// carries with it (today, extra excludes for the snapshot). A cloned
-// repository is untrusted input, so a project file may only narrow what
-// Airlock does; nothing here widens access.
+// Package config reads Airlock's configuration files: a project's
+// airlock.toml (extra excludes for the snapshot, network rules), the
+// user's config.toml (network allow-list, secrets and where their values
+// live), and the trust store that remembers which project files the user
+// confirmed. A cloned repository is untrusted input, so a project file may
+// only narrow what the user allows unless the user confirmed that exact
+// file (by its SHA-256); Network merges the sources into an egress.Policy.
 //
-// It is plain data: it must not import vm, guest, review, sync or fyne.
+// It is plain data: it must not import vm, guest, review, sync or fyne;
+// of the app, only app/egress (for its rule syntax and Policy).
 package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +37,14 @@ type Project struct {
 	// project root, that are never copied into a sandbox (and are reported
 	// like every other exclusion).
 	Exclude []string `toml:"exclude"`
+
+	// Network narrows (deny) or asks to widen (allow, host, secret) the
+	// user's network policy. Widening needs the user's confirmation.
+	Network Network `toml:"network"`
+
+	// SHA256 is the hash of the file as read (empty without a file): a
+	// confirmation is for these exact bytes.
+	SHA256 string `toml:"-"`
 }
 
 // Load reads dir/airlock.toml. A missing file is the zero Project.
@@ -45,18 +59,31 @@ func Load(dir string) (Project, error) {
 	if err != nil {
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&p)
-	if err != nil {
+	if err := decodeStrict(data, &p, "exclude, network"); err != nil {
 		return Project{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	p.SHA256 = hex.EncodeToString(sum[:])
+	if err := p.Validate(); err != nil {
+		return Project{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// decodeStrict decodes TOML into v; unknown keys are errors.
+func decodeStrict(data []byte, v any, known string) error {
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(v)
+	if err != nil {
+		return err
 	}
 	if undec := md.Undecoded(); len(undec) > 0 {
 		keys := make([]string, len(undec))
 		for i, k := range undec {
 			keys[i] = k.String()
 		}
-		return Project{}, fmt.Errorf("read %s: unknown keys %s (known: exclude)", path, strings.Join(keys, ", "))
+		return fmt.Errorf("unknown keys %s (known: %s)", strings.Join(keys, ", "), known)
 	}
-	return p, p.Validate()
+	return nil
 }
 
 // Validate reports every problem at once.
@@ -66,6 +93,9 @@ func (p Project) Validate() error {
 		if strings.TrimSpace(e) == "" || strings.ContainsRune(e, 0) {
 			errs = append(errs, fmt.Errorf("exclude %d (%q): want a non-empty .gitignore pattern", i+1, e))
 		}
+	}
+	if err := p.Network.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -102,6 +102,8 @@ var rules = []rule{
 	{not(under("app/gui")), []string{"fyne.io/fyne"}, "only the GUI imports fyne", false},
 	{not(under("vm/vz")), []string{"github.com/Code-Hex/vz"}, "only vm/vz imports vz", true},
 	{under("vm"), []string{module + "/guest", module + "/sync", module + "/review"}, "vm knows nothing of the guest agent, sync or review", false},
+	{under("app/egress"), []string{module + "/vm", module + "/guest", module + "/app/sandbox", module + "/app/config", module + "/app/cli", "fyne.io/fyne", "github.com/Code-Hex/vz"}, "the egress proxy is handed its policy and never touches VMs, the guest or the GUI", false},
+	{under("app/config"), []string{module + "/vm", module + "/guest", module + "/sync", module + "/review", module + "/app/sandbox", module + "/app/cli", "fyne.io/fyne"}, "configuration is plain data", false},
 }
 
 func TestImportRules(t *testing.T) {
