@@ -19,6 +19,8 @@ import (
 
 type runFlags struct {
 	bootFlags
+	netFlags
+	trustProject bool
 	project     string
 	script      string
 	interactive bool
@@ -60,6 +62,13 @@ clone once the VM is gone, with the same checks, then reviewed and applied
 the same way. Such a VM cannot be snapshotted. Needs virtiofsd (Debian:
 qemu-system-common) and root.
 
+The VM has no network device. Its only way out is Airlock's proxy on the
+host, which allows what your configuration (~/.config/airlock/config.toml,
+[network] allow), --allow and a confirmed airlock.toml allow, and nothing
+else; every request is shown on stderr and kept in the audit log. Secrets
+(API keys) stay on the host: the VM sees placeholders, and the proxy puts
+the real value in the configured header on the way to its one host.
+
 The agent may explain itself in .airlock/summary.md in the workspace: it is
 kept with the sandbox and shown, and .airlock/ is never part of the changes.
 
@@ -73,6 +82,7 @@ inspection (airlock logs ID).`,
 		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
+  airlock run --project . --allow pypi.org --allow files.pythonhosted.org -- pip download requests
   airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && f.script == "" {
@@ -84,7 +94,7 @@ inspection (airlock logs ID).`,
 			return runRun(cmd.Context(), e, &f, args)
 		},
 	}
-	f.register(cmd)
+	f.bootFlags.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
 	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
@@ -92,6 +102,8 @@ inspection (airlock logs ID).`,
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
 	fl.StringVar(&f.sync, "sync", string(sandbox.SyncCopy), "how the project reaches the VM: copy (onto its disk) or virtiofs (a shared staging clone, for huge trees)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long and collect what it changed (exit code 124; default: no limit)")
+	f.netFlags.register(cmd)
+	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
 	return cmd
 }
 
@@ -118,6 +130,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	network, err := e.networkFor(h, f.project, &f.netFlags, f.trustProject)
+	if err != nil {
+		return err
+	}
 	backend, err := newBackend(e, h)
 	if err != nil {
 		return err
@@ -135,6 +151,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	var excluded []manifest.Exclusion
 	opts := sandbox.RunOptions{
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
+		Network: network,
 		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout: e.stdout, Stderr: e.stderr,
 		Progress: func(ev sandbox.Progress) {

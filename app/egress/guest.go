@@ -5,10 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
-
-	"github.com/airlock-dev/airlock/guest"
 )
 
 // Where the sandbox's CA goes in the guest: the certificate alone, and a
@@ -56,22 +53,4 @@ func InstallCA(ctx context.Context, exec ExecFunc, ca *CA) error {
 		return fmt.Errorf("install the sandbox CA in the guest: %w (%s)", err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
-}
-
-// Forwarder asks the guest to listen on its loopback and carry each
-// connection back (SSH remote forwarding); *ssh.Client is one.
-type Forwarder interface {
-	Listen(network, addr string) (net.Listener, error)
-}
-
-// ListenGuest has the guest agent listen on guest.ProxyAddr and returns
-// the listener whose connections are the guest's: hand it to Serve.
-// While it is open, every command the agent runs has the proxy
-// environment (guest.ProxyEnv).
-func ListenGuest(f Forwarder) (net.Listener, error) {
-	l, err := f.Listen("tcp", guest.ProxyAddr)
-	if err != nil {
-		return nil, fmt.Errorf("forward the guest's %s to the egress proxy: %w", guest.ProxyAddr, err)
-	}
-	return l, nil
 }

@@ -94,6 +94,10 @@ func mounted(procMounts, tag, dir string) bool {
 	return false
 }
 
+// GuestMachine is a booted guest as a Machine (a Forwarder too), for
+// commands that boot with launch themselves (airlock exec).
+func GuestMachine(g *launch.Guest) Machine { return guestMachine{g} }
+
 // guestMachine adapts a booted *launch.Guest to Machine.
 type guestMachine struct{ g *launch.Guest }
 
