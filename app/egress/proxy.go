@@ -210,7 +210,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = inner.Serve(p.inner) })
-	err := front.Serve(l)
+	err := front.Serve(deadlineListener{l})
 	// front ended: stop the rest as ctx would.
 	front.Close()
 	inner.Close()

@@ -72,7 +72,9 @@ func newHarness(t *testing.T, pol *Policy) *harness {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.proxy.Serve(ctx, l) }()
+	// Connections without deadlines, as the SSH channels the guest's
+	// connections arrive on.
+	go func() { done <- h.proxy.Serve(ctx, noDeadlines{l}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -373,3 +375,23 @@ func FuzzSplitTarget(f *testing.F) {
 		}
 	})
 }
+
+// noDeadlines is a listener whose connections refuse deadlines, like
+// x/crypto/ssh's forwarded channels.
+type noDeadlines struct{ net.Listener }
+
+func (l noDeadlines) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return noDeadlineConn{c}, nil
+}
+
+type noDeadlineConn struct{ net.Conn }
+
+func (noDeadlineConn) SetDeadline(time.Time) error      { return errNoDeadline }
+func (noDeadlineConn) SetReadDeadline(time.Time) error  { return errNoDeadline }
+func (noDeadlineConn) SetWriteDeadline(time.Time) error { return errNoDeadline }
+
+var errNoDeadline = fmt.Errorf("deadline not supported")
