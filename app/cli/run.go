@@ -21,12 +21,12 @@ type runFlags struct {
 	bootFlags
 	netFlags
 	trustProject bool
-	project     string
-	script      string
-	interactive bool
-	env         []string
-	timeout     time.Duration
-	sync        string
+	project      string
+	script       string
+	interactive  bool
+	env          []string
+	timeout      time.Duration
+	sync         string
 }
 
 // runResult is what `airlock run --json` prints.
@@ -152,8 +152,8 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	opts := sandbox.RunOptions{
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
 		Network: network,
-		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
-		Stdout: e.stdout, Stderr: e.stderr,
+		Boot:    sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
+		Stdout:  e.stdout, Stderr: e.stderr,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:
