@@ -19,14 +19,15 @@ import (
 
 type runFlags struct {
 	bootFlags
+	project     string
+	script      string
+	interactive bool
+	env         []string
+	timeout     time.Duration
+	sync        string
+
 	netFlags
 	trustProject bool
-	project      string
-	script       string
-	interactive  bool
-	env          []string
-	timeout      time.Duration
-	sync         string
 }
 
 // runResult is what `airlock run --json` prints.
