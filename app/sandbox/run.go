@@ -92,7 +92,8 @@ type Progress struct {
 	// Done and Total count files where a step has them.
 	Done  int `json:"done,omitempty"`
 	Total int `json:"total,omitempty"`
-	// Excluded is set on StepExcluded.
+	// Excluded is set on StepExcluded (what the snapshot left out) and on
+	// a StepCollect event that reports what the guest left out.
 	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
 }
 
@@ -515,6 +516,12 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 		return err
 	}
 	gm := k.Manifest
+	if len(k.Skipped) > 0 {
+		if err := r.sb.Audit(Event{Event: EventSkipped, Data: map[string]any{"skipped": k.Skipped}}); err != nil {
+			return err
+		}
+		r.progress(Progress{Step: StepCollect, Excluded: k.Skipped, Message: skippedMessage(k.Skipped)})
+	}
 	var buf bytes.Buffer
 	if err := gm.Encode(&buf); err != nil {
 		return err
@@ -613,4 +620,26 @@ type tee struct {
 func (t *tee) Write(p []byte) (int, error) {
 	_, _ = t.live.Write(p)
 	return t.tr.Write(p)
+}
+
+// skippedMessage tells the user what the guest left out of its changes,
+// quoting the paths (they come from the guest).
+func skippedMessage(skipped []manifest.Exclusion) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "left out of the changes (%d): ", len(skipped))
+	for i, x := range skipped {
+		if i == 5 {
+			fmt.Fprintf(&b, ", and %d more (airlock logs --audit)", len(skipped)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		what := string(x.Reason)
+		if x.Reason == manifest.ReasonSpecial {
+			what = "special file " + x.Rule
+		}
+		fmt.Fprintf(&b, "%q (%s)", x.Path, what)
+	}
+	return b.String()
 }

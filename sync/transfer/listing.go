@@ -23,6 +23,10 @@ import (
 type Known struct {
 	ID       string
 	Manifest *manifest.Manifest
+	// Skipped is what the guest's walk left out that the user should hear
+	// of (manifest.Noteworthy): untrusted text, for showing and the audit
+	// log only.
+	Skipped []manifest.Exclusion
 }
 
 // DefaultStateDir is where the guest keeps a manifest.State per
@@ -139,7 +143,7 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	case derr != nil:
 		return Known{}, fmt.Errorf("manifest of guest %s: %w%s", dir, derr, stderr.suffix())
 	}
-	k := Known{Manifest: m}
+	k := Known{Manifest: m, Skipped: ls.Skipped}
 	if validID(ls.ID) {
 		k.ID = ls.ID
 	}
@@ -205,11 +209,11 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	}
 	wo := o.Walk
 	wo.Cache = cache
-	m, _, err := manifest.Walk(ctx, dir, wo)
+	m, report, err := manifest.Walk(ctx, dir, wo)
 	if err != nil {
 		return err
 	}
-	ls := manifest.Listing{ID: newID()}
+	ls := manifest.Listing{ID: newID(), Skipped: manifest.Noteworthy(report.Excluded)}
 	if prev != nil && o.Since != "" && prev.ID == o.Since {
 		d := manifest.DeltaOf(prev.Manifest, m)
 		ls.Base, ls.Changed, ls.Deleted = o.Since, d.Changed, d.Deleted
