@@ -118,7 +118,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(e, h)
+	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
 	}
