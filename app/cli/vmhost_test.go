@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -42,6 +43,17 @@ func TestSupervisedSandboxVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.Client.Close() // the client goes; the VM stays with its supervisor
+
+	// A restarted airlock reconnects from the run directory alone.
+	g2, err := launch.Attach(t.Context(), launch.Options{Home: home, Name: sb.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if err := g2.Client.Run(t.Context(), client.Command{Script: "echo again", Stdout: &again}); err != nil || again.String() != "again\n" {
+		t.Errorf("a command after attaching: %q, %v", again.String(), err)
+	}
+	g2.Client.Close()
 
 	vmOf := func() string {
 		t.Helper()

@@ -152,7 +152,7 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s VM: %w", o.Backend.Name(), err)
 	}
-	id, err := client.NewIdentity(spec.Name)
+	id, priv, err := newIdentity(spec.Name)
 	if err != nil {
 		stopNow(m)
 		os.RemoveAll(dir)
@@ -183,6 +183,14 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 			return nil, ctx.Err()
 		}
 		return nil, err
+	}
+	if _, supervised := vmhost.SupervisorOf(m); supervised {
+		// Another process may attach to this machine later (Attach).
+		if err := saveIdentity(dir, id, priv, c.Welcome().HostKey); err != nil {
+			c.Close()
+			stopNow(m)
+			return nil, err
+		}
 	}
 	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
 	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
