@@ -38,9 +38,9 @@ type runResult struct {
 	// Skipped is what the guest left out of the changes (special files,
 	// unreadable directories, invalid names).
 	Skipped []manifest.Exclusion `json:"skipped,omitempty"`
-	Summary  string               `json:"summary,omitempty"`
-	Timings  sandbox.Timings      `json:"timings"`
-	Error    string               `json:"error,omitempty"`
+	Summary string               `json:"summary,omitempty"`
+	Timings sandbox.Timings      `json:"timings"`
+	Error   string               `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -121,7 +121,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(e, h)
+	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
 	}

@@ -113,11 +113,11 @@ type RunOptions struct {
 	Image, Arch string
 	// Sync is how the project reaches the VM; empty means SyncCopy.
 	Sync SyncMode
-	// Boot starts the machine; it is called after the snapshot (and, in
-	// virtiofs mode, after the staging clone). The machine must share
-	// every one of shares into the guest and have it mounted on its Mount
-	// before Boot returns.
-	Boot func(ctx context.Context, shares []Share) (Machine, error)
+	// Boot starts the machine of sandbox id; it is called after the
+	// snapshot (and, in virtiofs mode, after the staging clone). The
+	// machine must share every one of shares into the guest and have it
+	// mounted on its Mount before Boot returns.
+	Boot func(ctx context.Context, id string, shares []Share) (Machine, error)
 	// Transfer moves files in copy mode; nil means the default.
 	Transfer Transfer
 	// Env is added to the command's environment.
@@ -335,7 +335,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx, shares)
+	m, err := r.o.Boot(ctx, r.sb.ID, shares)
 	if err != nil {
 		return fmt.Errorf("boot: %w", err)
 	}

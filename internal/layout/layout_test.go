@@ -102,6 +102,8 @@ var rules = []rule{
 	{not(under("app/gui")), []string{"fyne.io/fyne"}, "only the GUI imports fyne", false},
 	{not(under("vm/vz")), []string{"github.com/Code-Hex/vz"}, "only vm/vz imports vz", true},
 	{under("vm"), []string{module + "/guest", module + "/sync", module + "/review"}, "vm knows nothing of the guest agent, sync or review", false},
+	{under("app/vmhost"), []string{module + "/vm/qemu", module + "/vm/vz", module + "/app/cli", module + "/app/launch", module + "/app/sandbox", "fyne.io/fyne"},
+		"the VM supervisor is handed its backend and sits below launch, sandbox and the CLI", false},
 }
 
 func TestImportRules(t *testing.T) {
