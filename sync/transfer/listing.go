@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ type Known struct {
 }
 
 // DefaultStateDir is where the guest keeps a manifest.State per
-// collected directory: on a tmpfs, readable by root only, so the agent
+// collected directory: in memory (/run), readable by root only, so the agent
 // (an unprivileged user) cannot tamper with it and nothing of it
 // outlives the VM. StateDirEnv overrides it (tests that play the guest
 // on the host).
@@ -163,6 +164,9 @@ type ListingOptions struct {
 	// StateDir is where the state of each directory is kept; empty means
 	// DefaultStateDir, or $AIRLOCK_STATE_DIR when set.
 	StateDir string
+	// Logger receives warnings (a state that could not be kept); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 func (o ListingOptions) stateFile(dir string) (string, error) {
@@ -225,7 +229,9 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	}
 	if ferr != nil {
 		ls.ID = "" // nothing remembered: the host must not name it
-		fmt.Fprintf(os.Stderr, "airlock-guest: the next manifest of %s will list everything: %v\n", dir, ferr)
+		if o.Logger != nil {
+			o.Logger.Warn("the next manifest will list everything", "dir", dir, "err", ferr)
+		}
 	}
 	return ls.Encode(w)
 }

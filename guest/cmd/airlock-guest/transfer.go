@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -99,7 +100,8 @@ func transferCommand(name string, args []string) error {
 			Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
 			MaxFileSize: maxFile,
 		},
-		Since: since,
+		Since:  since,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}, os.Stdout)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
