@@ -261,6 +261,17 @@ func (s State) String() string {
 // MarshalText makes State read as a word in JSON and TOML.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads the word MarshalText writes.
+func (s *State) UnmarshalText(b []byte) error {
+	for st := StateStarting; st <= StateStopped; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown machine state %q", b)
+}
+
 // Sentinel errors. Wrap them with %w; test with errors.Is.
 var (
 	// ErrNotSupported: the backend or this host cannot do what was asked
@@ -331,7 +342,8 @@ type Snapshotter interface {
 	Save(ctx context.Context, path string) error
 }
 
-// Pauser is an optional Machine capability.
+// Pauser is an optional Machine capability: stop the vCPUs, keeping memory,
+// and run them again.
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error

@@ -119,7 +119,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(e, h)
+	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
 	}

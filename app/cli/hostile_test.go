@@ -155,6 +155,14 @@ echo done`
 	if meta.Status != sandbox.StatusReady {
 		t.Fatalf("sandbox status %s (%s)", meta.Status, meta.Error)
 	}
+	// The fifo is left out, and the user is told so, on the terminal and
+	// in the audit log.
+	if !strings.Contains(errOut, `left out of the changes (1): "fifo" (special file p`) {
+		t.Errorf("the run did not report the fifo it left out:\n%s", errOut)
+	}
+	if audit, err := os.ReadFile(sb.Path("audit.jsonl")); err != nil || !strings.Contains(string(audit), `"event":"skipped"`) || !strings.Contains(string(audit), `"path":"fifo"`) {
+		t.Errorf("the audit log does not record the skipped fifo (%v)", err)
+	}
 
 	// The guest's manifest as stored: links recorded, nothing under them,
 	// no fifo, no setuid bit.

@@ -38,9 +38,12 @@ type runResult struct {
 	ExitCode int                  `json:"exit_code"`
 	Changes  *sandbox.ChangeStats `json:"changes,omitempty"`
 	Excluded []manifest.Exclusion `json:"excluded"`
-	Summary  string               `json:"summary,omitempty"`
-	Timings  sandbox.Timings      `json:"timings"`
-	Error    string               `json:"error,omitempty"`
+	// Skipped is what the guest left out of the changes (special files,
+	// unreadable directories, invalid names).
+	Skipped []manifest.Exclusion `json:"skipped,omitempty"`
+	Summary string               `json:"summary,omitempty"`
+	Timings sandbox.Timings      `json:"timings"`
+	Error   string               `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -135,7 +138,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(e, h)
+	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	}
 	p := e.newProgress()
 	defer p.Done("")
-	var excluded []manifest.Exclusion
+	var excluded, skipped []manifest.Exclusion
 	opts := sandbox.RunOptions{
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
 		Network: network,
@@ -175,6 +178,11 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 				p.Done("")
 				e.note("%s", ev.Message)
 			case sandbox.StepCollect:
+				if len(ev.Excluded) > 0 {
+					skipped = ev.Excluded
+					e.note("%s", ev.Message)
+					break
+				}
 				p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
 			case sandbox.StepStop:
 				p.stepOrUpdate("stop", ev.Message)
@@ -199,7 +207,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	}
 	if e.json {
 		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
-			Excluded: excluded, Summary: res.Summary, Timings: res.Meta.Timings}
+			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings}
 		if out.Excluded == nil {
 			out.Excluded = []manifest.Exclusion{}
 		}

@@ -84,7 +84,7 @@ func TestEditDuringRun(t *testing.T) {
 }
 
 func TestSandboxCommandsHelp(t *testing.T) {
-	for _, args := range [][]string{{"run", "--help"}, {"ls", "--help"}, {"diff", "--help"}, {"apply", "--help"}, {"undo", "--help"}, {"logs", "--help"}, {"rm", "--help"}} {
+	for _, args := range [][]string{{"run", "--help"}, {"ls", "--help"}, {"diff", "--help"}, {"apply", "--help"}, {"undo", "--help"}, {"logs", "--help"}, {"rm", "--help"}, {"stop", "--help"}} {
 		code, out, _ := airlockCLI(t, t.TempDir(), args...)
 		if code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("%v: exit %d, output %q", args, code, out)

@@ -51,9 +51,11 @@ func newLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: ID, status, age, sync mode, changed files, project, command",
-		Long: `ls lists sandboxes, newest first. With --quiet it prints only their IDs,
-one per line, for scripts: airlock ls -q | head -1 is the newest.`,
+		Short:   "List sandboxes: ID, status, VM, age, sync mode, changed files, project, command",
+		Long: `ls lists sandboxes, newest first. The VM column says whether a sandbox's VM
+is running, as its supervisor reports it (it keeps running when the airlock
+that started it dies; airlock stop ID stops it). With --quiet it prints only
+their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := e.sandboxes()
@@ -64,11 +66,17 @@ one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 			if err != nil {
 				return err
 			}
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			// Each sandbox's VM, as its supervisor (if one runs) says.
+			rows := make([]lsRow, len(list))
+			for i, s := range list {
+				rows[i] = lsRow{Info: s, VM: vmState(cmd.Context(), h, s.ID)}
+			}
 			if e.json {
-				if list == nil {
-					list = []sandbox.Info{}
-				}
-				return e.printJSON(list)
+				return e.printJSON(rows)
 			}
 			if e.quiet {
 				for _, s := range list {
@@ -81,8 +89,8 @@ one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tSYNC\tCHANGED\tPROJECT\tCOMMAND")
-			for _, s := range list {
+			fmt.Fprintln(tw, "ID\tSTATUS\tVM\tAGE\tSYNC\tCHANGED\tPROJECT\tCOMMAND")
+			for _, s := range rows {
 				changed := "-"
 				if s.Changes != nil {
 					changed = fmt.Sprint(s.Changes.Files)
@@ -91,11 +99,23 @@ one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if s.Status != sandbox.StatusFailed && !s.Live && isActive(s.Status) {
 					status += " (interrupted)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, age(time.Since(s.Created)), syncMode(s.SyncMode), changed, s.Project, clip(s.CommandLine(), 40))
+				vmCol := s.VM
+				if vmCol == "" {
+					vmCol = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), changed, s.Project, clip(s.CommandLine(), 40))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// lsRow is a sandbox as airlock ls shows it.
+type lsRow struct {
+	sandbox.Info
+	// VM is the state of the sandbox's VM ("running", "paused", …) as its
+	// supervisor reports it; empty when none runs.
+	VM string `json:"vm,omitempty"`
 }
 
 // syncMode names a sandbox's sync mode; sandboxes from before the mode was
@@ -608,10 +628,15 @@ func newRmCmd(e *env) *cobra.Command {
 		Short: "Remove sandboxes (their changes are discarded; applied changes stay applied)",
 		Long: `rm deletes a sandbox's directory: its snapshot manifests, transcript,
 summary, audit log and apply journals (so an apply can no longer be undone
-with airlock undo). A sandbox still running is refused unless --force. The
-removal is recorded in sandboxes/audit.jsonl.`,
+with airlock undo). A sandbox still running, or whose VM still runs, is refused
+unless --force, which stops the VM first. The removal is recorded in
+sandboxes/audit.jsonl.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
 			st, err := e.sandboxes()
 			if err != nil {
 				return err
@@ -621,7 +646,7 @@ removal is recorded in sandboxes/audit.jsonl.`,
 			for _, a := range args {
 				sb, err := e.openSandbox(cmd.Context(), a)
 				if err == nil {
-					err = st.Remove(sb.ID, force)
+					err = removeSandbox(cmd.Context(), h, st, sb.ID, force)
 				}
 				if err != nil {
 					errs = append(errs, err)
@@ -645,4 +670,18 @@ removal is recorded in sandboxes/audit.jsonl.`,
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove even a sandbox that is still running")
 	return cmd
+}
+
+// removeSandbox removes sandbox id; one whose VM still runs is refused
+// unless force, which kills the VM first.
+func removeSandbox(ctx context.Context, h string, st *sandbox.Store, id string, force bool) error {
+	if !force && vmState(ctx, h, id) != "" {
+		return fmt.Errorf("remove %s: its VM is running (airlock stop %s, or rm --force)", id, id)
+	}
+	if force {
+		if _, err := stopVM(ctx, h, id, 0, true); err != nil {
+			return fmt.Errorf("remove %s: %w", id, err)
+		}
+	}
+	return st.Remove(id, force)
 }

@@ -50,7 +50,7 @@ func collectChanges() []string {
 
 // genCollectTree writes on the host the tree collectGenScript writes in
 // the guest, byte for byte.
-func genCollectTree(b *testing.B, dir string) {
+func genCollectTree(b testing.TB, dir string) {
 	b.Helper()
 	for d := range collectDirs {
 		dp := filepath.Join(dir, fmt.Sprintf("d%d", d))

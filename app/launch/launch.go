@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
@@ -56,6 +57,10 @@ type Options struct {
 	// the image after Home: the app bundle's Contents/Resources
 	// (home.ImageRoots).
 	ImageRoots []string
+	// Name names the machine's run directory, run/<Name> (a sandbox's ID,
+	// so that its VM supervisor can be found from it); empty means a
+	// random name.
+	Name string
 	// Image is the image name; empty means "minimal".
 	Image string
 	// Arch is the guest architecture; empty means the host's.
@@ -129,7 +134,7 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := newRunDir(filepath.Join(o.Home, "run"))
+	dir, err := newRunDir(ctx, filepath.Join(o.Home, "run"), o.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +156,7 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s VM: %w", o.Backend.Name(), err)
 	}
-	id, err := client.NewIdentity(spec.Name)
+	id, priv, err := newIdentity(spec.Name)
 	if err != nil {
 		stopNow(m)
 		os.RemoveAll(dir)
@@ -162,10 +167,12 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		timeout = DefaultBootTimeout
 	}
 	// A serial link is one stream: a yamux session over it gives one
-	// stream per connection, as the guest agent expects there.
+	// stream per connection, as the guest agent expects there. A VM
+	// supervisor owns that session itself and gives a stream per
+	// connection already.
 	dial := client.DialFunc(m.DialLink)
 	var mux *client.Mux
-	if m.LinkKind() == vm.LinkSerial {
+	if _, supervised := vmhost.SupervisorOf(m); m.LinkKind() == vm.LinkSerial && !supervised {
 		mux = client.NewMux(m.DialLink)
 		dial = mux.Dial
 	}
@@ -180,6 +187,14 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 			return nil, ctx.Err()
 		}
 		return nil, err
+	}
+	if _, supervised := vmhost.SupervisorOf(m); supervised {
+		// Another process may attach to this machine later (Attach).
+		if err := saveIdentity(dir, id, priv, c.Welcome().HostKey); err != nil {
+			c.Close()
+			stopNow(m)
+			return nil, err
+		}
 	}
 	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
 	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
@@ -269,15 +284,31 @@ func stopNow(m vm.Machine) {
 	_ = m.Stop(ctx)
 }
 
-func newRunDir(parent string) (string, error) {
+// newRunDir makes the run directory parent/name, or parent/<random> when
+// name is empty. A directory left by a machine whose supervisor is gone is
+// replaced; one whose supervisor still runs is an error.
+func newRunDir(ctx context.Context, parent, name string) (string, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
-	var b [4]byte
-	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
-		return "", err
+	if name == "" {
+		var b [4]byte
+		if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
+			return "", err
+		}
+		name = hex.EncodeToString(b[:])
+	} else if name != filepath.Base(name) || name == "." || name == ".." {
+		return "", fmt.Errorf("create run directory: bad machine name %q", name)
 	}
-	dir := filepath.Join(parent, hex.EncodeToString(b[:]))
+	dir := filepath.Join(parent, name)
+	if _, err := os.Stat(dir); err == nil {
+		if _, err := vmhost.Dial(ctx, dir); err == nil {
+			return "", fmt.Errorf("create run directory: the VM of %s is still running (airlock stop %s)", name, name)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return "", fmt.Errorf("create run directory: %w", err)
+		}
+	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}

@@ -21,6 +21,7 @@ const (
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back
+	EventSkipped   EventKind = "skipped"   // what the guest's walk left out: special files, unreadable, invalid names
 	EventFailed    EventKind = "failed"
 	EventDecisions EventKind = "decisions"
 	EventApplied   EventKind = "applied" // with before/after hashes per file

@@ -15,12 +15,15 @@ import (
 	"github.com/airlock-dev/airlock/vm"
 )
 
-// LaunchBoot returns a RunOptions.Boot that boots a VM with launch.Boot.
-// Shares are added to the machine's spec, and the guest agent is told on
-// the kernel command line (guest.VirtiofsArg) where to mount them; Boot
-// checks they are mounted before it returns.
-func LaunchBoot(o launch.Options) func(ctx context.Context, shares []Share) (Machine, error) {
-	return func(ctx context.Context, shares []Share) (Machine, error) {
+// LaunchBoot returns a RunOptions.Boot that boots a VM with launch.Boot,
+// named after the sandbox (its run directory is run/<id>, where airlock ls
+// and airlock stop find its supervisor). Shares are added to the machine's
+// spec, and the guest agent is told on the kernel command line
+// (guest.VirtiofsArg) where to mount them; Boot checks they are mounted
+// before it returns.
+func LaunchBoot(o launch.Options) func(ctx context.Context, id string, shares []Share) (Machine, error) {
+	return func(ctx context.Context, id string, shares []Share) (Machine, error) {
+		o.Name = id
 		if len(shares) > 0 {
 			if o.Backend == nil {
 				return nil, fmt.Errorf("launch: no backend")

@@ -92,7 +92,8 @@ type Progress struct {
 	// Done and Total count files where a step has them.
 	Done  int `json:"done,omitempty"`
 	Total int `json:"total,omitempty"`
-	// Excluded is set on StepExcluded.
+	// Excluded is set on StepExcluded (what the snapshot left out) and on
+	// a StepCollect event that reports what the guest left out.
 	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
 }
 
@@ -112,11 +113,11 @@ type RunOptions struct {
 	Image, Arch string
 	// Sync is how the project reaches the VM; empty means SyncCopy.
 	Sync SyncMode
-	// Boot starts the machine; it is called after the snapshot (and, in
-	// virtiofs mode, after the staging clone). The machine must share
-	// every one of shares into the guest and have it mounted on its Mount
-	// before Boot returns.
-	Boot func(ctx context.Context, shares []Share) (Machine, error)
+	// Boot starts the machine of sandbox id; it is called after the
+	// snapshot (and, in virtiofs mode, after the staging clone). The
+	// machine must share every one of shares into the guest and have it
+	// mounted on its Mount before Boot returns.
+	Boot func(ctx context.Context, id string, shares []Share) (Machine, error)
 	// Transfer moves files in copy mode; nil means the default.
 	Transfer Transfer
 	// Env is added to the command's environment.
@@ -338,7 +339,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx, shares)
+	m, err := r.o.Boot(ctx, r.sb.ID, shares)
 	if err != nil {
 		return fmt.Errorf("boot: %w", err)
 	}
@@ -543,6 +544,12 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 		return err
 	}
 	gm := k.Manifest
+	if len(k.Skipped) > 0 {
+		if err := r.sb.Audit(Event{Event: EventSkipped, Data: map[string]any{"skipped": k.Skipped}}); err != nil {
+			return err
+		}
+		r.progress(Progress{Step: StepCollect, Excluded: k.Skipped, Message: skippedMessage(k.Skipped)})
+	}
 	var buf bytes.Buffer
 	if err := gm.Encode(&buf); err != nil {
 		return err
@@ -641,4 +648,26 @@ type tee struct {
 func (t *tee) Write(p []byte) (int, error) {
 	_, _ = t.live.Write(p)
 	return t.tr.Write(p)
+}
+
+// skippedMessage tells the user what the guest left out of its changes,
+// quoting the paths (they come from the guest).
+func skippedMessage(skipped []manifest.Exclusion) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "left out of the changes (%d): ", len(skipped))
+	for i, x := range skipped {
+		if i == 5 {
+			fmt.Fprintf(&b, ", and %d more (airlock logs --audit)", len(skipped)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		what := string(x.Reason)
+		if x.Reason == manifest.ReasonSpecial {
+			what = "special file " + x.Rule
+		}
+		fmt.Fprintf(&b, "%q (%s)", x.Path, what)
+	}
+	return b.String()
 }

@@ -165,7 +165,7 @@ func runFake(t *testing.T, s *Store, project string, args ...string) (*RunResult
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh", Command: args,
 		Image: "minimal", Arch: "amd64",
-		Boot:     func(context.Context, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, string, []Share) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 		Stdout:   &out, Stderr: &out,
 		Progress: func(p Progress) { events = append(events, p) },
@@ -267,7 +267,7 @@ func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"true"},
-		Boot: func(context.Context, []Share) (Machine, error) { return nil, errors.New("no hypervisor") },
+		Boot: func(context.Context, string, []Share) (Machine, error) { return nil, errors.New("no hypervisor") },
 	})
 	if err == nil || !strings.Contains(err.Error(), "no hypervisor") {
 		t.Fatalf("err %v", err)
@@ -442,7 +442,7 @@ func TestRunTimeout(t *testing.T) {
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
 		Timeout:  300 * time.Millisecond,
-		Boot:     func(context.Context, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, string, []Share) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 	})
 	if err != nil {

@@ -48,7 +48,7 @@ func runMode(t *testing.T, s *Store, project string, mode SyncMode, script strin
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: project, Script: []byte(script), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", Sync: mode,
-		Boot: func(_ context.Context, shares []Share) (Machine, error) {
+		Boot: func(_ context.Context, _ string, shares []Share) (Machine, error) {
 			got = shares
 			if len(shares) == 1 {
 				m.workspace = shares[0].HostPath
@@ -330,7 +330,7 @@ func TestParseSyncMode(t *testing.T) {
 	}
 	s := newStore(t)
 	if _, err := s.Run(context.Background(), RunOptions{Project: t.TempDir(), Command: []string{"true"}, Sync: "nfs",
-		Boot: func(context.Context, []Share) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
+		Boot: func(context.Context, string, []Share) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
 		t.Error("run with an unknown sync mode worked")
 	}
 }

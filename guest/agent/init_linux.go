@@ -81,6 +81,9 @@ func Init(ctx context.Context) error {
 		log.Warn("loopback", "err", err)
 	}
 
+	// Closed once the deferred modules (the power button's among them)
+	// are loaded.
+	buttonsLoaded := make(chan struct{})
 	shutdown := make(chan string, 1)
 	requestOff := func(why string) {
 		select {
@@ -99,13 +102,22 @@ func Init(ctx context.Context) error {
 		AfterFirstCommand: func() {
 			n := loadModules(later, presentVirtioDevices, log)
 			log.Debug("deferred modules loaded", "count", n)
+			close(buttonsLoaded)
 		},
 	})
 
 	serveCtx, stopServing := context.WithCancel(ctx)
 	var serving sync.WaitGroup
 	serving.Go(func() { serveLinks(serveCtx, a, log) })
-	serving.Go(func() { watchPowerButton(serveCtx, log, func() { requestOff("power button") }) })
+	serving.Go(func() {
+		// The button's input device exists once its module is loaded.
+		select {
+		case <-buttonsLoaded:
+		case <-serveCtx.Done():
+			return
+		}
+		watchPowerButton(serveCtx, log, func() { requestOff("power button") })
+	})
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPWR)

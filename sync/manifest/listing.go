@@ -20,6 +20,39 @@ type Listing struct {
 	Entries []Entry  `json:"entries,omitempty"`
 	Changed []Entry  `json:"changed,omitempty"`
 	Deleted []string `json:"deleted,omitempty"`
+	// Skipped is what the walk left out that the user should hear of:
+	// special files, unreadable directories, names no manifest may hold
+	// (see Noteworthy). It is text from the far side, for showing only.
+	Skipped []Exclusion `json:"skipped,omitempty"`
+}
+
+// MaxSkipped caps Listing.Skipped: a walker lists at most this many, and
+// a decoder refuses more.
+const MaxSkipped = 100
+
+// maxRuleLen caps an Exclusion's Rule in a listing.
+const maxRuleLen = 256
+
+// Noteworthy returns the exclusions of a walk that a listing reports:
+// those the user did not ask for (special files, unreadable directories,
+// invalid names), at most MaxSkipped, with rules cut to a bounded length.
+func Noteworthy(excluded []Exclusion) []Exclusion {
+	var out []Exclusion
+	for _, x := range excluded {
+		switch x.Reason {
+		case ReasonSpecial, ReasonUnreadable, ReasonInvalidName:
+		default:
+			continue
+		}
+		if len(out) == MaxSkipped {
+			break
+		}
+		if len(x.Rule) > maxRuleLen {
+			x.Rule = x.Rule[:maxRuleLen]
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // Delta is how a manifest differs from an older one of the same tree:
@@ -128,6 +161,17 @@ func DecodeListing(r io.Reader, limits Limits) (*Listing, error) {
 	if n := len(ls.Entries) + len(ls.Changed) + len(ls.Deleted); n > l.MaxEntries {
 		return nil, fmt.Errorf("decode listing: %w", tooLarge("", "%d entries, over the limit of %d", n, l.MaxEntries))
 	}
+	if len(ls.Skipped) > MaxSkipped {
+		return nil, fmt.Errorf("decode listing: %w", tooLarge("", "%d skipped paths, over the limit of %d", len(ls.Skipped), MaxSkipped))
+	}
+	for _, x := range ls.Skipped {
+		switch {
+		case x.Reason != ReasonSpecial && x.Reason != ReasonUnreadable && x.Reason != ReasonInvalidName:
+			return nil, fmt.Errorf("decode listing: %w", invalid("", "skipped path with reason %q", x.Reason))
+		case len(x.Path) > l.MaxPathLen || len(x.Rule) > maxRuleLen:
+			return nil, fmt.Errorf("decode listing: %w", tooLarge("", "a skipped path or its rule is too long"))
+		}
+	}
 	return &ls, nil
 }
 
@@ -188,6 +232,14 @@ func (ls *Listing) Encode(w io.Writer) error {
 		if err := encodeEntries(bw, ls.Changed); err != nil {
 			return err
 		}
+	}
+	if len(ls.Skipped) > 0 {
+		sk, err := json.Marshal(ls.Skipped)
+		if err != nil {
+			return fmt.Errorf("encode listing: %w", err)
+		}
+		bw.WriteString(`,"skipped":`)
+		bw.Write(sk)
 	}
 	if len(ls.Deleted) > 0 {
 		del, err := json.Marshal(ls.Deleted)

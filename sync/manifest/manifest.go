@@ -92,5 +92,21 @@ func (m *Manifest) Lookup(p string) (Entry, bool) {
 
 // Sort orders the entries by Path, as a Manifest must be.
 func (m *Manifest) Sort() {
-	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	sortEntries(m.Entries)
+}
+
+// sortEntries sorts entries by path. It sorts an index and then moves
+// each entry once: comparing and swapping whole entries (88 bytes each)
+// costs several times more on a large tree.
+func sortEntries(es []Entry) {
+	idx := make([]int32, len(es))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(es[a].Path, es[b].Path) })
+	sorted := make([]Entry, len(es))
+	for i, j := range idx {
+		sorted[i] = es[j]
+	}
+	copy(es, sorted)
 }

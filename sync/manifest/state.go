@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // State is what a walker keeps between two walks of one tree: the
@@ -25,7 +24,7 @@ type State struct {
 }
 
 // stateMagic starts a state file; the digit is the format version.
-const stateMagic = "airlock-manifest-state 1\n"
+const stateMagic = "airlock-manifest-state 2\n"
 
 // errState: a state file that is not one, or is cut short.
 var errState = errors.New("not a manifest state file")
@@ -58,12 +57,11 @@ func WriteStateFile(path string, s *State) error {
 // ReadStateFile reads a state written by WriteStateFile. A missing file
 // is an error wrapping fs.ErrNotExist.
 func ReadStateFile(path string) (*State, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	defer f.Close()
-	s, err := decodeState(bufio.NewReaderSize(f, 256<<10))
+	s, err := decodeState(string(data))
 	if err != nil {
 		return nil, fmt.Errorf("read state %s: %w", path, err)
 	}
@@ -71,7 +69,7 @@ func ReadStateFile(path string) (*State, error) {
 }
 
 // The binary form, after stateMagic: the ID and the entry count, then per
-// entry its path, type, mode, and by type the size and SHA-256 (files) or
+// entry its path, type, mode, and by type the size and hex SHA-256 (files) or
 // the target (symlinks), then for files whether the cache holds their stat
 // data, and that data. Strings are length-prefixed, numbers varints.
 const (
@@ -106,12 +104,11 @@ func (s *State) encode(w *bufio.Writer) error {
 		buf = binary.AppendUvarint(buf, uint64(e.Mode))
 		switch e.Type {
 		case File:
-			sum, err := hex.DecodeString(e.SHA256)
-			if err != nil || len(sum) != 32 {
+			if !validSum(e.SHA256) {
 				return fmt.Errorf("entry %q: sha256 %q", e.Path, e.SHA256)
 			}
 			buf = binary.AppendVarint(buf, e.Size)
-			buf = append(buf, sum...)
+			buf = append(buf, e.SHA256...) // hex: decoded without an allocation
 			c, ok := cache[e.Path]
 			if ok && c.sum == e.SHA256 {
 				buf = append(buf, 1)
@@ -140,90 +137,113 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func decodeState(r *bufio.Reader) (*State, error) {
-	magic := make([]byte, len(stateMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != stateMagic {
+// stateReader decodes the binary form. Strings it returns are slices of
+// the one string holding the file, so decoding 100,000 paths makes no
+// allocation per path.
+type stateReader struct {
+	data string
+	off  int
+	err  bool
+}
+
+func (r *stateReader) uvarint() uint64 {
+	var x uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		if r.off >= len(r.data) {
+			r.err = true
+			return 0
+		}
+		b := r.data[r.off]
+		r.off++
+		x |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return x
+		}
+	}
+	r.err = true
+	return 0
+}
+
+func (r *stateReader) varint() int64 {
+	u := r.uvarint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *stateReader) bytes(n uint64) string {
+	if r.err || n > uint64(len(r.data)-r.off) {
+		r.err = true
+		return ""
+	}
+	s := r.data[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+func (r *stateReader) string() string {
+	n := r.uvarint()
+	if n > 1<<16 {
+		r.err = true
+	}
+	return r.bytes(n)
+}
+
+func (r *stateReader) byte() byte {
+	if b := r.bytes(1); b != "" {
+		return b[0]
+	}
+	return 0
+}
+
+func decodeState(data string) (*State, error) {
+	if !strings.HasPrefix(data, stateMagic) {
 		return nil, errState
 	}
-	id, err := readString(r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := binary.ReadUvarint(r)
-	if err != nil || n > 1<<26 {
+	r := &stateReader{data: data, off: len(stateMagic)}
+	id := r.string()
+	n := r.uvarint()
+	if r.err || n > uint64(len(data)) { // every entry takes bytes
 		return nil, errState
 	}
 	s := &State{ID: id, Manifest: &Manifest{Entries: make([]Entry, 0, n)}, Cache: &HashCache{files: make(map[string]cachedFile, n)}}
-	var sum [32]byte
 	for range n {
-		var e Entry
-		if e.Path, err = readString(r); err != nil {
-			return nil, err
-		}
-		tag, err := r.ReadByte()
-		if err != nil {
-			return nil, errState
-		}
-		mode, err := binary.ReadUvarint(r)
-		if err != nil {
-			return nil, errState
-		}
-		e.Mode = fs.FileMode(mode)
+		e := Entry{Path: r.string()}
+		tag := r.byte()
+		e.Mode = fs.FileMode(r.uvarint())
 		switch tag {
 		case tagFile:
 			e.Type = File
-			if e.Size, err = binary.ReadVarint(r); err != nil {
-				return nil, errState
-			}
-			if _, err := io.ReadFull(r, sum[:]); err != nil {
-				return nil, errState
-			}
-			e.SHA256 = hex.EncodeToString(sum[:])
-			has, err := r.ReadByte()
-			if err != nil {
-				return nil, errState
-			}
-			if has == 1 {
+			e.Size = r.varint()
+			e.SHA256 = r.bytes(64)
+			if r.byte() == 1 {
 				var st fileStat
-				var err1, err2, err3, err4, err5 error
-				st.size, err1 = binary.ReadVarint(r)
-				st.mtime, err2 = binary.ReadVarint(r)
-				st.ctime, err3 = binary.ReadVarint(r)
-				st.ino, err4 = binary.ReadUvarint(r)
-				st.dev, err5 = binary.ReadUvarint(r)
-				if errors.Join(err1, err2, err3, err4, err5) != nil {
-					return nil, errState
-				}
+				st.size = r.varint()
+				st.mtime = r.varint()
+				st.ctime = r.varint()
+				st.ino = r.uvarint()
+				st.dev = r.uvarint()
 				s.Cache.files[e.Path] = cachedFile{st, e.SHA256}
 			}
 		case tagDir:
 			e.Type = Dir
 		case tagSymlink:
 			e.Type = Symlink
-			if e.Target, err = readString(r); err != nil {
-				return nil, err
-			}
+			e.Target = r.string()
 		default:
+			return nil, errState
+		}
+		if r.err {
 			return nil, errState
 		}
 		s.Manifest.Entries = append(s.Manifest.Entries, e)
 	}
-	if _, err := r.ReadByte(); err != io.EOF {
+	if r.off != len(data) {
 		return nil, errState
 	}
 	return s, nil
-}
-
-func readString(r *bufio.Reader) (string, error) {
-	n, err := binary.ReadUvarint(r)
-	if err != nil || n > 1<<16 {
-		return "", errState
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", errState
-	}
-	return string(b), nil
 }
 
 // Seed fills c from m, a manifest of the tree at root that the caller

@@ -170,7 +170,7 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 	if opts.Cache != nil {
 		opts.Cache.replace(w.cached, start)
 	}
-	slices.SortFunc(w.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	sortEntries(w.entries)
 	slices.SortFunc(w.report.Excluded, func(a, b Exclusion) int { return strings.Compare(a.Path, b.Path) })
 	for _, e := range w.entries {
 		switch e.Type {

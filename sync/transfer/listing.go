@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,10 +24,14 @@ import (
 type Known struct {
 	ID       string
 	Manifest *manifest.Manifest
+	// Skipped is what the guest's walk left out that the user should hear
+	// of (manifest.Noteworthy): untrusted text, for showing and the audit
+	// log only.
+	Skipped []manifest.Exclusion
 }
 
 // DefaultStateDir is where the guest keeps a manifest.State per
-// collected directory: on a tmpfs, readable by root only, so the agent
+// collected directory: in memory (/run), readable by root only, so the agent
 // (an unprivileged user) cannot tamper with it and nothing of it
 // outlives the VM. StateDirEnv overrides it (tests that play the guest
 // on the host).
@@ -139,7 +144,7 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	case derr != nil:
 		return Known{}, fmt.Errorf("manifest of guest %s: %w%s", dir, derr, stderr.suffix())
 	}
-	k := Known{Manifest: m}
+	k := Known{Manifest: m, Skipped: ls.Skipped}
 	if validID(ls.ID) {
 		k.ID = ls.ID
 	}
@@ -159,6 +164,9 @@ type ListingOptions struct {
 	// StateDir is where the state of each directory is kept; empty means
 	// DefaultStateDir, or $AIRLOCK_STATE_DIR when set.
 	StateDir string
+	// Logger receives warnings (a state that could not be kept); nil
+	// discards them.
+	Logger *slog.Logger
 }
 
 func (o ListingOptions) stateFile(dir string) (string, error) {
@@ -205,11 +213,11 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	}
 	wo := o.Walk
 	wo.Cache = cache
-	m, _, err := manifest.Walk(ctx, dir, wo)
+	m, report, err := manifest.Walk(ctx, dir, wo)
 	if err != nil {
 		return err
 	}
-	ls := manifest.Listing{ID: newID()}
+	ls := manifest.Listing{ID: newID(), Skipped: manifest.Noteworthy(report.Excluded)}
 	if prev != nil && o.Since != "" && prev.ID == o.Since {
 		d := manifest.DeltaOf(prev.Manifest, m)
 		ls.Base, ls.Changed, ls.Deleted = o.Since, d.Changed, d.Deleted
@@ -221,7 +229,9 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	}
 	if ferr != nil {
 		ls.ID = "" // nothing remembered: the host must not name it
-		fmt.Fprintf(os.Stderr, "airlock-guest: the next manifest of %s will list everything: %v\n", dir, ferr)
+		if o.Logger != nil {
+			o.Logger.Warn("the next manifest will list everything", "dir", dir, "err", ferr)
+		}
 	}
 	return ls.Encode(w)
 }

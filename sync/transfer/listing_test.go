@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,4 +199,56 @@ func benchDir(b *testing.B) string {
 		return d
 	}
 	return b.TempDir()
+}
+
+// What the guest leaves out of its listing for the user to hear of (a
+// fifo here) comes back with the manifest, every time, delta or not.
+func TestListingReportsSkipped(t *testing.T) {
+	base, store := baseline(t)
+	r := &localRemote{t: t}
+	ws := filepath.Join(t.TempDir(), "workspace")
+	opts := transfer.Options{AgentPath: agentBin(t)}
+	if _, err := transfer.Push(t.Context(), r, ws, base, store, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(ws, "ro"), 0o755) })
+	known, err := transfer.Seed(t.Context(), r, ws, base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644))
+	k, err := transfer.RemoteManifest(t.Context(), r, ws, known, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Skipped) != 1 || k.Skipped[0].Path != "pipe" || k.Skipped[0].Reason != manifest.ReasonSpecial {
+		t.Fatalf("skipped %+v, want the fifo", k.Skipped)
+	}
+	if _, ok := k.Manifest.Lookup("pipe"); ok {
+		t.Fatal("the fifo is in the manifest")
+	}
+}
+
+// A guest cannot flood the host through the skipped list, nor pass off a
+// reason of its own.
+func TestHostileSkipped(t *testing.T) {
+	many := make([]string, manifest.MaxSkipped+1)
+	for i := range many {
+		many[i] = `{"path":"p` + strconv.Itoa(i) + `","reason":"special-file"}`
+	}
+	for _, tc := range []struct {
+		name, out string
+		want      error
+	}{
+		{"too-many", `{"id":"x","entries":[],"skipped":[` + strings.Join(many, ",") + `]}`, manifest.ErrTooLarge},
+		{"other-reason", `{"id":"x","entries":[],"skipped":[{"path":"a","reason":"secret"}]}`, manifest.ErrInvalid},
+		{"long-rule", `{"id":"x","entries":[],"skipped":[{"path":"a","reason":"special-file","rule":"` + strings.Repeat("r", 300) + `"}]}`, manifest.ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, tc.out), "/workspace", transfer.Known{}, transfer.Options{})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
 }

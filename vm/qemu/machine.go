@@ -58,6 +58,7 @@ type machine struct {
 
 var (
 	_ vm.Machine = (*machine)(nil)
+	_ vm.Pauser  = (*machine)(nil)
 	_ net.Conn   = (*linkConn)(nil)
 )
 
@@ -367,6 +368,42 @@ func (m *machine) Stop(ctx context.Context) error {
 		m.kill("Stop's context ended before the guest powered off")
 		<-m.done
 	}
+	return nil
+}
+
+// Pause stops the guest's vCPUs (QMP stop); memory and devices are kept.
+func (m *machine) Pause(ctx context.Context) error {
+	return m.setRunning(ctx, "stop", vm.StateRunning, vm.StatePaused)
+}
+
+// Resume runs a paused guest again (QMP cont).
+func (m *machine) Resume(ctx context.Context) error {
+	return m.setRunning(ctx, "cont", vm.StatePaused, vm.StateRunning)
+}
+
+// setRunning runs the QMP command that takes the machine from state from
+// to state to.
+func (m *machine) setRunning(ctx context.Context, command string, from, to vm.State) error {
+	m.mu.Lock()
+	q, st := m.qmp, m.state
+	m.mu.Unlock()
+	if st == vm.StateStopped || st == vm.StateStopping || q == nil {
+		return fmt.Errorf("qemu %s: %s: %w", m.name, command, vm.ErrNotRunning)
+	}
+	if st == to {
+		return nil
+	}
+	if st != from {
+		return fmt.Errorf("qemu %s: %s: the machine is %s, not %s", m.name, command, st, from)
+	}
+	if err := q.execute(ctx, command); err != nil {
+		return fmt.Errorf("qemu %s: %w", m.name, err)
+	}
+	m.mu.Lock()
+	if m.state == from {
+		m.state = to
+	}
+	m.mu.Unlock()
 	return nil
 }
 

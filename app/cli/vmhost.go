@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// supervisedBackend starts each VM under its own supervisor process: this
+// program's hidden vmhost command, running this OS's backend.
+func supervisedBackend(e *env, h string) (vm.Backend, error) {
+	hv, err := newBackend(e, h)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the airlock program for the VM supervisor: %w", err)
+	}
+	return &vmhost.Backend{
+		Hypervisor: hv,
+		Command: func(dir string) *exec.Cmd {
+			return exec.Command(exe, "--home", h, "vmhost", dir)
+		},
+	}, nil
+}
+
+// newVMHostCmd is the supervisor of one VM (see app/vmhost). airlock starts
+// it itself, detached; people never do.
+func newVMHostCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:    "vmhost DIR",
+		Short:  "Run the VM described in DIR/vmhost.json and serve its control and guest sockets",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			backend, err := newBackend(e, h)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(e.stderr, nil))
+			return vmhost.Supervise(cmd.Context(), args[0], backend, log)
+		},
+	}
+}
+
+// runDir is the run directory of the VM named name (a sandbox ID, or the
+// random name of an exec VM).
+func runDir(h, name string) string { return filepath.Join(h, "run", name) }
+
+// vmState is the state of the VM of run directory name, or "" when no
+// supervisor runs it.
+func vmState(ctx context.Context, h, name string) string {
+	c, err := vmhost.Dial(ctx, runDir(h, name))
+	if err != nil {
+		return ""
+	}
+	st, err := c.State(ctx)
+	if err != nil {
+		return ""
+	}
+	return st.State.String()
+}
+
+// stopVM stops the VM of run directory name through its supervisor (at once
+// when kill is set) and removes the run directory. It returns false when no
+// supervisor ran it.
+func stopVM(ctx context.Context, h, name string, timeout time.Duration, kill bool) (bool, error) {
+	dir := runDir(h, name)
+	c, err := vmhost.Dial(ctx, dir)
+	if errors.Is(err, vmhost.ErrNoSupervisor) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if kill {
+		_, err = c.Kill(ctx)
+	} else {
+		_, err = c.Stop(ctx, timeout)
+	}
+	if err != nil {
+		return true, fmt.Errorf("stop the VM of %s: %w", name, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return true, fmt.Errorf("stop the VM of %s: %w", name, err)
+	}
+	return true, nil
+}
+
+func newStopCmd(e *env) *cobra.Command {
+	var timeout time.Duration
+	var kill bool
+	cmd := &cobra.Command{
+		Use:   "stop ID...",
+		Short: "Stop a sandbox's VM through its supervisor",
+		Long: `stop powers off the VM of a sandbox (or of a VM that airlock exec started),
+asking its supervisor: the guest gets --timeout to power off cleanly, then
+the VM is forced off. The sandbox itself is kept: its changes stay ready for
+review. airlock ls shows which sandboxes have a VM running.
+
+ID may be any unique prefix of a sandbox's ID.`,
+		Example: `  airlock stop 3f2a
+  airlock stop --kill 3f2a`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			st, err := e.sandboxes()
+			if err != nil {
+				return err
+			}
+			var stopped []string
+			var errs []error
+			for _, a := range args {
+				name, err := st.Resolve(a)
+				if errors.Is(err, sandbox.ErrNotFound) && filepath.Base(a) == a && a != "." && a != ".." {
+					name, err = a, nil // an exec VM's run directory
+				}
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				ran, err := stopVM(cmd.Context(), h, name, timeout, kill)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if !ran {
+					errs = append(errs, fmt.Errorf("%s: %w", name, vmhost.ErrNoSupervisor))
+					continue
+				}
+				stopped = append(stopped, name)
+				if !e.json {
+					fmt.Fprintf(e.stdout, "stopped %s\n", name)
+				}
+			}
+			if e.json {
+				if stopped == nil {
+					stopped = []string{}
+				}
+				if err := e.printJSON(map[string]any{"stopped": stopped}); err != nil {
+					return err
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", vmhost.DefaultStopTimeout, "how long the guest has to power off before it is forced off")
+	cmd.Flags().BoolVar(&kill, "kill", false, "force the VM off at once")
+	return cmd
+}
