@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,6 +122,55 @@ func untrustedError(project string, asks []string) error {
 	fmt.Fprintf(&b, "  airlock trust %s        (or run again with --trust-project)\n", project)
 	b.WriteString("Changing the file needs a new confirmation.")
 	return fmt.Errorf("%s", b.String())
+}
+
+// egressDetail renders an audited request (an egress.Record read back).
+func egressDetail(m map[string]any) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	var r egress.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return ""
+	}
+	return r.String()
+}
+
+func newAllowCmd(e *env) *cobra.Command {
+	var deny []string
+	cmd := &cobra.Command{
+		Use:   "allow ID HOST[:PORT]...",
+		Short: "Let a running sandbox reach more hosts now (or --deny some), without restarting it",
+		Long: `allow changes the network policy of a sandbox whose command is running:
+the airlock run that runs it takes the change on its control socket
+(sandboxes/<id>/egress.sock) and applies it to the next request. The change
+lasts for this run only and is kept in the audit log. To allow a host for
+every run, add it to [network] allow in ~/.config/airlock/config.toml.`,
+		Example: `  airlock allow 3f2a pypi.org files.pythonhosted.org
+  airlock allow 3f2a --deny gist.github.com`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, err := e.openSandbox(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			pol, err := sb.ChangePolicy(cmd.Context(), sandbox.PolicyChange{Allow: args[1:], Deny: deny})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(pol)
+			}
+			fmt.Fprintf(e.stdout, "Sandbox %s now allows: %v\n", sb.ID, pol["allow"])
+			if d, _ := pol["deny"].([]any); len(d) > 0 {
+				fmt.Fprintf(e.stdout, "and denies: %v\n", d)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&deny, "deny", nil, "deny HOST[:PORT] from now on (repeatable)")
+	return cmd
 }
 
 func newTrustCmd(e *env) *cobra.Command {

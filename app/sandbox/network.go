@@ -24,6 +24,10 @@ type Network struct {
 	// OnProxy, if set, is given the running proxy, whose policy may be
 	// swapped while the command runs (Proxy.SetPolicy).
 	OnProxy func(*egress.Proxy)
+	// Control, if set, is a unix socket path on which the policy can be
+	// changed while the command runs (PolicyChange); airlock run uses the
+	// sandbox's EgressSocket.
+	Control string
 	// Dial and RootCAs replace the host's DNS and roots (tests).
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	RootCAs *x509.CertPool
@@ -95,13 +99,22 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 	if n.OnProxy != nil {
 		n.OnProxy(proxy)
 	}
+	stopControl := func() {}
+	if n.Control != "" {
+		if stopControl, err = servePolicyControl(ctx, n.Control, proxy, audit); err != nil {
+			// The run goes on with the policy it has; only live changes
+			// are lost.
+			audit(Event{Event: EventEgressPolicy, Data: map[string]any{"control_error": err.Error()}})
+			stopControl = func() {}
+		}
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = proxy.Serve(pctx, l)
 	}()
-	return env, func() { cancel(); <-done }, nil
+	return env, func() { stopControl(); cancel(); <-done }, nil
 }
 
 // policySummary is the policy as the audit log keeps it: rules, and each

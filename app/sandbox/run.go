@@ -366,7 +366,11 @@ func (r *runner) run(ctx context.Context) error {
 
 	// Network.
 	if r.o.Network != nil {
-		env, stopNet, err := StartNetwork(ctx, m, r.o.Network, r.sb.ID, func(ev Event) {
+		n := *r.o.Network
+		if n.Control == "" {
+			n.Control = r.sb.Path(EgressSocket)
+		}
+		env, stopNet, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev Event) {
 			if err := r.sb.Audit(ev); err != nil {
 				r.log.Warn("audit", "sandbox", r.sb.ID, "err", err)
 			}
