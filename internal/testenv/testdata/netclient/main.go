@@ -3,6 +3,8 @@
 //
 //	netclient get URL [NAME: VALUE]...   GET through $HTTPS_PROXY/$HTTP_PROXY
 //	                                     (loopback too), print status and body
+//	netclient count URL                  GET through the proxy, print the body's
+//	                                     size and the time it took
 //	netclient dial HOST:PORT             a raw TCP connection, no proxy
 //
 // TLS is verified against $SSL_CERT_FILE (Go reads it).
@@ -21,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: netclient get URL [NAME: VALUE]... | dial HOST:PORT")
+		fmt.Fprintln(os.Stderr, "usage: netclient get URL [NAME: VALUE]... | count URL | dial HOST:PORT")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -33,7 +35,7 @@ func main() {
 		}
 		c.Close()
 		fmt.Println("dial ok")
-	case "get":
+	case "get", "count":
 		req, err := http.NewRequest("GET", os.Args[2], nil)
 		if err != nil {
 			fmt.Println("error:", err)
@@ -62,6 +64,12 @@ func main() {
 			os.Exit(1)
 		}
 		defer resp.Body.Close()
+		if os.Args[1] == "count" {
+			start := time.Now()
+			n, err := io.Copy(io.Discard, resp.Body)
+			fmt.Printf("status %d bytes %d seconds %.3f err %v\n", resp.StatusCode, n, time.Since(start).Seconds(), err)
+			return
+		}
 		body, _ := io.ReadAll(resp.Body)
 		fmt.Printf("status %d\n%s\n", resp.StatusCode, body)
 	}
