@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -156,5 +158,31 @@ func TestSecretValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate of a bad secret: %v; want it to mention %q", err, want)
 		}
+	}
+}
+
+func TestCheckResolved(t *testing.T) {
+	for ip, ok := range map[string]bool{
+		"127.0.0.1": false, "::1": false, "169.254.169.254": false, "fe80::1": false, "0.0.0.0": false, "::ffff:127.0.0.1": false,
+		"10.1.2.3": true, "93.184.216.34": true, "2606:2800::1": true,
+	} {
+		err := checkResolved("name.example", netip.MustParseAddr(ip))
+		if (err == nil) != ok {
+			t.Errorf("checkResolved(%s) = %v, want ok=%v", ip, err, ok)
+		}
+	}
+	// An address spelled out in a rule is dialled as asked.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := guardedDial(t.Context(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatalf("dial a literal loopback address: %v", err)
+	}
+	c.Close()
+	if _, err := guardedDial(t.Context(), "tcp", "localhost:1"); err != nil && strings.Contains(err.Error(), "resolves to") {
+		t.Errorf("localhost is refused as a name: %v", err)
 	}
 }

@@ -141,8 +141,7 @@ func New(cfg Config, pol *Policy) *Proxy {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Dial == nil {
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-		cfg.Dial = d.DialContext
+		cfg.Dial = guardedDial
 	}
 	if cfg.AllowHint == "" {
 		cfg.AllowHint = "airlock run --allow %s ..."
