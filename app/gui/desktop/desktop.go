@@ -1,0 +1,51 @@
+// Package desktop opens Airlock's desktop app on fyne's real driver (GL
+// and a display). It is the one place that calls app.New, kept apart so
+// that app/gui's windows are tested headless with fyne's test driver.
+//
+// It must not import a hypervisor package; main passes it to app/cli as
+// the `gui` command's implementation.
+package desktop
+
+import (
+	"context"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+
+	"github.com/airlock-dev/airlock/app/cli"
+	"github.com/airlock-dev/airlock/app/gui"
+)
+
+// AppID identifies Airlock to the desktop (preferences, notifications).
+const AppID = "dev.airlock.Airlock"
+
+// reloadEvery is how many one-second ticks pass between re-reading the
+// sandbox list: runs started by the CLI or another window appear and
+// progress without a click.
+const reloadEvery = 3
+
+// Run opens the main window and returns when the app quits (or ctx ends).
+func Run(ctx context.Context, s cli.GUISetup) error {
+	a := app.NewWithID(AppID)
+	svc := &gui.StoreService{Store: s.Store, Boot: s.Boot, Arch: s.Arch}
+	w := gui.NewMainWindow(a, svc, gui.Presets(s.DemoScript))
+	w.Window.SetMaster()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				fyne.Do(a.Quit)
+				return
+			case <-t.C:
+				fyne.Do(func() { w.Tick(n%reloadEvery == 0) })
+			}
+		}
+	}()
+	w.Window.ShowAndRun()
+	return nil
+}
