@@ -2,8 +2,8 @@
 // and a display). It is the one place that calls app.New, kept apart so
 // that app/gui's windows are tested headless with fyne's test driver.
 //
-// It must not import a hypervisor package; main passes it to app/cli as
-// the `gui` command's implementation.
+// It must not import app/cli or a hypervisor package; main passes it to
+// app/cli as the `gui` command's implementation.
 package desktop
 
 import (
@@ -13,7 +13,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 
-	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/gui"
 )
 
@@ -25,11 +24,11 @@ const AppID = "dev.airlock.Airlock"
 // progress without a click.
 const reloadEvery = 3
 
-// Run opens the main window and returns when the app quits (or ctx ends).
-func Run(ctx context.Context, s cli.GUISetup) error {
+// Run opens the main window over svc and returns when the app quits (or
+// ctx ends).
+func Run(ctx context.Context, svc gui.Service, presets []gui.Preset) error {
 	a := app.NewWithID(AppID)
-	svc := &gui.StoreService{Store: s.Store, Boot: s.Boot, Arch: s.Arch}
-	w := gui.NewMainWindow(a, svc, gui.Presets(s.DemoScript))
+	w := gui.NewMainWindow(a, svc, presets)
 	w.Window.SetMaster()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
