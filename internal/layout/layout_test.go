@@ -93,7 +93,9 @@ func under(prefixes ...string) func(string) bool {
 
 func not(f func(string) bool) func(string) bool { return func(p string) bool { return !f(p) } }
 
-func either(f, g func(string) bool) func(string) bool { return func(p string) bool { return f(p) || g(p) } }
+func either(f, g func(string) bool) func(string) bool {
+	return func(p string) bool { return f(p) || g(p) }
+}
 
 func exactly(pkg string) func(string) bool { return func(p string) bool { return p == module+"/"+pkg } }
 
