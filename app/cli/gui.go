@@ -27,6 +27,13 @@ type GUISetup struct {
 	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, shares []sandbox.Share) (sandbox.Machine, error)
 	Arch       string
 	DemoScript string
+	// Project, if set, is a folder to open the run dialog for, as if it
+	// were dropped on the window; with Start the run starts at once with
+	// the first agent and the default settings.
+	Project string
+	Start   bool
+	// Review, if set, is a sandbox whose review window opens.
+	Review string
 }
 
 // Option changes how Main runs.
@@ -37,15 +44,25 @@ type Option func(*env)
 func WithGUI(g GUI) Option { return func(e *env) { e.gui = g } }
 
 func newGUICmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "gui",
+	var start bool
+	var reviewID string
+	cmd := &cobra.Command{
+		Use:   "gui [PROJECT]",
 		Short: "Open the desktop app",
 		Long: `gui opens Airlock's desktop app: the sandboxes, a run started by dropping a
 project folder on the window, the agent's terminal live, and the review of
 its changes file by file and hunk by hunk. airlock started from a desktop
-(no terminal, a display) with no arguments opens it too.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+(no terminal, a display) with no arguments opens it too.
+
+A PROJECT folder opens the run dialog for it, as dropping it on the window
+does ("Open with Airlock" in a file manager); --start starts that run at
+once with the first agent and the default settings. --review ID opens the
+review window of a sandbox.`,
+		Example: `  airlock gui
+  airlock gui ~/src/app
+  airlock gui --review 1a2b`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if e.gui == nil {
 				return errors.New("this build of airlock has no desktop app (it was built without cgo); the commands work as usual")
 			}
@@ -65,9 +82,25 @@ its changes file by file and hunk by hunk. airlock started from a desktop
 				f := bootFlags{image: image, cpus: cpus, memory: memoryMiB, bootTimeout: launch.DefaultBootTimeout}
 				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
 			}
-			return e.gui(cmd.Context(), GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript()})
+			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start}
+			if len(args) == 1 {
+				if setup.Project, err = filepath.Abs(args[0]); err != nil {
+					return err
+				}
+			} else if start {
+				return errors.New("--start needs a PROJECT folder")
+			}
+			if reviewID != "" {
+				if setup.Review, err = store.Resolve(reviewID); err != nil {
+					return err
+				}
+			}
+			return e.gui(cmd.Context(), setup)
 		},
 	}
+	cmd.Flags().BoolVar(&start, "start", false, "start the run on PROJECT at once (first agent, default settings)")
+	cmd.Flags().StringVar(&reviewID, "review", "", "open the review window of this sandbox")
+	return cmd
 }
 
 // findDemoScript looks for examples/demo-agent.sh in the working

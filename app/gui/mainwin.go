@@ -193,7 +193,7 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 0:
 		label.SetText(info.ID)
 	case 1:
-		label.SetText(shortPath(info.Project))
+		label.SetText(projectName(info.Project))
 	case 2:
 		label.SetText(commandOf(info.Meta))
 	case 3:
@@ -279,6 +279,33 @@ func (w *MainWindow) Drop(paths []string) {
 	w.showMessage("")
 	w.dialog = NewRunDialog(w.Window, paths[0], w.presets, w.start)
 	w.dialog.Show()
+}
+
+// Startup is what to open once the main window is up.
+type Startup struct {
+	// Project opens the run dialog for a folder, as a drop does; with
+	// Start, the run starts at once with the first usable preset.
+	Project string
+	Start   bool
+	// Review opens the review window of this sandbox ID.
+	Review string
+}
+
+// Open opens what s asks for.
+func (w *MainWindow) Open(s Startup) {
+	if s.Review != "" {
+		if info, ok := w.info(s.Review); ok {
+			w.OpenReview(info)
+		} else {
+			w.showMessage("No sandbox " + s.Review + " to review.")
+		}
+	}
+	if s.Project != "" {
+		w.Drop([]string{s.Project})
+		if s.Start && w.dialog != nil {
+			w.dialog.Start()
+		}
+	}
 }
 
 // RunDialog is the open run dialog, for tests.
@@ -381,6 +408,14 @@ func commandOf(m sandbox.Meta) string {
 		return "Demo agent"
 	}
 	return m.CommandLine()
+}
+
+// projectName is a project's folder name, then where it is.
+func projectName(p string) string {
+	if p == "" {
+		return ""
+	}
+	return filepath.Base(p) + "  ·  " + shortPath(filepath.Dir(p))
 }
 
 // shortPath shows a path with the home directory as ~.

@@ -13,15 +13,30 @@ import (
 // the decisions (verdicts and comments, exactly what Apply is given) and
 // the cursor of the keyboard (a file, and a hunk in it).
 type reviewModel struct {
-	cs   *review.Changeset
-	d    review.Decisions
-	file int // index in cs.Files, -1 when there are none
-	hunk int // index in the file's hunks
+	cs *review.Changeset
+	d  review.Decisions
+	// files are cs's files in the order the tree shows them (folders
+	// first), the order the keyboard walks.
+	files []*review.File
+	file  int // index in files, -1 when there are none
+	hunk  int // index in the file's hunks
 }
 
 func newReviewModel(cs *review.Changeset) *reviewModel {
 	m := &reviewModel{cs: cs, d: review.Decisions{Files: map[string]review.FileDecision{}}, file: -1}
-	if len(cs.Files) > 0 {
+	t := newTree(cs)
+	var walk func(id string)
+	walk = func(id string) {
+		for _, c := range t.children[id] {
+			if isFolder(c) {
+				walk(c)
+			} else if f := cs.File(c); f != nil {
+				m.files = append(m.files, f)
+			}
+		}
+	}
+	walk("")
+	if len(m.files) > 0 {
 		m.file = 0
 	}
 	return m
@@ -29,15 +44,15 @@ func newReviewModel(cs *review.Changeset) *reviewModel {
 
 // current is the file under the cursor, or nil.
 func (m *reviewModel) current() *review.File {
-	if m.file < 0 || m.file >= len(m.cs.Files) {
+	if m.file < 0 || m.file >= len(m.files) {
 		return nil
 	}
-	return m.cs.Files[m.file]
+	return m.files[m.file]
 }
 
 // selectPath moves the cursor to a file, at its first hunk.
 func (m *reviewModel) selectPath(p string) bool {
-	for i, f := range m.cs.Files {
+	for i, f := range m.files {
 		if f.Path == p {
 			m.file, m.hunk = i, 0
 			return true
@@ -48,15 +63,15 @@ func (m *reviewModel) selectPath(p string) bool {
 
 // moveFile moves the cursor by delta files, staying in range.
 func (m *reviewModel) moveFile(delta int) {
-	if len(m.cs.Files) == 0 {
+	if len(m.files) == 0 {
 		return
 	}
-	m.file = min(max(m.file+delta, 0), len(m.cs.Files)-1)
+	m.file = min(max(m.file+delta, 0), len(m.files)-1)
 	m.hunk = 0
 	if delta < 0 {
 		// Going back lands on the previous file's last hunk, as a reader
 		// walking backwards expects.
-		m.hunk = max(len(m.cs.Files[m.file].Hunks)-1, 0)
+		m.hunk = max(len(m.files[m.file].Hunks)-1, 0)
 	}
 }
 
@@ -70,7 +85,7 @@ func (m *reviewModel) moveHunk(delta int) {
 	switch {
 	case next >= 0 && next < len(f.Hunks):
 		m.hunk = next
-	case delta > 0 && m.file < len(m.cs.Files)-1:
+	case delta > 0 && m.file < len(m.files)-1:
 		m.moveFile(1)
 	case delta < 0 && m.file > 0:
 		m.moveFile(-1)

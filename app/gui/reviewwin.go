@@ -174,6 +174,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	split.Offset = 0.3
 	r.Window.SetContent(container.NewBorder(container.NewBorder(nil, nil, nil, keys, head), container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
 	r.refresh()
+	if f := r.m.current(); f != nil {
+		r.tree.Select(f.Path)
+	}
 	r.showFile()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -43,9 +44,10 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v.state.Truncation = fyne.TextTruncateEllipsis
 	v.clock = widget.NewLabelWithStyle("0:00", fyne.TextAlignTrailing, fyne.TextStyle{Monospace: true})
 	v.bar = widget.NewProgressBar()
+	v.bar.TextFormatter = func() string { return v.state.Text }
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
 		if v.stop != nil {
-			v.state.SetText("stopping…")
+			v.setState("stopping…")
 			v.stop()
 		}
 	})
@@ -56,9 +58,9 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 		}
 	})
 	v.review.Disable()
-	head := container.NewBorder(nil, nil,
-		widget.NewLabelWithStyle(shortPath(req.Project)+"  ·  "+what, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
-		container.NewHBox(v.clock, v.stopBtn, v.review), v.state)
+	title := widget.NewLabelWithStyle(projectName(req.Project)+"  ·  "+what, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title.Truncation = fyne.TextTruncateEllipsis
+	head := container.NewBorder(nil, nil, nil, container.NewHBox(v.clock, v.stopBtn, v.review), title)
 	v.Window.SetContent(container.NewBorder(container.NewVBox(head, v.bar), nil, nil, nil, v.term))
 	v.Window.Resize(fyne.NewSize(900, 600))
 	v.Window.Canvas().Focus(v.term)
@@ -83,8 +85,14 @@ func (v *RunView) progress(p sandbox.Progress) {
 	if p.Total > 0 {
 		msg = fmt.Sprintf("%s %d/%d", msg, p.Done, p.Total)
 	}
-	v.state.SetText(msg)
+	v.setState(msg)
 	v.bar.SetValue(stepFraction(p))
+}
+
+// setState shows where the run is, in the progress bar.
+func (v *RunView) setState(s string) {
+	v.state.SetText(s)
+	v.bar.Refresh()
 }
 
 // finished shows how the run ended.
@@ -94,9 +102,11 @@ func (v *RunView) finished(res *sandbox.RunResult, err error) {
 	v.Tick(time.Now())
 	switch {
 	case errors.Is(err, context.Canceled):
-		v.state.SetText("stopped; the sandbox is kept, marked failed")
+		v.setState("stopped; the sandbox is kept, marked failed")
 	case err != nil:
-		v.state.SetText("failed: " + err.Error())
+		v.setState("failed (the reason is in the terminal)")
+		// The terminal has room for the whole reason.
+		fmt.Fprintf(v.term, "\r\n\x1b[1;31mairlock: %s\x1b[0m\r\n", strings.ReplaceAll(err.Error(), "\n", "\r\n"))
 	default:
 		v.bar.SetValue(1)
 		msg := fmt.Sprintf("%s (exit %d)", res.Meta.Status, res.ExitCode)
@@ -108,6 +118,6 @@ func (v *RunView) finished(res *sandbox.RunResult, err error) {
 				v.review.Refresh()
 			}
 		}
-		v.state.SetText(msg)
+		v.setState(msg)
 	}
 }

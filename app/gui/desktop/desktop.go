@@ -24,12 +24,13 @@ const AppID = "dev.airlock.Airlock"
 // progress without a click.
 const reloadEvery = 3
 
-// Run opens the main window over svc and returns when the app quits (or
-// ctx ends).
-func Run(ctx context.Context, svc gui.Service, presets []gui.Preset) error {
+// Run opens the main window over svc, then what open asks for, and
+// returns when the app quits (or ctx ends).
+func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.Startup) error {
 	a := app.NewWithID(AppID)
 	w := gui.NewMainWindow(a, svc, presets)
 	w.Window.SetMaster()
+	a.Lifecycle().SetOnStarted(func() { w.Open(open) })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
