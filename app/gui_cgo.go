@@ -16,6 +16,6 @@ import (
 func guiOption() []cli.Option {
 	return []cli.Option{cli.WithGUI(func(ctx context.Context, s cli.GUISetup) error {
 		svc := &gui.StoreService{Store: s.Store, Boot: s.Boot, Arch: s.Arch}
-		return desktop.Run(ctx, svc, gui.Presets(s.DemoScript), gui.Startup{Project: s.Project, Start: s.Start, Review: s.Review})
+		return desktop.Run(ctx, svc, gui.Presets(s.DemoScript), gui.Startup{Project: s.Project, Start: s.Start, Review: s.Review, File: s.File})
 	})}
 }

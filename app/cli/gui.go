@@ -32,8 +32,10 @@ type GUISetup struct {
 	// the first agent and the default settings.
 	Project string
 	Start   bool
-	// Review, if set, is a sandbox whose review window opens.
+	// Review, if set, is a sandbox whose review window opens, showing
+	// File if that is set.
 	Review string
+	File   string
 }
 
 // Option changes how Main runs.
@@ -45,7 +47,7 @@ func WithGUI(g GUI) Option { return func(e *env) { e.gui = g } }
 
 func newGUICmd(e *env) *cobra.Command {
 	var start bool
-	var reviewID string
+	var reviewID, file string
 	cmd := &cobra.Command{
 		Use:   "gui [PROJECT]",
 		Short: "Open the desktop app",
@@ -57,10 +59,10 @@ its changes file by file and hunk by hunk. airlock started from a desktop
 A PROJECT folder opens the run dialog for it, as dropping it on the window
 does ("Open with Airlock" in a file manager); --start starts that run at
 once with the first agent and the default settings. --review ID opens the
-review window of a sandbox.`,
+review window of a sandbox, at --file PATH if given.`,
 		Example: `  airlock gui
   airlock gui ~/src/app
-  airlock gui --review 1a2b`,
+  airlock gui --review 1a2b --file src/main.go`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if e.gui == nil {
@@ -82,7 +84,7 @@ review window of a sandbox.`,
 				f := bootFlags{image: image, cpus: cpus, memory: memoryMiB, bootTimeout: launch.DefaultBootTimeout}
 				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
 			}
-			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start}
+			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
 			if len(args) == 1 {
 				if setup.Project, err = filepath.Abs(args[0]); err != nil {
 					return err
@@ -100,6 +102,7 @@ review window of a sandbox.`,
 	}
 	cmd.Flags().BoolVar(&start, "start", false, "start the run on PROJECT at once (first agent, default settings)")
 	cmd.Flags().StringVar(&reviewID, "review", "", "open the review window of this sandbox")
+	cmd.Flags().StringVar(&file, "file", "", "with --review: the file to show first")
 	return cmd
 }
 

@@ -222,8 +222,8 @@ func TestPlainChanges(t *testing.T) {
 		want string
 	}{
 		{"docs/guide.md", "Renamed from guide.md"},
-		{"scripts/run.sh", "Mode 0644 → 0755"},
-		{"logo.png", "Binary file: 6 B → 7 B (not shown)"},
+		{"scripts/run.sh", "Mode changed from 0644 to 0755"},
+		{"logo.png", "Binary file: 6 B before, 7 B after (not shown)"},
 		{"old.txt", "Deleted"},
 	} {
 		t.Run(tc.path, func(t *testing.T) {

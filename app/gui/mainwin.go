@@ -287,15 +287,18 @@ type Startup struct {
 	// Start, the run starts at once with the first usable preset.
 	Project string
 	Start   bool
-	// Review opens the review window of this sandbox ID.
+	// Review opens the review window of this sandbox ID, at File if set.
 	Review string
+	File   string
 }
 
 // Open opens what s asks for.
 func (w *MainWindow) Open(s Startup) {
 	if s.Review != "" {
 		if info, ok := w.info(s.Review); ok {
-			w.OpenReview(info)
+			if r := w.OpenReview(info); r != nil && s.File != "" {
+				r.ShowFile(s.File)
+			}
 		} else {
 			w.showMessage("No sandbox " + s.Review + " to review.")
 		}

@@ -304,7 +304,7 @@ func describeFile(f *review.File) []string {
 		out = append(out, fmt.Sprintf("Changed from a %s to a %s", f.Old.Type, f.New.Type))
 	}
 	if f.Old != nil && f.New != nil && f.Old.Mode != f.New.Mode {
-		out = append(out, fmt.Sprintf("Mode %04o → %04o", f.Old.Mode, f.New.Mode))
+		out = append(out, fmt.Sprintf("Mode changed from %04o to %04o", f.Old.Mode, f.New.Mode))
 	}
 	if f.IsSymlink() && f.New != nil {
 		out = append(out, "Symbolic link to "+f.New.Target)
@@ -314,7 +314,7 @@ func describeFile(f *review.File) []string {
 		if f.TooLarge {
 			what = "Too large to show line by line"
 		}
-		out = append(out, fmt.Sprintf("%s: %s → %s (not shown)", what, sideSize(f.Old), sideSize(f.New)))
+		out = append(out, fmt.Sprintf("%s: %s before, %s after (not shown)", what, sideSize(f.Old), sideSize(f.New)))
 	}
 	if len(f.Hunks) > 0 {
 		out = append(out, fmt.Sprintf("+%d −%d in %d %s", f.Added, f.Removed, len(f.Hunks), plural(len(f.Hunks), "hunk", "hunks")))

@@ -57,7 +57,8 @@ type ReviewWindow struct {
 	sendBtn   *widget.Button
 	undoBtn   *widget.Button
 	tabs      *container.AppTabs
-	fileState *widget.Label // the shown file's state
+	fileState *widget.Label   // the shown file's state
+	fileHead  *fyne.Container // its row, laid out again when the state changes
 
 	// onChange, if set, is told after an apply or undo (the main window
 	// refreshes its list).
@@ -94,7 +95,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		func(id widget.TreeNodeID) []widget.TreeNodeID { return r.treeIDs.children[id] },
 		func(id widget.TreeNodeID) bool { return id == "" || isFolder(id) },
 		func(branch bool) fyne.CanvasObject {
-			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewLabel("status"), widget.NewLabel("name"))
+			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewIcon(nil), widget.NewLabel("M"), widget.NewLabel("name"))
 		},
 		r.updateTreeNode,
 	)
@@ -182,10 +183,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 
 func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.CanvasObject) {
 	box := o.(*fyne.Container)
-	icon, mark, name := box.Objects[0].(*widget.Icon), box.Objects[1].(*widget.Label), box.Objects[2].(*widget.Label)
+	icon, verdict, mark, name := box.Objects[0].(*widget.Icon), box.Objects[1].(*widget.Icon), box.Objects[2].(*widget.Label), box.Objects[3].(*widget.Label)
 	if branch {
 		icon.SetResource(theme.FolderOpenIcon())
-		mark.SetText("")
+		verdict.Hide()
+		mark.Hide()
 		name.SetText(strings.TrimSuffix(id[strings.LastIndex(strings.TrimSuffix(id, "/"), "/")+1:], "/") + "/")
 		return
 	}
@@ -194,7 +196,10 @@ func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.
 		return
 	}
 	icon.SetResource(statusIcon(f))
-	mark.SetText(verdictMark(r.m.fileState(f)) + " " + statusLetter(f))
+	verdict.SetResource(verdictIcon(r.m.fileState(f)))
+	verdict.Show()
+	mark.SetText(statusLetter(f))
+	mark.Show()
 	label := id[strings.LastIndex(id, "/")+1:]
 	if f.Status == review.Renamed {
 		label += "  (was " + f.OldPath + ")"
@@ -221,8 +226,18 @@ func statusIcon(f *review.File) fyne.Resource {
 	return theme.DocumentCreateIcon()
 }
 
-func verdictMark(s fileState) string {
-	return [...]string{"·", "✓", "◐", "✗"}[s]
+// verdictIcon shows a file's state in the tree: an empty circle while
+// undecided, a green tick, a half mark, a red cross.
+func verdictIcon(s fileState) fyne.Resource {
+	switch s {
+	case stateApproved:
+		return theme.NewSuccessThemedResource(theme.ConfirmIcon())
+	case statePartial:
+		return theme.NewWarningThemedResource(theme.ContentRemoveIcon())
+	case stateRejected:
+		return theme.NewErrorThemedResource(theme.CancelIcon())
+	}
+	return theme.RadioButtonIcon()
 }
 
 // refresh redraws what depends on the decisions: the tree marks, the two
@@ -237,6 +252,7 @@ func (r *ReviewWindow) refresh() {
 	r.tree.Refresh()
 	if f := r.m.current(); f != nil && r.fileState != nil {
 		r.fileState.SetText(r.m.fileState(f).String())
+		r.fileHead.Refresh()
 	}
 	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
 	if len(r.taken) == 0 {
@@ -261,7 +277,8 @@ func (r *ReviewWindow) showFile() {
 	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.refresh(); r.showFile() })
 	state := widget.NewLabel(r.m.fileState(f).String())
 	r.fileState = state
-	r.diff.Add(container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject)))
+	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
+	r.diff.Add(r.fileHead)
 	for _, line := range describeFile(f) {
 		r.diff.Add(widget.NewLabel(line))
 	}
@@ -376,6 +393,13 @@ func (r *ReviewWindow) markHunk() {
 		r.diffScrl.ScrollToOffset(fyne.NewPos(0, r.hunkBoxes[r.m.hunk].Position().Y))
 	} else {
 		r.diffScrl.ScrollToTop()
+	}
+}
+
+// ShowFile selects a file of the changeset, if it has it.
+func (r *ReviewWindow) ShowFile(path string) {
+	if r.m.selectPath(path) {
+		r.selectCurrent()
 	}
 }
 
