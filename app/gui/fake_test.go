@@ -25,6 +25,7 @@ type fakeService struct {
 	applied    []review.Decisions
 	applyRes   *sandbox.ApplyResult
 	undos      int
+	saved      map[string]review.Decisions
 	runs       []RunRequest
 	// run, if set, plays a run.
 	run func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
@@ -140,4 +141,20 @@ func testInfo(id string) sandbox.Info {
 		Changes: &sandbox.ChangeStats{Files: 6, Added: 1, Modified: 2, Deleted: 1, Renamed: 1, ModeChanged: 1, LinesAdded: 6, LinesRemoved: 3},
 		Timings: sandbox.Timings{TotalMS: 12_400},
 	}}
+}
+
+func (s *fakeService) Decisions(id string) (review.Decisions, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved[id], nil
+}
+
+func (s *fakeService) SaveDecisions(id string, d review.Decisions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		s.saved = map[string]review.Decisions{}
+	}
+	s.saved[id] = d
+	return nil
 }

@@ -147,6 +147,27 @@ func (r *ReviewWindow) diffEntry(t *testing.T, i int) fyne.Focusable {
 	return nil
 }
 
+func TestReviewIsKeptWithTheSandbox(t *testing.T) {
+	svc := reviewService(t)
+	r := newTestReview(t, svc)
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[1])
+	test.Type(r.diffEntry(t, 0), "split this file")
+	r.Window.Canvas().Unfocus()
+	r.save()
+	if _, ok := svc.saved["1a2b3c4d"]; !ok {
+		t.Fatal("the review was not saved")
+	}
+	again := newTestReview(t, svc)
+	f := again.m.cs.File("src/main.go")
+	if diff := cmp.Diff([]bool{false, true, false}, selection(again.m, f)); diff != "" {
+		t.Errorf("hunks taken after reopening (-want +got):\n%s", diff)
+	}
+	if got := again.m.d.Files["src/main.go"].Comment; got != "split this file" {
+		t.Errorf("file comment after reopening: %q", got)
+	}
+}
+
 func TestKeyboard(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	r.tree.Select("src/main.go")

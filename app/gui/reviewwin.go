@@ -82,11 +82,23 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if err != nil {
 		return nil, err
 	}
+	saved, err := svc.Decisions(info.ID)
+	if err != nil {
+		return nil, err
+	}
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
+	// A saved review that no longer fits the changeset is left aside.
+	if saved.Validate(cs) == nil && saved.Files != nil {
+		r.m.d = saved
+	}
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
 	r.build(info, summary, transcript)
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
+	r.Window.SetCloseIntercept(func() {
+		r.save()
+		r.Window.Close()
+	})
 	return r, nil
 }
 
@@ -174,7 +186,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
 	r.Window.SetContent(container.NewBorder(container.NewBorder(nil, nil, nil, keys, head), container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
-	r.refresh()
+	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
 	}
@@ -240,9 +252,23 @@ func verdictIcon(s fileState) fyne.Resource {
 	return theme.RadioButtonIcon()
 }
 
-// refresh redraws what depends on the decisions: the tree marks, the two
-// lists and the apply button.
+// save keeps the decisions with the sandbox; a failure is shown, not
+// fatal (Apply is given the decisions anyway).
+func (r *ReviewWindow) save() {
+	if err := r.svc.SaveDecisions(r.id, r.m.decisions()); err != nil {
+		r.status.SetText("Could not save the review: " + err.Error())
+	}
+}
+
+// refresh saves the decisions after a change and redraws.
 func (r *ReviewWindow) refresh() {
+	r.save()
+	r.redraw()
+}
+
+// redraw redraws what depends on the decisions: the tree marks, the two
+// lists, the file's state and the apply button.
+func (r *ReviewWindow) redraw() {
 	r.taken, r.left = r.m.approved()
 	r.pickTaken, r.pickLeft = -1, -1
 	r.approved.UnselectAll()
@@ -460,6 +486,7 @@ func (r *ReviewWindow) key(ch rune) {
 
 // apply passes the decisions to the service and shows what happened.
 func (r *ReviewWindow) apply() {
+	r.save()
 	d := r.m.decisions()
 	if taken, _ := r.m.approved(); len(taken) == 0 {
 		r.status.SetText("Nothing approved: approve files or hunks first.")

@@ -29,6 +29,10 @@ type Service interface {
 	Apply(ctx context.Context, id string, d review.Decisions) (*sandbox.ApplyResult, error)
 	// Undo reverts the sandbox's last apply and returns its journal.
 	Undo(ctx context.Context, id string) (string, error)
+	// Decisions and SaveDecisions keep the review in progress (verdicts
+	// and comments) with the sandbox.
+	Decisions(id string) (review.Decisions, error)
+	SaveDecisions(id string, d review.Decisions) error
 	// Summary is the agent's .airlock/summary.md ("" if none); Transcript
 	// is what the command printed.
 	Summary(id string) (string, error)
@@ -159,6 +163,22 @@ func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	return sb.Undo(ctx)
+}
+
+func (s *StoreService) Decisions(id string) (review.Decisions, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return review.Decisions{}, err
+	}
+	return sb.Decisions()
+}
+
+func (s *StoreService) SaveDecisions(id string, d review.Decisions) error {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return err
+	}
+	return sb.SaveDecisions(d)
 }
 
 func (s *StoreService) Summary(id string) (string, error) {
