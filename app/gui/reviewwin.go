@@ -152,7 +152,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	)
 
 	r.diff = container.NewVBox()
-	r.diffScrl = container.NewScroll(r.diff)
+	r.diffScrl = container.NewVScroll(r.diff)
 
 	rationale := widget.NewRichTextFromMarkdown(summary)
 	if strings.TrimSpace(summary) == "" {
@@ -356,7 +356,9 @@ func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk) fyne.Canva
 	comment.OnChanged = func(s string) { r.m.setHunkComment(f.Path, i, s) }
 	bg := canvas.NewRectangle(color.Transparent)
 	top := container.NewStack(bg, container.NewBorder(nil, nil, check, nil, comment))
-	box := container.NewVBox(top, diffGrid(h))
+	// Long lines scroll sideways within their hunk; the pane only scrolls
+	// down, so the buttons and comment boxes stay in view.
+	box := container.NewVBox(top, container.NewHScroll(diffGrid(h)))
 	r.hunkBoxes = append(r.hunkBoxes, box)
 	return box
 }
