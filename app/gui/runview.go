@@ -64,6 +64,15 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v.Window.SetContent(container.NewBorder(container.NewVBox(head, v.bar), nil, nil, nil, v.term))
 	v.Window.Resize(fyne.NewSize(900, 600))
 	v.Window.Canvas().Focus(v.term)
+	// Closing the window of a run that goes on only hides it: the main
+	// window's row shows it again.
+	v.Window.SetCloseIntercept(func() {
+		if v.ended {
+			v.Window.Close()
+			return
+		}
+		v.Window.Hide()
+	})
 	return v
 }
 
