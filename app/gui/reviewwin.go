@@ -152,7 +152,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	)
 
 	r.diff = container.NewVBox()
-	r.diffScrl = container.NewVScroll(r.diff)
+	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 
 	rationale := widget.NewRichTextFromMarkdown(summary)
 	if strings.TrimSpace(summary) == "" {
