@@ -256,6 +256,20 @@ func TestPlainChanges(t *testing.T) {
 	}
 }
 
+func TestRationaleFallsBackToTheLastOutput(t *testing.T) {
+	svc := reviewService(t)
+	svc.summary = ""
+	svc.transcript = strings.Repeat("working\n", 30) + "\x1b[1mAll done: stop words added.\x1b[0m\n"
+	r := newTestReview(t, svc)
+	r.tabs.SelectIndex(1)
+	markup := test.RenderToMarkup(r.Window.Canvas())
+	for _, want := range []string{"wrote no summary", "All done: stop words added."} {
+		if !strings.Contains(markup, want) {
+			t.Errorf("the rationale tab does not show %q", want)
+		}
+	}
+}
+
 func TestConflictsShowBothSides(t *testing.T) {
 	svc := reviewService(t)
 	svc.applyRes = &sandbox.ApplyResult{Result: &review.Result{Conflicts: []*review.ConflictError{{

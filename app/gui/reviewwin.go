@@ -154,11 +154,18 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 
-	rationale := widget.NewRichTextFromMarkdown(summary)
-	if strings.TrimSpace(summary) == "" {
-		rationale = widget.NewRichTextFromMarkdown("The agent wrote no summary (it may write one to `.airlock/summary.md`).")
+	var rationale fyne.CanvasObject
+	if strings.TrimSpace(summary) != "" {
+		md := widget.NewRichTextFromMarkdown(summary)
+		md.Wrapping = fyne.TextWrapWord
+		rationale = md
+	} else {
+		// No summary: the agent's final message is the end of what it
+		// printed.
+		note := widget.NewLabel("The agent wrote no summary (it may write one to .airlock/summary.md). Its last output:")
+		note.Wrapping = fyne.TextWrapWord
+		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(plainTranscript(transcript), 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
-	rationale.Wrapping = fyne.TextWrapWord
 	transcriptGrid := widget.NewTextGridFromString(plainTranscript(transcript))
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
@@ -587,6 +594,12 @@ func ShowConflicts(parent fyne.Window, conflicts []*review.ConflictError) {
 // ansiEscape matches terminal control sequences, left out of the
 // transcript tab's plain text.
 var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>])`)
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
 
 func plainTranscript(b []byte) string {
 	s := ansiEscape.ReplaceAllString(string(b), "")
