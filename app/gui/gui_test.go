@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,11 +207,17 @@ func TestTwoListsMoveFiles(t *testing.T) {
 		t.Fatalf("after approve all: %d approved, %d not", len(r.taken), len(r.left))
 	}
 	r.approved.Select(0) // docs/guide.md
-	r.pickTaken = 0
-	r.m.setFile(r.taken[r.pickTaken], false)
-	r.refresh()
+	test.Tap(r.toRejected)
 	if len(r.left) != 1 || r.left[0].Path != "docs/guide.md" {
 		t.Errorf("not approved after the move: %v", paths(r.left))
+	}
+	if got := r.m.d.Files["docs/guide.md"].Verdict; got != review.Reject {
+		t.Errorf("verdict of the moved file: %q", got)
+	}
+	r.rejected.Select(0)
+	test.Tap(r.toApproved)
+	if len(r.taken) != 6 {
+		t.Errorf("after moving it back: %v approved", paths(r.taken))
 	}
 	test.Tap(r.rejectBtn)
 	if len(r.taken) != 0 {
@@ -452,6 +459,45 @@ func TestRunFromDialog(t *testing.T) {
 	test.Tap(run.view.review)
 	if w.reviews["1a2b3c4d"] == nil {
 		t.Error("Review changes did not open the review window")
+	}
+}
+
+func TestStopEndsTheRun(t *testing.T) {
+	started, done := make(chan struct{}), make(chan struct{})
+	svc := &fakeService{}
+	svc.run = func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+		req.Progress(sandbox.Progress{Step: sandbox.StepCreated, Sandbox: "5709abcd"})
+		req.Progress(sandbox.Progress{Step: sandbox.StepRun, Message: "running sh demo-agent.sh"})
+		close(started)
+		<-ctx.Done()
+		return nil, fmt.Errorf("run: %w", ctx.Err())
+	}
+	w := newTestMain(t, svc)
+	w.async = func(f func()) {
+		go func() {
+			defer close(done)
+			f()
+		}()
+	}
+	w.Drop([]string{t.TempDir()})
+	w.RunDialog().Preset.SetSelectedIndex(1)
+	w.RunDialog().Command.SetText("sleep 600")
+	w.RunDialog().Start()
+	<-started
+	view := w.runs["5709abcd"].view
+	if got := view.state.Text; got != "running sh demo-agent.sh" {
+		t.Errorf("state while running: %q", got)
+	}
+	test.Tap(view.stopBtn)
+	<-done
+	if got := view.state.Text; !strings.HasPrefix(got, "stopped") {
+		t.Errorf("state after Stop: %q", got)
+	}
+	if !view.stopBtn.Disabled() {
+		t.Error("Stop is still enabled after the run ended")
+	}
+	if got := svc.runs[0].Command; !cmp.Equal(got, []string{"sh", "-c", "sleep 600"}) {
+		t.Errorf("command run: %q", got)
 	}
 }
 

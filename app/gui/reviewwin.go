@@ -47,18 +47,22 @@ type ReviewWindow struct {
 	hunkCheck []*widget.Check
 	approved  *widget.List
 	rejected  *widget.List
-	taken     []*review.File
-	left      []*review.File
-	pickTaken int
-	pickLeft  int
-	status    *widget.Label
-	applyBtn  *widget.Button
-	rejectBtn *widget.Button
-	sendBtn   *widget.Button
-	undoBtn   *widget.Button
-	tabs      *container.AppTabs
-	fileState *widget.Label   // the shown file's state
-	fileHead  *fyne.Container // its row, laid out again when the state changes
+	// toApproved and toRejected move the file selected in one list to the
+	// other (fyne has no drag and drop between widgets).
+	toApproved *widget.Button
+	toRejected *widget.Button
+	taken      []*review.File
+	left       []*review.File
+	pickTaken  int
+	pickLeft   int
+	status     *widget.Label
+	applyBtn   *widget.Button
+	rejectBtn  *widget.Button
+	sendBtn    *widget.Button
+	undoBtn    *widget.Button
+	tabs       *container.AppTabs
+	fileState  *widget.Label   // the shown file's state
+	fileHead   *fyne.Container // its row, laid out again when the state changes
 
 	// onChange, if set, is told after an apply or undo (the main window
 	// refreshes its list).
@@ -129,13 +133,13 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		})
 	r.approved.OnSelected = func(i widget.ListItemID) { r.pickTaken = i }
 	r.rejected.OnSelected = func(i widget.ListItemID) { r.pickLeft = i }
-	toRejected := widget.NewButtonWithIcon("Reject", theme.MoveDownIcon(), func() {
+	r.toRejected = widget.NewButtonWithIcon("Reject", theme.MoveDownIcon(), func() {
 		if r.pickTaken >= 0 && r.pickTaken < len(r.taken) {
 			r.m.setFile(r.taken[r.pickTaken], false)
 			r.refresh()
 		}
 	})
-	toApproved := widget.NewButtonWithIcon("Approve", theme.MoveUpIcon(), func() {
+	r.toApproved = widget.NewButtonWithIcon("Approve", theme.MoveUpIcon(), func() {
 		if r.pickLeft >= 0 && r.pickLeft < len(r.left) {
 			r.m.setFile(r.left[r.pickLeft], true)
 			r.refresh()
@@ -143,7 +147,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	})
 	lists := container.NewVSplit(
 		container.NewBorder(widget.NewLabelWithStyle("Approved: will be applied", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, r.approved),
-		container.NewBorder(container.NewVBox(container.NewHBox(toApproved, toRejected),
+		container.NewBorder(container.NewVBox(container.NewHBox(r.toApproved, r.toRejected),
 			widget.NewLabelWithStyle("Not approved: left out", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})), nil, nil, nil, r.rejected),
 	)
 	side := container.NewAppTabs(
