@@ -39,7 +39,6 @@ type terminal struct {
 
 	input   *keyInput
 	resizes chan client.WindowSize
-	focused bool
 }
 
 var (
@@ -144,6 +143,9 @@ func glyphStyle(g vt10x.Glyph, cursor bool) widget.TextGridStyle {
 		fgc += 8
 	}
 	fg, bg := vtColor(fgc, true), vtColor(g.BG, false)
+	if fg == nil && bg == nil && g.Mode&(vtReverse|vtUnderline) == 0 && !cursor {
+		return nil // the grid's own style: most cells
+	}
 	if g.Mode&vtReverse != 0 != cursor {
 		fg, bg = bg, fg
 		if fg == nil {
@@ -247,8 +249,8 @@ func (t *terminal) Tapped(*fyne.PointEvent) {
 func (t *terminal) MouseDown(*desktop.MouseEvent) { t.Tapped(nil) }
 func (t *terminal) MouseUp(*desktop.MouseEvent)   {}
 
-func (t *terminal) FocusGained() { t.focused = true }
-func (t *terminal) FocusLost()   { t.focused = false }
+func (t *terminal) FocusGained() {}
+func (t *terminal) FocusLost()   {}
 
 func (t *terminal) TypedRune(r rune) { t.input.Write([]byte(string(r))) }
 
