@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 func TestFromDesktop(t *testing.T) {
@@ -73,4 +77,41 @@ func TestGUICommand(t *testing.T) {
 			t.Error("Boot returned no boot function")
 		}
 	})
+}
+
+// TestGUIRunWithATTY runs a command the way the desktop app does: through
+// the GUISetup's boot function, under a pseudo-terminal of the terminal
+// widget's size, with what is typed as input.
+func TestGUIRunWithATTY(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := vmHome(t)
+	var setup GUISetup
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
+		setup = s
+		return nil
+	})); code != 0 {
+		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
+	}
+	var term bytes.Buffer
+	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
+		Project: t.TempDir(), Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
+		Command: []string{"sh", "-c", "stty size; read x; echo got:$x > typed.txt; echo got:$x"},
+		Stdin:   strings.NewReader("hello\r"), Stdout: &term, Stderr: &term,
+		TTY: &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, term.String())
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("exit %d", res.ExitCode)
+	}
+	for _, want := range []string{"20 70", "got:hello"} {
+		if !strings.Contains(term.String(), want) {
+			t.Errorf("terminal output %q does not have %q", term.String(), want)
+		}
+	}
+	if res.Meta.Changes == nil || res.Meta.Changes.Added != 1 {
+		t.Errorf("changes %+v, want typed.txt added", res.Meta.Changes)
+	}
 }
