@@ -1,6 +1,7 @@
 // Command airlock runs coding agents inside throwaway Linux VMs and lets you
 // review their changes before anything reaches your project. This file is
-// only the entry point; the commands live in app/cli.
+// only the entry point; the commands live in app/cli and the desktop app in
+// app/gui.
 package main
 
 import (
@@ -10,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, guiOption()...))
 }

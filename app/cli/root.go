@@ -2,10 +2,11 @@
 // parsing, and the output layer that renders results as text for people or
 // JSON for programs and progress as live lines on a terminal. Commands are
 // thin: they wire the app's services (launch, image, guestbin, home) and
-// print what those return.
+// print what those return. `airlock gui` opens the desktop app that main
+// hands in (WithGUI).
 //
-// It must not import fyne (the GUI is its own package) or a hypervisor
-// package other than through the per-OS backend file.
+// It must not import fyne (the GUI is its own package, app/gui) or a
+// hypervisor package other than through the per-OS backend file.
 package cli
 
 import (
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -44,6 +46,8 @@ type env struct {
 	// exitCode is set by commands whose exit code is not simply 0/125
 	// (exec passes the guest command's through).
 	exitCode int
+	// gui opens the desktop app; nil in a build without it.
+	gui GUI
 }
 
 func (e *env) home() (string, error) {
@@ -58,8 +62,18 @@ func (e *env) guestFinder(h string) guestbin.Finder {
 }
 
 // Main runs the command line and returns the process exit code.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.gui != nil {
+		rest, desktop := fromDesktop(args, isTerminal(stdin), isTerminal(stdout), runtime.GOOS, os.Getenv)
+		if desktop {
+			rest = []string{"gui"}
+		}
+		args = rest
+	}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -93,7 +107,7 @@ files, your network or your credentials.`,
 	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "print no progress")
 	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "Airlock's state directory (default $"+home.Env+" or the per-OS location)")
 	root.AddCommand(newExecCmd(e), newRunCmd(e), newLsCmd(e), newDiffCmd(e), newApplyCmd(e), newUndoCmd(e), newLogsCmd(e), newRmCmd(e),
-		newStopCmd(e), newVMHostCmd(e), newDoctorCmd(e), newImageCmd(e), newVersionCmd(e), newTrustCmd(e), newAllowCmd(e))
+		newStopCmd(e), newVMHostCmd(e), newGUICmd(e), newDoctorCmd(e), newImageCmd(e), newVersionCmd(e), newTrustCmd(e), newAllowCmd(e))
 	return root
 }
 

@@ -132,6 +132,10 @@ type RunOptions struct {
 	// output live; nil discards it (the transcript keeps it either way).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// TTY, if set, runs the command under a pseudo-terminal of this size
+	// (resized through its Resize channel), so interactive agents can be
+	// used from a terminal widget; the terminal merges stderr into Stdout.
+	TTY *client.TTY
 	// Limits cap what comes back from the guest; the zero value takes
 	// manifest's defaults.
 	Limits manifest.Limits
@@ -496,7 +500,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	}
 	cmd := client.Command{
 		Args: args, Dir: Workspace, Env: env, Stdin: r.o.Stdin,
-		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr),
+		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx
 	if r.o.Timeout > 0 {

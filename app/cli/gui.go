@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+// GUI opens the desktop app and returns when it is closed. This package
+// must not import fyne, so main hands it in (WithGUI); a build without
+// the GUI has none.
+type GUI func(ctx context.Context, s GUISetup) error
+
+// GUISetup is what the desktop app is given: the sandbox store, how to
+// boot a machine (the per-OS backend is chosen here, as for run), and
+// where the demo agent's script is ("" if not found).
+type GUISetup struct {
+	Store      *sandbox.Store
+	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, id string, shares []sandbox.Share) (sandbox.Machine, error)
+	Arch       string
+	DemoScript string
+	// Project, if set, is a folder to open the run dialog for, as if it
+	// were dropped on the window; with Start the run starts at once with
+	// the first agent and the default settings.
+	Project string
+	Start   bool
+	// Review, if set, is a sandbox whose review window opens, showing
+	// File if that is set.
+	Review string
+	File   string
+}
+
+// Option changes how Main runs.
+type Option func(*env)
+
+// WithGUI makes `airlock gui` (and airlock started from a desktop with no
+// arguments) open the desktop app g.
+func WithGUI(g GUI) Option { return func(e *env) { e.gui = g } }
+
+func newGUICmd(e *env) *cobra.Command {
+	var start bool
+	var reviewID, file string
+	cmd := &cobra.Command{
+		Use:   "gui [PROJECT]",
+		Short: "Open the desktop app",
+		Long: `gui opens Airlock's desktop app: the sandboxes, a run started by dropping a
+project folder on the window, the agent's terminal live, and the review of
+its changes file by file and hunk by hunk. airlock started from a desktop
+(no terminal, a display) with no arguments opens it too.
+
+A PROJECT folder opens the run dialog for it, as dropping it on the window
+does ("Open with Airlock" in a file manager); --start starts that run at
+once with the first agent and the default settings. --review ID opens the
+review window of a sandbox, at --file PATH if given.`,
+		Example: `  airlock gui
+  airlock gui ~/src/app
+  airlock gui --review 1a2b --file src/main.go`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if e.gui == nil {
+				return errors.New("this build of airlock has no desktop app (it was built without cgo); the commands work as usual")
+			}
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			store, err := sandbox.Open(h)
+			if err != nil {
+				return err
+			}
+			backend, err := supervisedBackend(e, h) // the app's VMs outlive a restart of the app
+			if err != nil {
+				return err
+			}
+			boot := func(image string, cpus, memoryMiB int) func(ctx context.Context, id string, shares []sandbox.Share) (sandbox.Machine, error) {
+				f := bootFlags{image: image, cpus: cpus, memory: memoryMiB, bootTimeout: launch.DefaultBootTimeout}
+				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
+			}
+			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
+			if len(args) == 1 {
+				if setup.Project, err = filepath.Abs(args[0]); err != nil {
+					return err
+				}
+			} else if start {
+				return errors.New("--start needs a PROJECT folder")
+			}
+			if reviewID != "" {
+				if setup.Review, err = store.Resolve(reviewID); err != nil {
+					return err
+				}
+			}
+			return e.gui(cmd.Context(), setup)
+		},
+	}
+	cmd.Flags().BoolVar(&start, "start", false, "start the run on PROJECT at once (first agent, default settings)")
+	cmd.Flags().StringVar(&reviewID, "review", "", "open the review window of this sandbox")
+	cmd.Flags().StringVar(&file, "file", "", "with --review: the file to show first")
+	return cmd
+}
+
+// findDemoScript looks for examples/demo-agent.sh in the working
+// directory, beside the executable and one folder up (bin/airlock in a
+// source tree).
+func findDemoScript() string {
+	var dirs []string
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe), filepath.Dir(filepath.Dir(exe)))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "examples", "demo-agent.sh")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// fromDesktop reports whether airlock was started from a desktop (the
+// Finder, the Dock, a file manager) rather than a shell, and returns the
+// arguments without macOS's process serial number (-psn_…), which the
+// Finder adds. From a desktop means: no other arguments, and either that
+// -psn_ argument, or neither stdin nor stdout a terminal while a display
+// is there (always on macOS; DISPLAY or WAYLAND_DISPLAY elsewhere).
+func fromDesktop(args []string, stdinTTY, stdoutTTY bool, goos string, getenv func(string) string) ([]string, bool) {
+	psn := false
+	rest := make([]string, 0, len(args))
+	for _, a := range args {
+		if strings.HasPrefix(a, "-psn_") {
+			psn = true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	if len(rest) > 0 {
+		return rest, false
+	}
+	if psn {
+		return rest, true
+	}
+	display := goos == "darwin" || getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != ""
+	return rest, !stdinTTY && !stdoutTTY && display
+}

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+func TestFromDesktop(t *testing.T) {
+	display := func(k string) string {
+		if k == "DISPLAY" {
+			return ":0"
+		}
+		return ""
+	}
+	none := func(string) string { return "" }
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		stdin, stdout bool
+		goos          string
+		env           func(string) string
+		want          bool
+		rest          []string
+	}{
+		{"Finder on macOS", []string{"-psn_0_12345"}, false, false, "darwin", none, true, []string{}},
+		{"no TTY on macOS", nil, false, false, "darwin", none, true, []string{}},
+		{"file manager on Linux", nil, false, false, "linux", display, true, []string{}},
+		{"Wayland", nil, false, false, "linux", func(k string) string { return map[string]string{"WAYLAND_DISPLAY": "wayland-0"}[k] }, true, []string{}},
+		{"a shell", nil, true, true, "linux", display, false, []string{}},
+		{"a pipe into a terminal", nil, false, true, "linux", display, false, []string{}},
+		{"no display", nil, false, false, "linux", none, false, []string{}},
+		{"a command", []string{"ls"}, false, false, "linux", display, false, []string{"ls"}},
+		{"a command from Finder", []string{"-psn_0_1", "ls"}, false, false, "darwin", none, false, []string{"ls"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rest, got := fromDesktop(tc.args, tc.stdin, tc.stdout, tc.goos, tc.env)
+			if got != tc.want {
+				t.Errorf("fromDesktop = %v, want %v", got, tc.want)
+			}
+			if diff := cmp.Diff(tc.rest, rest); diff != "" {
+				t.Errorf("arguments left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGUICommand(t *testing.T) {
+	home := t.TempDir()
+	t.Run("without a GUI", func(t *testing.T) {
+		code, _, stderr := run(t, home, "", "gui")
+		if code != ExitError || !strings.Contains(stderr, "has no desktop app") {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+	t.Run("with one", func(t *testing.T) {
+		var got GUISetup
+		var out, errOut bytes.Buffer
+		code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
+			got = s
+			return nil
+		}))
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		if got.Store == nil || got.Boot == nil || got.Arch == "" {
+			t.Errorf("the GUI got %+v", got)
+		}
+		if got.Boot("minimal", 1, 512) == nil {
+			t.Error("Boot returned no boot function")
+		}
+	})
+}
+
+// TestGUIRunWithATTY runs a command the way the desktop app does: through
+// the GUISetup's boot function, under a pseudo-terminal of the terminal
+// widget's size, with what is typed as input.
+func TestGUIRunWithATTY(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := vmHome(t)
+	var setup GUISetup
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
+		setup = s
+		return nil
+	})); code != 0 {
+		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
+	}
+	var term bytes.Buffer
+	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
+		Project: t.TempDir(), Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
+		Command: []string{"sh", "-c", "stty size; read x; echo got:$x > typed.txt; echo got:$x"},
+		Stdin:   strings.NewReader("hello\r"), Stdout: &term, Stderr: &term,
+		TTY: &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, term.String())
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("exit %d", res.ExitCode)
+	}
+	for _, want := range []string{"20 70", "got:hello"} {
+		if !strings.Contains(term.String(), want) {
+			t.Errorf("terminal output %q does not have %q", term.String(), want)
+		}
+	}
+	if res.Meta.Changes == nil || res.Meta.Changes.Added != 1 {
+		t.Errorf("changes %+v, want typed.txt added", res.Meta.Changes)
+	}
+}

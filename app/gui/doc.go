@@ -1,0 +1,15 @@
+// Package gui is Airlock's desktop app, built with fyne: the main window
+// (the sandboxes, drop a folder to start a run), the run dialog, the run
+// view (the agent's terminal, live) and the review window (files and hunks
+// to approve or reject, the agent's rationale, apply and undo).
+//
+// It is a client of the app's services, never a second implementation:
+// every window talks to a Service, which StoreService implements over
+// app/sandbox. Windows are built by functions that tests call with fyne's
+// test app; the real app (fyne's GL driver) is opened only by
+// app/gui/desktop. Goroutines touch widgets only through fyne.Do.
+//
+// Only this package and its subpackages import fyne. It must not import a
+// hypervisor package (vm/qemu, vm/vz): machines are booted through the
+// function its Service is given.
+package gui

@@ -1,0 +1,160 @@
+package gui
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// fakeService is an in-memory Service: fixed sandboxes and changesets,
+// and a record of what Apply and Run were given.
+type fakeService struct {
+	mu         sync.Mutex
+	infos      []sandbox.Info
+	changesets map[string]*review.Changeset
+	summary    string
+	transcript string
+	applied    []review.Decisions
+	applyRes   *sandbox.ApplyResult
+	undos      int
+	saved      map[string]review.Decisions
+	runs       []RunRequest
+	// run, if set, plays a run.
+	run func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
+}
+
+func (s *fakeService) List() ([]sandbox.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sandbox.Info(nil), s.infos...), nil
+}
+
+func (s *fakeService) Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+	s.mu.Lock()
+	s.runs = append(s.runs, req)
+	run := s.run
+	s.mu.Unlock()
+	if run == nil {
+		return nil, fmt.Errorf("no run")
+	}
+	return run(ctx, req)
+}
+
+func (s *fakeService) Changeset(_ context.Context, id string) (*review.Changeset, error) {
+	cs, ok := s.changesets[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotReady)
+	}
+	return cs, nil
+}
+
+func (s *fakeService) Apply(_ context.Context, id string, d review.Decisions) (*sandbox.ApplyResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied = append(s.applied, d)
+	if s.applyRes != nil {
+		return s.applyRes, nil
+	}
+	return &sandbox.ApplyResult{Result: &review.Result{}}, nil
+}
+
+func (s *fakeService) Undo(context.Context, string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.undos++
+	return "/x/applies/001", nil
+}
+
+func (s *fakeService) Summary(string) (string, error)    { return s.summary, nil }
+func (s *fakeService) Transcript(string) ([]byte, error) { return []byte(s.transcript), nil }
+
+func (s *fakeService) appliedDecisions() []review.Decisions {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]review.Decisions(nil), s.applied...)
+}
+
+// testChangeset is a changeset with every kind of change: a file with
+// three hunks, an added file, a deletion, a rename, a mode change and a
+// binary file, in two folders.
+func testChangeset(t testing.TB) *review.Changeset {
+	t.Helper()
+	objs := map[string][]byte{}
+	entry := func(p, content string, mode uint32) *manifest.Entry {
+		sum := sha256.Sum256([]byte(content))
+		h := hex.EncodeToString(sum[:])
+		objs[h] = []byte(content)
+		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644 | 0, Size: int64(len(content)), SHA256: h}
+	}
+	lines := func(n int, change map[int]string) string {
+		s := ""
+		for i := 1; i <= n; i++ {
+			if c, ok := change[i]; ok {
+				s += c + "\n"
+				continue
+			}
+			s += fmt.Sprintf("line %d\n", i)
+		}
+		return s
+	}
+	oldMain := lines(40, nil)
+	newMain := lines(40, map[int]string{2: "line two", 20: "line twenty", 38: "line 38 changed"})
+	exe := entry("scripts/run.sh", "#!/bin/sh\necho run\n", 0)
+	exeNew := *exe
+	exeNew.Mode = 0o755
+	changes := []manifest.Change{
+		{Kind: manifest.Modified, Path: "src/main.go", Old: entry("src/main.go", oldMain, 0), New: entry("src/main.go", newMain, 0)},
+		{Kind: manifest.Added, Path: "src/new.go", New: entry("src/new.go", "package src\n\nfunc New() {}\n", 0)},
+		{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n", 0)},
+		{Kind: manifest.Renamed, Path: "docs/guide.md", OldPath: "guide.md", Old: entry("guide.md", "# Guide\n", 0), New: entry("docs/guide.md", "# Guide\n", 0)},
+		{Kind: manifest.ModeChanged, Path: "scripts/run.sh", Old: exe, New: &exeNew},
+		{Kind: manifest.Modified, Path: "logo.png", Old: entry("logo.png", "\x89PNG\x00\x01", 0), New: entry("logo.png", "\x89PNG\x00\x02\x03", 0)},
+	}
+	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) {
+		b, ok := objs[sum]
+		if !ok {
+			return nil, fmt.Errorf("no object %s", sum)
+		}
+		return b, nil
+	}, review.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// testInfo is a sandbox ready for review.
+func testInfo(id string) sandbox.Info {
+	code := 0
+	created := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	return sandbox.Info{Meta: sandbox.Meta{
+		ID: id, Created: created, Project: "/home/dev/src/wordfreq", Command: nil, ScriptName: "demo-agent.sh",
+		Status: sandbox.StatusReady, ExitCode: &code,
+		Changes: &sandbox.ChangeStats{Files: 6, Added: 1, Modified: 2, Deleted: 1, Renamed: 1, ModeChanged: 1, LinesAdded: 6, LinesRemoved: 3},
+		Timings: sandbox.Timings{TotalMS: 12_400},
+	}}
+}
+
+func (s *fakeService) Decisions(id string) (review.Decisions, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved[id], nil
+}
+
+func (s *fakeService) SaveDecisions(id string, d review.Decisions) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		s.saved = map[string]review.Decisions{}
+	}
+	s.saved[id] = d
+	return nil
+}

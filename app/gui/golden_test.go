@@ -1,0 +1,83 @@
+package gui
+
+import (
+	"bytes"
+	"image"
+	"image/draw"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"github.com/google/go-cmp/cmp"
+)
+
+// assertGolden compares got with testdata/name, or rewrites it with
+// -update.
+func assertGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff)
+	}
+}
+
+// assertGoldenImage compares the canvas's rendering with
+// testdata/name pixel by pixel, or rewrites it with -update. A mismatch
+// is written beside it as failed-name for a look.
+func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
+	t.Helper()
+	img := c.Capture()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	defer f.Close()
+	want, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameImage(want, img) {
+		failed := filepath.Join(t.TempDir(), "failed-"+name)
+		_ = os.WriteFile(failed, buf.Bytes(), 0o644)
+		t.Errorf("%s differs from the rendering (saved as %s; go test -update rewrites it)", path, failed)
+	}
+}
+
+func sameImage(a, b image.Image) bool {
+	if a.Bounds() != b.Bounds() {
+		return false
+	}
+	return bytes.Equal(rgba(a).Pix, rgba(b).Pix)
+}
+
+func rgba(img image.Image) *image.RGBA {
+	out := image.NewRGBA(img.Bounds())
+	draw.Draw(out, out.Bounds(), img, img.Bounds().Min, draw.Src)
+	return out
+}

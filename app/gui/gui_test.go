@@ -1,0 +1,534 @@
+package gui
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func syncNow(f func()) { f() }
+
+func newTestReview(t *testing.T, svc *fakeService) *ReviewWindow {
+	t.Helper()
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, testInfo("1a2b3c4d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.async = syncNow
+	r.Window.Resize(fyne.NewSize(1100, 720))
+	t.Cleanup(r.Window.Close)
+	return r
+}
+
+func reviewService(t *testing.T) *fakeService {
+	return &fakeService{
+		infos:      []sandbox.Info{testInfo("1a2b3c4d")},
+		changesets: map[string]*review.Changeset{"1a2b3c4d": testChangeset(t)},
+		summary:    "## What I did\n\nAdded stop words to `count_words`.\n",
+		transcript: "demo-agent: reading TODO.md\n\x1b[32mok\x1b[0m\n",
+	}
+}
+
+func TestTreeGroupsByFolder(t *testing.T) {
+	tr := newTree(testChangeset(t))
+	want := map[string][]string{
+		"":         {"docs/", "scripts/", "src/", "logo.png", "old.txt"},
+		"docs/":    {"docs/guide.md"},
+		"scripts/": {"scripts/run.sh"},
+		"src/":     {"src/main.go", "src/new.go"},
+	}
+	if diff := cmp.Diff(want, tr.children); diff != "" {
+		t.Errorf("tree (-want +got):\n%s", diff)
+	}
+}
+
+func TestHunkToggleFlipsDecision(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	r.tree.Select("src/main.go")
+	f := r.m.current()
+	if f.Path != "src/main.go" || len(r.hunkCheck) != 3 {
+		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.hunkCheck))
+	}
+	test.Tap(r.hunkCheck[1])
+	if !r.m.taken(f, 1) || r.m.taken(f, 0) || r.m.taken(f, 2) {
+		t.Errorf("after one tap: hunks taken %v, want only hunk 2", selection(r.m, f))
+	}
+	if got := r.m.d.Files[f.Path].Hunks[1].Verdict; got != review.Approve {
+		t.Errorf("hunk 2 verdict %q, want approve", got)
+	}
+	test.Tap(r.hunkCheck[1])
+	if r.m.taken(f, 1) {
+		t.Errorf("after two taps: hunk 2 still taken")
+	}
+	if got := r.m.d.Files[f.Path].Hunks[1].Verdict; got != review.Reject {
+		t.Errorf("hunk 2 verdict %q, want reject", got)
+	}
+}
+
+func selection(m *reviewModel, f *review.File) []bool {
+	sel, _ := m.d.Selection(f)
+	return sel
+}
+
+func TestApplyPassesExactlyTheSelection(t *testing.T) {
+	svc := reviewService(t)
+	r := newTestReview(t, svc)
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[0])
+	test.Tap(r.hunkCheck[2])
+	test.Type(r.diffEntry(t, 1), "why this line?") // hunk 1's comment
+	r.tree.Select("scripts/run.sh")
+	r.key('A') // approve the whole file
+	r.tree.Select("old.txt")
+	r.key('R')
+	test.Tap(r.applyBtn)
+
+	got := svc.appliedDecisions()
+	if len(got) != 1 {
+		t.Fatalf("Apply called %d times, want 1", len(got))
+	}
+	want := review.Decisions{Files: map[string]review.FileDecision{
+		"src/main.go": {Hunks: map[int]review.HunkDecision{
+			0: {Verdict: review.Approve, Comment: "why this line?"},
+			2: {Verdict: review.Approve},
+		}},
+		"scripts/run.sh": {Verdict: review.Approve},
+		"old.txt":        {Verdict: review.Reject},
+	}}
+	if diff := cmp.Diff(want, got[0]); diff != "" {
+		t.Errorf("decisions passed to Apply (-want +got):\n%s", diff)
+	}
+	// And what they resolve to: hunks 1 and 3 of main.go, and run.sh.
+	cs := svc.changesets["1a2b3c4d"]
+	var touched []string
+	for _, f := range cs.Files {
+		if _, ok := got[0].Selection(f); ok {
+			touched = append(touched, f.Path)
+		}
+	}
+	if diff := cmp.Diff([]string{"scripts/run.sh", "src/main.go"}, touched); diff != "" {
+		t.Errorf("files applied (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(r.status.Text, "Done: applied") {
+		t.Errorf("status after apply = %q", r.status.Text)
+	}
+}
+
+// diffEntry is the comment entry of hunk i (0: the file's comment).
+func (r *ReviewWindow) diffEntry(t *testing.T, i int) fyne.Focusable {
+	t.Helper()
+	n := 0
+	for _, o := range test.LaidOutObjects(r.diff) {
+		if e, ok := o.(interface {
+			fyne.Focusable
+			SetPlaceHolder(string)
+		}); ok {
+			if n == i {
+				return e
+			}
+			n++
+		}
+	}
+	t.Fatalf("no entry %d in the diff pane", i)
+	return nil
+}
+
+func TestReviewIsKeptWithTheSandbox(t *testing.T) {
+	svc := reviewService(t)
+	r := newTestReview(t, svc)
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[1])
+	test.Type(r.diffEntry(t, 0), "split this file")
+	r.Window.Canvas().Unfocus()
+	r.save()
+	if _, ok := svc.saved["1a2b3c4d"]; !ok {
+		t.Fatal("the review was not saved")
+	}
+	again := newTestReview(t, svc)
+	f := again.m.cs.File("src/main.go")
+	if diff := cmp.Diff([]bool{false, true, false}, selection(again.m, f)); diff != "" {
+		t.Errorf("hunks taken after reopening (-want +got):\n%s", diff)
+	}
+	if got := again.m.d.Files["src/main.go"].Comment; got != "split this file" {
+		t.Errorf("file comment after reopening: %q", got)
+	}
+}
+
+func TestKeyboard(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	r.tree.Select("src/main.go")
+	c := r.Window.Canvas()
+	test.TypeOnCanvas(c, "jj") // to hunk 3
+	if r.m.hunk != 2 {
+		t.Fatalf("after jj: hunk %d, want 2", r.m.hunk)
+	}
+	test.TypeOnCanvas(c, "a")
+	f := r.m.cs.File("src/main.go")
+	if diff := cmp.Diff([]bool{false, false, true}, selection(r.m, f)); diff != "" {
+		t.Errorf("after a on hunk 3 (-want +got):\n%s", diff)
+	}
+	test.TypeOnCanvas(c, "j") // past the last hunk: the next file
+	if got := r.m.current().Path; got != "src/new.go" {
+		t.Errorf("after j on the last hunk: file %s, want src/new.go", got)
+	}
+	test.TypeOnCanvas(c, "p")
+	if got := r.m.current().Path; got != "src/main.go" || r.m.hunk != 2 {
+		t.Errorf("after p: %s hunk %d, want src/main.go hunk 2", got, r.m.hunk)
+	}
+	test.TypeOnCanvas(c, "kr")
+	if diff := cmp.Diff([]bool{false, false, true}, selection(r.m, f)); diff != "" {
+		t.Errorf("after k r (-want +got):\n%s", diff)
+	}
+	if got := r.m.d.Files[f.Path].Hunks[1].Verdict; got != review.Reject {
+		t.Errorf("hunk 2 after r: %q, want reject", got)
+	}
+}
+
+func TestTwoListsMoveFiles(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	r.m.setAll(true)
+	r.refresh()
+	if len(r.taken) != 6 || len(r.left) != 0 {
+		t.Fatalf("after approve all: %d approved, %d not", len(r.taken), len(r.left))
+	}
+	r.approved.Select(0) // docs/guide.md
+	test.Tap(r.toRejected)
+	if len(r.left) != 1 || r.left[0].Path != "docs/guide.md" {
+		t.Errorf("not approved after the move: %v", paths(r.left))
+	}
+	if got := r.m.d.Files["docs/guide.md"].Verdict; got != review.Reject {
+		t.Errorf("verdict of the moved file: %q", got)
+	}
+	r.rejected.Select(0)
+	test.Tap(r.toApproved)
+	if len(r.taken) != 6 {
+		t.Errorf("after moving it back: %v approved", paths(r.taken))
+	}
+	test.Tap(r.rejectBtn)
+	if len(r.taken) != 0 {
+		t.Errorf("after Reject all: %v approved", paths(r.taken))
+	}
+}
+
+func paths(fs []*review.File) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+func TestSendBackIsDisabledWithReason(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	if !r.sendBtn.Disabled() {
+		t.Error("Send back to agent is enabled")
+	}
+	if !strings.Contains(test.RenderToMarkup(r.Window.Canvas()), sendBackReason) {
+		t.Errorf("the window does not say why: %q", sendBackReason)
+	}
+}
+
+func TestPlainChanges(t *testing.T) {
+	cs := testChangeset(t)
+	for _, tc := range []struct {
+		path string
+		want string
+	}{
+		{"docs/guide.md", "Renamed from guide.md"},
+		{"scripts/run.sh", "Mode changed from 0644 to 0755"},
+		{"logo.png", "Binary file: 6 B before, 7 B after (not shown)"},
+		{"old.txt", "Deleted"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			got := describeFile(cs.File(tc.path))
+			if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+				t.Errorf("describeFile = %q, want a line %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRationaleFallsBackToTheLastOutput(t *testing.T) {
+	svc := reviewService(t)
+	svc.summary = ""
+	svc.transcript = strings.Repeat("working\n", 30) + "\x1b[1mAll done: stop words added.\x1b[0m\n"
+	r := newTestReview(t, svc)
+	r.tabs.SelectIndex(1)
+	markup := test.RenderToMarkup(r.Window.Canvas())
+	for _, want := range []string{"wrote no summary", "All done: stop words added."} {
+		if !strings.Contains(markup, want) {
+			t.Errorf("the rationale tab does not show %q", want)
+		}
+	}
+}
+
+func TestConflictsShowBothSides(t *testing.T) {
+	svc := reviewService(t)
+	svc.applyRes = &sandbox.ApplyResult{Result: &review.Result{Conflicts: []*review.ConflictError{{
+		Path: "src/main.go", Reason: "changed in the project since the run",
+		Ours: []byte("mine\n"), Theirs: []byte("agent version\n"),
+	}}}}
+	r := newTestReview(t, svc)
+	r.m.setAll(true)
+	r.refresh()
+	test.Tap(r.applyBtn)
+	markup := test.RenderToMarkup(r.Window.Canvas())
+	for _, want := range []string{"Your project now", "The approved change", "mine", "agent version", "1 file in conflict"} {
+		if !strings.Contains(markup, want) {
+			t.Errorf("conflict dialog does not show %q", want)
+		}
+	}
+}
+
+func TestReviewWindowGolden(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[1])
+	assertGolden(t, "review_window.xml", test.RenderToMarkup(r.Window.Canvas()))
+	assertGoldenImage(t, "review_window.png", r.Window.Canvas())
+}
+
+func newTestMain(t *testing.T, svc *fakeService) *MainWindow {
+	t.Helper()
+	test.NewTempApp(t)
+	w := NewMainWindow(fyne.CurrentApp(), svc, Presets("/nonexistent/demo-agent.sh"))
+	w.async = syncNow
+	w.now = func() time.Time { return time.Date(2026, 11, 23, 9, 5, 0, 0, time.UTC) }
+	w.Window.Resize(fyne.NewSize(1100, 400))
+	w.table.Refresh()
+	t.Cleanup(w.Window.Close)
+	return w
+}
+
+func TestDropFolderOpensRunDialog(t *testing.T) {
+	w := newTestMain(t, &fakeService{})
+	dir := t.TempDir()
+	w.Drop([]string{dir})
+	d := w.RunDialog()
+	if d == nil {
+		t.Fatal("no run dialog after dropping a folder")
+	}
+	if d.Project.Text != dir {
+		t.Errorf("run dialog project = %q, want %q", d.Project.Text, dir)
+	}
+	if !strings.Contains(test.RenderToMarkup(w.Window.Canvas()), "New run") {
+		t.Error("the run dialog is not on the window")
+	}
+}
+
+func TestDropRefusals(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o700) })
+	cases := []struct {
+		name  string
+		paths []string
+		want  string
+		skip  bool
+	}{
+		{"file", []string{file}, "notes.txt is a file, not a folder", false},
+		{"missing", []string{filepath.Join(dir, "gone")}, "cannot be opened", false},
+		{"unreadable", []string{locked}, "cannot be read", os.Geteuid() == 0},
+		{"several", []string{dir, dir}, "drop one project folder at a time", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip {
+				t.Skip("root reads any folder")
+			}
+			w := newTestMain(t, &fakeService{})
+			w.Drop(tc.paths)
+			if w.RunDialog() != nil {
+				t.Error("a run dialog opened")
+			}
+			if !strings.Contains(w.Message(), tc.want) {
+				t.Errorf("message %q, want it to say %q", w.Message(), tc.want)
+			}
+			// The app carries on: a folder dropped next still works.
+			w.Drop([]string{dir})
+			if w.RunDialog() == nil {
+				t.Error("no run dialog for a folder dropped after a refusal")
+			}
+		})
+	}
+}
+
+func TestDeadVMShowsItsState(t *testing.T) {
+	dead := testInfo("deadbeef")
+	dead.Status, dead.Changes, dead.Live = sandbox.StatusRunning, nil, false
+	if got := statusText(dead); got != "stopped: its VM is gone (was running)" {
+		t.Errorf("statusText = %q", got)
+	}
+	w := newTestMain(t, &fakeService{infos: []sandbox.Info{dead, testInfo("1a2b3c4d")}})
+	if markup := test.RenderToMarkup(w.Window.Canvas()); !strings.Contains(markup, "stopped: its VM is gone") {
+		t.Error("the main window does not show the dead VM's state")
+	}
+}
+
+func TestMainWindowGolden(t *testing.T) {
+	dead := testInfo("deadbeef")
+	dead.Status, dead.Changes, dead.Live = sandbox.StatusBooting, nil, false
+	live := testInfo("0c0ffee0")
+	live.Status, live.Changes, live.Live, live.Command, live.ScriptName = sandbox.StatusPushing, nil, true, []string{"make", "test"}, ""
+	w := newTestMain(t, &fakeService{infos: []sandbox.Info{live, testInfo("1a2b3c4d"), dead}})
+	assertGolden(t, "main_window.xml", test.RenderToMarkup(w.Window.Canvas()))
+	assertGoldenImage(t, "main_window.png", w.Window.Canvas())
+}
+
+func TestRunFromDialog(t *testing.T) {
+	project := t.TempDir()
+	script := filepath.Join(t.TempDir(), "demo-agent.sh")
+	if err := os.WriteFile(script, []byte("echo hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var typed string
+	svc := &fakeService{}
+	svc.run = func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+		req.Progress(sandbox.Progress{Step: sandbox.StepCreated, Sandbox: "1a2b3c4d"})
+		req.Progress(sandbox.Progress{Step: sandbox.StepPush, Message: "push", Done: 3, Total: 6})
+		req.Output.Write([]byte("hello \x1b[31mred\x1b[0m world\r\n"))
+		// The user types into the run view's terminal (focused on open).
+		for _, win := range fyne.CurrentApp().Driver().AllWindows() {
+			if strings.HasPrefix(win.Title(), "Run: ") {
+				test.Type(win.Canvas().Focused(), "y")
+			}
+		}
+		buf := make([]byte, 8)
+		n, _ := req.Input.Read(buf)
+		typed = string(buf[:n])
+		info := testInfo("1a2b3c4d")
+		svc.mu.Lock()
+		svc.infos = []sandbox.Info{info}
+		svc.mu.Unlock()
+		return &sandbox.RunResult{Meta: info.Meta}, nil
+	}
+	svc.changesets = map[string]*review.Changeset{"1a2b3c4d": testChangeset(t)}
+	test.NewTempApp(t)
+	w := NewMainWindow(fyne.CurrentApp(), svc, Presets(script))
+	w.async = syncNow
+	t.Cleanup(w.Window.Close)
+	w.Drop([]string{project})
+	d := w.RunDialog()
+	d.Prompt.SetText("add stop words")
+	req, err := d.Request()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ScriptName != "demo-agent.sh" || string(req.Script) != "echo hi\n" || req.Prompt != "add stop words" || req.MemoryMiB != 512 || req.CPUs != 1 {
+		t.Errorf("request = %+v", req)
+	}
+	test.AssertNotificationSent(t, fyne.NewNotification("Airlock run finished", filepath.Base(project)+": 6 files changed, ready for review"), d.Start)
+	if typed != "y" {
+		t.Errorf("the agent read %q from the terminal, want y", typed)
+	}
+	run := w.runs["1a2b3c4d"]
+	if run == nil {
+		t.Fatal("the main window does not track the run")
+	}
+	if got := run.view.term.Text(); !strings.Contains(got, "hello red world") {
+		t.Errorf("terminal shows %q", got)
+	}
+	if got := run.view.state.Text; !strings.HasPrefix(got, "ready for review (exit 0): 6 files changed") {
+		t.Errorf("run view state %q", got)
+	}
+	if run.view.review.Disabled() {
+		t.Error("Review changes is disabled after a run with changes")
+	}
+	test.Tap(run.view.review)
+	if w.reviews["1a2b3c4d"] == nil {
+		t.Error("Review changes did not open the review window")
+	}
+}
+
+func TestStopEndsTheRun(t *testing.T) {
+	started, done := make(chan struct{}), make(chan struct{})
+	svc := &fakeService{}
+	svc.run = func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+		req.Progress(sandbox.Progress{Step: sandbox.StepCreated, Sandbox: "5709abcd"})
+		req.Progress(sandbox.Progress{Step: sandbox.StepRun, Message: "running sh demo-agent.sh"})
+		close(started)
+		<-ctx.Done()
+		return nil, fmt.Errorf("run: %w", ctx.Err())
+	}
+	w := newTestMain(t, svc)
+	w.async = func(f func()) {
+		go func() {
+			defer close(done)
+			f()
+		}()
+	}
+	w.Drop([]string{t.TempDir()})
+	w.RunDialog().Preset.SetSelectedIndex(1)
+	w.RunDialog().Command.SetText("sleep 600")
+	w.RunDialog().Start()
+	<-started
+	view := w.runs["5709abcd"].view
+	if got := view.state.Text; got != "running sh demo-agent.sh" {
+		t.Errorf("state while running: %q", got)
+	}
+	test.Tap(view.stopBtn)
+	<-done
+	if got := view.state.Text; !strings.HasPrefix(got, "stopped") {
+		t.Errorf("state after Stop: %q", got)
+	}
+	if !view.stopBtn.Disabled() {
+		t.Error("Stop is still enabled after the run ended")
+	}
+	if got := svc.runs[0].Command; !cmp.Equal(got, []string{"sh", "-c", "sleep 600"}) {
+		t.Errorf("command run: %q", got)
+	}
+}
+
+func TestTerminalColoursAndKeys(t *testing.T) {
+	test.NewTempApp(t)
+	term := newTerminal(40, 5)
+	w := test.NewTempWindow(t, term)
+	w.Resize(fyne.NewSize(400, 120))
+	term.Write([]byte("plain \x1b[1;32mgreen\x1b[0m \xe2\x9c"))
+	term.Write([]byte("\x93 done")) // a rune split across writes
+	if got := strings.SplitN(term.Text(), "\n", 2)[0]; !strings.HasPrefix(got, "plain green ✓ done") {
+		t.Errorf("first row %q", got)
+	}
+	st := term.grid.Rows[0].Cells[6].Style.TextColor()
+	if st != ansi16[10] { // bold green is bright green
+		t.Errorf("colour of 'green' = %v, want ANSI green", st)
+	}
+	test.Type(term, "ls")
+	term.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	term.TypedShortcut(&fyne.ShortcutCopy{})
+	buf := make([]byte, 16)
+	n, _ := term.Input().Read(buf)
+	if got := string(buf[:n]); got != "ls\r\x03" {
+		t.Errorf("input %q, want %q", got, "ls\r\x03")
+	}
+	select {
+	case ws := <-term.resizes:
+		if ws.Cols == 40 && ws.Rows == 5 {
+			t.Errorf("resize kept the initial size %+v", ws)
+		}
+	default:
+		t.Error("resizing the widget sent no window size")
+	}
+}

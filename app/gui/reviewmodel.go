@@ -1,0 +1,347 @@
+package gui
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/airlock-dev/airlock/review"
+)
+
+// reviewModel is the review window's state, without fyne: the changeset,
+// the decisions (verdicts and comments, exactly what Apply is given) and
+// the cursor of the keyboard (a file, and a hunk in it).
+type reviewModel struct {
+	cs *review.Changeset
+	d  review.Decisions
+	// files are cs's files in the order the tree shows them (folders
+	// first), the order the keyboard walks.
+	files []*review.File
+	file  int // index in files, -1 when there are none
+	hunk  int // index in the file's hunks
+}
+
+func newReviewModel(cs *review.Changeset) *reviewModel {
+	m := &reviewModel{cs: cs, d: review.Decisions{Files: map[string]review.FileDecision{}}, file: -1}
+	t := newTree(cs)
+	var walk func(id string)
+	walk = func(id string) {
+		for _, c := range t.children[id] {
+			if isFolder(c) {
+				walk(c)
+			} else if f := cs.File(c); f != nil {
+				m.files = append(m.files, f)
+			}
+		}
+	}
+	walk("")
+	if len(m.files) > 0 {
+		m.file = 0
+	}
+	return m
+}
+
+// current is the file under the cursor, or nil.
+func (m *reviewModel) current() *review.File {
+	if m.file < 0 || m.file >= len(m.files) {
+		return nil
+	}
+	return m.files[m.file]
+}
+
+// selectPath moves the cursor to a file, at its first hunk.
+func (m *reviewModel) selectPath(p string) bool {
+	for i, f := range m.files {
+		if f.Path == p {
+			m.file, m.hunk = i, 0
+			return true
+		}
+	}
+	return false
+}
+
+// moveFile moves the cursor by delta files, staying in range.
+func (m *reviewModel) moveFile(delta int) {
+	if len(m.files) == 0 {
+		return
+	}
+	m.file = min(max(m.file+delta, 0), len(m.files)-1)
+	m.hunk = 0
+	if delta < 0 {
+		// Going back lands on the previous file's last hunk, as a reader
+		// walking backwards expects.
+		m.hunk = max(len(m.files[m.file].Hunks)-1, 0)
+	}
+}
+
+// moveHunk moves the cursor by one hunk, across files at either end.
+func (m *reviewModel) moveHunk(delta int) {
+	f := m.current()
+	if f == nil {
+		return
+	}
+	next := m.hunk + delta
+	switch {
+	case next >= 0 && next < len(f.Hunks):
+		m.hunk = next
+	case delta > 0 && m.file < len(m.files)-1:
+		m.moveFile(1)
+	case delta < 0 && m.file > 0:
+		m.moveFile(-1)
+	}
+}
+
+// taken reports whether hunk i of f would be applied.
+func (m *reviewModel) taken(f *review.File, i int) bool {
+	sel, _ := m.d.Selection(f)
+	return i < len(sel) && sel[i]
+}
+
+// setHunk approves or rejects hunk i of f. A file whose hunks cannot be
+// chosen one by one takes the verdict as a whole.
+func (m *reviewModel) setHunk(f *review.File, i int, approve bool) {
+	v := verdict(approve)
+	if !f.HunkSelectable() {
+		m.d.SetFile(f.Path, v)
+		return
+	}
+	m.d.SetHunk(f.Path, i, v)
+}
+
+// toggleHunk flips hunk i of f.
+func (m *reviewModel) toggleHunk(f *review.File, i int) { m.setHunk(f, i, !m.taken(f, i)) }
+
+// setFile approves or rejects a whole file: its hunks follow.
+func (m *reviewModel) setFile(f *review.File, approve bool) {
+	fd := m.d.Files[f.Path]
+	fd.Verdict = verdict(approve)
+	for i, h := range fd.Hunks {
+		h.Verdict = review.Undecided // the file's verdict decides again
+		fd.Hunks[i] = h
+	}
+	m.d.Files[f.Path] = fd
+}
+
+// setAll approves or rejects every file.
+func (m *reviewModel) setAll(approve bool) {
+	for _, f := range m.cs.Files {
+		m.setFile(f, approve)
+	}
+}
+
+func verdict(approve bool) review.Verdict {
+	if approve {
+		return review.Approve
+	}
+	return review.Reject
+}
+
+// fileState is how much of a file the decisions take.
+type fileState int
+
+const (
+	stateUndecided fileState = iota
+	stateApproved
+	statePartial
+	stateRejected
+)
+
+func (s fileState) String() string {
+	return [...]string{"undecided", "approved", "partly approved", "rejected"}[s]
+}
+
+func (m *reviewModel) fileState(f *review.File) fileState {
+	sel, touched := m.d.Selection(f)
+	fd := m.d.Files[f.Path]
+	if !touched {
+		if fd.Verdict == review.Reject || slices.ContainsFunc(hunkDecisions(fd), func(h review.HunkDecision) bool { return h.Verdict == review.Reject }) {
+			return stateRejected
+		}
+		return stateUndecided
+	}
+	if slices.Contains(sel, false) {
+		return statePartial
+	}
+	return stateApproved
+}
+
+func hunkDecisions(fd review.FileDecision) []review.HunkDecision {
+	out := make([]review.HunkDecision, 0, len(fd.Hunks))
+	for _, h := range fd.Hunks {
+		out = append(out, h)
+	}
+	return out
+}
+
+// setFileComment and setHunkComment keep comments in the decisions.
+func (m *reviewModel) setFileComment(p, c string) {
+	fd := m.d.Files[p]
+	fd.Comment = c
+	m.d.Files[p] = fd
+}
+
+func (m *reviewModel) setHunkComment(p string, i int, c string) {
+	fd := m.d.Files[p]
+	if fd.Hunks == nil {
+		fd.Hunks = map[int]review.HunkDecision{}
+	}
+	h := fd.Hunks[i]
+	h.Comment = c
+	fd.Hunks[i] = h
+	m.d.Files[p] = fd
+}
+
+// approved lists the files the decisions touch, and the rest.
+func (m *reviewModel) approved() (taken, left []*review.File) {
+	for _, f := range m.cs.Files {
+		if _, touched := m.d.Selection(f); touched {
+			taken = append(taken, f)
+		} else {
+			left = append(left, f)
+		}
+	}
+	return taken, left
+}
+
+// decisions is a copy of the decisions for Apply: only files with a
+// verdict or a comment, so what is passed is exactly what was chosen.
+func (m *reviewModel) decisions() review.Decisions {
+	out := review.Decisions{Files: map[string]review.FileDecision{}}
+	for p, fd := range m.d.Files {
+		hs := map[int]review.HunkDecision{}
+		for i, h := range fd.Hunks {
+			if h != (review.HunkDecision{}) {
+				hs[i] = h
+			}
+		}
+		fd.Hunks = hs
+		if len(hs) == 0 {
+			fd.Hunks = nil
+		}
+		if fd.Verdict == review.Undecided && fd.Comment == "" && fd.Hunks == nil {
+			continue
+		}
+		out.Files[p] = fd
+	}
+	return out
+}
+
+// tree is the changeset as a folder tree for widget.Tree: IDs are paths,
+// folders end in "/", the root is "".
+type tree struct {
+	children map[string][]string
+}
+
+func newTree(cs *review.Changeset) tree {
+	t := tree{children: map[string][]string{}}
+	seen := map[string]bool{}
+	for _, f := range cs.Files {
+		parent := ""
+		dir := path.Dir(f.Path)
+		if dir != "." {
+			parts := strings.Split(dir, "/")
+			for i := range parts {
+				id := strings.Join(parts[:i+1], "/") + "/"
+				if !seen[id] {
+					seen[id] = true
+					t.children[parent] = append(t.children[parent], id)
+				}
+				parent = id
+			}
+		}
+		t.children[parent] = append(t.children[parent], f.Path)
+	}
+	// Folders first, then files, each by name.
+	for k, ids := range t.children {
+		slices.SortStableFunc(ids, func(a, b string) int {
+			if isFolder(a) != isFolder(b) {
+				if isFolder(a) {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		t.children[k] = ids
+	}
+	return t
+}
+
+func isFolder(id string) bool { return strings.HasSuffix(id, "/") }
+
+// statusLetter is the one-letter mark of a change, as git shows it.
+func statusLetter(f *review.File) string {
+	switch {
+	case f.Binary && f.Status == review.Modified:
+		return "B"
+	case f.Status == review.Added:
+		return "A"
+	case f.Status == review.Deleted:
+		return "D"
+	case f.Status == review.Renamed:
+		return "R"
+	case f.Status == review.ModeChanged:
+		return "X"
+	case f.Status == review.TypeChanged:
+		return "T"
+	}
+	return "M"
+}
+
+// describeFile is the plain account of a change shown above its diff:
+// renames, modes, binary content, links.
+func describeFile(f *review.File) []string {
+	var out []string
+	switch f.Status {
+	case review.Added:
+		out = append(out, "New file")
+	case review.Deleted:
+		out = append(out, "Deleted")
+	case review.Renamed:
+		out = append(out, fmt.Sprintf("Renamed from %s", f.OldPath))
+	case review.TypeChanged:
+		out = append(out, fmt.Sprintf("Changed from a %s to a %s", f.Old.Type, f.New.Type))
+	}
+	if f.Old != nil && f.New != nil && f.Old.Mode != f.New.Mode {
+		out = append(out, fmt.Sprintf("Mode changed from %04o to %04o", f.Old.Mode, f.New.Mode))
+	}
+	if f.IsSymlink() && f.New != nil {
+		out = append(out, "Symbolic link to "+f.New.Target)
+	}
+	if f.Binary {
+		what := "Binary file"
+		if f.TooLarge {
+			what = "Too large to show line by line"
+		}
+		out = append(out, fmt.Sprintf("%s: %s before, %s after (not shown)", what, sideSize(f.Old), sideSize(f.New)))
+	}
+	if len(f.Hunks) > 0 {
+		out = append(out, fmt.Sprintf("+%d −%d in %d %s", f.Added, f.Removed, len(f.Hunks), plural(len(f.Hunks), "hunk", "hunks")))
+	}
+	return out
+}
+
+func sideSize(s *review.Side) string {
+	if s == nil {
+		return "nothing"
+	}
+	return byteSize(s.Size)
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

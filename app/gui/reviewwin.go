@@ -1,0 +1,615 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"regexp"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
+)
+
+// sendBackReason is why "Send back to agent" is not offered yet.
+const sendBackReason = "needs the agent reply step (issue: Real agents)"
+
+// Colours of diff lines (on the light and dark themes alike).
+var (
+	addedBG   = color.NRGBA{0x2e, 0xa0, 0x43, 0x40}
+	removedBG = color.NRGBA{0xf8, 0x51, 0x49, 0x40}
+	hunkBG    = color.NRGBA{0x38, 0x8b, 0xfd, 0x26}
+)
+
+// ReviewWindow is the review of one sandbox: the file tree, the diff of
+// the selected file with a toggle and a comment per hunk, the agent's
+// rationale and transcript, and apply / undo.
+type ReviewWindow struct {
+	Window fyne.Window
+	svc    Service
+	id     string
+	m      *reviewModel
+
+	tree      *widget.Tree
+	treeIDs   tree
+	diff      *fyne.Container
+	diffScrl  *container.Scroll
+	hunkBoxes []fyne.CanvasObject
+	hunkCheck []*widget.Check
+	approved  *widget.List
+	rejected  *widget.List
+	// toApproved and toRejected move the file selected in one list to the
+	// other (fyne has no drag and drop between widgets).
+	toApproved *widget.Button
+	toRejected *widget.Button
+	taken      []*review.File
+	left       []*review.File
+	pickTaken  int
+	pickLeft   int
+	status     *widget.Label
+	applyBtn   *widget.Button
+	rejectBtn  *widget.Button
+	sendBtn    *widget.Button
+	undoBtn    *widget.Button
+	tabs       *container.AppTabs
+	fileState  *widget.Label   // the shown file's state
+	fileHead   *fyne.Container // its row, laid out again when the state changes
+
+	// onChange, if set, is told after an apply or undo (the main window
+	// refreshes its list).
+	onChange func()
+	// async runs apply and undo off fyne's goroutine.
+	async func(func())
+}
+
+// NewReviewWindow loads the sandbox's changeset, summary and transcript
+// through svc and builds its review window (not shown).
+func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow, error) {
+	cs, err := svc.Changeset(context.Background(), info.ID)
+	if err != nil {
+		return nil, err
+	}
+	summary, err := svc.Summary(info.ID)
+	if err != nil {
+		return nil, err
+	}
+	transcript, err := svc.Transcript(info.ID)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := svc.Decisions(info.ID)
+	if err != nil {
+		return nil, err
+	}
+	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
+	// A saved review that no longer fits the changeset is left aside.
+	if saved.Validate(cs) == nil && saved.Files != nil {
+		r.m.d = saved
+	}
+	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
+	r.build(info, summary, transcript)
+	r.Window.Resize(fyne.NewSize(1100, 720))
+	r.installKeys()
+	r.Window.SetCloseIntercept(func() {
+		r.save()
+		r.Window.Close()
+	})
+	return r, nil
+}
+
+func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte) {
+	r.tree = widget.NewTree(
+		func(id widget.TreeNodeID) []widget.TreeNodeID { return r.treeIDs.children[id] },
+		func(id widget.TreeNodeID) bool { return id == "" || isFolder(id) },
+		func(branch bool) fyne.CanvasObject {
+			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewIcon(nil), widget.NewLabel("M"), widget.NewLabel("name"))
+		},
+		r.updateTreeNode,
+	)
+	r.tree.OnSelected = func(id widget.TreeNodeID) {
+		if isFolder(id) {
+			return
+		}
+		if r.m.selectPath(id) {
+			r.showFile()
+		}
+	}
+	r.tree.OpenAllBranches()
+
+	r.approved = widget.NewList(func() int { return len(r.taken) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
+		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(r.taken[i].Path) })
+	r.rejected = widget.NewList(func() int { return len(r.left) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			o.(*widget.Label).SetText(r.left[i].Path + " (" + r.m.fileState(r.left[i]).String() + ")")
+		})
+	r.approved.OnSelected = func(i widget.ListItemID) { r.pickTaken = i }
+	r.rejected.OnSelected = func(i widget.ListItemID) { r.pickLeft = i }
+	r.toRejected = widget.NewButtonWithIcon("Reject", theme.MoveDownIcon(), func() {
+		if r.pickTaken >= 0 && r.pickTaken < len(r.taken) {
+			r.m.setFile(r.taken[r.pickTaken], false)
+			r.refresh()
+		}
+	})
+	r.toApproved = widget.NewButtonWithIcon("Approve", theme.MoveUpIcon(), func() {
+		if r.pickLeft >= 0 && r.pickLeft < len(r.left) {
+			r.m.setFile(r.left[r.pickLeft], true)
+			r.refresh()
+		}
+	})
+	lists := container.NewVSplit(
+		container.NewBorder(widget.NewLabelWithStyle("Approved: will be applied", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, r.approved),
+		container.NewBorder(container.NewVBox(container.NewHBox(r.toApproved, r.toRejected),
+			widget.NewLabelWithStyle("Not approved: left out", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})), nil, nil, nil, r.rejected),
+	)
+	side := container.NewAppTabs(
+		container.NewTabItem("Files", r.tree),
+		container.NewTabItem("Approved / Rejected", lists),
+	)
+
+	r.diff = container.NewVBox()
+	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
+
+	var rationale fyne.CanvasObject
+	if strings.TrimSpace(summary) != "" {
+		md := widget.NewRichTextFromMarkdown(summary)
+		md.Wrapping = fyne.TextWrapWord
+		rationale = md
+	} else {
+		// No summary: the agent's final message is the end of what it
+		// printed.
+		note := widget.NewLabel("The agent wrote no summary (it may write one to .airlock/summary.md). Its last output:")
+		note.Wrapping = fyne.TextWrapWord
+		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(plainTranscript(transcript), 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
+	}
+	transcriptGrid := widget.NewTextGridFromString(plainTranscript(transcript))
+	r.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
+		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), container.NewScroll(transcriptGrid)),
+	)
+
+	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
+	r.applyBtn.Importance = widget.HighImportance
+	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
+	approveAll := widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
+	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), nil)
+	r.sendBtn.Disable()
+	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
+	r.status = widget.NewLabel("")
+	r.status.Truncation = fyne.TextTruncateEllipsis
+	sendNote := widget.NewLabelWithStyle("Send back: "+sendBackReason, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	bar := container.NewBorder(nil, nil,
+		container.NewHBox(approveAll, r.rejectBtn, r.sendBtn, r.undoBtn),
+		r.applyBtn, r.status)
+	head := widget.NewLabelWithStyle(fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info)),
+		fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	keys := widget.NewLabelWithStyle("Keys: j/k hunk · n/p file · a/r approve/reject hunk · A/R file · Ctrl+Enter apply", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
+
+	split := container.NewHSplit(side, r.tabs)
+	split.Offset = 0.3
+	r.Window.SetContent(container.NewBorder(container.NewBorder(nil, nil, nil, keys, head), container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
+	r.redraw()
+	if f := r.m.current(); f != nil {
+		r.tree.Select(f.Path)
+	}
+	r.showFile()
+}
+
+func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.CanvasObject) {
+	box := o.(*fyne.Container)
+	icon, verdict, mark, name := box.Objects[0].(*widget.Icon), box.Objects[1].(*widget.Icon), box.Objects[2].(*widget.Label), box.Objects[3].(*widget.Label)
+	if branch {
+		icon.SetResource(theme.FolderOpenIcon())
+		verdict.Hide()
+		mark.Hide()
+		name.SetText(strings.TrimSuffix(id[strings.LastIndex(strings.TrimSuffix(id, "/"), "/")+1:], "/") + "/")
+		return
+	}
+	f := r.m.cs.File(id)
+	if f == nil {
+		return
+	}
+	icon.SetResource(statusIcon(f))
+	verdict.SetResource(verdictIcon(r.m.fileState(f)))
+	verdict.Show()
+	mark.SetText(statusLetter(f))
+	mark.Show()
+	label := id[strings.LastIndex(id, "/")+1:]
+	if f.Status == review.Renamed {
+		label += "  (was " + f.OldPath + ")"
+	}
+	name.SetText(label)
+}
+
+// statusIcon is the tree's icon for a change.
+func statusIcon(f *review.File) fyne.Resource {
+	switch {
+	case f.Binary:
+		return theme.FileImageIcon()
+	case f.Status == review.Added:
+		return theme.ContentAddIcon()
+	case f.Status == review.Deleted:
+		return theme.DeleteIcon()
+	case f.Status == review.Renamed:
+		return theme.ContentRedoIcon()
+	case f.Status == review.ModeChanged:
+		return theme.SettingsIcon()
+	case f.Status == review.TypeChanged:
+		return theme.ViewRefreshIcon()
+	}
+	return theme.DocumentCreateIcon()
+}
+
+// verdictIcon shows a file's state in the tree: an empty circle while
+// undecided, a green tick, a half mark, a red cross.
+func verdictIcon(s fileState) fyne.Resource {
+	switch s {
+	case stateApproved:
+		return theme.NewSuccessThemedResource(theme.ConfirmIcon())
+	case statePartial:
+		return theme.NewWarningThemedResource(theme.ContentRemoveIcon())
+	case stateRejected:
+		return theme.NewErrorThemedResource(theme.CancelIcon())
+	}
+	return theme.RadioButtonIcon()
+}
+
+// save keeps the decisions with the sandbox; a failure is shown, not
+// fatal (Apply is given the decisions anyway).
+func (r *ReviewWindow) save() {
+	if err := r.svc.SaveDecisions(r.id, r.m.decisions()); err != nil {
+		r.status.SetText("Could not save the review: " + err.Error())
+	}
+}
+
+// refresh saves the decisions after a change and redraws.
+func (r *ReviewWindow) refresh() {
+	r.save()
+	r.redraw()
+}
+
+// redraw redraws what depends on the decisions: the tree marks, the two
+// lists, the file's state and the apply button.
+func (r *ReviewWindow) redraw() {
+	r.taken, r.left = r.m.approved()
+	r.pickTaken, r.pickLeft = -1, -1
+	r.approved.UnselectAll()
+	r.rejected.UnselectAll()
+	r.approved.Refresh()
+	r.rejected.Refresh()
+	r.tree.Refresh()
+	if f := r.m.current(); f != nil && r.fileState != nil {
+		r.fileState.SetText(r.m.fileState(f).String())
+		r.fileHead.Refresh()
+	}
+	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
+	if len(r.taken) == 0 {
+		r.applyBtn.Disable()
+	} else {
+		r.applyBtn.Enable()
+	}
+}
+
+// showFile renders the file under the cursor into the diff pane.
+func (r *ReviewWindow) showFile() {
+	r.diff.RemoveAll()
+	r.hunkBoxes, r.hunkCheck = nil, nil
+	f := r.m.current()
+	if f == nil {
+		r.diff.Add(widget.NewLabel("The agent changed nothing."))
+		r.diff.Refresh()
+		return
+	}
+	title := widget.NewLabelWithStyle(f.Path, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.refresh(); r.showFile() })
+	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.refresh(); r.showFile() })
+	state := widget.NewLabel(r.m.fileState(f).String())
+	r.fileState = state
+	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
+	r.diff.Add(r.fileHead)
+	for _, line := range describeFile(f) {
+		r.diff.Add(widget.NewLabel(line))
+	}
+	comment := widget.NewEntry()
+	comment.SetPlaceHolder("Comment on this file (kept with the decisions)")
+	comment.SetText(r.m.d.Files[f.Path].Comment)
+	comment.OnChanged = func(s string) { r.m.setFileComment(f.Path, s) }
+	r.diff.Add(comment)
+	if len(f.Hunks) > 0 && !f.HunkSelectable() {
+		r.diff.Add(widget.NewLabelWithStyle(fmt.Sprintf("A change like this (%s) is taken or left whole: approve or reject the file.", describe(f)), fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
+	}
+	for i, h := range f.Hunks {
+		r.diff.Add(r.hunkView(f, i, h))
+	}
+	r.diff.Refresh()
+	r.markHunk()
+}
+
+func describe(f *review.File) string {
+	switch {
+	case f.Status == review.Added:
+		return "a new file"
+	case f.Status == review.Deleted:
+		return "a deletion"
+	case f.IsSymlink():
+		return "a symbolic link"
+	}
+	return string(f.Status)
+}
+
+// hunkView is one hunk: its toggle, its comment and its lines.
+func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk) fyne.CanvasObject {
+	header := fmt.Sprintf("Hunk %d/%d   @@ -%d,%d +%d,%d @@", i+1, len(f.Hunks), h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+	check := widget.NewCheck(header, nil)
+	check.SetChecked(r.m.taken(f, i))
+	check.OnChanged = func(on bool) {
+		if on != r.m.taken(f, i) {
+			r.m.setHunk(f, i, on)
+			r.refresh()
+			if !f.HunkSelectable() {
+				r.showFile() // every hunk follows the file
+			}
+		}
+	}
+	r.hunkCheck = append(r.hunkCheck, check)
+	comment := widget.NewEntry()
+	comment.SetPlaceHolder("Comment on this hunk")
+	comment.SetText(r.m.d.Files[f.Path].Hunks[i].Comment)
+	comment.OnChanged = func(s string) { r.m.setHunkComment(f.Path, i, s) }
+	bg := canvas.NewRectangle(color.Transparent)
+	top := container.NewStack(bg, container.NewBorder(nil, nil, check, nil, comment))
+	// Long lines scroll sideways within their hunk; the pane only scrolls
+	// down, so the buttons and comment boxes stay in view.
+	box := container.NewVBox(top, container.NewHScroll(diffGrid(h)))
+	r.hunkBoxes = append(r.hunkBoxes, box)
+	return box
+}
+
+// diffGrid renders a hunk's lines with line numbers, added lines on green
+// and removed lines on red.
+func diffGrid(h review.Hunk) *widget.TextGrid {
+	g := widget.NewTextGrid()
+	add := &widget.CustomTextGridStyle{BGColor: addedBG, TextStyle: fyne.TextStyle{Monospace: true}}
+	del := &widget.CustomTextGridStyle{BGColor: removedBG, TextStyle: fyne.TextStyle{Monospace: true}}
+	oldN, newN := h.OldStart, h.NewStart
+	if h.OldLines == 0 {
+		oldN++
+	}
+	if h.NewLines == 0 {
+		newN++
+	}
+	rows := make([]widget.TextGridRow, 0, len(h.Lines))
+	for _, l := range h.Lines {
+		var o, n string
+		var style widget.TextGridStyle
+		switch l.Kind {
+		case review.Insert:
+			n, style = fmt.Sprint(newN), add
+			newN++
+		case review.Delete:
+			o, style = fmt.Sprint(oldN), del
+			oldN++
+		default:
+			o, n = fmt.Sprint(oldN), fmt.Sprint(newN)
+			oldN++
+			newN++
+		}
+		text := fmt.Sprintf("%5s %5s %s %s", o, n, l.Kind, strings.ReplaceAll(l.Text, "\t", "    "))
+		if l.NoEOL {
+			text += "  ⏎ (no newline at end of file)"
+		}
+		row := widget.TextGridRow{Style: style}
+		for _, c := range text {
+			row.Cells = append(row.Cells, widget.TextGridCell{Rune: c})
+		}
+		rows = append(rows, row)
+	}
+	g.Rows = rows
+	return g
+}
+
+// markHunk highlights the hunk under the keyboard cursor and scrolls to it.
+func (r *ReviewWindow) markHunk() {
+	for i, b := range r.hunkBoxes {
+		bg := b.(*fyne.Container).Objects[0].(*fyne.Container).Objects[0].(*canvas.Rectangle)
+		if i == r.m.hunk {
+			bg.FillColor = hunkBG
+		} else {
+			bg.FillColor = color.Transparent
+		}
+		bg.Refresh()
+	}
+	if r.m.hunk < len(r.hunkBoxes) && r.m.hunk > 0 {
+		r.diffScrl.ScrollToOffset(fyne.NewPos(0, r.hunkBoxes[r.m.hunk].Position().Y))
+	} else {
+		r.diffScrl.ScrollToTop()
+	}
+}
+
+// ShowFile selects a file of the changeset, if it has it.
+func (r *ReviewWindow) ShowFile(path string) {
+	if r.m.selectPath(path) {
+		r.selectCurrent()
+	}
+}
+
+// selectCurrent shows the cursor's file in the tree and the diff.
+func (r *ReviewWindow) selectCurrent() {
+	f := r.m.current()
+	if f == nil {
+		return
+	}
+	hunk := r.m.hunk
+	r.tree.Select(f.Path) // OnSelected resets the hunk
+	r.tree.ScrollTo(f.Path)
+	r.m.hunk = hunk
+	r.showFile()
+}
+
+// installKeys binds the review keys on the window's canvas; they act when
+// no entry has the focus.
+func (r *ReviewWindow) installKeys() {
+	c := r.Window.Canvas()
+	c.SetOnTypedRune(func(ch rune) { r.key(ch) })
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.apply() })
+}
+
+// key handles one review key.
+func (r *ReviewWindow) key(ch rune) {
+	f := r.m.current()
+	switch ch {
+	case 'j':
+		r.m.moveHunk(1)
+	case 'k':
+		r.m.moveHunk(-1)
+	case 'n':
+		r.m.moveFile(1)
+	case 'p':
+		r.m.moveFile(-1)
+	case 'a', 'r':
+		if f == nil {
+			return
+		}
+		if len(f.Hunks) == 0 {
+			r.m.setFile(f, ch == 'a')
+		} else {
+			r.m.setHunk(f, r.m.hunk, ch == 'a')
+		}
+		r.refresh()
+	case 'A', 'R':
+		if f == nil {
+			return
+		}
+		r.m.setFile(f, ch == 'A')
+		r.refresh()
+	default:
+		return
+	}
+	r.selectCurrent()
+}
+
+// apply passes the decisions to the service and shows what happened.
+func (r *ReviewWindow) apply() {
+	r.save()
+	d := r.m.decisions()
+	if taken, _ := r.m.approved(); len(taken) == 0 {
+		r.status.SetText("Nothing approved: approve files or hunks first.")
+		return
+	}
+	r.applyBtn.Disable()
+	r.status.SetText("Applying…")
+	r.async(func() {
+		res, err := r.svc.Apply(context.Background(), r.id, d)
+		fyne.Do(func() {
+			r.applyBtn.Enable()
+			if err != nil {
+				r.status.SetText("Apply failed")
+				dialog.ShowError(err, r.Window)
+				return
+			}
+			r.status.SetText(applySummary(res))
+			if len(res.Conflicts) > 0 {
+				ShowConflicts(r.Window, res.Conflicts)
+			}
+			if r.onChange != nil {
+				r.onChange()
+			}
+		})
+	})
+}
+
+func applySummary(res *sandbox.ApplyResult) string {
+	parts := []string{fmt.Sprintf("applied %d", len(res.Applied))}
+	if len(res.Merged) > 0 {
+		parts = append(parts, fmt.Sprintf("merged %d", len(res.Merged)))
+	}
+	if len(res.Conflicts) > 0 {
+		parts = append(parts, fmt.Sprintf("%d in conflict (left untouched)", len(res.Conflicts)))
+	}
+	if len(res.Skipped) > 0 {
+		parts = append(parts, fmt.Sprintf("skipped %d", len(res.Skipped)))
+	}
+	return "Done: " + strings.Join(parts, ", ") + "."
+}
+
+func (r *ReviewWindow) undo() {
+	r.status.SetText("Undoing…")
+	r.async(func() {
+		journal, err := r.svc.Undo(context.Background(), r.id)
+		fyne.Do(func() {
+			switch {
+			case errors.Is(err, sandbox.ErrNothingToUndo):
+				r.status.SetText("Nothing to undo: no apply of this sandbox is in effect.")
+			case err != nil:
+				r.status.SetText("Undo failed")
+				dialog.ShowError(err, r.Window)
+			default:
+				r.status.SetText("Undone: the project is back as it was before apply " + journal[strings.LastIndex(journal, "/")+1:] + ".")
+				if r.onChange != nil {
+					r.onChange()
+				}
+			}
+		})
+	})
+}
+
+// ShowConflicts shows files the 3-way merge could not combine: per file
+// the reason and, side by side, the project as it is now and the approved
+// change (per conflicting stretch when the merge got that far).
+func ShowConflicts(parent fyne.Window, conflicts []*review.ConflictError) {
+	items := make([]*container.TabItem, 0, len(conflicts))
+	for _, c := range conflicts {
+		ours, theirs := string(c.Ours), string(c.Theirs)
+		if c.Merge != nil && c.Merge.Conflicts() > 0 {
+			var o, t strings.Builder
+			for _, ch := range c.Merge.Chunks {
+				if !ch.Conflict {
+					continue
+				}
+				fmt.Fprintf(&o, "── line %d ──\n%s", ch.OursStart, ch.Ours)
+				fmt.Fprintf(&t, "── line %d ──\n%s", ch.TheirsStart, ch.Theirs)
+			}
+			ours, theirs = o.String(), t.String()
+		}
+		sides := container.NewGridWithColumns(2,
+			container.NewBorder(widget.NewLabelWithStyle("Your project now", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil,
+				container.NewScroll(widget.NewLabelWithStyle(ours, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))),
+			container.NewBorder(widget.NewLabelWithStyle("The approved change", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil,
+				container.NewScroll(widget.NewLabelWithStyle(theirs, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))),
+		)
+		reason := widget.NewLabel(c.Reason + ": the file was left as it is; resolve it by hand or reject the change.")
+		reason.Wrapping = fyne.TextWrapWord
+		items = append(items, container.NewTabItem(c.Path, container.NewBorder(reason, nil, nil, nil, sides)))
+	}
+	d := dialog.NewCustom(fmt.Sprintf("%d %s in conflict", len(conflicts), plural(len(conflicts), "file", "files")), "Close", container.NewAppTabs(items...), parent)
+	d.Resize(fyne.NewSize(900, 560))
+	d.Show()
+}
+
+// ansiEscape matches terminal control sequences, left out of the
+// transcript tab's plain text.
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>])`)
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+func plainTranscript(b []byte) string {
+	s := ansiEscape.ReplaceAllString(string(b), "")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if strings.TrimSpace(s) == "" {
+		return "(the command printed nothing)"
+	}
+	return s
+}
