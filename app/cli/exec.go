@@ -115,7 +115,8 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	network, err := e.networkFor(h, "", &f.netFlags, false)
+	errw := &syncWriter{w: e.stderr}
+	network, err := e.networkFor(h, "", &f.netFlags, false, errw)
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	for k, v := range envMap {
 		netEnv[k] = v
 	}
-	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, Stdout: e.stdout, Stderr: e.stderr}
+	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, Stdout: e.stdout, Stderr: errw}
 	var stdout, stderr bytes.Buffer
 	if e.json {
 		c.Stdout, c.Stderr = &limitedBuffer{buf: &stdout}, &limitedBuffer{buf: &stderr}

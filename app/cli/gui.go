@@ -90,7 +90,7 @@ review window of a sandbox, at --file PATH if given.`,
 			}
 			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
 			setup.Network = func(project string) (*sandbox.Network, error) {
-				return e.networkFor(h, project, &netFlags{}, false)
+				return e.networkFor(h, project, &netFlags{}, false, &syncWriter{w: e.stderr})
 			}
 			if len(args) == 1 {
 				if setup.Project, err = filepath.Abs(args[0]); err != nil {

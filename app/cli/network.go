@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,10 @@ func userConfig() (config.User, string, error) {
 // the project would widen needs the user's confirmation of that exact
 // file (trust.json, airlock trust DIR, or --trust-project, which records
 // it); without it, airlock refuses, listing what the project asks for.
-func (e *env) networkFor(h, project string, f *netFlags, trustProject bool) (*sandbox.Network, error) {
+//
+// Each request is a line on lines (unless --quiet), which the caller also
+// gives the command's stderr: one writer, safe for both.
+func (e *env) networkFor(h, project string, f *netFlags, trustProject bool, lines *syncWriter) (*sandbox.Network, error) {
 	flags, err := f.rules()
 	if err != nil {
 		return nil, err
@@ -97,18 +101,27 @@ func (e *env) networkFor(h, project string, f *netFlags, trustProject bool) (*sa
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
 	return &sandbox.Network{
 		Policy: pol,
 		OnRequest: func(r egress.Record) {
-			if e.quiet {
-				return
+			if !e.quiet {
+				fmt.Fprintf(lines, "airlock: net: %s\n", r)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(e.stderr, "airlock: net: %s\n", r)
 		},
 	}, nil
+}
+
+// syncWriter serialises writes from several goroutines (the command's
+// stderr and the network's lines) to one writer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 func untrustedError(project string, asks []string) error {

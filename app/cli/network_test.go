@@ -113,3 +113,29 @@ func TestRunProjectAllowInVM(t *testing.T) {
 		t.Errorf("live request lines on stderr:\n%s", errOut)
 	}
 }
+
+// TestExecAllowInVM: airlock exec --allow reaches a host from a real VM,
+// and everything else is denied with the 403 that says how to allow it.
+func TestExecAllowInVM(t *testing.T) {
+	testenv.SkipIfShort(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home := vmHome(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello exec\n")
+	}))
+	defer up.Close()
+	nc, err := os.Open(testenv.NetClient(t, vm.AMD64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	script := fmt.Sprintf("cat > /tmp/nc && chmod +x /tmp/nc && /tmp/nc get %s/ && /tmp/nc get http://elsewhere.example/", up.URL)
+	code, out, errOut := airlockCLIIn(t, home, nc, "exec", "--arch", "amd64", "-i", "--allow", up.Listener.Addr().String(), "--", "sh", "-c", script)
+	if code != 0 || !strings.Contains(out, "status 200\nhello exec") || !strings.Contains(out, "status 403") ||
+		!strings.Contains(out, "--allow elsewhere.example") {
+		t.Fatalf("exec: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "airlock: net: DENIED GET elsewhere.example:80/") {
+		t.Errorf("no live line for the denied request:\nstderr %q\nstdout %q", errOut, out)
+	}
+}

@@ -134,7 +134,8 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	network, err := e.networkFor(h, f.project, &f.netFlags, f.trustProject)
+	errw := &syncWriter{w: e.stderr}
+	network, err := e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
 		Network: network,
 		Boot:    sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
-		Stdout:  e.stdout, Stderr: e.stderr,
+		Stdout:  e.stdout, Stderr: errw,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:

@@ -133,6 +133,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	tunnel map[net.Conn]struct{} // hijacked connections, closed when Serve ends
 	closed bool
+	// handlers counts requests being handled: Serve returns only once
+	// each has ended and been recorded.
+	handlers sync.WaitGroup
 }
 
 // New returns a proxy enforcing pol. It starts nothing.
@@ -218,6 +221,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	p.inner.Close()
 	p.closeTunnels()
 	wg.Wait()
+	p.handlers.Wait()
 	p.transport.CloseIdleConnections()
 	if ctx.Err() != nil || errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -289,6 +293,8 @@ func splitTarget(hostport string, def int) (string, int, error) {
 // serveFront handles what the guest sends to the proxy: CONNECT, or a
 // plain HTTP request with an absolute URL.
 func (p *Proxy) serveFront(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	start := time.Now()
 	if r.Method == http.MethodConnect {
 		p.connect(w, r, start)
@@ -443,6 +449,8 @@ func (p *Proxy) intercept(w http.ResponseWriter, t target, rec Record) {
 
 // serveIntercepted handles one request inside an intercepted CONNECT.
 func (p *Proxy) serveIntercepted(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	t, ok := r.Context().Value(targetKey{}).(target)
 	if !ok {
 		http.Error(w, "no target", http.StatusInternalServerError)
@@ -558,13 +566,15 @@ func (p *Proxy) deny(w http.ResponseWriter, rec Record, d Decision, t target) {
 		}
 		fmt.Fprintf(&b, "If it should be allowed, ask the user to run the sandbox with\n    "+p.cfg.AllowHint+"\nor to add %q to [network] allow in their Airlock configuration (~/.config/airlock/config.toml).\n", allow, allow)
 	}
+	// Recorded before the guest sees the answer, so that the user's line
+	// comes first.
+	rec.Duration = time.Since(rec.Time)
+	p.record(rec)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Airlock-Denied", d.Rule)
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusForbidden)
 	_, _ = io.WriteString(w, b.String())
-	rec.Duration = time.Since(rec.Time)
-	p.record(rec)
 }
 
 // unreachable answers 502 when an allowed host cannot be reached.
