@@ -51,6 +51,7 @@ func checkResolved(host string, ip netip.Addr) error {
 // such a connection is relayed through a socket pair.
 type deadlineListener struct {
 	net.Listener
+	p *Proxy // tracks the relayed connections, closed when Serve ends
 }
 
 func (l deadlineListener) Accept() (net.Conn, error) {
@@ -66,7 +67,16 @@ func (l deadlineListener) Accept() (net.Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	go relay(c, theirs)
+	if !l.p.track(c) {
+		c.Close()
+		ours.Close()
+		theirs.Close()
+		return nil, net.ErrClosed
+	}
+	go func() {
+		defer l.p.untrack(c)
+		relay(c, theirs)
+	}()
 	return ours, nil
 }
 

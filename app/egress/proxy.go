@@ -214,7 +214,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = inner.Serve(p.inner) })
-	err := front.Serve(deadlineListener{l})
+	err := front.Serve(deadlineListener{Listener: l, p: p})
 	// front ended: stop the rest as ctx would.
 	front.Close()
 	inner.Close()
