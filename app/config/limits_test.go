@@ -194,7 +194,7 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			name: "project cannot widen",
-			src: Sources{Project: Project{Limits: Limits{CPUs: 8, Memory: 16 * GiB, Timeout: Unlimited, MaxPullBytes: Unlimited}}},
+			src:  Sources{Project: Project{Limits: Limits{CPUs: 8, Memory: 16 * GiB, Timeout: Unlimited, MaxPullBytes: Unlimited}}},
 			want: def,
 			wantNotes: []string{
 				"airlock.toml asks for cpus = 8, more than the 2 allowed: ignored",
