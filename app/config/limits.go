@@ -19,27 +19,27 @@ import (
 // TOML and flags) means no limit where a field allows it.
 type Limits struct {
 	// CPUs is the number of virtual CPUs; it is clamped to the host's.
-	CPUs int `toml:"cpus"`
+	CPUs int `toml:"cpus" json:"cpus,omitempty"`
 	// Memory is the guest memory.
-	Memory Size `toml:"memory"`
+	Memory Size `toml:"memory" json:"memory,omitempty"`
 	// Disk is the size of the sandbox's own disk, which holds /workspace:
 	// a sparse image, so it costs only what the guest writes, and it is
 	// the quota (a full disk is ENOSPC in the guest). "none" puts
 	// /workspace in the guest's memory instead.
-	Disk Size `toml:"disk"`
+	Disk Size `toml:"disk" json:"disk,omitempty"`
 	// Timeout is the wall-clock limit of the command; the host stops the
 	// VM if the guest does not give up by itself.
-	Timeout Duration `toml:"timeout"`
+	Timeout Duration `toml:"timeout" json:"timeout,omitempty"`
 	// IdleTTL is how long a finished sandbox's VM may stay up unused.
-	IdleTTL Duration `toml:"idle_ttl"`
+	IdleTTL Duration `toml:"idle_ttl" json:"idle_ttl,omitempty"`
 	// MaxPullBytes caps the bytes of the files collected from /workspace
 	// (and so what is pulled back).
-	MaxPullBytes Size `toml:"max_pull_bytes"`
+	MaxPullBytes Size `toml:"max_pull_bytes" json:"max_pull_bytes,omitempty"`
 	// MaxFiles caps the entries of the collected tree (and so the files
 	// pulled back).
-	MaxFiles int `toml:"max_files"`
+	MaxFiles int `toml:"max_files" json:"max_files,omitempty"`
 	// MaxFileSize caps one collected file.
-	MaxFileSize Size `toml:"max_file_size"`
+	MaxFileSize Size `toml:"max_file_size" json:"max_file_size,omitempty"`
 }
 
 // DefaultLimits are Airlock's safe defaults. The caps equal

@@ -16,7 +16,9 @@ const (
 	EventCreated   EventKind = "created"
 	EventExcluded  EventKind = "excluded"  // paths left out of the snapshot, with reasons
 	EventSnapshot  EventKind = "snapshot"  // the baseline manifest
+	EventLimits    EventKind = "limits"    // the VM's limits and network mode, before boot
 	EventBooted    EventKind = "booted"    // the VM answered
+	EventStopped   EventKind = "stopped"   // the host stopped the VM itself (hard time limit)
 	EventPushed    EventKind = "pushed"    // the baseline is in /workspace
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended

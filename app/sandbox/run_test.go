@@ -120,7 +120,7 @@ func (localTransfer) Manifest(ctx context.Context, m Machine, dir string, _ tran
 	return transfer.Known{Manifest: gm}, err
 }
 
-func (localTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
+func (localTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, _ manifest.Limits, progress func(done, total int)) error {
 	root := m.(*localMachine).rewrite(dir)
 	for i, c := range changes {
 		if _, _, err := store.PutFile(filepath.Join(root, c.Path)); err != nil {
@@ -165,7 +165,7 @@ func runFake(t *testing.T, s *Store, project string, args ...string) (*RunResult
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh", Command: args,
 		Image: "minimal", Arch: "amd64",
-		Boot:     func(context.Context, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 		Stdout:   &out, Stderr: &out,
 		Progress: func(p Progress) { events = append(events, p) },
@@ -250,7 +250,7 @@ func TestRunPipeline(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, string(e.Event))
 	}
-	if got := strings.Join(kinds, " "); got != "created excluded snapshot booted pushed command exit collected" {
+	if got := strings.Join(kinds, " "); got != "created excluded snapshot limits booted pushed command exit collected" {
 		t.Errorf("audit events: %s", got)
 	}
 	if !strings.Contains(mustString(evs[1].Data), `"reason":"secret"`) {
@@ -267,7 +267,7 @@ func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"true"},
-		Boot: func(context.Context, []Share) (Machine, error) { return nil, errors.New("no hypervisor") },
+		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("no hypervisor") },
 	})
 	if err == nil || !strings.Contains(err.Error(), "no hypervisor") {
 		t.Fatalf("err %v", err)
@@ -442,7 +442,7 @@ func TestRunTimeout(t *testing.T) {
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
 		Timeout:  300 * time.Millisecond,
-		Boot:     func(context.Context, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 	})
 	if err != nil {
