@@ -51,7 +51,7 @@ func newLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: ID, status, age, sync mode, changed files, project, command",
+		Short:   "List sandboxes: ID, status, age, sync mode, network, changed files, project, command",
 		Long: `ls lists sandboxes, newest first. With --quiet it prints only their IDs,
 one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 		Args: cobra.NoArgs,
@@ -81,7 +81,7 @@ one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tSYNC\tCHANGED\tPROJECT\tCOMMAND")
+			fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tSYNC\tNETWORK\tCHANGED\tPROJECT\tCOMMAND")
 			for _, s := range list {
 				changed := "-"
 				if s.Changes != nil {
@@ -91,7 +91,11 @@ one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if s.Status != sandbox.StatusFailed && !s.Live && isActive(s.Status) {
 					status += " (interrupted)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, age(time.Since(s.Created)), syncMode(s.SyncMode), changed, s.Project, clip(s.CommandLine(), 40))
+				network := "none"
+				if s.Network.Open() {
+					network = "OPEN (unprotected)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, s.Project, clip(s.CommandLine(), 40))
 			}
 			return tw.Flush()
 		},
