@@ -23,6 +23,7 @@ const (
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back
+	EventDisk      EventKind = "disk"      // the workspace disk's size and the host space it took, before its removal
 	EventFailed    EventKind = "failed"
 	EventDecisions EventKind = "decisions"
 	EventApplied   EventKind = "applied" // with before/after hashes per file

@@ -363,11 +363,7 @@ func (r *runner) run(ctx context.Context) error {
 		if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
 			return err
 		}
-		defer func() {
-			if err := os.Remove(path); err != nil {
-				r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
-			}
-		}()
+		defer r.removeDisk(path)
 		disks = []Disk{{Path: path, Mount: Workspace}}
 	}
 	if err := r.sb.Audit(Event{Event: EventLimits, Data: r.limitsEvent()}); err != nil {
@@ -487,6 +483,18 @@ func (r *runner) forceStop(m Machine) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = m.Shutdown(ctx)
+}
+
+// removeDisk records how much of the host's disk the workspace disk took
+// (never more than its size: it is the quota) and removes it; everything
+// in it is in the content store by now.
+func (r *runner) removeDisk(path string) {
+	if fi, err := os.Stat(path); err == nil {
+		_ = r.sb.Audit(Event{Event: EventDisk, Data: map[string]any{"size_bytes": fi.Size(), "allocated_bytes": allocated(fi)}})
+	}
+	if err := os.Remove(path); err != nil {
+		r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
+	}
 }
 
 // limitsEvent is the audit record of the VM's limits and network mode.
