@@ -186,3 +186,24 @@ echo "written after the disk was full" > after.txt
 		t.Errorf("sandbox.json: limits %+v, network %q", meta.Limits, meta.Network)
 	}
 }
+
+// TestTimeoutKeepsWork runs a command past its time limit in a real VM:
+// it is stopped, airlock exits 124, and what it wrote before is
+// reviewable.
+func TestTimeoutKeepsWork(t *testing.T) {
+	testenv.SkipIfShort(t)
+	isolateUserConfig(t)
+	home := vmHome(t)
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "README"), []byte("a project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--timeout", "3s", "--project", project, "--",
+		"sh", "-c", "echo partial > partial.txt; sleep 600")
+	if code != sandbox.TimeoutExitCode {
+		t.Fatalf("run past --timeout: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, sandbox.TimeoutExitCode, out, errOut)
+	}
+	if !strings.Contains(out, "1 file changed: 1 added") {
+		t.Errorf("the work done before the time limit was not collected:\n%s", out)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,9 @@ func TestParseDuration(t *testing.T) {
 	}
 	if d, err := ParseDuration("none"); err != nil || d != Unlimited || d.Std() != 0 {
 		t.Errorf("ParseDuration(none) = %v, %v", d, err)
+	}
+	if d, err := ParseDuration("0"); err != nil || d != Unlimited {
+		t.Errorf("ParseDuration(0) = %v, %v; want none", d, err)
 	}
 	if _, err := ParseDuration("30"); err == nil {
 		t.Error("ParseDuration(30): no error for a number without a unit")
@@ -259,5 +263,21 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := Resolve(Sources{Flags: Limits{Memory: MiB}}); err == nil {
 		t.Error("Resolve accepted 1M of memory")
+	}
+}
+
+func TestLimitsJSON(t *testing.T) {
+	l := DefaultLimits()
+	l.Timeout = Unlimited
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"cpus":2,"memory":"2G","disk":"8G","timeout":"none","idle_ttl":"15m0s","max_pull_bytes":"4G","max_files":500000,"max_file_size":"1G"}`; string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	var back Limits
+	if err := json.Unmarshal(b, &back); err != nil || back != l {
+		t.Errorf("round trip: %+v, %v; want %+v", back, err, l)
 	}
 }

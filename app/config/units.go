@@ -120,11 +120,11 @@ func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 func (s Size) MiB() int { return int(s / MiB) }
 
 // Duration is a time.Duration written as Go writes one ("30m", "1h30m"),
-// or "none" (no limit); zero means not set. It reads from TOML strings and
+// or "none" or "0" (no limit); the zero value means not set. It reads from TOML strings and
 // is a pflag.Value.
 type Duration time.Duration
 
-// ParseDuration reads a duration or "none".
+// ParseDuration reads a duration; "none" and "0" are Unlimited.
 func ParseDuration(s string) (Duration, error) {
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "none") {
@@ -134,8 +134,11 @@ func ParseDuration(s string) (Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("duration %q: want a number with a unit, e.g. 30m or 2h, or none", s)
 	}
-	if d < 0 {
+	switch {
+	case d < 0:
 		return 0, fmt.Errorf("duration %q is negative", s)
+	case d == 0:
+		return Unlimited, nil // as --timeout 0 always meant
 	}
 	return Duration(d), nil
 }
@@ -178,4 +181,16 @@ func (d Duration) Std() time.Duration {
 		return 0
 	}
 	return time.Duration(d)
+}
+
+// UnmarshalText reads what MarshalText wrote (JSON, sandbox.json).
+func (s *Size) UnmarshalText(b []byte) error { return s.Set(string(b)) }
+
+// UnmarshalText reads what MarshalText wrote (JSON, sandbox.json).
+func (d *Duration) UnmarshalText(b []byte) error {
+	if string(b) == "0s" {
+		*d = 0
+		return nil
+	}
+	return d.Set(string(b))
 }
