@@ -432,7 +432,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress(Progress{Step: StepCollect, Message: "collecting"})
 	if err := r.collect(ctx, tr, m, base, known); err != nil {
 		if r.killed.Load() {
-			return fmt.Errorf("collect: the command did not end within %s of the %s time limit, so the host stopped the VM: %w", r.killGrace(), r.o.Timeout, err)
+			return fmt.Errorf("collect: the guest did not end the command at its %s time limit, so the host stopped the VM: %w", r.o.Timeout, err)
 		}
 		return fmt.Errorf("collect: %w", err)
 	}
@@ -475,7 +475,7 @@ func (r *runner) forceStop(m Machine) {
 	r.killed.Store(true)
 	r.log.Warn("time limit: the command did not end; stopping the VM", "sandbox", r.sb.ID, "timeout", r.o.Timeout)
 	_ = r.sb.Audit(Event{Event: EventStopped, Data: map[string]any{
-		"reason": fmt.Sprintf("the command did not end within %s of the %s time limit", r.killGrace(), r.o.Timeout)}})
+		"reason": fmt.Sprintf("the guest did not end the command at its %s time limit", r.o.Timeout)}})
 	if k, ok := m.(Killer); ok {
 		k.Kill()
 		return
@@ -496,6 +496,16 @@ func (r *runner) removeDisk(path string) {
 		r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
 	}
 }
+
+// answers reports whether the guest still runs a trivial command.
+func answers(ctx context.Context, m Machine) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return m.Exec(ctx, "true", nil, io.Discard, io.Discard) == nil
+}
+
+// probeTimeout bounds answers.
+const probeTimeout = 15 * time.Second
 
 // limitsEvent is the audit record of the VM's limits and network mode.
 func (r *runner) limitsEvent() map[string]any {
@@ -580,6 +590,11 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	case runCtx.Err() != nil && ctx.Err() == nil:
 		timedOut, code = true, TimeoutExitCode
 		fmt.Fprintf(tr, "\nairlock: the command ran longer than %s and was killed; what it changed until then is collected\n", r.o.Timeout)
+		// client.Run gives up on a guest that does not confirm the kill:
+		// one that does not answer now either is stopped, not waited on.
+		if !r.killed.Load() && !answers(ctx, m) {
+			r.forceStop(m)
+		}
 	default:
 		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
 	}
