@@ -34,6 +34,7 @@ type doctorReport struct {
 	Config      string        `json:"config"`
 	Limits      config.Limits `json:"limits"`
 	OpenNetwork bool          `json:"open_network"`
+	LimitNotes  []string      `json:"limit_notes,omitempty"`
 	// Mkfs is the mkfs.ext4 that formats workspace disks.
 	Mkfs string `json:"mkfs,omitempty"`
 }
@@ -108,7 +109,7 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 	} else if eff, err := config.Resolve(config.Sources{User: u, HostCPUs: runtime.NumCPU()}); err != nil {
 		fail(err.Error())
 	} else {
-		r.Limits, r.OpenNetwork = eff.Limits, eff.OpenNetwork
+		r.Limits, r.OpenNetwork, r.LimitNotes = eff.Limits, eff.OpenNetwork, eff.Notes
 		if eff.Limits.Disk > 0 {
 			if r.Mkfs, err = sandbox.FindMkfs(); err != nil {
 				fail(err.Error())
@@ -175,6 +176,9 @@ func printDoctor(e *env, r *doctorReport) {
 	}
 	fmt.Fprintf(tw, "config\t%s\n", r.Config)
 	fmt.Fprintf(tw, "limits\t%s\n", r.Limits)
+	for _, n := range r.LimitNotes {
+		fmt.Fprintf(tw, "  note\t%s\n", n)
+	}
 	if r.OpenNetwork {
 		fmt.Fprintf(tw, "network\t%s\n", openNetworkWarning)
 	} else {
