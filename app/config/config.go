@@ -1,7 +1,9 @@
-// Package config reads a project's airlock.toml: the settings a project
-// carries with it (today, extra excludes for the snapshot). A cloned
-// repository is untrusted input, so a project file may only narrow what
-// Airlock does; nothing here widens access.
+// Package config reads Airlock's TOML configuration: a project's
+// airlock.toml (the settings a project carries with it: extra excludes,
+// narrower limits) and the user's own config.toml ([limits], open
+// network), and merges them with the command line into the limits of one
+// run (Resolve). A cloned repository is untrusted input, so a project file
+// may only narrow what Airlock does; nothing it says widens access.
 //
 // It is plain data: it must not import vm, guest, review, sync or fyne.
 package config
@@ -31,6 +33,13 @@ type Project struct {
 	// project root, that are never copied into a sandbox (and are reported
 	// like every other exclusion).
 	Exclude []string `toml:"exclude"`
+	// Limits may narrow the user's limits for this project; what they ask
+	// beyond the user's is ignored (see Resolve).
+	Limits Limits `toml:"limits"`
+	// OpenNetwork is the project asking for an open network. A project
+	// file cannot grant it: Resolve ignores it, with a note, unless the
+	// user confirms (Sources.ConfirmWiden).
+	OpenNetwork bool `toml:"open_network"`
 }
 
 // Load reads dir/airlock.toml. A missing file is the zero Project.
@@ -54,9 +63,12 @@ func Load(dir string) (Project, error) {
 		for i, k := range undec {
 			keys[i] = k.String()
 		}
-		return Project{}, fmt.Errorf("read %s: unknown keys %s (known: exclude)", path, strings.Join(keys, ", "))
+		return Project{}, fmt.Errorf("read %s: unknown keys %s (known: exclude, open_network, [limits] %s)", path, strings.Join(keys, ", "), limitKeys())
 	}
-	return p, p.Validate()
+	if err := p.Validate(); err != nil {
+		return Project{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return p, nil
 }
 
 // Validate reports every problem at once.
@@ -67,6 +79,7 @@ func (p Project) Validate() error {
 			errs = append(errs, fmt.Errorf("exclude %d (%q): want a non-empty .gitignore pattern", i+1, e))
 		}
 	}
+	errs = append(errs, p.Limits.Validate())
 	return errors.Join(errs...)
 }
 
