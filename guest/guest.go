@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -108,6 +109,32 @@ const (
 	// directory of the command the session will run.
 	RequestWorkdir = "workdir@airlock"
 )
+
+// The egress proxy: the host asks the guest agent (SSH "tcpip-forward",
+// RFC 4254 section 7.1) to listen on ProxyAddr; every connection accepted
+// there comes back to the host as a "forwarded-tcpip" channel, where the
+// host's proxy decides what may leave. The guest has no network device:
+// this is its only way out. While such a forward is active, the agent sets
+// the proxy variables of ProxyEnv for every command it runs.
+const (
+	ProxyHost = "127.0.0.1"
+	ProxyPort = 3128
+	ProxyAddr = "127.0.0.1:3128"
+	ProxyURL  = "http://" + ProxyAddr
+)
+
+// ProxyEnv returns the environment that points HTTP clients at the
+// guest's proxy, in both the upper- and lower-case forms tools read.
+func ProxyEnv() map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		env[k] = ProxyURL
+		env[strings.ToLower(k)] = ProxyURL
+	}
+	env["NO_PROXY"] = "localhost,127.0.0.1"
+	env["no_proxy"] = env["NO_PROXY"]
+	return env
+}
 
 // WriteMessage writes v as a length-prefixed JSON message.
 func WriteMessage(w io.Writer, v any) error {

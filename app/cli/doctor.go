@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -102,7 +103,7 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 		}
 	}
 
-	if r.Config, err = config.UserPath(); err != nil {
+	if r.Config, err = config.UserPath(os.Getenv); err != nil {
 		fail(err.Error())
 	} else if u, err := config.LoadUser(r.Config); err != nil {
 		fail(err.Error())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -54,6 +56,7 @@ func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event))
 
 type execFlags struct {
 	bootFlags
+	netFlags
 	interactive bool
 	tty         bool
 	env         []string
@@ -96,13 +99,14 @@ with its exit code and timings.`,
 			return runExec(cmd.Context(), e, &f, args)
 		},
 	}
-	f.register(cmd)
+	f.bootFlags.register(cmd)
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
 	fl.BoolVarP(&f.tty, "tty", "t", false, "run the command on a terminal (implies -i)")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
 	fl.StringVarP(&f.workdir, "workdir", "w", "", "working directory in the guest")
 	f.limits.registerTimeout(fl, "kill the command after this long")
+	f.netFlags.register(cmd)
 	return cmd
 }
 
@@ -121,6 +125,10 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	applyLimits(&f.bootFlags, eff)
 	timeout := eff.Limits.Timeout.Std()
 	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	network, err := e.networkFor(h, "", &f.netFlags, false)
 	if err != nil {
 		return err
 	}
@@ -150,7 +158,15 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		_ = g.Shutdown(sctx)
 	}()
 
-	c := client.Command{Args: args, Env: envMap, Dir: f.workdir, Stdout: e.stdout, Stderr: e.stderr}
+	netEnv, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), network, filepath.Base(g.Dir), nil)
+	if err != nil {
+		return err
+	}
+	defer stopNet()
+	for k, v := range envMap {
+		netEnv[k] = v
+	}
+	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, Stdout: e.stdout, Stderr: e.stderr}
 	var stdout, stderr bytes.Buffer
 	if e.json {
 		c.Stdout, c.Stderr = &limitedBuffer{buf: &stdout}, &limitedBuffer{buf: &stderr}

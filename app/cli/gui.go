@@ -28,6 +28,10 @@ type GUISetup struct {
 	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
 	Arch       string
 	DemoScript string
+	// Network returns a run's network for a project, as airlock run builds
+	// it (the user's configuration; a project's widening only once
+	// confirmed with airlock trust).
+	Network func(project string) (*sandbox.Network, error)
 	// Project, if set, is a folder to open the run dialog for, as if it
 	// were dropped on the window; with Start the run starts at once with
 	// the first agent and the default settings.
@@ -86,6 +90,9 @@ review window of a sandbox, at --file PATH if given.`,
 				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
 			}
 			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
+			setup.Network = func(project string) (*sandbox.Network, error) {
+				return e.networkFor(h, project, &netFlags{}, false)
+			}
 			if len(args) == 1 {
 				if setup.Project, err = filepath.Abs(args[0]); err != nil {
 					return err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -66,7 +67,7 @@ func (e *env) resolveLimits(project string, b *bootFlags, l *limitFlags) (config
 		// narrows.
 		ConfirmWiden: nil,
 	}
-	path, err := config.UserPath()
+	path, err := config.UserPath(os.Getenv)
 	if err != nil {
 		return config.Effective{}, err
 	}

@@ -25,6 +25,9 @@ type runFlags struct {
 	env         []string
 	limits      limitFlags
 	sync        string
+
+	netFlags
+	trustProject bool
 }
 
 // runResult is what `airlock run --json` prints.
@@ -41,9 +44,9 @@ type runResult struct {
 	Summary string               `json:"summary,omitempty"`
 	Timings sandbox.Timings      `json:"timings"`
 	// Network is "open" when the VM had an unprotected network device.
-	Network sandbox.Network `json:"network"`
-	Limits  config.Limits   `json:"limits"`
-	Error   string          `json:"error,omitempty"`
+	Network sandbox.NetworkMode `json:"network"`
+	Limits  config.Limits       `json:"limits"`
+	Error   string              `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -65,6 +68,13 @@ sandbox (never the project itself) and shares that into the VM at
 clone once the VM is gone, with the same checks, then reviewed and applied
 the same way. Such a VM cannot be snapshotted. Needs virtiofsd (Debian:
 qemu-system-common) and root.
+
+The VM has no network device. Its only way out is Airlock's proxy on the
+host, which allows what your configuration (~/.config/airlock/config.toml,
+[network] allow), --allow and a confirmed airlock.toml allow, and nothing
+else; every request is shown on stderr and kept in the audit log. Secrets
+(API keys) stay on the host: the VM sees placeholders, and the proxy puts
+the real value in the configured header on the way to its one host.
 
 The agent may explain itself in .airlock/summary.md in the workspace: it is
 kept with the sandbox and shown, and .airlock/ is never part of the changes.
@@ -91,6 +101,7 @@ inspection (airlock logs ID).`,
 		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
+  airlock run --project . --allow pypi.org --allow files.pythonhosted.org -- pip download requests
   airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && f.script == "" {
@@ -102,7 +113,7 @@ inspection (airlock logs ID).`,
 			return runRun(cmd.Context(), e, &f, args)
 		},
 	}
-	f.register(cmd)
+	f.bootFlags.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
 	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
@@ -111,6 +122,8 @@ inspection (airlock logs ID).`,
 	fl.StringVar(&f.sync, "sync", string(sandbox.SyncCopy), "how the project reaches the VM: copy (onto its disk) or virtiofs (a shared staging clone, for huge trees)")
 	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
 	f.limits.registerRun(fl)
+	f.netFlags.register(cmd)
+	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
 	return cmd
 }
 
@@ -146,6 +159,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return err
 	}
+	network, err := e.networkFor(h, f.project, &f.netFlags, f.trustProject)
+	if err != nil {
+		return err
+	}
 	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
@@ -168,8 +185,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	opts := sandbox.RunOptions{
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Sync: mode,
 		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
-		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
-		Stdout: e.stdout, Stderr: e.stderr,
+		Network: network,
+		Boot:    sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
+		Stdout:  e.stdout, Stderr: e.stderr,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:

@@ -563,6 +563,8 @@ func auditDetail(ev sandbox.Event) string {
 		return ""
 	}
 	switch ev.Event {
+	case sandbox.EventEgress:
+		return egressDetail(m)
 	case sandbox.EventDecisions:
 		files, _ := m["files"].(map[string]any)
 		var parts []string

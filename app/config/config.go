@@ -1,15 +1,21 @@
 // Package config reads Airlock's TOML configuration: a project's
-// airlock.toml (the settings a project carries with it: extra excludes,
-// narrower limits) and the user's own config.toml ([limits], open
-// network), and merges them with the command line into the limits of one
-// run (Resolve). A cloned repository is untrusted input, so a project file
-// may only narrow what Airlock does; nothing it says widens access.
+// airlock.toml (what a project carries with it: extra excludes, narrower
+// limits, network rules), the user's own config.toml ([limits], open
+// network, network allow-list, secrets and where their values live), and
+// the trust store that remembers which project files the user confirmed.
+// It merges them with the command line into the limits of one run
+// (Resolve) and into an egress policy (Policy). A cloned repository is
+// untrusted input, so a project file may only narrow what the user allows
+// unless the user confirmed that exact file (by its SHA-256).
 //
-// It is plain data: it must not import vm, guest, review, sync or fyne.
+// It is plain data: it must not import vm, guest, review, sync or fyne;
+// of the app, only app/egress (for its rule syntax and Policy).
 package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +46,14 @@ type Project struct {
 	// file cannot grant it: Resolve ignores it, with a note, unless the
 	// user confirms (Sources.ConfirmWiden).
 	OpenNetwork bool `toml:"open_network"`
+
+	// Network narrows (deny) or asks to widen (allow, host, secret) the
+	// user's network policy. Widening needs the user's confirmation.
+	Network Network `toml:"network"`
+
+	// SHA256 is the hash of the file as read (empty without a file): a
+	// confirmation is for these exact bytes.
+	SHA256 string `toml:"-"`
 }
 
 // Load reads dir/airlock.toml. A missing file is the zero Project.
@@ -54,21 +68,31 @@ func Load(dir string) (Project, error) {
 	if err != nil {
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&p)
-	if err != nil {
+	if err := decodeStrict(data, &p, "exclude, open_network, [limits] "+limitKeys()+", [network]"); err != nil {
 		return Project{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	p.SHA256 = hex.EncodeToString(sum[:])
+	if err := p.Validate(); err != nil {
+		return Project{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// decodeStrict decodes TOML into v; unknown keys are errors.
+func decodeStrict(data []byte, v any, known string) error {
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(v)
+	if err != nil {
+		return err
 	}
 	if undec := md.Undecoded(); len(undec) > 0 {
 		keys := make([]string, len(undec))
 		for i, k := range undec {
 			keys[i] = k.String()
 		}
-		return Project{}, fmt.Errorf("read %s: unknown keys %s (known: exclude, open_network, [limits] %s)", path, strings.Join(keys, ", "), limitKeys())
+		return fmt.Errorf("unknown keys %s (known: %s)", strings.Join(keys, ", "), known)
 	}
-	if err := p.Validate(); err != nil {
-		return Project{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return p, nil
+	return nil
 }
 
 // Validate reports every problem at once.
@@ -80,6 +104,9 @@ func (p Project) Validate() error {
 		}
 	}
 	errs = append(errs, p.Limits.Validate())
+	if err := p.Network.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -21,6 +21,16 @@ func TestLoad(t *testing.T) {
 		{name: "unknown key", file: "exclud = [\"x\"]\n", wantErr: "unknown keys exclud"},
 		{name: "empty pattern", file: "exclude = [\" \"]\n", wantErr: "exclude 1"},
 		{name: "bad toml", file: "exclude = [\n", wantErr: "airlock.toml"},
+		{
+			name: "network",
+			file: "[network]\nallow = [\"github.com\"]\ndeny = [\"gist.github.com\"]\n[[network.host]]\nhost = \"api.github.com\"\nmethods = [\"GET\"]\n",
+			want: Project{Network: Network{Allow: []string{"github.com"}, Deny: []string{"gist.github.com"}, Host: []HostRule{{Host: "api.github.com", Methods: []string{"GET"}}}}},
+		},
+		{
+			name:    "bad network, every problem",
+			file:    "[network]\nallow = [\"*\", \"a.com:0\"]\n[[network.secret]]\nhost = \"*.x.com\"\nheader = \"bad header\"\nenv = \"K\"\n",
+			wantErr: "wildcard",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +50,10 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if (tt.file != "") != (len(got.SHA256) == 64) {
+				t.Errorf("SHA256 %q for file %q", got.SHA256, tt.file)
+			}
+			got.SHA256 = ""
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Load (-want +got):\n%s", diff)
 			}

@@ -1,17 +1,11 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // Limits are the resources and caps of one sandbox. A zero field is not
@@ -142,70 +136,6 @@ func narrower(v, allowed int64) bool {
 		return false
 	}
 	return v <= allowed
-}
-
-// User is the user's own configuration file. It holds what a project file
-// may not decide: how much a sandbox may use and whether it may reach the
-// network unprotected. Other sections of the same file (network allow
-// lists, secrets) belong to other loaders; LoadUser leaves them alone.
-type User struct {
-	// Limits are the user's limits; DefaultLimits fill what it leaves out.
-	Limits Limits `toml:"limits"`
-	// OpenNetwork gives every sandbox an unprotected NAT network device.
-	OpenNetwork bool `toml:"open_network"`
-}
-
-// UserFileName is the user configuration file, under UserDir.
-const UserFileName = "config.toml"
-
-// UserPath is the user configuration file: $XDG_CONFIG_HOME/airlock/config.toml,
-// or ~/.config/airlock/config.toml (on macOS too: it is a developer's
-// dotfile, not an app preference).
-func UserPath() (string, error) {
-	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "airlock", UserFileName), nil
-	}
-	h, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find the user configuration: %w", err)
-	}
-	return filepath.Join(h, ".config", "airlock", UserFileName), nil
-}
-
-// LoadUser reads the user configuration at path. A missing file is the
-// zero User. Unknown keys in [limits] and unknown top-level keys are
-// errors, so a typo does not silently do nothing; other tables are left to
-// their own loaders. It validates what it read; defaults are filled later
-// (Resolve), so that a project file can tell "not set" from "set".
-func LoadUser(path string) (User, error) {
-	var u User
-	data, err := readSmall(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return u, nil
-	}
-	if err != nil {
-		return u, fmt.Errorf("read %s: %w", path, err)
-	}
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&u)
-	if err != nil {
-		return User{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	var unknown []string
-	for _, k := range md.Undecoded() {
-		other := k[0] != "limits" && (len(k) > 1 || md.Type(k...) == "Hash")
-		if !other {
-			unknown = append(unknown, k.String())
-		}
-	}
-	var errs []error
-	if len(unknown) > 0 {
-		errs = append(errs, fmt.Errorf("unknown keys %s (known: open_network, [limits] %s)", strings.Join(unknown, ", "), limitKeys()))
-	}
-	errs = append(errs, u.Limits.Validate())
-	if err := errors.Join(errs...); err != nil {
-		return User{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return u, nil
 }
 
 func limitKeys() string {

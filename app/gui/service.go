@@ -103,6 +103,9 @@ type StoreService struct {
 	Boot  BootFunc
 	// Arch is recorded in sandbox.json.
 	Arch string
+	// Network, if set, gives each run its network (the egress proxy) for
+	// the project; nil runs without any.
+	Network func(project string) (*sandbox.Network, error)
 }
 
 var _ Service = (*StoreService)(nil)
@@ -126,6 +129,13 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 	}
 	if req.Prompt != "" {
 		opts.Env = map[string]string{"AIRLOCK_PROMPT": req.Prompt}
+	}
+	if s.Network != nil {
+		n, err := s.Network(req.Project)
+		if err != nil {
+			return nil, err
+		}
+		opts.Network = n
 	}
 	return s.Store.Run(ctx, opts)
 }

@@ -115,6 +115,10 @@ func mounted(procMounts, source, dir, fstype string) bool {
 	return false
 }
 
+// GuestMachine is a booted guest as a Machine (a Forwarder too), for
+// commands that boot with launch themselves (airlock exec).
+func GuestMachine(g *launch.Guest) Machine { return guestMachine{g} }
+
 // guestMachine adapts a booted *launch.Guest to Machine.
 type guestMachine struct{ g *launch.Guest }
 

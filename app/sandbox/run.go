@@ -127,6 +127,9 @@ type RunOptions struct {
 	Transfer Transfer
 	// Env is added to the command's environment.
 	Env map[string]string
+	// Network, if set, gives the guest its only way out: the egress proxy
+	// (see Network). Nil leaves the guest without any.
+	Network *Network
 	// Timeout, if set, kills the command after this long; what it changed
 	// until then is still collected, and its exit code is TimeoutExitCode.
 	// A guest that does not end the command within KillGrace after that
@@ -273,6 +276,7 @@ type runner struct {
 	res      *RunResult
 	progress func(Progress)
 	log      *slog.Logger
+	netEnv   map[string]string // the network's variables (placeholders, CA)
 }
 
 func (r *runner) setStatus(st Status, timing func(*Timings)) error {
@@ -400,6 +404,24 @@ func (r *runner) run(ctx context.Context) error {
 
 	if _, err := r.sb.Update(func(mt *Meta) { mt.Timings.BootMS = bootMS }); err != nil {
 		return err
+	}
+
+	// Network.
+	if r.o.Network != nil {
+		n := *r.o.Network
+		if n.Control == "" {
+			n.Control = r.sb.Path(EgressSocket)
+		}
+		env, stopNet, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev Event) {
+			if err := r.sb.Audit(ev); err != nil {
+				r.log.Warn("audit", "sandbox", r.sb.ID, "err", err)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		defer stopNet()
+		r.netEnv = env
 	}
 
 	// Push.
@@ -570,8 +592,18 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
 	}
 	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + Workspace})
+	env := r.o.Env
+	if len(r.netEnv) > 0 {
+		env = map[string]string{}
+		for k, v := range r.netEnv {
+			env[k] = v
+		}
+		for k, v := range r.o.Env {
+			env[k] = v
+		}
+	}
 	cmd := client.Command{
-		Args: args, Dir: Workspace, Env: r.o.Env, Stdin: r.o.Stdin,
+		Args: args, Dir: Workspace, Env: env, Stdin: r.o.Stdin,
 		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx

@@ -30,18 +30,18 @@ import (
 	"github.com/airlock-dev/airlock/sync/objects"
 )
 
-// Network is a sandbox's network mode as recorded in sandbox.json.
-type Network string
+// NetworkMode is a sandbox's network mode as recorded in sandbox.json.
+type NetworkMode string
 
 const (
 	// NetworkNone: no network device (the default).
-	NetworkNone Network = "none"
+	NetworkNone NetworkMode = "none"
 	// NetworkOpen: an unprotected NAT network device (--open-network).
-	NetworkOpen Network = "open"
+	NetworkOpen NetworkMode = "open"
 )
 
 // Open reports whether the network was open (unprotected).
-func (n Network) Open() bool { return n == NetworkOpen }
+func (n NetworkMode) Open() bool { return n == NetworkOpen }
 
 // Errors callers branch on.
 var (
@@ -121,7 +121,7 @@ type Meta struct {
 	SyncMode SyncMode `json:"sync_mode"`
 	// Network is NetworkOpen when the VM had an unprotected network
 	// device; NetworkNone (or empty, in older sandboxes) when it had none.
-	Network Network `json:"network,omitempty"`
+	Network NetworkMode `json:"network,omitempty"`
 	// Limits are the limits the VM ran with, when they were recorded.
 	Limits *config.Limits `json:"limits,omitempty"`
 	// Baseline names the file holding the baseline manifest (in the

@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -108,6 +109,10 @@ type Agent struct {
 	id *identity // nil until first contact
 
 	firstCommand sync.Once
+
+	// proxyForwards counts the active forwards of guest.ProxyPort; while
+	// there is one, commands get the proxy environment.
+	proxyForwards atomic.Int32
 }
 
 // New returns an Agent for cfg. It starts nothing.

@@ -28,6 +28,7 @@ type sshServer struct {
 	conn  *ssh.ServerConn
 	chans <-chan ssh.NewChannel
 	reqs  <-chan *ssh.Request
+	fwd   forwards
 }
 
 func (a *Agent) sshServer(conn net.Conn, id *identity) (*sshServer, error) {
@@ -54,6 +55,7 @@ func (a *Agent) sshServer(conn net.Conn, id *identity) (*sshServer, error) {
 func (s *sshServer) serve() error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer s.closeForwards()
 	wg.Go(func() { s.globalRequests(s.reqs) })
 	for nc := range s.chans {
 		if nc.ChannelType() != "session" {
@@ -83,6 +85,19 @@ func (s *sshServer) globalRequests(reqs <-chan *ssh.Request) {
 			}()
 		case strings.HasPrefix(req.Type, "keepalive@"):
 			_ = req.Reply(true, nil)
+		case req.Type == "tcpip-forward":
+			reply, err := s.forward(req.Payload)
+			if err != nil {
+				s.a.log.Warn("forward", "err", err)
+			}
+			if req.WantReply {
+				_ = req.Reply(err == nil, reply)
+			}
+		case req.Type == "cancel-tcpip-forward":
+			err := s.cancelForward(req.Payload)
+			if req.WantReply {
+				_ = req.Reply(err == nil, nil)
+			}
 		default:
 			if req.WantReply {
 				_ = req.Reply(false, nil)
@@ -291,6 +306,12 @@ func setWinsize(ptmx *os.File, rows, cols, wpx, hpx uint32) error {
 // requests, sorted.
 func (s *session) environ() []string {
 	env := map[string]string{"PATH": defaultPath, "HOME": s.a.cfg.Home}
+	if s.a.proxyForwards.Load() > 0 {
+		// The host's egress proxy is reachable: point HTTP clients at it.
+		for k, v := range guest.ProxyEnv() {
+			env[k] = v
+		}
+	}
 	if s.ptmx != nil && s.term != "" {
 		env["TERM"] = s.term
 	}

@@ -148,3 +148,18 @@ func lock(t testing.TB, path string) func() {
 		f.Close()
 	}
 }
+
+// NetClient builds, for a linux guest of arch, the small static HTTP
+// client in testdata/netclient (busybox has no HTTPS client that goes
+// through a proxy) and returns its path.
+func NetClient(t testing.TB, arch vm.Arch) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "netclient")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./internal/testenv/testdata/netclient")
+	cmd.Dir = RepoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+string(arch))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build netclient: %v\n%s", err, b)
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+// netFlags are the network flags of run and exec.
+type netFlags struct {
+	allow []string
+}
+
+func (f *netFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "let the guest reach HOST[:PORT] through Airlock's proxy (repeatable; *.example.com for subdomains, HOST:* for any port; default ports 443 for HTTPS, 80 for HTTP)")
+}
+
+func (f *netFlags) rules() ([]egress.Rule, error) {
+	var out []egress.Rule
+	for _, a := range f.allow {
+		r, err := egress.ParseRule(a)
+		if err != nil {
+			return nil, fmt.Errorf("--allow: %w", err)
+		}
+		r.Source = "flag"
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// userConfig loads the user's config.toml.
+func userConfig() (config.User, string, error) {
+	path, err := config.UserPath(os.Getenv)
+	if err != nil {
+		return config.User{}, "", err
+	}
+	u, err := config.LoadUser(path)
+	return u, path, err
+}
+
+// networkFor builds the network of a sandbox: the user's configuration,
+// --allow, and the project's airlock.toml (project is "" for exec). What
+// the project would widen needs the user's confirmation of that exact
+// file (trust.json, airlock trust DIR, or --trust-project, which records
+// it); without it, airlock refuses, listing what the project asks for.
+func (e *env) networkFor(h, project string, f *netFlags, trustProject bool) (*sandbox.Network, error) {
+	flags, err := f.rules()
+	if err != nil {
+		return nil, err
+	}
+	user, _, err := userConfig()
+	if err != nil {
+		return nil, err
+	}
+	in := config.PolicyInput{User: user, Flags: flags, Lookup: func(name string) (string, error) {
+		v, _, err := egress.LookupSecret(name, user.Secrets, os.Getenv)
+		return v, err
+	}}
+	if project != "" {
+		abs, err := filepath.Abs(project)
+		if err != nil {
+			return nil, err
+		}
+		proj, err := config.Load(abs)
+		if err != nil {
+			return nil, err
+		}
+		in.Project = proj
+		if asks := config.Widening(user.Network, proj.Network, flags); len(asks) > 0 {
+			trust := config.Trust{Path: filepath.Join(h, config.TrustFileName)}
+			ok, err := trust.Trusted(abs, proj.SHA256)
+			if err != nil {
+				return nil, err
+			}
+			if !ok && !trustProject {
+				return nil, untrustedError(abs, asks)
+			}
+			if !ok {
+				if err := trust.Confirm(abs, proj.SHA256); err != nil {
+					return nil, err
+				}
+				e.note("confirmed %s (SHA-256 %s): %s", filepath.Join(abs, config.FileName), proj.SHA256[:12], strings.Join(asks, "; "))
+			}
+			in.ProjectTrusted = true
+		}
+	}
+	pol, err := config.Policy(in)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	return &sandbox.Network{
+		Policy: pol,
+		OnRequest: func(r egress.Record) {
+			if e.quiet {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(e.stderr, "airlock: net: %s\n", r)
+		},
+	}, nil
+}
+
+func untrustedError(project string, asks []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s asks for more network access than you allow:\n", filepath.Join(project, config.FileName))
+	for _, a := range asks {
+		fmt.Fprintf(&b, "  %s\n", a)
+	}
+	b.WriteString("A project's configuration is untrusted input (it comes with the repository), so Airlock widens nothing\n")
+	b.WriteString("until you confirm this exact file. Nothing was run. To confirm it:\n")
+	fmt.Fprintf(&b, "  airlock trust %s        (or run again with --trust-project)\n", project)
+	b.WriteString("Changing the file needs a new confirmation.")
+	return fmt.Errorf("%s", b.String())
+}
+
+// egressDetail renders an audited request (an egress.Record read back).
+func egressDetail(m map[string]any) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	var r egress.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return ""
+	}
+	return r.String()
+}
+
+func newAllowCmd(e *env) *cobra.Command {
+	var deny []string
+	cmd := &cobra.Command{
+		Use:   "allow ID HOST[:PORT]...",
+		Short: "Let a running sandbox reach more hosts now (or --deny some), without restarting it",
+		Long: `allow changes the network policy of a sandbox whose command is running:
+the airlock run that runs it takes the change on its control socket
+(sandboxes/<id>/egress.sock) and applies it to the next request. The change
+lasts for this run only and is kept in the audit log. To allow a host for
+every run, add it to [network] allow in ~/.config/airlock/config.toml.`,
+		Example: `  airlock allow 3f2a pypi.org files.pythonhosted.org
+  airlock allow 3f2a --deny gist.github.com`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, err := e.openSandbox(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			pol, err := sb.ChangePolicy(cmd.Context(), sandbox.PolicyChange{Allow: args[1:], Deny: deny})
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(pol)
+			}
+			fmt.Fprintf(e.stdout, "Sandbox %s now allows: %v\n", sb.ID, pol["allow"])
+			if d, _ := pol["deny"].([]any); len(d) > 0 {
+				fmt.Fprintf(e.stdout, "and denies: %v\n", d)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&deny, "deny", nil, "deny HOST[:PORT] from now on (repeatable)")
+	return cmd
+}
+
+func newTrustCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "trust DIR",
+		Short: "Confirm what a project's airlock.toml asks for (hosts, secrets) beyond your own configuration",
+		Long: `trust shows what DIR/airlock.toml asks for beyond what your configuration
+(~/.config/airlock/config.toml) allows, and records your confirmation of that
+exact file by its SHA-256 in Airlock's home (trust.json). airlock run honours
+a project's widening entries only for a confirmed file; changing the file
+needs a new confirmation. Deny entries always apply and need none.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			proj, err := config.Load(abs)
+			if err != nil {
+				return err
+			}
+			if proj.SHA256 == "" {
+				return fmt.Errorf("%s has no %s: nothing to trust", abs, config.FileName)
+			}
+			user, _, err := userConfig()
+			if err != nil {
+				return err
+			}
+			asks := config.Widening(user.Network, proj.Network, nil)
+			if err := (config.Trust{Path: filepath.Join(h, config.TrustFileName)}).Confirm(abs, proj.SHA256); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"project": abs, "sha256": proj.SHA256, "widens": append([]string{}, asks...)})
+			}
+			fmt.Fprintf(e.stdout, "Trusted %s (SHA-256 %s).\n", filepath.Join(abs, config.FileName), proj.SHA256)
+			if len(asks) == 0 {
+				fmt.Fprintln(e.stdout, "It asks for nothing beyond your own configuration.")
+			}
+			for _, a := range asks {
+				fmt.Fprintf(e.stdout, "  %s\n", a)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,30 @@
+package egress
+
+import "fmt"
+
+// Store says where a secret's value was found.
+type Store string
+
+const (
+	StoreKeychain Store = "keychain"    // the macOS Keychain (service "airlock", account NAME)
+	StoreConfig   Store = "config"      // [secrets] of the user configuration
+	StoreEnv      Store = "environment" // the airlock process's environment
+)
+
+// LookupSecret finds the value of the secret name on the host: the macOS
+// Keychain (service "airlock", account name), then configured (the user
+// configuration's [secrets]), then getenv. It never looks in a project.
+func LookupSecret(name string, configured map[string]string, getenv func(string) string) (string, Store, error) {
+	if v, ok := keychain(name); ok {
+		return v, StoreKeychain, nil
+	}
+	if v := configured[name]; v != "" {
+		return v, StoreConfig, nil
+	}
+	if getenv != nil {
+		if v := getenv(name); v != "" {
+			return v, StoreEnv, nil
+		}
+	}
+	return "", "", fmt.Errorf("secret %s not found: set %s in the environment of airlock, or under [secrets] in the user configuration%s", name, name, keychainHint(name))
+}

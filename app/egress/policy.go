@@ -1,0 +1,334 @@
+// Package egress is the host side of a sandbox's network: the proxy that
+// every connection out of the guest reaches (through the guest agent's
+// forward of guest.ProxyAddr over the SSH link), and the policy it
+// enforces. The guest has no network device; this package decides what
+// may leave: an allow-list of host[:port] patterns with optional method
+// limits, deny by default with a 403 that says how to allow it, DNS
+// resolved on the host, secrets substituted for placeholders on the way
+// out (TLS terminated with a per-sandbox CA for those hosts only), a
+// placeholder leaving for any other host blocked, and a Record of every
+// request for the audit log.
+//
+// It must not import fyne or a hypervisor package (vm/qemu, vm/vz), nor
+// app/sandbox or app/config: callers hand it a Policy.
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Default ports of a rule that names none: a CONNECT tunnel is for TLS
+// (443), a plain proxied request is HTTP (80).
+const (
+	DefaultTLSPort  = 443
+	DefaultHTTPPort = 80
+)
+
+// AnyPort in Rule.Port allows every port ("host:*").
+const AnyPort = -1
+
+// Rule is one allow-list (or deny-list) entry.
+type Rule struct {
+	// Host is an exact host name or IP address ("api.github.com",
+	// "10.1.2.3", "::1"), or "*." and a domain for any name under it at
+	// any depth ("*.github.com" matches "api.github.com" and
+	// "a.b.github.com", not "github.com"). Matching ignores case and a
+	// trailing dot.
+	Host string `json:"host"`
+	// Port is the port allowed; 0 means the default for the kind of
+	// request (DefaultTLSPort for CONNECT, DefaultHTTPPort for plain
+	// HTTP), AnyPort every port.
+	Port int `json:"port,omitempty"`
+	// Methods, if not empty, are the only HTTP methods allowed. They can
+	// be seen in plain HTTP requests and on hosts whose TLS the proxy
+	// terminates (hosts with a Secret); a CONNECT tunnel to any other host
+	// is opaque, so a rule with Methods never allows one.
+	Methods []string `json:"methods,omitempty"`
+	// Source says where the rule came from, for people and the audit
+	// log: "user", "project", "flag", "preset", "secret".
+	Source string `json:"source,omitempty"`
+}
+
+// ParseRule parses HOST, HOST:PORT or HOST:* (IPv6 addresses in brackets
+// when a port follows).
+func ParseRule(s string) (Rule, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Rule{}, errors.New("empty host")
+	}
+	host, port := s, ""
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return Rule{}, fmt.Errorf("%q: missing ]", s)
+		}
+		host, port = s[1:end], strings.TrimPrefix(s[end+1:], ":")
+		if s[end+1:] != "" && !strings.HasPrefix(s[end+1:], ":") {
+			return Rule{}, fmt.Errorf("%q: want [ADDRESS]:PORT", s)
+		}
+	} else if i := strings.LastIndex(s, ":"); i >= 0 {
+		if strings.Count(s, ":") > 1 {
+			// A bare IPv6 address.
+			host = s
+		} else {
+			host, port = s[:i], s[i+1:]
+		}
+	}
+	r := Rule{Host: normHost(host)}
+	if err := checkHostPattern(r.Host); err != nil {
+		return Rule{}, fmt.Errorf("%q: %w", s, err)
+	}
+	switch port {
+	case "":
+	case "*":
+		r.Port = AnyPort
+	default:
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return Rule{}, fmt.Errorf("%q: port %q is not a number from 1 to 65535 or *", s, port)
+		}
+		r.Port = n
+	}
+	return r, nil
+}
+
+// String is the rule as ParseRule reads it, with its methods.
+func (r Rule) String() string {
+	h := r.Host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]"
+	}
+	switch r.Port {
+	case 0:
+	case AnyPort:
+		h += ":*"
+	default:
+		h += ":" + strconv.Itoa(r.Port)
+	}
+	if len(r.Methods) > 0 {
+		h += " (" + strings.Join(r.Methods, ",") + ")"
+	}
+	return h
+}
+
+// Validate checks a rule built as data (from a configuration file).
+func (r Rule) Validate() error {
+	var errs []error
+	if err := checkHostPattern(normHost(r.Host)); err != nil {
+		errs = append(errs, fmt.Errorf("host %q: %w", r.Host, err))
+	}
+	if r.Port != AnyPort && (r.Port < 0 || r.Port > 65535) {
+		errs = append(errs, fmt.Errorf("port %d: want 1 to 65535", r.Port))
+	}
+	for _, m := range r.Methods {
+		if !validMethod(m) {
+			errs = append(errs, fmt.Errorf("method %q: want an HTTP method such as GET", m))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validMethod(m string) bool {
+	if m == "" || m == "CONNECT" {
+		return false
+	}
+	for _, c := range m {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func normHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+}
+
+// checkHostPattern accepts a host name, an IP address, or *.domain.
+func checkHostPattern(h string) error {
+	if h == "" {
+		return errors.New("empty host")
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return nil
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if strings.Contains(name, "*") {
+		return errors.New("a wildcard is only allowed as a whole first label (*.example.com)")
+	}
+	if !strings.Contains(name, ".") && strings.HasPrefix(h, "*.") {
+		return errors.New("a wildcard needs a domain of at least two labels (*.example.com, not *.com)")
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%q is not a valid host name", h)
+		}
+		for _, c := range []byte(label) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return fmt.Errorf("%q is not a valid host name", h)
+			}
+		}
+	}
+	return nil
+}
+
+// matchHost reports whether host (normalised) matches the pattern.
+func matchHost(pattern, host string) bool {
+	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
+		return strings.HasSuffix(host, "."+suffix)
+	}
+	if a, err := netip.ParseAddr(pattern); err == nil {
+		b, err := netip.ParseAddr(host)
+		return err == nil && a.Unmap() == b.Unmap()
+	}
+	return pattern == host
+}
+
+func (r Rule) matchPort(port int, connect bool) bool {
+	switch r.Port {
+	case AnyPort:
+		return true
+	case 0:
+		if connect {
+			return port == DefaultTLSPort
+		}
+		return port == DefaultHTTPPort
+	}
+	return r.Port == port
+}
+
+// Covers reports whether r allows everything o allows: a project rule
+// that some user rule covers widens nothing.
+func (r Rule) Covers(o Rule) bool {
+	rh, oh := normHost(r.Host), normHost(o.Host)
+	switch {
+	case rh == oh:
+	case strings.HasPrefix(rh, "*."):
+		// *.a.com covers x.a.com and *.x.a.com.
+		if !matchHost(rh, strings.TrimPrefix(oh, "*.")) {
+			return false
+		}
+	default:
+		return false
+	}
+	if r.Port != AnyPort && r.Port != o.Port {
+		return false
+	}
+	if len(r.Methods) == 0 {
+		return true
+	}
+	if len(o.Methods) == 0 {
+		return false
+	}
+	for _, m := range o.Methods {
+		if !slices.Contains(r.Methods, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// Policy is what a sandbox may reach. The zero Policy denies everything.
+// A Policy is not changed once handed to a Proxy: Proxy.SetPolicy swaps
+// in a new one.
+type Policy struct {
+	// Allow lists what may be reached; a request must match one.
+	Allow []Rule `json:"allow,omitempty"`
+	// Deny wins over Allow (a project narrowing what the user allows).
+	// Its Methods are ignored: a denied host is denied whole.
+	Deny []Rule `json:"deny,omitempty"`
+	// Secrets are substituted for their placeholders on the way to their
+	// hosts. A secret's host needs no Allow rule of its own.
+	Secrets []Secret `json:"-"`
+}
+
+// Decision is the policy's answer for one request.
+type Decision struct {
+	Allowed bool
+	// Rule is the rule that decided, as text, or why nothing allowed it.
+	Rule string
+	// Reason, when denied, says why in words for the agent and the user.
+	Reason string
+}
+
+// Request is what the policy sees of a request: the target and, except
+// for an opaque tunnel, the method.
+type Request struct {
+	Host string
+	Port int
+	// Method is the HTTP method, or "CONNECT" for a tunnel whose content
+	// the proxy cannot see.
+	Method string
+	// Connect is true for requests that came through a CONNECT tunnel
+	// (opaque or intercepted): default ports are TLS's.
+	Connect bool
+}
+
+// Decide applies the policy to a request.
+func (p *Policy) Decide(req Request) Decision {
+	host := normHost(req.Host)
+	target := net.JoinHostPort(host, strconv.Itoa(req.Port))
+	for _, r := range p.Deny {
+		if matchHost(normHost(r.Host), host) && r.matchPort(req.Port, req.Connect) {
+			return Decision{Rule: "deny " + r.String(), Reason: fmt.Sprintf("%s is denied by the %s rule %q", target, r.Source, r.String())}
+		}
+	}
+	if s := p.secretFor(host, req.Port); s != nil {
+		return Decision{Allowed: true, Rule: "secret " + s.Name + " for " + s.Host}
+	}
+	var methodMiss *Rule
+	for i, r := range p.Allow {
+		if !matchHost(normHost(r.Host), host) || !r.matchPort(req.Port, req.Connect) {
+			continue
+		}
+		if len(r.Methods) == 0 {
+			return Decision{Allowed: true, Rule: r.String()}
+		}
+		if req.Method != "CONNECT" && slices.Contains(r.Methods, req.Method) {
+			return Decision{Allowed: true, Rule: r.String()}
+		}
+		if methodMiss == nil {
+			methodMiss = &p.Allow[i]
+		}
+	}
+	if methodMiss != nil {
+		if req.Method == "CONNECT" {
+			return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s is allowed for %s only, and methods cannot be seen inside an HTTPS tunnel", target, strings.Join(methodMiss.Methods, ", "))}
+		}
+		return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s %s is not allowed: %s allows %s only", req.Method, target, host, strings.Join(methodMiss.Methods, ", "))}
+	}
+	return Decision{Rule: "default deny", Reason: fmt.Sprintf("%s is not on this sandbox's network allow-list", target)}
+}
+
+// secretFor returns the secret configured for host:port, if any.
+func (p *Policy) secretFor(host string, port int) *Secret {
+	for i := range p.Secrets {
+		s := &p.Secrets[i]
+		if normHost(s.Host) == host && s.port() == port {
+			return s
+		}
+	}
+	return nil
+}
+
+// Validate reports every problem of the policy at once.
+func (p *Policy) Validate() error {
+	var errs []error
+	for _, r := range append(slices.Clip(p.Allow), p.Deny...) {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("rule %s: %w", r.String(), err))
+		}
+	}
+	for _, s := range p.Secrets {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("secret %s for %s: %w", s.Name, s.Host, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,164 @@
+package egress
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+)
+
+// PlaceholderPrefix begins every placeholder, so that one is easy to
+// recognise in a log or a bug report.
+const PlaceholderPrefix = "airlock-placeholder-"
+
+// Secret is a credential that stays on the host: the guest sees
+// Placeholder in its environment (as Name), and the proxy puts Value in
+// its place in Header on requests to Host over TLS, and nowhere else.
+type Secret struct {
+	// Host is the one host (an exact name) the secret is sent to.
+	Host string
+	// Port is the TLS port; 0 means 443.
+	Port int
+	// Header carries the secret: "x-api-key", or "Authorization" for
+	// "Bearer <placeholder>". Only the placeholder in it is replaced, so
+	// any scheme around it is kept.
+	Header string
+	// Name is the environment variable that holds the placeholder in the
+	// guest (and, usually, the secret on the host): ANTHROPIC_API_KEY.
+	Name string
+	// Value is the real secret. It never enters the VM.
+	Value string
+	// Placeholder is what the guest sees instead (NewPlaceholder).
+	Placeholder string
+}
+
+func (s Secret) port() int {
+	if s.Port == 0 {
+		return DefaultTLSPort
+	}
+	return s.Port
+}
+
+// NewPlaceholder returns a fresh random placeholder.
+func NewPlaceholder() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make placeholder: %w", err)
+	}
+	return PlaceholderPrefix + hex.EncodeToString(b[:]), nil
+}
+
+// Validate reports every problem of the secret at once.
+func (s Secret) Validate() error {
+	var errs []error
+	h := normHost(s.Host)
+	if strings.HasPrefix(h, "*.") {
+		errs = append(errs, errors.New("a secret goes to one exact host, not a wildcard"))
+	} else if err := checkHostPattern(h); err != nil {
+		errs = append(errs, fmt.Errorf("host %q: %w", s.Host, err))
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d: want 1 to 65535", s.Port))
+	}
+	if !validToken(s.Header) {
+		errs = append(errs, fmt.Errorf("header %q is not a valid header name", s.Header))
+	}
+	if !validEnvName(s.Name) {
+		errs = append(errs, fmt.Errorf("env %q is not a valid environment variable name", s.Name))
+	}
+	if s.Value == "" {
+		errs = append(errs, errors.New("no value"))
+	}
+	if len(s.Placeholder) < len(PlaceholderPrefix)+16 {
+		errs = append(errs, errors.New("placeholder missing or too short to be unique"))
+	}
+	if s.Value != "" && strings.Contains(s.Placeholder, s.Value) {
+		errs = append(errs, errors.New("the placeholder contains the secret"))
+	}
+	return errors.Join(errs...)
+}
+
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// GuestEnv is the environment that stands for the secrets in the guest:
+// each Name set to its placeholder.
+func (p *Policy) GuestEnv() map[string]string {
+	env := map[string]string{}
+	for _, s := range p.Secrets {
+		env[s.Name] = s.Placeholder
+	}
+	return env
+}
+
+// substitute replaces s's placeholder with its value in s.Header of h,
+// and reports whether it did.
+func substitute(h http.Header, s *Secret) bool {
+	key := textproto.CanonicalMIMEHeaderKey(s.Header)
+	done := false
+	for i, v := range h[key] {
+		if strings.Contains(v, s.Placeholder) {
+			h[key][i] = strings.ReplaceAll(v, s.Placeholder, s.Value)
+			done = true
+		}
+	}
+	return done
+}
+
+// leak returns the first secret whose placeholder appears in the
+// request's target, headers or body prefix while the request is not
+// going to that secret's own host over TLS (own is that secret, or nil).
+func (p *Policy) leak(own *Secret, r *http.Request, body []byte) *Secret {
+	for i := range p.Secrets {
+		s := &p.Secrets[i]
+		if own != nil && s.Placeholder == own.Placeholder {
+			continue
+		}
+		if strings.Contains(r.URL.String(), s.Placeholder) || strings.Contains(r.Host, s.Placeholder) ||
+			strings.Contains(string(body), s.Placeholder) {
+			return s
+		}
+		for k, vs := range r.Header {
+			if strings.Contains(k, s.Placeholder) {
+				return s
+			}
+			for _, v := range vs {
+				if strings.Contains(v, s.Placeholder) {
+					return s
+				}
+			}
+		}
+		for _, vs := range r.Trailer {
+			for _, v := range vs {
+				if strings.Contains(v, s.Placeholder) {
+					return s
+				}
+			}
+		}
+	}
+	return nil
+}

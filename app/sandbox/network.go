@@ -1,0 +1,139 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/guest"
+)
+
+// Network is a sandbox's way out: the guest has no network device, and
+// its agent forwards guest.ProxyAddr over the SSH link to an egress.Proxy
+// on the host that enforces Policy and records every request in the audit
+// log (EventEgress).
+type Network struct {
+	// Policy says what may be reached; nil denies everything.
+	Policy *egress.Policy
+	// OnRequest, if set, also receives every request as it ends (the
+	// CLI's live line). It is called from the proxy's goroutines.
+	OnRequest func(egress.Record)
+	// OnProxy, if set, is given the running proxy, whose policy may be
+	// swapped while the command runs (Proxy.SetPolicy).
+	OnProxy func(*egress.Proxy)
+	// Control, if set, is a unix socket path on which the policy can be
+	// changed while the command runs (PolicyChange); airlock run uses the
+	// sandbox's EgressSocket.
+	Control string
+	// Dial and RootCAs replace the host's DNS and roots (tests).
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	RootCAs *x509.CertPool
+}
+
+// Forwarder is the optional capability of a Machine that can carry the
+// guest's connections to the host (SSH remote forwarding).
+type Forwarder interface {
+	Listen(network, addr string) (net.Listener, error)
+}
+
+func (m guestMachine) Listen(network, addr string) (net.Listener, error) {
+	return m.g.Client.SSH().Listen(network, addr)
+}
+
+var _ Forwarder = guestMachine{}
+
+// Audit events of the network.
+const (
+	EventEgressPolicy EventKind = "egress-policy" // the policy the run started with (secret names and hosts, never values)
+	EventEgress       EventKind = "egress"        // one request through the proxy, allowed or denied (an egress.Record)
+)
+
+// StartNetwork serves n for the guest of m until the returned stop is
+// called (or ctx ends): it installs the sandbox's CA in the guest when the
+// policy has secrets, has the guest forward guest.ProxyAddr, and runs the
+// proxy. It returns the environment the command needs (placeholders and
+// CA variables; the agent adds the proxy variables itself). audit, if
+// not nil, receives every event.
+func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit func(Event)) (env map[string]string, stop func(), err error) {
+	f, ok := m.(Forwarder)
+	if !ok {
+		return nil, nil, errors.New("network: this machine cannot carry the guest's connections")
+	}
+	pol := n.Policy
+	if pol == nil {
+		pol = &egress.Policy{}
+	}
+	if audit == nil {
+		audit = func(Event) {}
+	}
+	env = pol.GuestEnv()
+	var ca *egress.CA
+	if len(pol.Secrets) > 0 {
+		if ca, err = egress.NewCA(name); err != nil {
+			return nil, nil, err
+		}
+		if err := egress.InstallCA(ctx, m.Exec, ca); err != nil {
+			return nil, nil, err
+		}
+		for k, v := range egress.CAEnv() {
+			env[k] = v
+		}
+	}
+	audit(Event{Event: EventEgressPolicy, Data: policySummary(pol)})
+	l, err := f.Listen("tcp", guest.ProxyAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("network: forward the guest's %s to the egress proxy: %w", guest.ProxyAddr, err)
+	}
+	proxy := egress.New(egress.Config{
+		Dial: n.Dial, RootCAs: n.RootCAs, CA: ca,
+		Record: func(rec egress.Record) {
+			audit(Event{Event: EventEgress, Data: rec})
+			if n.OnRequest != nil {
+				n.OnRequest(rec)
+			}
+		},
+	}, pol)
+	if n.OnProxy != nil {
+		n.OnProxy(proxy)
+	}
+	stopControl := func() {}
+	if n.Control != "" {
+		if stopControl, err = servePolicyControl(ctx, n.Control, proxy, audit); err != nil {
+			// The run goes on with the policy it has; only live changes
+			// are lost.
+			audit(Event{Event: EventEgressPolicy, Data: map[string]any{"control_error": err.Error()}})
+			stopControl = func() {}
+		}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = proxy.Serve(pctx, l)
+	}()
+	return env, func() { stopControl(); cancel(); <-done }, nil
+}
+
+// policySummary is the policy as the audit log keeps it: rules, and each
+// secret's name, host and header (never its value or placeholder).
+func policySummary(p *egress.Policy) map[string]any {
+	rules := func(rs []egress.Rule) []string {
+		out := make([]string, 0, len(rs))
+		for _, r := range rs {
+			s := r.String()
+			if r.Source != "" {
+				s += " [" + r.Source + "]"
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	secrets := make([]map[string]any, 0, len(p.Secrets))
+	for _, s := range p.Secrets {
+		secrets = append(secrets, map[string]any{"name": s.Name, "host": s.Host, "port": s.Port, "header": s.Header})
+	}
+	return map[string]any{"allow": rules(p.Allow), "deny": rules(p.Deny), "secrets": secrets}
+}
