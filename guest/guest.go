@@ -85,6 +85,19 @@ const (
 	// (repeatable), makes PID 1 mount the virtio-fs share TAG on the
 	// absolute directory DIR (nosuid, nodev) before it serves the link.
 	VirtiofsArg = "airlock.virtiofs"
+	// DiskArg on the kernel command line, as DiskArg=DEV:DIR (repeatable),
+	// makes PID 1 mount the ext4 block device /dev/DEV (vda, vdb, …) on the
+	// absolute directory DIR (nosuid, nodev) before it serves the link, and
+	// remove the empty lost+found that mkfs left there. The disk's size is
+	// DIR's quota: writing past it fails in the guest with ENOSPC.
+	DiskArg = "airlock.disk"
+	// NetArg on the kernel command line, as NetArg=dhcp, makes PID 1 bring
+	// up the machine's network device (the unprotected open-network mode)
+	// with busybox's DHCP client before the first command runs. Without it
+	// the guest has no network device to configure.
+	NetArg = "airlock.net"
+	// NetDHCP is NetArg's one value.
+	NetDHCP = "dhcp"
 )
 
 // SSH request and subsystem names that are Airlock's own.

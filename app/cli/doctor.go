@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -26,6 +29,15 @@ type doctorReport struct {
 	Hosts  []vm.HostReport `json:"hypervisors"`
 	// MacOS is what doctor finds on a Mac: nil elsewhere.
 	MacOS *macReport `json:"macos,omitempty"`
+	// Config is the user configuration file; Limits and OpenNetwork are
+	// what a run gets from it and the defaults (before a project's
+	// airlock.toml and the flags).
+	Config      string        `json:"config"`
+	Limits      config.Limits `json:"limits"`
+	OpenNetwork bool          `json:"open_network"`
+	LimitNotes  []string      `json:"limit_notes,omitempty"`
+	// Mkfs is the mkfs.ext4 that formats workspace disks.
+	Mkfs string `json:"mkfs,omitempty"`
 }
 
 type guestReport struct {
@@ -91,6 +103,21 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 		}
 	}
 
+	if r.Config, err = config.UserPath(os.Getenv); err != nil {
+		fail(err.Error())
+	} else if u, err := config.LoadUser(r.Config); err != nil {
+		fail(err.Error())
+	} else if eff, err := config.Resolve(config.Sources{User: u, HostCPUs: runtime.NumCPU()}); err != nil {
+		fail(err.Error())
+	} else {
+		r.Limits, r.OpenNetwork, r.LimitNotes = eff.Limits, eff.OpenNetwork, eff.Notes
+		if eff.Limits.Disk > 0 {
+			if r.Mkfs, err = sandbox.FindMkfs(); err != nil {
+				fail(err.Error())
+			}
+		}
+	}
+
 	backend, berr := newBackend(e, h)
 	for _, arch := range []vm.Arch{vm.AMD64, vm.ARM64} {
 		native := arch == vm.Arch(runtime.GOARCH)
@@ -147,6 +174,19 @@ func printDoctor(e *env, r *doctorReport) {
 	}
 	for _, i := range r.Images {
 		fmt.Fprintf(tw, "image\t%s/%s: %s, %s\n", i.Name, i.Arch, i.Kernel, mib(i.KernelBytes+i.InitrdBytes))
+	}
+	fmt.Fprintf(tw, "config\t%s\n", r.Config)
+	fmt.Fprintf(tw, "limits\t%s\n", r.Limits)
+	for _, n := range r.LimitNotes {
+		fmt.Fprintf(tw, "  note\t%s\n", n)
+	}
+	if r.OpenNetwork {
+		fmt.Fprintf(tw, "network\t%s\n", openNetworkWarning)
+	} else {
+		fmt.Fprintf(tw, "network\tnone (no network device; --open-network to give one)\n")
+	}
+	if r.Mkfs != "" {
+		fmt.Fprintf(tw, "mkfs.ext4\t%s\n", r.Mkfs)
 	}
 	tw.Flush()
 	if r.OK {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -27,25 +28,29 @@ type bootFlags struct {
 	image       string
 	arch        string
 	cpus        int
-	memory      int
+	memory      memoryFlag
 	link        string
 	bootTimeout time.Duration
+	openNetwork bool
+	network     vm.NetworkMode // set from the resolved limits
 }
 
 func (f *bootFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.image, "image", "minimal", "guest image to boot (see airlock image ls)")
 	fl.StringVar(&f.arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
-	fl.IntVar(&f.cpus, "cpus", 0, "virtual CPUs (default 1)")
-	fl.IntVar(&f.memory, "memory", 0, "guest memory in MiB (default 512)")
+	d := config.DefaultLimits()
+	fl.IntVar(&f.cpus, "cpus", 0, fmt.Sprintf("virtual CPUs, at most the host's (default: [limits] cpus, %d)", d.CPUs))
+	fl.Var(&f.memory, "memory", "guest memory, e.g. 2G or 512M; a bare number is MiB (default: [limits] memory, "+d.Memory.String()+")")
+	fl.BoolVar(&f.openNetwork, "open-network", false, "give the VM an unprotected network device (NAT): no proxy, no allow-list, no request log")
 	fl.StringVar(&f.link, "link", "", "guest link: vsock or serial (default: vsock where the host has it)")
 	fl.DurationVar(&f.bootTimeout, "boot-timeout", launch.DefaultBootTimeout, "give up when the guest has not answered after this long")
 }
 
 func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
 	return launch.Options{
-		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory,
-		Link: vm.LinkKind(f.link), Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
+		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory.MiB(),
+		Link: vm.LinkKind(f.link), Network: f.network, Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
 	}
 }
 
@@ -56,7 +61,7 @@ type execFlags struct {
 	tty         bool
 	env         []string
 	workdir     string
-	timeout     time.Duration
+	limits      limitFlags
 }
 
 // execResult is what `airlock exec --json` prints.
@@ -69,6 +74,8 @@ type execResult struct {
 	RunMS    int64  `json:"run_ms"`
 	Kernel   string `json:"kernel"`
 	Link     string `json:"link"`
+	// Network is "open" when the VM had an unprotected network device.
+	Network string `json:"network"`
 }
 
 func newExecCmd(e *env) *cobra.Command {
@@ -98,7 +105,7 @@ with its exit code and timings.`,
 	fl.BoolVarP(&f.tty, "tty", "t", false, "run the command on a terminal (implies -i)")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
 	fl.StringVarP(&f.workdir, "workdir", "w", "", "working directory in the guest")
-	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long (default: no limit)")
+	f.limits.registerTimeout(fl, "kill the command after this long")
 	f.netFlags.register(cmd)
 	return cmd
 }
@@ -111,6 +118,12 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	if f.tty && e.json {
 		return errors.New("--tty and --json do not go together: a terminal session has no separate output to collect")
 	}
+	eff, err := e.resolveLimits("", &f.bootFlags, &f.limits)
+	if err != nil {
+		return err
+	}
+	applyLimits(&f.bootFlags, eff)
+	timeout := eff.Limits.Timeout.Std()
 	h, err := e.home()
 	if err != nil {
 		return err
@@ -123,6 +136,9 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	backend, err := supervisedBackend(e, h)
 	if err != nil {
 		return err
+	}
+	if eff.OpenNetwork {
+		e.warnOpenNetwork()
 	}
 	p := e.newProgress()
 	g, err := launch.Boot(ctx, f.options(h, backend, func(ev launch.Event) {
@@ -168,16 +184,19 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		c.TTY = tty
 	}
 	runCtx := ctx
-	if f.timeout > 0 {
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeoutCause(ctx, f.timeout, fmt.Errorf("command ran longer than --timeout %s and was killed", f.timeout))
+		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("command ran longer than its %s time limit and was killed", timeout))
 		defer cancel()
 	}
 	started := time.Now()
 	runErr := g.Client.Run(runCtx, c)
 	res := execResult{
 		BootMS: g.BootTime.Milliseconds(), RunMS: time.Since(started).Milliseconds(),
-		Kernel: g.Client.Welcome().Kernel, Link: string(g.Machine.LinkKind()),
+		Kernel: g.Client.Welcome().Kernel, Link: string(g.Machine.LinkKind()), Network: "none",
+	}
+	if eff.OpenNetwork {
+		res.Network = "open"
 	}
 	var exit *client.ExitError
 	switch {

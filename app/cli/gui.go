@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
@@ -24,7 +25,7 @@ type GUI func(ctx context.Context, s GUISetup) error
 // where the demo agent's script is ("" if not found).
 type GUISetup struct {
 	Store      *sandbox.Store
-	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, id string, shares []sandbox.Share) (sandbox.Machine, error)
+	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
 	Arch       string
 	DemoScript string
 	// Network returns a run's network for a project, as airlock run builds
@@ -84,8 +85,8 @@ review window of a sandbox, at --file PATH if given.`,
 			if err != nil {
 				return err
 			}
-			boot := func(image string, cpus, memoryMiB int) func(ctx context.Context, id string, shares []sandbox.Share) (sandbox.Machine, error) {
-				f := bootFlags{image: image, cpus: cpus, memory: memoryMiB, bootTimeout: launch.DefaultBootTimeout}
+			boot := func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error) {
+				f := bootFlags{image: image, cpus: cpus, memory: memoryFlag{config.Size(memoryMiB) * config.MiB}, bootTimeout: launch.DefaultBootTimeout}
 				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
 			}
 			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -23,7 +23,7 @@ type runFlags struct {
 	script      string
 	interactive bool
 	env         []string
-	timeout     time.Duration
+	limits      limitFlags
 	sync        string
 
 	netFlags
@@ -43,7 +43,10 @@ type runResult struct {
 	Skipped []manifest.Exclusion `json:"skipped,omitempty"`
 	Summary string               `json:"summary,omitempty"`
 	Timings sandbox.Timings      `json:"timings"`
-	Error   string               `json:"error,omitempty"`
+	// Network is "open" when the VM had an unprotected network device.
+	Network sandbox.NetworkMode `json:"network"`
+	Limits  config.Limits       `json:"limits"`
+	Error   string              `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -80,6 +83,18 @@ With --script FILE, the POSIX shell script FILE is copied into the VM
 (outside /workspace, so it is not part of the changes) and run with sh, the
 arguments after -- passed to it.
 
+Limits: the VM gets --cpus, --memory and a disk of its own of --disk for
+/workspace (its quota: a full disk is "No space left on device" in the VM);
+--timeout stops the command (exit 124, its work still collected) and the
+host stops the VM if the command does not end; --max-pull-bytes,
+--max-files and --max-file-size cap what is collected. Defaults come from
+[limits] in ~/.config/airlock/config.toml, then airlock.toml (which can
+only lower them); airlock doctor shows the effective values.
+
+The VM has no network device unless you pass --open-network (or set
+open_network = true in your config.toml; a project's airlock.toml cannot):
+the VM can then reach any host directly, unprotected, and Airlock says so.
+
 airlock exits with the command's exit code (its changes are collected
 either way), or 125 when Airlock itself failed; a failed sandbox is kept for
 inspection (airlock logs ID).`,
@@ -105,7 +120,8 @@ inspection (airlock logs ID).`,
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
 	fl.StringVar(&f.sync, "sync", string(sandbox.SyncCopy), "how the project reaches the VM: copy (onto its disk) or virtiofs (a shared staging clone, for huge trees)")
-	fl.DurationVar(&f.timeout, "timeout", 0, "kill the command after this long and collect what it changed (exit code 124; default: no limit)")
+	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
+	f.limits.registerRun(fl)
 	f.netFlags.register(cmd)
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
 	return cmd
@@ -126,6 +142,15 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 			return fmt.Errorf("read --script: %w", err)
 		}
 	}
+	project, err := filepath.Abs(f.project)
+	if err != nil {
+		return err
+	}
+	eff, err := e.resolveLimits(project, &f.bootFlags, &f.limits)
+	if err != nil {
+		return err
+	}
+	applyLimits(&f.bootFlags, eff)
 	h, err := e.home()
 	if err != nil {
 		return err
@@ -151,11 +176,16 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if image == "" {
 		image = "minimal"
 	}
+	if eff.OpenNetwork {
+		e.warnOpenNetwork()
+	}
 	p := e.newProgress()
 	defer p.Done("")
 	var excluded, skipped []manifest.Exclusion
+	lim := eff.Limits
 	opts := sandbox.RunOptions{
-		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Timeout: f.timeout, Sync: mode,
+		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Sync: mode,
+		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
 		Network: network,
 		Boot:    sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout:  e.stdout, Stderr: errw,
@@ -192,6 +222,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 			}
 		},
 	}
+	if lim.Disk > 0 {
+		opts.DiskSize = int64(lim.Disk)
+	}
 	if f.script != "" {
 		opts.ScriptName = filepath.Base(f.script)
 	}
@@ -208,7 +241,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	}
 	if e.json {
 		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
-			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings}
+			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: lim}
+		if eff.OpenNetwork {
+			out.Network = sandbox.NetworkOpen
+		}
 		if out.Excluded == nil {
 			out.Excluded = []manifest.Exclusion{}
 		}
@@ -340,6 +376,9 @@ func printRunSummary(e *env, res *sandbox.RunResult) {
 	}
 	exit := fmt.Sprintf("the command exited %d", res.ExitCode)
 	fmt.Fprintf(w, "Sandbox %s is %s (%s, sync %s, %.1fs).\n", id, m.Status, exit, syncMode(m.SyncMode), float64(m.Timings.TotalMS)/1000)
+	if m.Network.Open() {
+		fmt.Fprintln(w, "  "+openNetworkWarning)
+	}
 	if c := m.Changes; c != nil && c.Files > 0 {
 		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
 		fmt.Fprintf(w, "Review: airlock diff %s   Apply: airlock apply %s --all   Discard: airlock rm %s\n", id, id, id)

@@ -51,7 +51,7 @@ func newLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: ID, status, VM, age, sync mode, changed files, project, command",
+		Short:   "List sandboxes: ID, status, VM, age, sync mode, network, changed files, project, command",
 		Long: `ls lists sandboxes, newest first. The VM column says whether a sandbox's VM
 is running, as its supervisor reports it (it keeps running when the airlock
 that started it dies; airlock stop ID stops it). With --quiet it prints only
@@ -89,7 +89,7 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tVM\tAGE\tSYNC\tCHANGED\tPROJECT\tCOMMAND")
+			fmt.Fprintln(tw, "ID\tSTATUS\tVM\tAGE\tSYNC\tNETWORK\tCHANGED\tPROJECT\tCOMMAND")
 			for _, s := range rows {
 				changed := "-"
 				if s.Changes != nil {
@@ -103,7 +103,11 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if vmCol == "" {
 					vmCol = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), changed, s.Project, clip(s.CommandLine(), 40))
+				network := "none"
+				if s.Network.Open() {
+					network = "OPEN (unprotected)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, s.Project, clip(s.CommandLine(), 40))
 			}
 			return tw.Flush()
 		},

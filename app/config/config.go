@@ -1,10 +1,12 @@
-// Package config reads Airlock's configuration files: a project's
-// airlock.toml (extra excludes for the snapshot, network rules), the
-// user's config.toml (network allow-list, secrets and where their values
-// live), and the trust store that remembers which project files the user
-// confirmed. A cloned repository is untrusted input, so a project file may
-// only narrow what the user allows unless the user confirmed that exact
-// file (by its SHA-256); Network merges the sources into an egress.Policy.
+// Package config reads Airlock's TOML configuration: a project's
+// airlock.toml (what a project carries with it: extra excludes, narrower
+// limits, network rules), the user's own config.toml ([limits], open
+// network, network allow-list, secrets and where their values live), and
+// the trust store that remembers which project files the user confirmed.
+// It merges them with the command line into the limits of one run
+// (Resolve) and into an egress policy (Policy). A cloned repository is
+// untrusted input, so a project file may only narrow what the user allows
+// unless the user confirmed that exact file (by its SHA-256).
 //
 // It is plain data: it must not import vm, guest, review, sync or fyne;
 // of the app, only app/egress (for its rule syntax and Policy).
@@ -37,6 +39,13 @@ type Project struct {
 	// project root, that are never copied into a sandbox (and are reported
 	// like every other exclusion).
 	Exclude []string `toml:"exclude"`
+	// Limits may narrow the user's limits for this project; what they ask
+	// beyond the user's is ignored (see Resolve).
+	Limits Limits `toml:"limits"`
+	// OpenNetwork is the project asking for an open network. A project
+	// file cannot grant it: Resolve ignores it, with a note, unless the
+	// user confirms (Sources.ConfirmWiden).
+	OpenNetwork bool `toml:"open_network"`
 
 	// Network narrows (deny) or asks to widen (allow, host, secret) the
 	// user's network policy. Widening needs the user's confirmation.
@@ -59,7 +68,7 @@ func Load(dir string) (Project, error) {
 	if err != nil {
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &p, "exclude, network"); err != nil {
+	if err := decodeStrict(data, &p, "exclude, open_network, [limits] "+limitKeys()+", [network]"); err != nil {
 		return Project{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	sum := sha256.Sum256(data)
@@ -94,6 +103,7 @@ func (p Project) Validate() error {
 			errs = append(errs, fmt.Errorf("exclude %d (%q): want a non-empty .gitignore pattern", i+1, e))
 		}
 	}
+	errs = append(errs, p.Limits.Validate())
 	if err := p.Network.Validate(); err != nil {
 		errs = append(errs, err)
 	}

@@ -14,6 +14,10 @@ const UserFileName = "config.toml"
 
 // User is the user's config.toml:
 //
+//	open_network = false            # true: no proxy, no allow-list
+//	[limits]
+//	cpus = 4
+//	memory = "4G"
 //	[network]
 //	allow = ["github.com"]
 //	[[network.secret]]
@@ -26,6 +30,12 @@ const UserFileName = "config.toml"
 //
 // The zero value is a user without one: no host allowed.
 type User struct {
+	// Limits are the user's limits; DefaultLimits fill what it leaves out
+	// (in Resolve, so that a project file can tell "not set" from "set").
+	Limits Limits `toml:"limits"`
+	// OpenNetwork gives every sandbox an unprotected NAT network device.
+	OpenNetwork bool `toml:"open_network"`
+	// Network is the allow-list, method limits and secret rules.
 	Network Network `toml:"network"`
 	// Secrets are values of secrets by name (SecretRule.Env). They never
 	// leave the host. On macOS the Keychain is looked up first.
@@ -61,7 +71,7 @@ func LoadUser(path string) (User, error) {
 	if err != nil {
 		return u, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &u, "network, secrets"); err != nil {
+	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets]"); err != nil {
 		return User{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	u.defaults()
@@ -84,7 +94,7 @@ func (u *User) defaults() {
 
 // Validate reports every problem at once.
 func (u User) Validate() error {
-	errs := []error{u.Network.Validate()}
+	errs := []error{u.Limits.Validate(), u.Network.Validate()}
 	for k, v := range u.Secrets {
 		if !validEnvName(k) {
 			errs = append(errs, fmt.Errorf("secrets: %q is not a valid name (letters, digits, _)", k))

@@ -94,7 +94,7 @@ type RunRequest struct {
 
 // BootFunc returns how to boot a machine for a run with these limits and
 // image: the per-OS backend choice lives with the caller (the CLI).
-type BootFunc func(image string, cpus, memoryMiB int) func(ctx context.Context, id string, shares []sandbox.Share) (sandbox.Machine, error)
+type BootFunc func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
 
 // StoreService is the Service over a sandbox store: every method is one
 // call into app/sandbox.

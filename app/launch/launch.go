@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/vmhost"
@@ -149,6 +150,11 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		Link:      vm.Link{Kind: o.Link, Port: guest.VsockPort},
 		Network:   o.Network,
 		StateDir:  dir,
+	}
+	if o.Network == vm.NetworkNAT {
+		// The guest agent brings the device up by DHCP (vz NAT and QEMU
+		// user networking both serve it).
+		spec.Cmdline = strings.TrimSpace(spec.Cmdline + " " + guest.NetArg + "=" + guest.NetDHCP)
 	}
 	progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", name, arch)})
 	m, err := o.Backend.Start(ctx, spec)

@@ -16,12 +16,15 @@ const (
 	EventCreated   EventKind = "created"
 	EventExcluded  EventKind = "excluded"  // paths left out of the snapshot, with reasons
 	EventSnapshot  EventKind = "snapshot"  // the baseline manifest
+	EventLimits    EventKind = "limits"    // the VM's limits and network mode, before boot
 	EventBooted    EventKind = "booted"    // the VM answered
+	EventStopped   EventKind = "stopped"   // the host stopped the VM itself (hard time limit)
 	EventPushed    EventKind = "pushed"    // the baseline is in /workspace
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back
 	EventSkipped   EventKind = "skipped"   // what the guest's walk left out: special files, unreadable, invalid names
+	EventDisk      EventKind = "disk"      // the workspace disk's size and the host space it took, before its removal
 	EventFailed    EventKind = "failed"
 	EventDecisions EventKind = "decisions"
 	EventApplied   EventKind = "applied" // with before/after hashes per file

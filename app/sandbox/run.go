@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -45,6 +46,9 @@ const scriptPath = "/tmp/airlock-script"
 // RunOptions.Timeout, as timeout(1) reports it.
 const TimeoutExitCode = 124
 
+// DefaultKillGrace is RunOptions.KillGrace's default.
+const DefaultKillGrace = 30 * time.Second
+
 // maxSummary caps the agent's summary that is kept.
 const maxSummary = 1 << 20
 
@@ -66,7 +70,7 @@ type Machine interface {
 type Transfer interface {
 	Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error)
 	Manifest(ctx context.Context, m Machine, dir string, since transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error)
-	Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error
+	Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, limits manifest.Limits, progress func(done, total int)) error
 }
 
 // Step names a phase of a run, for progress events.
@@ -113,11 +117,12 @@ type RunOptions struct {
 	Image, Arch string
 	// Sync is how the project reaches the VM; empty means SyncCopy.
 	Sync SyncMode
-	// Boot starts the machine of sandbox id; it is called after the
+	// Boot starts the machine of sandbox a.ID; it is called after the
 	// snapshot (and, in virtiofs mode, after the staging clone). The
-	// machine must share every one of shares into the guest and have it
-	// mounted on its Mount before Boot returns.
-	Boot func(ctx context.Context, id string, shares []Share) (Machine, error)
+	// machine must share every one of a.Shares into the guest, attach
+	// every one of a.Disks, and have each mounted on its Mount before Boot
+	// returns.
+	Boot func(ctx context.Context, a Attach) (Machine, error)
 	// Transfer moves files in copy mode; nil means the default.
 	Transfer Transfer
 	// Env is added to the command's environment.
@@ -127,7 +132,23 @@ type RunOptions struct {
 	Network *Network
 	// Timeout, if set, kills the command after this long; what it changed
 	// until then is still collected, and its exit code is TimeoutExitCode.
+	// A guest that does not end the command within KillGrace after that
+	// is stopped by the host.
 	Timeout time.Duration
+	// KillGrace is how long after Timeout the host waits for the command
+	// to end before it stops the VM; zero means DefaultKillGrace.
+	KillGrace time.Duration
+	// DiskSize, if positive, gives the VM a disk of its own of this many
+	// bytes for /workspace (copy mode): a sparse ext4 image in the
+	// sandbox directory, which is the workspace's quota, removed once the
+	// changes are collected. Zero keeps /workspace in the guest's memory.
+	DiskSize int64
+	// OpenNetwork records that Boot gives the machine an unprotected
+	// network device: it is written to sandbox.json and the audit log.
+	OpenNetwork bool
+	// Resources are the limits the machine runs with, recorded in
+	// sandbox.json and the audit log.
+	Resources *config.Limits
 	// Stdin, if set, is the command's input. Stdout and Stderr receive its
 	// output live; nil discards it (the transcript keeps it either way).
 	Stdin          io.Reader
@@ -199,7 +220,11 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if r.o.Sync, err = ParseSyncMode(string(o.Sync)); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync}
+	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
+		Network: NetworkNone, Limits: o.Resources}
+	if o.OpenNetwork {
+		meta.Network = NetworkOpen
+	}
 	if o.Script != nil {
 		sum := sha256.Sum256(o.Script)
 		meta.Script, meta.ScriptName = hex.EncodeToString(sum[:]), o.ScriptName
@@ -241,6 +266,7 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 }
 
 type runner struct {
+	killed   atomic.Bool // the host stopped the VM at the hard time limit
 	s        *Store
 	o        RunOptions
 	project  string
@@ -341,9 +367,21 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.setStatus(StatusBooting, nil); err != nil {
 		return err
 	}
+	var disks []Disk
+	if staging == "" && r.o.DiskSize > 0 {
+		path := r.sb.Path(DiskFile)
+		if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
+			return err
+		}
+		defer r.removeDisk(path)
+		disks = []Disk{{Path: path, Mount: Workspace}}
+	}
+	if err := r.sb.Audit(Event{Event: EventLimits, Data: r.limitsEvent()}); err != nil {
+		return err
+	}
 	t = time.Now()
 	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx, r.sb.ID, shares)
+	m, err := r.o.Boot(ctx, Attach{ID: r.sb.ID, Shares: shares, Disks: disks})
 	if err != nil {
 		return fmt.Errorf("boot: %w", err)
 	}
@@ -421,6 +459,9 @@ func (r *runner) run(ctx context.Context) error {
 	t = time.Now()
 	r.progress(Progress{Step: StepCollect, Message: "collecting"})
 	if err := r.collect(ctx, tr, m, base, known); err != nil {
+		if r.killed.Load() {
+			return fmt.Errorf("collect: the guest did not end the command at its %s time limit, so the host stopped the VM: %w", r.o.Timeout, err)
+		}
 		return fmt.Errorf("collect: %w", err)
 	}
 	if staging != "" {
@@ -441,6 +482,69 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	return r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+}
+
+// Killer is an optional Machine capability: force the machine off at
+// once, whatever the guest does.
+type Killer interface {
+	Kill()
+}
+
+func (r *runner) killGrace() time.Duration {
+	if r.o.KillGrace > 0 {
+		return r.o.KillGrace
+	}
+	return DefaultKillGrace
+}
+
+// forceStop stops the machine without the guest's help, at the hard time
+// limit.
+func (r *runner) forceStop(m Machine) {
+	r.killed.Store(true)
+	r.log.Warn("time limit: the command did not end; stopping the VM", "sandbox", r.sb.ID, "timeout", r.o.Timeout)
+	_ = r.sb.Audit(Event{Event: EventStopped, Data: map[string]any{
+		"reason": fmt.Sprintf("the guest did not end the command at its %s time limit", r.o.Timeout)}})
+	if k, ok := m.(Killer); ok {
+		k.Kill()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = m.Shutdown(ctx)
+}
+
+// removeDisk records how much of the host's disk the workspace disk took
+// (never more than its size: it is the quota) and removes it; everything
+// in it is in the content store by now.
+func (r *runner) removeDisk(path string) {
+	if fi, err := os.Stat(path); err == nil {
+		_ = r.sb.Audit(Event{Event: EventDisk, Data: map[string]any{"size_bytes": fi.Size(), "allocated_bytes": allocated(fi)}})
+	}
+	if err := os.Remove(path); err != nil {
+		r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
+	}
+}
+
+// answers reports whether the guest still runs a trivial command.
+func answers(ctx context.Context, m Machine) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return m.Exec(ctx, "true", nil, io.Discard, io.Discard) == nil
+}
+
+// probeTimeout bounds answers.
+const probeTimeout = 15 * time.Second
+
+// limitsEvent is the audit record of the VM's limits and network mode.
+func (r *runner) limitsEvent() map[string]any {
+	ev := map[string]any{"network": NetworkNone, "disk_bytes": r.o.DiskSize, "timeout": r.o.Timeout.String()}
+	if r.o.OpenNetwork {
+		ev["network"], ev["unprotected"] = NetworkOpen, "the VM can reach any host directly: no proxy, no allow-list, no request log"
+	}
+	if r.o.Resources != nil {
+		ev["limits"] = r.o.Resources
+	}
+	return ev
 }
 
 // push carries the baseline to dest through tr (m is nil for the
@@ -507,6 +611,10 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
 		defer cancel()
+		// The guest ends the command when runCtx ends; a guest that does
+		// not (hung, or hostile) is stopped by the host.
+		hard := time.AfterFunc(r.o.Timeout+r.killGrace(), func() { r.forceStop(m) })
+		defer hard.Stop()
 	}
 	t := time.Now()
 	err = m.Run(runCtx, cmd)
@@ -520,6 +628,11 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	case runCtx.Err() != nil && ctx.Err() == nil:
 		timedOut, code = true, TimeoutExitCode
 		fmt.Fprintf(tr, "\nairlock: the command ran longer than %s and was killed; what it changed until then is collected\n", r.o.Timeout)
+		// client.Run gives up on a guest that does not confirm the kill:
+		// one that does not answer now either is stopped, not waited on.
+		if !r.killed.Load() && !answers(ctx, m) {
+			r.forceStop(m)
+		}
 	default:
 		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
 	}
@@ -578,7 +691,7 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 		pull = append(pull, manifest.Change{Kind: manifest.Added, Path: summary.Path, New: &summary})
 	}
 	if len(pull) > 0 {
-		if err := tr.Pull(ctx, m, Workspace, pull, r.s.objects, func(done, total int) {
+		if err := tr.Pull(ctx, m, Workspace, pull, r.s.objects, r.o.Limits, func(done, total int) {
 			r.progress(Progress{Step: StepCollect, Message: "pulling", Done: done, Total: total})
 		}); err != nil {
 			return err

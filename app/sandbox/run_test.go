@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func (localTransfer) Manifest(ctx context.Context, m Machine, dir string, _ tran
 	return transfer.Known{Manifest: gm}, err
 }
 
-func (localTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
+func (localTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, _ manifest.Limits, progress func(done, total int)) error {
 	root := m.(*localMachine).rewrite(dir)
 	for i, c := range changes {
 		if _, _, err := store.PutFile(filepath.Join(root, c.Path)); err != nil {
@@ -165,7 +166,7 @@ func runFake(t *testing.T, s *Store, project string, args ...string) (*RunResult
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh", Command: args,
 		Image: "minimal", Arch: "amd64",
-		Boot:     func(context.Context, string, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 		Stdout:   &out, Stderr: &out,
 		Progress: func(p Progress) { events = append(events, p) },
@@ -250,7 +251,7 @@ func TestRunPipeline(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, string(e.Event))
 	}
-	if got := strings.Join(kinds, " "); got != "created excluded snapshot booted pushed command exit collected" {
+	if got := strings.Join(kinds, " "); got != "created excluded snapshot limits booted pushed command exit collected" {
 		t.Errorf("audit events: %s", got)
 	}
 	if !strings.Contains(mustString(evs[1].Data), `"reason":"secret"`) {
@@ -267,7 +268,7 @@ func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"true"},
-		Boot: func(context.Context, string, []Share) (Machine, error) { return nil, errors.New("no hypervisor") },
+		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("no hypervisor") },
 	})
 	if err == nil || !strings.Contains(err.Error(), "no hypervisor") {
 		t.Fatalf("err %v", err)
@@ -442,7 +443,7 @@ func TestRunTimeout(t *testing.T) {
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: newProject(t), Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
 		Timeout:  300 * time.Millisecond,
-		Boot:     func(context.Context, string, []Share) (Machine, error) { return m, nil },
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
 		Transfer: localTransfer{},
 	})
 	if err != nil {
@@ -455,4 +456,61 @@ func TestRunTimeout(t *testing.T) {
 	if !bytes.Contains(tr, []byte("was killed")) {
 		t.Errorf("transcript does not say the command was killed: %q", tr)
 	}
+}
+
+// hungMachine is a guest that ignores the end of a command's context: its
+// Run returns only once the host kills the machine.
+type hungMachine struct {
+	*localMachine
+	killed chan struct{}
+	once   sync.Once
+}
+
+func (h *hungMachine) Run(ctx context.Context, c client.Command) error {
+	<-h.killed
+	return errors.New("connection lost")
+}
+
+func (h *hungMachine) Kill() { h.once.Do(func() { close(h.killed) }) }
+
+func TestRunHardTimeoutStopsTheVM(t *testing.T) {
+	s := newStore(t)
+	m := &hungMachine{localMachine: &localMachine{root: t.TempDir()}, killed: make(chan struct{})}
+	res, err := s.Run(context.Background(), RunOptions{
+		Project: newProject(t), Command: []string{"sleep", "30"},
+		Timeout: 100 * time.Millisecond, KillGrace: 100 * time.Millisecond,
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+		Transfer: hungTransfer{m},
+	})
+	if err == nil || !strings.Contains(err.Error(), "the host stopped the VM") {
+		t.Fatalf("run of a hung guest: %v; want the host to have stopped the VM", err)
+	}
+	select {
+	case <-m.killed:
+	default:
+		t.Error("the machine was not killed")
+	}
+	evs, _ := res.Sandbox.ReadAudit()
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, string(e.Event))
+	}
+	if got := strings.Join(kinds, " "); !strings.Contains(got, "command stopped exit failed") {
+		t.Errorf("audit events: %s; want command, stopped, exit, failed", got)
+	}
+}
+
+// hungTransfer fails to collect from a killed machine.
+type hungTransfer struct{ m *hungMachine }
+
+func (h hungTransfer) Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error) {
+	return localTransfer{}.Push(ctx, h.m.localMachine, dest, base, store, progress)
+}
+
+func (h hungTransfer) Manifest(context.Context, Machine, string, transfer.Known, manifest.Limits, []string) (transfer.Known, error) {
+	return transfer.Known{}, errors.New("machine is not running")
+}
+
+func (h hungTransfer) Pull(context.Context, Machine, string, []manifest.Change, *objects.Store, manifest.Limits, func(done, total int)) error {
+	return errors.New("machine is not running")
 }

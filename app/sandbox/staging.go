@@ -118,7 +118,7 @@ func (t stagingTransfer) Manifest(ctx context.Context, _ Machine, dir string, _ 
 // Pull stores the changed files of the staging directory into the
 // content store, each checked against the size and SHA-256 its manifest
 // entry declared.
-func (t stagingTransfer) Pull(ctx context.Context, _ Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
+func (t stagingTransfer) Pull(ctx context.Context, _ Machine, dir string, changes []manifest.Change, store *objects.Store, _ manifest.Limits, progress func(done, total int)) error {
 	if err := t.check(dir); err != nil {
 		return err
 	}

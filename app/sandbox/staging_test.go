@@ -48,7 +48,8 @@ func runMode(t *testing.T, s *Store, project string, mode SyncMode, script strin
 	res, err := s.Run(context.Background(), RunOptions{
 		Project: project, Script: []byte(script), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", Sync: mode,
-		Boot: func(_ context.Context, _ string, shares []Share) (Machine, error) {
+		Boot: func(_ context.Context, a Attach) (Machine, error) {
+			shares := a.Shares
 			got = shares
 			if len(shares) == 1 {
 				m.workspace = shares[0].HostPath
@@ -124,7 +125,7 @@ func TestRunVirtiofsMatchesCopy(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, string(e.Event))
 	}
-	if got := strings.Join(kinds, " "); got != "created excluded snapshot pushed booted command exit collected" {
+	if got := strings.Join(kinds, " "); got != "created excluded snapshot pushed limits booted command exit collected" {
 		t.Errorf("audit events: %s", got)
 	}
 }
@@ -330,27 +331,43 @@ func TestParseSyncMode(t *testing.T) {
 	}
 	s := newStore(t)
 	if _, err := s.Run(context.Background(), RunOptions{Project: t.TempDir(), Command: []string{"true"}, Sync: "nfs",
-		Boot: func(context.Context, string, []Share) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
+		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
 		t.Error("run with an unknown sync mode worked")
 	}
 }
 
 func TestMounted(t *testing.T) {
 	proc := "rootfs / rootfs rw 0 0\nworkspace /workspace virtiofs rw,nosuid,nodev,relatime 0 0\n"
-	if !mounted(proc, "workspace", "/workspace") {
+	if !mounted(proc, "workspace", "/workspace", "virtiofs") {
 		t.Error("not found")
 	}
-	if mounted(proc, "workspace", "/w") || mounted("workspace /workspace tmpfs rw 0 0\n", "workspace", "/workspace") {
+	if mounted(proc, "workspace", "/w", "virtiofs") || mounted("workspace /workspace tmpfs rw 0 0\n", "workspace", "/workspace", "virtiofs") {
 		t.Error("false positive")
 	}
 }
 
-func TestSharingBackendSpec(t *testing.T) {
-	b := sharingBackend{shares: []Share{{Share: vm.Share{Tag: "workspace", HostPath: "/s/staging"}, Mount: "/workspace"}}}
+func TestAttachingBackendSpec(t *testing.T) {
+	b := attachingBackend{attach: Attach{Shares: []Share{{Share: vm.Share{Tag: "workspace", HostPath: "/s/staging"}, Mount: "/workspace"}}}}
 	got := b.with(vm.Spec{Cmdline: "panic=-1 quiet"})
 	want := vm.Spec{Cmdline: "panic=-1 quiet airlock.virtiofs=workspace:/workspace",
 		Shares: []vm.Share{{Tag: "workspace", HostPath: "/s/staging"}}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+
+	// Disks follow the spec's own: here the image's root disk is vda.
+	b = attachingBackend{attach: Attach{Disks: []Disk{{Path: "/s/disk.img", Mount: "/workspace"}}}}
+	got = b.with(vm.Spec{Cmdline: "quiet", Disks: []vm.Disk{{Path: "/img/rootfs.img", ReadOnly: true}}})
+	want = vm.Spec{Cmdline: "quiet airlock.disk=vdb:/workspace",
+		Disks: []vm.Disk{{Path: "/img/rootfs.img", ReadOnly: true}, {Path: "/s/disk.img", Format: "raw"}}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("spec with a disk (-want +got):\n%s", diff)
+	}
+}
+
+func TestMountedExt4(t *testing.T) {
+	proc := "rootfs / rootfs rw 0 0\n/dev/vda /workspace ext4 rw,nosuid,nodev,relatime 0 0\n"
+	if !mounted(proc, "", "/workspace", "ext4") || mounted(proc, "", "/workspace", "virtiofs") {
+		t.Error("mounted(ext4) is wrong")
 	}
 }

@@ -26,8 +26,22 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
+
+// NetworkMode is a sandbox's network mode as recorded in sandbox.json.
+type NetworkMode string
+
+const (
+	// NetworkNone: no network device (the default).
+	NetworkNone NetworkMode = "none"
+	// NetworkOpen: an unprotected NAT network device (--open-network).
+	NetworkOpen NetworkMode = "open"
+)
+
+// Open reports whether the network was open (unprotected).
+func (n NetworkMode) Open() bool { return n == NetworkOpen }
 
 // Errors callers branch on.
 var (
@@ -105,6 +119,11 @@ type Meta struct {
 	Error string `json:"error,omitempty"`
 	// SyncMode is how the project reached the VM: SyncCopy or SyncVirtiofs.
 	SyncMode SyncMode `json:"sync_mode"`
+	// Network is NetworkOpen when the VM had an unprotected network
+	// device; NetworkNone (or empty, in older sandboxes) when it had none.
+	Network NetworkMode `json:"network,omitempty"`
+	// Limits are the limits the VM ran with, when they were recorded.
+	Limits *config.Limits `json:"limits,omitempty"`
 	// Baseline names the file holding the baseline manifest (in the
 	// sandbox directory); BaselineSHA256 is its hash.
 	Baseline       string `json:"baseline,omitempty"`

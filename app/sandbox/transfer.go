@@ -36,8 +36,8 @@ func (syncTransfer) Manifest(ctx context.Context, m Machine, dir string, since t
 	return transfer.RemoteManifest(ctx, m, dir, since, transfer.Options{Limits: limits, Excludes: excludes})
 }
 
-func (syncTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, progress func(done, total int)) error {
-	_, err := transfer.Pull(ctx, m, dir, changes, store, transfer.Options{Progress: func(p transfer.Progress) {
+func (syncTransfer) Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, limits manifest.Limits, progress func(done, total int)) error {
+	_, err := transfer.Pull(ctx, m, dir, changes, store, transfer.Options{Limits: limits, Progress: func(p transfer.Progress) {
 		if progress != nil {
 			progress(p.Files, p.FilesTotal)
 		}

@@ -20,8 +20,9 @@ import (
 // machine is powered off (by guest.RequestPowerOff, the power button, or
 // SIGTERM, SIGINT or SIGPWR sent to PID 1). It mounts the system file
 // systems, installs the busybox applets if needed, loads the kernel
-// modules of guest.ModulesOrder, mounts the virtio-fs shares the kernel
-// command line names (guest.VirtiofsArg), brings lo up, reaps zombies, and
+// modules of guest.ModulesOrder, mounts the virtio-fs shares and disks the
+// kernel command line names (guest.VirtiofsArg, guest.DiskArg), brings lo
+// up, configures the network device when asked to (guest.NetArg), reaps zombies, and
 // serves the link on vsock and on the virtio-serial port, whichever exist.
 //
 // On success it does not return: the machine powers off. It returns an
@@ -61,9 +62,9 @@ func Init(ctx context.Context) error {
 	// meanwhile (commands wait for them), modules for devices this machine
 	// lacks are not loaded at all, and the power button's are loaded once
 	// the first command runs.
-	commandsReady := make(chan struct{})
+	busyboxReady, commandsReady := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(commandsReady)
+		defer close(busyboxReady)
 		if err := installBusybox(reaper); err != nil {
 			log.Warn("busybox", "err", err)
 		}
@@ -77,6 +78,13 @@ func Init(ctx context.Context) error {
 	n := loadModules(now, presentVirtioDevices, log)
 	log.Info("modules loaded", "count", n)
 	mountShares(string(cmdline), log)
+	mountDisks(string(cmdline), log)
+	// The open network (if asked for) is up before the first command.
+	go func() {
+		defer close(commandsReady)
+		<-busyboxReady
+		configureNetwork(string(cmdline), reaper, log)
+	}()
 	if err := loopbackUp(); err != nil {
 		log.Warn("loopback", "err", err)
 	}

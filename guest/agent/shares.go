@@ -31,3 +31,51 @@ func shareMounts(cmdline string) (mounts []shareMount, bad []string) {
 	}
 	return mounts, bad
 }
+
+// diskMount is a block device PID 1 mounts: guest.DiskArg=Dev:Dir.
+type diskMount struct {
+	Dev, Dir string
+}
+
+// diskMounts reads the guest.DiskArg arguments of a kernel command line.
+// The device must be a plain name under /dev (vda, not /dev/vda or
+// ../vda); a malformed argument is returned in bad, for the log.
+func diskMounts(cmdline string) (mounts []diskMount, bad []string) {
+	for _, f := range strings.Fields(cmdline) {
+		v, ok := strings.CutPrefix(f, guest.DiskArg+"=")
+		if !ok {
+			continue
+		}
+		dev, dir, ok := strings.Cut(v, ":")
+		if !ok || !validDevName(dev) || dir == "" || !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
+			bad = append(bad, f)
+			continue
+		}
+		mounts = append(mounts, diskMount{Dev: dev, Dir: dir})
+	}
+	return mounts, bad
+}
+
+func validDevName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// netMode reads guest.NetArg from a kernel command line: "dhcp", or ""
+// when the argument is absent.
+func netMode(cmdline string) string {
+	mode := ""
+	for _, f := range strings.Fields(cmdline) {
+		if v, ok := strings.CutPrefix(f, guest.NetArg+"="); ok {
+			mode = v
+		}
+	}
+	return mode
+}

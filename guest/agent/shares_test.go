@@ -32,3 +32,33 @@ func TestShareMounts(t *testing.T) {
 		}
 	}
 }
+
+func TestDiskMounts(t *testing.T) {
+	tests := []struct {
+		cmdline string
+		want    []diskMount
+		bad     []string
+	}{
+		{cmdline: "console=ttyS0 airlock.virtiofs=w:/workspace"},
+		{cmdline: "airlock.disk=vda:/workspace airlock.debug", want: []diskMount{{Dev: "vda", Dir: "/workspace"}}},
+		{cmdline: "airlock.disk=/dev/vda:/w airlock.disk=../vda:/w airlock.disk=vda airlock.disk=vda:rel airlock.disk=vda:/ airlock.disk=:/w",
+			bad: []string{"airlock.disk=/dev/vda:/w", "airlock.disk=../vda:/w", "airlock.disk=vda", "airlock.disk=vda:rel", "airlock.disk=vda:/", "airlock.disk=:/w"}},
+	}
+	for _, tt := range tests {
+		got, bad := diskMounts(tt.cmdline)
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("diskMounts(%q) mounts (-want +got):\n%s", tt.cmdline, diff)
+		}
+		if diff := cmp.Diff(tt.bad, bad); diff != "" {
+			t.Errorf("diskMounts(%q) bad (-want +got):\n%s", tt.cmdline, diff)
+		}
+	}
+}
+
+func TestNetMode(t *testing.T) {
+	for cmdline, want := range map[string]string{"": "", "quiet airlock.net=dhcp": "dhcp", "airlock.netx=dhcp": ""} {
+		if got := netMode(cmdline); got != want {
+			t.Errorf("netMode(%q) = %q, want %q", cmdline, got, want)
+		}
+	}
+}

@@ -190,6 +190,14 @@ const virtioVsockID = 19
 
 var virtioModules = map[string]uint32{
 	"virtio_blk":                        2,
+	"ext4":                              2, // the workspace disk's file system, with its dependencies
+	"jbd2":                              2,
+	"mbcache":                           2,
+	"crc16":                             2,
+	"crc32c_generic":                    2,
+	"virtio_net":                        1,
+	"net_failover":                      1,
+	"failover":                          1,
 	"virtio_rng":                        4,
 	"9pnet_virtio":                      9,
 	"9p":                                9,

@@ -43,6 +43,9 @@ func cloudTree(t *testing.T) fstest.MapFS {
 		"drivers/virtio/virtio_mmio.ko":                      {"virtio", "virtio_ring"},
 		"drivers/char/virtio_console.ko":                     {"virtio", "virtio_ring"},
 		"drivers/block/virtio_blk.ko":                        {"virtio", "virtio_ring"},
+		"drivers/net/virtio_net.ko":                          {"net_failover", "virtio", "virtio_ring"},
+		"drivers/net/net_failover.ko":                        {"failover"},
+		"net/core/failover.ko":                               nil,
 		"drivers/char/hw_random/virtio-rng.ko":               {"virtio", "virtio_ring"},
 		"net/vmw_vsock/vsock.ko":                             nil,
 		"net/vmw_vsock/vmw_vsock_virtio_transport_common.ko": {"vsock"},
@@ -77,7 +80,7 @@ func TestResolveMinimalModules(t *testing.T) {
 	}
 	want := []string{
 		"virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
-		"virtio_console", "virtio_blk",
+		"virtio_console", "virtio_blk", "failover", "net_failover", "virtio_net",
 		"vsock", "vmw_vsock_virtio_transport_common", "vmw_vsock_virtio_transport",
 		"virtio_rng", "fuse", "virtiofs", "evdev", "button",
 	}
@@ -87,8 +90,8 @@ func TestResolveMinimalModules(t *testing.T) {
 	if diff := cmp.Diff([]string{"9pnet_virtio", "9p"}, sel.missing); diff != "" {
 		t.Errorf("missing (-want +got):\n%s", diff)
 	}
-	if len(sel.builtin) != 0 {
-		t.Errorf("builtin %v", sel.builtin)
+	if !slices.Equal(sel.builtin, []string{"ext4"}) {
+		t.Errorf("builtin %v, want ext4", sel.builtin)
 	}
 	checkOrder(t, sel.order)
 	// The file name has a dash, the module name an underscore.

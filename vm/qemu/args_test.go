@@ -67,6 +67,25 @@ func TestArgs(t *testing.T) {
 					"-device", "vhost-vsock-pci,guest-cid=42"}),
 		},
 		{
+			// What airlock run --open-network gives: NAT, and the sandbox's
+			// own raw disk for /workspace.
+			name: "amd64 tcg open network and workspace disk",
+			spec: vm.Spec{Name: "sb", Arch: vm.AMD64, Kernel: "/k", CPUs: 2, MemoryMiB: 2048, Network: vm.NetworkNAT, StateDir: "/s",
+				Cmdline: "airlock.net=dhcp airlock.disk=vda:/workspace", Disks: []vm.Disk{{Path: "/h/sandboxes/sb/disk.img", Format: "raw"}}},
+			host: tcg,
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
+				common("2", "2048"),
+				[]string{"-name", "guest=airlock-sb",
+					"-kernel", "/k", "-append", "console=ttyS0 airlock.net=dhcp airlock.disk=vda:/workspace",
+					"-chardev", "file,id=console,path=/s/console.log", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0",
+					"-device", "virtio-rng-pci",
+					"-drive", "if=none,id=disk0,format=raw,file=/h/sandboxes/sb/disk.img", "-device", "virtio-blk-pci,drive=disk0"},
+				serial),
+		},
+		{
 			name: "serial link asked for on a vsock host",
 			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", Link: vm.Link{Kind: vm.LinkSerial, SocketPath: "/run/l.sock"}},
 			host: Host{Accel: TCG, Arch: vm.AMD64, Vsock: true, CID: 9},

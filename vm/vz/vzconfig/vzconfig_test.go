@@ -85,6 +85,15 @@ func TestTranslate(t *testing.T) {
 			c.NAT, c.MACPath = true, "/run/m/vz-mac"
 		}},
 		{"network none", func(s *vm.Spec) { s.Network = vm.NetworkNone }, testHost, func(*Config) {}},
+		{"open network and a workspace disk, as airlock run gives them", func(s *vm.Spec) {
+			s.Network = vm.NetworkNAT
+			s.Cmdline += " airlock.net=dhcp airlock.disk=vda:/workspace"
+			s.Disks = []vm.Disk{{Path: "/sb/disk.img", Format: "raw"}}
+		}, testHost, func(c *Config) {
+			c.NAT, c.MACPath = true, "/run/m/vz-mac"
+			c.Cmdline = strings.Replace(c.Cmdline, " console=hvc0", " airlock.net=dhcp airlock.disk=vda:/workspace console=hvc0", 1)
+			c.Disks = []Disk{{Path: "/sb/disk.img", Caching: CachingCached, Sync: SyncFsync}}
+		}},
 		{"amd64 on an Intel Mac", func(s *vm.Spec) { s.Arch = vm.AMD64 }, Host{Arch: vm.AMD64}, func(*Config) {}},
 	}
 	for _, tt := range tests {

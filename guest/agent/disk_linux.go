@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/guest"
+)
+
+// mountDisks mounts the ext4 disks the kernel command line names
+// (guest.DiskArg), nosuid, nodev and noinit_itable. ext4 and its dependencies are loaded by then:
+// loadModules loads them when a virtio block device (ID 2) is present. A
+// disk that fails to mount is logged; the host checks the mount before it
+// pushes anything.
+func mountDisks(cmdline string, log *slog.Logger) {
+	mounts, bad := diskMounts(cmdline)
+	for _, b := range bad {
+		log.Warn("disk: ignored malformed kernel argument", "arg", b)
+	}
+	for _, m := range mounts {
+		if err := mountDisk(m); err != nil {
+			log.Warn("disk mount", "dev", m.Dev, "dir", m.Dir, "err", err)
+			continue
+		}
+		log.Info("disk mounted", "dev", m.Dev, "dir", m.Dir)
+	}
+}
+
+func mountDisk(m diskMount) error {
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return err
+	}
+	// noinit_itable: the host left the inode tables to read as zeros from
+	// the sparse image's holes; zeroing them would only fill the host's
+	// disk and take the guest's CPU.
+	if err := unix.Mount("/dev/"+m.Dev, m.Dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable"); err != nil {
+		return fmt.Errorf("mount /dev/%s: %w", m.Dev, err)
+	}
+	// mkfs leaves lost+found, which is not the project's: rmdir removes
+	// it only while it is empty.
+	if err := unix.Rmdir(filepath.Join(m.Dir, "lost+found")); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("remove lost+found: %w", err)
+	}
+	return nil
+}
+
+// udhcpcScript applies the lease busybox udhcpc obtained (it passes the
+// lease in the environment).
+const udhcpcScript = `#!/bin/sh
+case "$1" in
+deconfig)
+	ifconfig "$interface" 0.0.0.0 up
+	;;
+bound|renew)
+	ifconfig "$interface" "$ip" netmask "${subnet:-255.255.255.0}" up
+	if [ -n "$router" ]; then
+		for r in $router; do route add default gw "$r" dev "$interface" && break; done
+	fi
+	if [ -n "$dns" ]; then
+		: > /etc/resolv.conf
+		for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
+	fi
+	;;
+esac
+exit 0
+`
+
+// configureNetwork brings the machine's network device up as the kernel
+// command line says (guest.NetArg). Only open-network machines have a
+// network device; the busybox applets must be installed.
+func configureNetwork(cmdline string, r *Reaper, log *slog.Logger) {
+	mode := netMode(cmdline)
+	switch mode {
+	case "":
+		return
+	case guest.NetDHCP:
+	default:
+		log.Warn("network: unknown mode", "arg", guest.NetArg+"="+mode)
+		return
+	}
+	ifname, err := firstEthernet()
+	if err != nil {
+		log.Warn("network", "err", err)
+		return
+	}
+	if err := dhcp(r, ifname); err != nil {
+		log.Warn("network", "interface", ifname, "err", err)
+		return
+	}
+	log.Info("network configured", "interface", ifname, "mode", mode)
+}
+
+// firstEthernet is the first network interface other than lo.
+func firstEthernet() (string, error) {
+	ents, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return "", fmt.Errorf("list network interfaces: %w", err)
+	}
+	for _, e := range ents {
+		if e.Name() != "lo" {
+			return e.Name(), nil
+		}
+	}
+	return "", errors.New("no network interface (is the virtio_net module in the image?)")
+}
+
+// dhcp runs busybox's DHCP client once on ifname and applies the lease.
+func dhcp(r *Reaper, ifname string) error {
+	dir := "/run/airlock"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll("/etc", 0o755); err != nil {
+		return err
+	}
+	script := filepath.Join(dir, "udhcpc.script")
+	if err := os.WriteFile(script, []byte(udhcpcScript), 0o700); err != nil {
+		return err
+	}
+	out, err := os.CreateTemp(dir, "udhcpc.log")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	// -f: foreground; -q: exit once bound; -n: exit when no lease comes;
+	// -t/-T: 5 discovers, 1 s apart.
+	_, wait, err := r.Start("/bin/busybox", []string{"udhcpc", "-f", "-q", "-n", "-t", "5", "-T", "1", "-i", ifname, "-s", script},
+		&os.ProcAttr{Files: []*os.File{nil, out, out}})
+	if err != nil {
+		return fmt.Errorf("udhcpc: %w", err)
+	}
+	if ws := wait(); !ws.Exited() || ws.ExitStatus() != 0 {
+		b, _ := os.ReadFile(out.Name())
+		return fmt.Errorf("udhcpc: no lease (status %#x): %s", int(ws), strings.TrimSpace(string(b)))
+	}
+	return nil
+}
