@@ -129,9 +129,11 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		return err
 	}
 	errw := &syncWriter{w: e.stderr}
-	network, err := e.networkFor(h, "", &f.netFlags, false, errw)
-	if err != nil {
-		return err
+	var network *sandbox.Network // an open network has no proxy
+	if !eff.OpenNetwork {
+		if network, err = e.networkFor(h, "", &f.netFlags, false, errw); err != nil {
+			return err
+		}
 	}
 	backend, err := supervisedBackend(e, h)
 	if err != nil {
@@ -159,11 +161,15 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		_ = g.Shutdown(sctx)
 	}()
 
-	netEnv, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), network, filepath.Base(g.Dir), nil)
-	if err != nil {
-		return err
+	netEnv := map[string]string{}
+	if network != nil {
+		env, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), network, filepath.Base(g.Dir), nil)
+		if err != nil {
+			return err
+		}
+		defer stopNet()
+		netEnv = env
 	}
-	defer stopNet()
 	for k, v := range envMap {
 		netEnv[k] = v
 	}

@@ -160,9 +160,11 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 		return err
 	}
 	errw := &syncWriter{w: e.stderr}
-	network, err := e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw)
-	if err != nil {
-		return err
+	var network *sandbox.Network // an open network has no proxy
+	if !eff.OpenNetwork {
+		if network, err = e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw); err != nil {
+			return err
+		}
 	}
 	backend, err := supervisedBackend(e, h)
 	if err != nil {
