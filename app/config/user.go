@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/airlock-dev/airlock/app/egress"
 )
 
 // UserFileName is the user's configuration file, in UserDir.
@@ -96,7 +98,7 @@ func (u *User) defaults() {
 func (u User) Validate() error {
 	errs := []error{u.Limits.Validate(), u.Network.Validate()}
 	for k, v := range u.Secrets {
-		if !validEnvName(k) {
+		if !egress.ValidEnvName(k) {
 			errs = append(errs, fmt.Errorf("secrets: %q is not a valid name (letters, digits, _)", k))
 		}
 		if v == "" {
@@ -104,16 +106,4 @@ func (u User) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
 }

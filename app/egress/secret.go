@@ -66,7 +66,7 @@ func (s Secret) Validate() error {
 	if !validToken(s.Header) {
 		errs = append(errs, fmt.Errorf("header %q is not a valid header name", s.Header))
 	}
-	if !validEnvName(s.Name) {
+	if !ValidEnvName(s.Name) {
 		errs = append(errs, fmt.Errorf("env %q is not a valid environment variable name", s.Name))
 	}
 	if s.Value == "" {
@@ -93,7 +93,9 @@ func validToken(s string) bool {
 	return true
 }
 
-func validEnvName(s string) bool {
+// ValidEnvName reports whether s can name a secret: an environment
+// variable name (letters, digits and _, not starting with a digit).
+func ValidEnvName(s string) bool {
 	if s == "" || s[0] >= '0' && s[0] <= '9' {
 		return false
 	}
