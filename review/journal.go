@@ -2,12 +2,12 @@ package review
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 // JournalState is where an apply stands.
@@ -77,7 +77,7 @@ func (js journalStore) write(j *Journal) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(js.dir, journalFile, data)
+	return atomicfile.WriteFile(filepath.Join(js.dir, journalFile), data, 0o600)
 }
 
 func (js journalStore) setState(j *Journal, s JournalState) error {
@@ -98,7 +98,7 @@ func (js journalStore) put(data []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	return sum, writeFileSync(dir, sum, data)
+	return sum, atomicfile.WriteFile(filepath.Join(dir, sum), data, 0o600)
 }
 
 // get reads the object sum and checks its hash.
@@ -114,39 +114,4 @@ func (js journalStore) get(sum string) ([]byte, error) {
 		return nil, fmt.Errorf("backup %s is corrupt", sum)
 	}
 	return data, nil
-}
-
-// writeFileSync writes dir/name atomically and durably.
-func writeFileSync(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return err
-	}
-	return syncPath(dir)
-}
-
-func syncPath(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errSyncUnsupported) && !errors.Is(err, fs.ErrInvalid) {
-		return err
-	}
-	return nil
 }

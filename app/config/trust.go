@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 // TrustFileName is the trust store, in Airlock's home.
@@ -75,19 +77,7 @@ func (t Trust) Confirm(project, sha string) error {
 	if err := os.MkdirAll(filepath.Dir(t.Path), 0o700); err != nil {
 		return fmt.Errorf("write trust store: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(t.Path), ".trust-*")
-	if err != nil {
-		return fmt.Errorf("write trust store: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write trust store: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write trust store: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), t.Path); err != nil {
+	if err := atomicfile.WriteFile(t.Path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write trust store: %w", err)
 	}
 	return nil

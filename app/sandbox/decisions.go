@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -34,7 +35,7 @@ func (sb *Sandbox) Decisions() (review.Decisions, error) {
 
 // SaveDecisions stores d as the review in progress, atomically.
 func (sb *Sandbox) SaveDecisions(d review.Decisions) error {
-	if err := writeFileAtomic(sb.Path(ReviewFile), mustJSON(d), 0o600); err != nil {
+	if err := atomicfile.WriteFile(sb.Path(ReviewFile), mustJSON(d), 0o600); err != nil {
 		return fmt.Errorf("save the review of %s: %w", sb.ID, err)
 	}
 	return nil

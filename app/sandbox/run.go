@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -317,12 +318,12 @@ func (r *runner) run(ctx context.Context) error {
 	if err := base.Encode(&buf); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.sb.Path(BaselineFile), buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.WriteFile(r.sb.Path(BaselineFile), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("snapshot: store baseline: %w", err)
 	}
 	baseSum := sha256.Sum256(buf.Bytes())
 	if r.o.Script != nil {
-		if err := writeFileAtomic(r.sb.Path(ScriptFile), r.o.Script, 0o600); err != nil {
+		if err := atomicfile.WriteFile(r.sb.Path(ScriptFile), r.o.Script, 0o600); err != nil {
 			return fmt.Errorf("store script: %w", err)
 		}
 	}
@@ -675,7 +676,7 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 	if err := gm.Encode(&buf); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(r.sb.Path(GuestFile), buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.WriteFile(r.sb.Path(GuestFile), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("store guest manifest: %w", err)
 	}
 	changes := manifest.Diff(withoutMeta(base), withoutMeta(gm))
@@ -702,7 +703,7 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 		if err != nil {
 			return fmt.Errorf("read the agent's summary: %w", err)
 		}
-		if err := writeFileAtomic(r.sb.Path(SummaryFile), data, 0o600); err != nil {
+		if err := atomicfile.WriteFile(r.sb.Path(SummaryFile), data, 0o600); err != nil {
 			return fmt.Errorf("store the agent's summary: %w", err)
 		}
 		r.res.Summary = string(data)

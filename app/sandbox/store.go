@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
 
@@ -236,7 +237,7 @@ func (s *Store) Create(m Meta) (*Sandbox, error) {
 		if m.Status == "" {
 			m.Status = StatusCreated
 		}
-		if err := writeFileAtomic(filepath.Join(dir, metaFile), mustJSON(m), 0o600); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, metaFile), mustJSON(m), 0o600); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
@@ -399,7 +400,7 @@ func (sb *Sandbox) Update(change func(*Meta)) (Meta, error) {
 	}
 	change(&m)
 	m.Updated = sb.store.now().UTC()
-	if err := writeFileAtomic(sb.Path(metaFile), mustJSON(m), 0o600); err != nil {
+	if err := atomicfile.WriteFile(sb.Path(metaFile), mustJSON(m), 0o600); err != nil {
 		return m, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
 	return m, nil
@@ -453,40 +454,6 @@ func flock(path string) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it,
-// renames it over path and syncs the directory: a reader sees the old
-// content or the new, never a mix.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 func mustJSON(v any) []byte {

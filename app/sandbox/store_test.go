@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 func newStore(t *testing.T) *Store {
@@ -28,7 +30,7 @@ func mkSandbox(t *testing.T, s *Store, id string) *Sandbox {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, metaFile), mustJSON(Meta{ID: id, Status: StatusReady, Created: time.Now()}), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, metaFile), mustJSON(Meta{ID: id, Status: StatusReady, Created: time.Now()}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return &Sandbox{ID: id, Dir: dir, store: s}

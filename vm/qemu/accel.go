@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -197,19 +198,7 @@ func saveProbe(dir string, key probeCacheKey, res ProbeResult, now time.Time) er
 	if err != nil {
 		return fmt.Errorf("save kvm probe verdict: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".kvm-probe-*")
-	if err != nil {
-		return fmt.Errorf("save kvm probe verdict: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save kvm probe verdict: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save kvm probe verdict: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, key.file())); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, key.file()), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save kvm probe verdict: %w", err)
 	}
 	return nil

@@ -9,7 +9,8 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
+
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 // LoadOrCreate returns the contents of the file at path, first creating it
@@ -34,19 +35,7 @@ func LoadOrCreate(path string, create func() ([]byte, error)) ([]byte, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("create %s: nothing to write", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return data, nil
