@@ -365,7 +365,7 @@ func TestRunDiffApplyUndo(t *testing.T) {
 		}
 		kinds = append(kinds, string(ev.Event))
 	}
-	wantKinds := "created excluded snapshot booted pushed command exit collected decisions applied undone decisions applied"
+	wantKinds := "created excluded snapshot limits booted pushed command exit collected disk decisions applied undone decisions applied"
 	if strings.Join(kinds, " ") != wantKinds {
 		t.Errorf("audit events:\n %s\nwant\n %s", strings.Join(kinds, " "), wantKinds)
 	}
