@@ -241,48 +241,62 @@ echo done`
 }
 
 // TestHostileGuestHugeSparseFile: a 5 GB sparse file (next to links out
-// of the workspace) is over the caps, and is refused by its size alone. The run ends with a clear error,
-// the sandbox is kept, marked failed, for inspection, nothing is pulled
-// and nothing is written outside the project.
+// of the workspace) is over the caps: by default over the per-file cap
+// (1 GiB), refused by its size before the guest reads any of it; with the
+// per-file cap raised, over the cap on the total (4 GiB). Either way the
+// run ends with a clear error, the sandbox is kept, marked failed, for
+// inspection, nothing is pulled and nothing is written outside the
+// project.
 func TestHostileGuestHugeSparseFile(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home, outside, project, before := hostileSetup(t)
-	agent := `set -e; ln -s /etc etc-link; ln -s ../../ up-link; truncate -s 5G sparse.bin; ls -l sparse.bin`
-	resetPeakRSS()
-	start := time.Now()
-	code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--project", project, "--", "sh", "-c", agent)
-	t.Logf("run took %s, peak RSS %d MiB", time.Since(start).Round(time.Millisecond), peakRSS(t)>>20)
-	if code != ExitError {
-		t.Fatalf("run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitError, out, errOut)
-	}
-	sb, meta := onlySandbox(t, home)
-	// The guest refuses the file at its size, before reading any of it
-	// (the per-file cap, 1 GiB, is hit before the total, 4 GiB).
-	for _, s := range []string{`"sparse.bin": file is 5368709120 bytes, over the limit of 1073741824`, "kept for inspection: airlock logs " + meta.ID} {
-		if !strings.Contains(errOut, s) {
-			t.Errorf("the error does not say %q:\n%s", s, errOut)
-		}
-	}
-	if meta.Status != sandbox.StatusFailed || !strings.Contains(meta.Error, "over the limit") {
-		t.Errorf("sandbox: status %s, error %q; want failed, over the limit", meta.Status, meta.Error)
-	}
-	if _, err := os.Stat(sb.Path(sandbox.TranscriptFile)); err != nil {
-		t.Errorf("the sandbox was not kept for inspection: %v", err)
-	}
-	var objects int64
-	filepath.WalkDir(filepath.Join(home, "objects"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				objects += fi.Size()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string
+	}{
+		{"per-file cap", nil, []string{`"sparse.bin": file is 5368709120 bytes, over the limit of 1073741824`}},
+		{"total cap", []string{"--max-file-size", "8G"}, []string{"add up to 5368709", "over the limit of 4294967296"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home, outside, project, before := hostileSetup(t)
+			agent := `set -e; ln -s /etc etc-link; ln -s ../../ up-link; truncate -s 5G sparse.bin; ls -l sparse.bin`
+			resetPeakRSS()
+			start := time.Now()
+			args := append([]string{"run", "--arch", "amd64"}, tc.flags...)
+			args = append(args, "--project", project, "--", "sh", "-c", agent)
+			code, out, errOut := airlockCLI(t, home, args...)
+			t.Logf("run took %s, peak RSS %d MiB", time.Since(start).Round(time.Millisecond), peakRSS(t)>>20)
+			if code != ExitError {
+				t.Fatalf("run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitError, out, errOut)
 			}
-		}
-		return nil
-	})
-	if objects > 1<<20 {
-		t.Errorf("the content store holds %d bytes after a refused collect", objects)
+			sb, meta := onlySandbox(t, home)
+			for _, s := range append(tc.want, "kept for inspection: airlock logs "+meta.ID) {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("the error does not say %q:\n%s", s, errOut)
+				}
+			}
+			if meta.Status != sandbox.StatusFailed || !strings.Contains(meta.Error, "over the limit") {
+				t.Errorf("sandbox: status %s, error %q; want failed, over the limit", meta.Status, meta.Error)
+			}
+			if _, err := os.Stat(sb.Path(sandbox.TranscriptFile)); err != nil {
+				t.Errorf("the sandbox was not kept for inspection: %v", err)
+			}
+			var objects int64
+			filepath.WalkDir(filepath.Join(home, "objects"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					if fi, err := d.Info(); err == nil {
+						objects += fi.Size()
+					}
+				}
+				return nil
+			})
+			if objects > 1<<20 {
+				t.Errorf("the content store holds %d bytes after a refused collect", objects)
+			}
+			checkOutside(t, outside, project, before)
+			checkHomeLayout(t, home)
+		})
 	}
-	checkOutside(t, outside, project, before)
-	checkHomeLayout(t, home)
 }
 
 // TestHostileGuestManyFiles: 200,000 new files come back as a changeset
