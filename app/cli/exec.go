@@ -135,7 +135,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 			return err
 		}
 	}
-	backend, err := supervisedBackend(e, h)
+	backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
 	if err != nil {
 		return err
 	}

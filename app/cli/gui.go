@@ -81,7 +81,12 @@ review window of a sandbox, at --file PATH if given.`,
 			if err != nil {
 				return err
 			}
-			backend, err := supervisedBackend(e, h) // the app's VMs outlive a restart of the app
+			eff, err := e.resolveLimits("", &bootFlags{}, &limitFlags{})
+			if err != nil {
+				return err
+			}
+			// The app's VMs outlive a restart of the app, for the idle TTL.
+			backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
 			if err != nil {
 				return err
 			}

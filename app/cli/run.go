@@ -166,7 +166,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 			return err
 		}
 	}
-	backend, err := supervisedBackend(e, h)
+	backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,10 @@ import (
 )
 
 // supervisedBackend starts each VM under its own supervisor process: this
-// program's hidden vmhost command, running this OS's backend.
-func supervisedBackend(e *env, h string) (vm.Backend, error) {
+// program's hidden vmhost command, running this OS's backend. A VM left
+// without a client for idleTTL (its airlock died) is stopped; zero keeps
+// it until it is stopped.
+func supervisedBackend(e *env, h string, idleTTL time.Duration) (vm.Backend, error) {
 	hv, err := newBackend(e, h)
 	if err != nil {
 		return nil, err
@@ -31,7 +33,7 @@ func supervisedBackend(e *env, h string) (vm.Backend, error) {
 	return &vmhost.Backend{
 		Hypervisor: hv,
 		Command: func(dir string) *exec.Cmd {
-			return exec.Command(exe, "--home", h, "vmhost", dir)
+			return exec.Command(exe, "--home", h, "vmhost", "--idle-ttl", idleTTL.String(), dir)
 		},
 	}, nil
 }
@@ -39,7 +41,8 @@ func supervisedBackend(e *env, h string) (vm.Backend, error) {
 // newVMHostCmd is the supervisor of one VM (see app/vmhost). airlock starts
 // it itself, detached; people never do.
 func newVMHostCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var idleTTL time.Duration
+	cmd := &cobra.Command{
 		Use:    "vmhost DIR",
 		Short:  "Run the VM described in DIR/vmhost.json and serve its control and guest sockets",
 		Hidden: true,
@@ -54,9 +57,11 @@ func newVMHostCmd(e *env) *cobra.Command {
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(e.stderr, nil))
-			return vmhost.Supervise(cmd.Context(), args[0], backend, log)
+			return vmhost.Supervise(cmd.Context(), args[0], backend, idleTTL, log)
 		},
 	}
+	cmd.Flags().DurationVar(&idleTTL, "idle-ttl", 0, "stop the VM when no client has been connected for this long (0: never)")
+	return cmd
 }
 
 // runDir is the run directory of the VM named name (a sandbox ID, or the

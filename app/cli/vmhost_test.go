@@ -30,7 +30,7 @@ func TestSupervisedSandboxVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := supervisedBackend(&env{stderr: io.Discard, quiet: true}, home)
+	b, err := supervisedBackend(&env{stderr: io.Discard, quiet: true}, home, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

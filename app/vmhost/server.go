@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-dev/airlock/app/idle"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -47,6 +48,13 @@ type Config struct {
 	// and of the stop when Serve's context ends; zero means
 	// DefaultStopTimeout.
 	StopTimeout time.Duration
+	// IdleTTL, when positive, stops the machine once no client has had a
+	// connection open (control or guest socket) for that long: the
+	// airlock that started a VM keeps its wait request open while it
+	// lives, so this ends VMs whose client died. Zero: never.
+	IdleTTL time.Duration
+	// IdleClock is the idle timer's clock; nil means the system's.
+	IdleClock idle.Clock
 	// Ready, if set, is called once the machine has started and both
 	// sockets accept connections.
 	Ready func(Status)
@@ -65,6 +73,7 @@ type server struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]bool // open connections, to unblock at the end
+	idle  *idle.Timer       // nil without an IdleTTL
 	exit  error             // the machine's Wait result, once gone
 }
 
@@ -130,6 +139,14 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	})
+	if cfg.IdleTTL > 0 {
+		s.idle = idle.New(cfg.IdleTTL, cfg.IdleClock, func() {
+			log.Info("stopping the machine: no client for the idle TTL", "ttl", cfg.IdleTTL)
+			s.stop(context.WithoutCancel(ctx), cfg.StopTimeout)
+		})
+		s.idle.Start()
+		defer s.idle.Stop()
+	}
 	g.Go(func() error { return s.acceptLoop(control, &g, s.handleControl) })
 	g.Go(func() error { return s.acceptLoop(link, &g, s.handleGuest) })
 	log.Info("machine started", "name", cfg.Spec.Name, "link", m.LinkKind())
@@ -231,6 +248,7 @@ func (s *server) handleGuest(c net.Conn) {
 		return
 	}
 	defer s.untrack(c)
+	defer s.busy()()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -253,6 +271,16 @@ func (s *server) handleGuest(c net.Conn) {
 	splice(c, l)
 }
 
+// busy holds the idle timer while a client connection is open; call the
+// function it returns when the connection ends.
+func (s *server) busy() (end func()) {
+	if s.idle == nil {
+		return func() {}
+	}
+	end, _ = s.idle.Busy()
+	return end
+}
+
 // splice copies between a and b until either side ends, then closes both:
 // SSH, the one protocol on the link, never half-closes.
 func splice(a, b net.Conn) {
@@ -272,6 +300,7 @@ func (s *server) handleControl(c net.Conn) {
 		return
 	}
 	defer s.untrack(c)
+	defer s.busy()()
 	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	var req Request
 	if err := json.NewDecoder(c).Decode(&req); err != nil {
@@ -411,7 +440,7 @@ func killNow(m vm.Machine) {
 // DIR/vmhost.json, serves it on backend until the machine is gone, and
 // tells the process that spawned it (through the descriptor named by
 // $AIRLOCK_VMHOST_READY_FD) once the machine runs.
-func Supervise(ctx context.Context, dir string, backend vm.Backend, log *slog.Logger) error {
+func Supervise(ctx context.Context, dir string, backend vm.Backend, idleTTL time.Duration, log *slog.Logger) error {
 	data, err := os.ReadFile(filepath.Join(dir, SpecFile))
 	if err != nil {
 		return fmt.Errorf("read machine spec: %w", err)
@@ -432,7 +461,7 @@ func Supervise(ctx context.Context, dir string, backend vm.Backend, log *slog.Lo
 		syscall.CloseOnExec(n)
 	}
 	return Serve(ctx, Config{
-		Dir: dir, Backend: backend, Spec: spec, Logger: log,
+		Dir: dir, Backend: backend, Spec: spec, IdleTTL: idleTTL, Logger: log,
 		Ready: func(st Status) {
 			if ready == nil {
 				return

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/idle"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -298,4 +299,96 @@ func TestStaleSocketsAreRemoved(t *testing.T) {
 	}
 	f.powerOff(nil)
 	<-errc
+}
+
+// manualClock is an idle.Clock whose timers fire only when the test says;
+// armed tells of each timer set.
+type manualClock struct {
+	mu    sync.Mutex
+	f     func()
+	live  bool
+	armed chan struct{}
+}
+
+type manualTimer struct {
+	c *manualClock
+}
+
+func (c *manualClock) AfterFunc(_ time.Duration, f func()) idle.Stopper {
+	c.mu.Lock()
+	c.f, c.live = f, true
+	c.mu.Unlock()
+	c.armed <- struct{}{}
+	return manualTimer{c}
+}
+
+func (t manualTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.c.live
+	t.c.live = false
+	return was
+}
+
+// fire runs the armed timer's function, if one is armed.
+func (c *manualClock) fire() bool {
+	c.mu.Lock()
+	f, live := c.f, c.live
+	c.live = false
+	c.mu.Unlock()
+	if live {
+		f()
+	}
+	return live
+}
+
+// A supervisor with an idle TTL keeps its machine while a client is
+// connected, and stops it once the TTL passes with none (the airlock that
+// started it died).
+func TestIdleTTLStopsAnAbandonedMachine(t *testing.T) {
+	clock := &manualClock{armed: make(chan struct{}, 8)}
+	f := newFake()
+	dir := t.TempDir()
+	ready := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Serve(t.Context(), Config{Dir: dir, Backend: fakeBackend{f}, Spec: vm.Spec{Name: "fake"},
+			IdleTTL: time.Hour, IdleClock: clock, Ready: func(Status) { close(ready) }})
+	}()
+	<-ready
+	<-clock.armed // no client yet: the timer runs
+
+	c, err := Dial(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := c.DialLink(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The connection is served once it echoes.
+	conn.Write([]byte("x"))
+	io.ReadFull(conn, make([]byte, 1))
+	if clock.fire() {
+		t.Fatal("the idle timer was armed while a client was connected")
+	}
+	if f.State() != vm.StateRunning {
+		t.Fatalf("machine %s while a client is connected", f.State())
+	}
+
+	conn.Close()
+	// The last client is gone: the timer is armed again. (Signals from
+	// earlier, shorter connections may come first: fire the one that is
+	// live.)
+	for range clock.armed {
+		if clock.fire() {
+			break
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Serve after the idle TTL: %v, want a graceful stop", err)
+	}
+	if f.State() != vm.StateStopped {
+		t.Fatalf("machine %s after the idle TTL, want stopped", f.State())
+	}
 }

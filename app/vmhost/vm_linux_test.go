@@ -42,7 +42,7 @@ func superviseMain(dir string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := Supervise(ctx, dir, hypervisor(), log); err != nil {
+	if err := Supervise(ctx, dir, hypervisor(), 0, log); err != nil {
 		log.Error("supervise", "err", err)
 		return 1
 	}
