@@ -21,10 +21,14 @@ type State struct {
 	ID       string
 	Manifest *Manifest
 	Cache    *HashCache
+	// Skipped is what the walk that made Manifest left out for the user
+	// to hear of (the reasons Noteworthy keeps, not capped), so that a
+	// Rewalk can report it again.
+	Skipped []Exclusion
 }
 
 // stateMagic starts a state file; the digit is the format version.
-const stateMagic = "airlock-manifest-state 2\n"
+const stateMagic = "airlock-manifest-state 3\n"
 
 // errState: a state file that is not one, or is cut short.
 var errState = errors.New("not a manifest state file")
@@ -71,7 +75,9 @@ func ReadStateFile(path string) (*State, error) {
 // The binary form, after stateMagic: the ID and the entry count, then per
 // entry its path, type, mode, and by type the size and hex SHA-256 (files) or
 // the target (symlinks), then for files whether the cache holds their stat
-// data, and that data. Strings are length-prefixed, numbers varints.
+// data, and that data; then the count of Skipped and per exclusion its
+// path, whether it is a directory, reason and rule. Strings are
+// length-prefixed, numbers varints.
 const (
 	tagFile    = 'f'
 	tagDir     = 'd'
@@ -127,6 +133,17 @@ func (s *State) encode(w *bufio.Writer) error {
 			return err
 		}
 		buf = buf[:0]
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(s.Skipped)))
+	for _, x := range s.Skipped {
+		buf = appendString(buf, x.Path)
+		if x.Dir {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = appendString(buf, string(x.Reason))
+		buf = appendString(buf, x.Rule)
 	}
 	_, err := w.Write(buf)
 	return err
@@ -240,6 +257,17 @@ func decodeState(data string) (*State, error) {
 		}
 		s.Manifest.Entries = append(s.Manifest.Entries, e)
 	}
+	n = r.uvarint()
+	if r.err || n > uint64(len(data)) {
+		return nil, errState
+	}
+	for range n {
+		x := Exclusion{Path: r.string(), Dir: r.byte() == 1, Reason: Reason(r.string()), Rule: r.string()}
+		if r.err {
+			return nil, errState
+		}
+		s.Skipped = append(s.Skipped, x)
+	}
 	if r.off != len(data) {
 		return nil, errState
 	}
@@ -254,22 +282,32 @@ func decodeState(data string) (*State, error) {
 // by Walk. It reads no content, follows no link, and replaces what c
 // held.
 func (c *HashCache) Seed(ctx context.Context, root string, m *Manifest) error {
+	_, err := c.SeedExact(ctx, root, m)
+	return err
+}
+
+// SeedExact is Seed, and reports whether every file of m was found under
+// root as a regular file of m's size (the tree is, as far as stat data
+// tells, what m says).
+func (c *HashCache) SeedExact(ctx context.Context, root string, m *Manifest) (bool, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("seed hash cache: %w", err)
+		return false, fmt.Errorf("seed hash cache: %w", err)
 	}
 	defer r.Close()
 	start := c.clock()
 	files := make(map[string]cachedFile)
+	exact := true
 	for _, e := range m.Entries {
 		if e.Type != File {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("seed hash cache: %w", err)
+			return false, fmt.Errorf("seed hash cache: %w", err)
 		}
 		info, err := r.Lstat(e.Path)
 		if err != nil || !info.Mode().IsRegular() || info.Size() != e.Size {
+			exact = false
 			continue // the next walk hashes it
 		}
 		if st, ok := statOf(info); ok {
@@ -277,5 +315,5 @@ func (c *HashCache) Seed(ctx context.Context, root string, m *Manifest) error {
 		}
 	}
 	c.replace(files, start)
-	return nil
+	return exact, nil
 }
