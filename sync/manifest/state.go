@@ -25,6 +25,10 @@ type State struct {
 	// to hear of (the reasons Noteworthy keeps, not capped), so that a
 	// Rewalk can report it again.
 	Skipped []Exclusion
+	// Rules names the rules of the walk that made Manifest (the caller's
+	// fingerprint of its WalkOptions), "" for a manifest a seed vouched
+	// for: a Rewalk from it is only right under the same rules.
+	Rules string
 }
 
 // stateMagic starts a state file; the digit is the format version.
@@ -72,7 +76,7 @@ func ReadStateFile(path string) (*State, error) {
 	return s, nil
 }
 
-// The binary form, after stateMagic: the ID and the entry count, then per
+// The binary form, after stateMagic: the ID, the rules and the entry count, then per
 // entry its path, type, mode, and by type the size and hex SHA-256 (files) or
 // the target (symlinks), then for files whether the cache holds their stat
 // data, and that data; then the count of Skipped and per exclusion its
@@ -94,6 +98,7 @@ func (s *State) encode(w *bufio.Writer) error {
 	buf := make([]byte, 0, 512)
 	buf = append(buf, stateMagic...)
 	buf = appendString(buf, s.ID)
+	buf = appendString(buf, s.Rules)
 	buf = binary.AppendUvarint(buf, uint64(len(s.Manifest.Entries)))
 	for _, e := range s.Manifest.Entries {
 		buf = appendString(buf, e.Path)
@@ -221,11 +226,12 @@ func decodeState(data string) (*State, error) {
 	}
 	r := &stateReader{data: data, off: len(stateMagic)}
 	id := r.string()
+	rules := r.string()
 	n := r.uvarint()
 	if r.err || n > uint64(len(data)) { // every entry takes bytes
 		return nil, errState
 	}
-	s := &State{ID: id, Manifest: &Manifest{Entries: make([]Entry, 0, n)}, Cache: &HashCache{files: make(map[string]cachedFile, n)}}
+	s := &State{ID: id, Rules: rules, Manifest: &Manifest{Entries: make([]Entry, 0, n)}, Cache: &HashCache{files: make(map[string]cachedFile, n)}}
 	for range n {
 		e := Entry{Path: r.string()}
 		tag := r.byte()
