@@ -159,15 +159,19 @@ func Rewalk(ctx context.Context, root string, prev *Manifest, prevExcluded []Exc
 }
 
 // RulesTouched reports whether a touched path can change the rules of
-// the walk for paths it does not cover: a .gitignore file, or
-// .git/info/exclude (or a directory holding it). The caller of Rewalk
-// must walk the whole tree then.
-func RulesTouched(t Touched) bool {
-	switch t.Path {
-	case ".git", ".git/info", ".git/info/exclude":
-		return true
+// the walk for paths that are not touched, and returns the first: a
+// .gitignore file, or .git/info/exclude (or a directory holding it). A
+// .gitignore in a directory touched whole (new, moved) changes nothing
+// else. The caller of Rewalk must walk the whole tree then.
+func RulesTouched(touched []Touched) (string, bool) {
+	for _, t := range normalizeTouched(touched) {
+		switch {
+		case t.Path == "", t.Path == ".git", t.Path == ".git/info", t.Path == ".git/info/exclude",
+			path.Base(t.Path) == ".gitignore":
+			return t.Path, true
+		}
 	}
-	return path.Base(t.Path) == ".gitignore"
+	return "", false
 }
 
 // normalizeTouched sorts touched paths, merges duplicates and drops those

@@ -113,6 +113,9 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	if since.ID != "" && since.Manifest != nil {
 		args = append(args, "--since", since.ID)
 	}
+	if opts.FullWalk {
+		args = append(args, "--full")
+	}
 	args = append(args, "--", dir)
 
 	ctx, cancel := context.WithCancel(ctx)

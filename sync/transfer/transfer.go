@@ -84,6 +84,10 @@ type Options struct {
 	AgentPath string
 	// Logger receives debug messages; nil discards them.
 	Logger *slog.Logger
+	// FullWalk makes RemoteManifest's guest walk the whole tree even when
+	// its watcher knows which paths changed (see Watch for what it cannot
+	// know).
+	FullWalk bool
 }
 
 func (o Options) agent() string {

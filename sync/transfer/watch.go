@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -59,6 +60,13 @@ func watchSocket(stateFile string) string { return stateFile + ".sock" }
 // askWatcher sends one request to the watcher at socket and decodes its
 // answer.
 func askWatcher(ctx context.Context, socket, request string) (*watchAnswer, error) {
+	return askWatcherWait(ctx, socket, request, false)
+}
+
+// askWatcherWait is askWatcher; with untilClosed it then waits, within
+// the answer's deadline, for the watcher to close the connection (on
+// "stop", when its process exits).
+func askWatcherWait(ctx context.Context, socket, request string, untilClosed bool) (*watchAnswer, error) {
 	d := net.Dialer{Timeout: watchDialTimeout}
 	c, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
@@ -72,9 +80,13 @@ func askWatcher(ctx context.Context, socket, request string) (*watchAnswer, erro
 		return nil, fmt.Errorf("ask the watcher: %w", err)
 	}
 	c.SetReadDeadline(time.Now().Add(watchAnswerTimeout))
-	line, err := bufio.NewReaderSize(c, 64<<10).ReadBytes('\n')
+	br := bufio.NewReaderSize(c, 64<<10)
+	line, err := br.ReadBytes('\n')
 	if err != nil {
 		return nil, fmt.Errorf("ask the watcher: %w", err)
+	}
+	if untilClosed {
+		io.Copy(io.Discard, br)
 	}
 	var a watchAnswer
 	if err := json.Unmarshal(line, &a); err != nil {
@@ -105,10 +117,10 @@ func takeTouched(ctx context.Context, stateFile, since, next string) ([]manifest
 		if !relativeClean(t.Path) {
 			return nil, fmt.Errorf("%w: the watcher named %q", errNoTouched, t.Path)
 		}
-		if manifest.RulesTouched(manifest.Touched{Path: t.Path}) {
-			return nil, fmt.Errorf("%w: %s changed", errNoTouched, t.Path)
-		}
 		out = append(out, manifest.Touched{Path: t.Path, Subtree: t.Subtree})
+	}
+	if p, ok := manifest.RulesTouched(out); ok {
+		return nil, fmt.Errorf("%w: %s changed", errNoTouched, p)
 	}
 	return out, nil
 }
@@ -130,7 +142,7 @@ func relativeClean(p string) bool {
 // stopWatcher asks the watcher of the state file, if there is one, to
 // exit, and waits for its answer (it removes its socket first).
 func stopWatcher(ctx context.Context, stateFile string) error {
-	_, err := askWatcher(ctx, watchSocket(stateFile), "stop")
+	_, err := askWatcherWait(ctx, watchSocket(stateFile), "stop", true)
 	return err
 }
 

@@ -130,11 +130,12 @@ func Watch(ctx context.Context, dir string, o WatchOptions) error {
 			if err != nil {
 				continue // the client went away; keep serving
 			}
-			done := w.serve(nfd)
-			unix.Close(nfd)
-			if done {
+			if w.serve(nfd) {
+				// The connection stays open until the process exits: the
+				// client's read of its end tells it the watcher is gone.
 				return nil
 			}
+			unix.Close(nfd)
 		}
 	}
 }
@@ -287,7 +288,7 @@ func (w *watcher) serve(fd int) bool {
 	tv := unix.NsecToTimeval(int64(time.Second))
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
-	f := os.NewFile(uintptr(fd), "watch-conn")
+	f := os.NewFile(uintptr(fd), "watch-conn") // not closed: the caller owns fd
 	line, err := bufio.NewReader(io.LimitReader(f, 1024)).ReadString('\n')
 	if err != nil {
 		return false
