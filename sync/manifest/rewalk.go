@@ -272,28 +272,30 @@ func (rw *rewalker) ignoresFor(dir string) ([]ignorePattern, error) {
 	return ig, nil
 }
 
-// prevRange returns the index of p in prev (lo == hi when absent) and
-// the end of p's subtree.
-func (rw *rewalker) prevRange(p string) (lo, hi, end int) {
+// prevRange returns the index range of p in prev (lo == hi when absent)
+// and that of the entries under p: between them may sort other paths
+// ("a-b" sorts between "a" and "a/b").
+func (rw *rewalker) prevRange(p string) (entry, below dropRange) {
 	es := rw.prev.Entries
 	cmp := func(e Entry, p string) int { return strings.Compare(e.Path, p) }
 	lo, found := slices.BinarySearchFunc(es, p, cmp)
-	hi = lo
+	entry = dropRange{lo, lo}
 	if found {
-		hi = lo + 1
+		entry.hi = lo + 1
 	}
 	// Paths under p sort from p+"/" up to p+"0" ('/'+1).
-	end, _ = slices.BinarySearchFunc(es, p+"0", cmp)
-	return lo, hi, max(end, hi)
+	below.lo, _ = slices.BinarySearchFunc(es, p+"/", cmp)
+	below.hi, _ = slices.BinarySearchFunc(es, p+"0", cmp)
+	return entry, below
 }
 
 // touch looks at one touched path and returns the ranges of prev it
 // replaces; what it finds is merged into the walker.
 func (rw *rewalker) touch(t Touched) ([]dropRange, error) {
 	rw.replaced[t.Path] = true // unless it turns out to be a directory that stays
-	lo, hi, end := rw.prevRange(t.Path)
-	all := []dropRange{{lo, end}} // the entry and everything below it
-	wasDir := hi > lo && rw.prev.Entries[lo].Type == Dir
+	entry, below := rw.prevRange(t.Path)
+	all := []dropRange{entry, below} // the entry and everything below it
+	wasDir := entry.hi > entry.lo && rw.prev.Entries[entry.lo].Type == Dir
 	parent, base := parentOf(t.Path), path.Base(t.Path)
 	rw.included[t.Path] = false
 	if !rw.isIncluded(parent) {
@@ -338,7 +340,7 @@ func (rw *rewalker) touch(t Touched) ([]dropRange, error) {
 	if !t.Subtree && wasDir {
 		rw.replaced[t.Path] = false
 		sub.Close()
-		return []dropRange{{lo, hi}}, nil // its entries are as they were, unless touched
+		return []dropRange{entry}, nil // its entries are as they were, unless touched
 	}
 	defer sub.Close()
 	if err := rw.w.walkDir(t.Path, sub, ignores); err != nil {
