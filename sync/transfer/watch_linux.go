@@ -271,10 +271,15 @@ func (w *watcher) event(wd int32, mask uint32, name string) {
 	}
 	p := join(dir, name)
 	isDir := mask&unix.IN_ISDIR != 0
+	// Below a directory touched whole, only new directories need a watch.
+	whole := w.touched[dir] && dir != ""
 	switch {
 	case isDir && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-		w.touch(p, true)
+		if !whole {
+			w.touch(p, true)
+		}
 		w.addTree(p)
+	case whole:
 	case isDir && mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 		w.touch(p, true)
 	default:
