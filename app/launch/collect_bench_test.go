@@ -71,13 +71,18 @@ func genCollectTree(b testing.TB, dir string) {
 //
 //   - guest-collect: what the pipeline does. Before the command, the host
 //     seeds the guest with the manifest it pushed (transfer.Seed, outside
-//     the timer: here the tree is written in the guest by a shell loop,
-//     since pushing 100k files under TCG takes minutes, and an identical
-//     tree on the host gives the manifest). Timed: transfer.RemoteManifest
-//     (the guest walks /workspace reading only files whose stat data
-//     changed and answers with the delta), manifest.Diff against the
-//     baseline on the host, and transfer.Pull of the 10 changed files into
-//     a fresh content store.
+//     the timer, reported as seed-ms: the guest starts its watcher, which
+//     watches every directory, and records the stat data; here the tree is
+//     written in the guest by a shell loop, since pushing 100k files under
+//     TCG takes minutes, and an identical tree on the host gives the
+//     manifest); then the edits are made (the command). Timed:
+//     transfer.RemoteManifest (the guest looks only at the paths its
+//     watcher saw touched and answers with the delta), manifest.Diff
+//     against the baseline on the host, and transfer.Pull of the 10
+//     changed files into a fresh content store.
+//   - guest-collect-full: the same with transfer.Options.FullWalk: the
+//     guest walks the whole tree, reading only files whose stat data
+//     changed (what collect did before the watcher).
 //   - guest-git-status: `git status --porcelain` in the same guest on the
 //     same tree, its index committed and refreshed (git's stat cache
 //     warm). The minimal image has no git, so the host's git and the
@@ -179,12 +184,15 @@ func BenchmarkCollect(b *testing.B) {
 	seed(b)
 	b.Logf("guest: seeded in %s", time.Since(start).Round(time.Millisecond))
 
-	// The command's edits, in both trees.
-	edit := "set -e; cd /workspace; touch /tmp/collect-stamp; sleep 1"
-	for _, p := range changed {
+	// The command's edits, in both trees. In the guest they are undone
+	// and made again around each seed (the seed vouches for the baseline,
+	// and its watcher must see the command's changes).
+	edit, undo := "set -e; cd /workspace", "set -e; cd /workspace"
+	for k, p := range changed {
 		edit += "; echo changed >> " + p
+		undo += fmt.Sprintf("; echo 'file %d/%d' > %s", k*collectDirs/collectChanged, k*7, p)
 	}
-	exec1(edit)
+	exec1("touch /tmp/collect-stamp; sleep 1; " + edit)
 	if guestGit != "" {
 		exec1("cd /workspace && " + guestGit + " status --porcelain >/dev/null") // refreshes the index
 	}
@@ -221,12 +229,16 @@ func BenchmarkCollect(b *testing.B) {
 		return s
 	}
 
-	b.Run("guest-collect", func(b *testing.B) {
-		var tManifest, tDiff, tPull time.Duration
+	guestCollect := func(b *testing.B, opts transfer.Options) {
+		var tManifest, tDiff, tPull, tSeed time.Duration
 		for b.Loop() {
 			store := freshStore(b)
 			b.StopTimer()
+			exec1(undo)
+			ts := time.Now()
 			known := seed(b) // as after the push: the guest knows the baseline
+			tSeed += time.Since(ts)
+			exec1(edit) // the command
 			b.StartTimer()
 			t0 := time.Now()
 			after, err := transfer.RemoteManifest(ctx, r, "/workspace", known, opts)
@@ -253,7 +265,17 @@ func BenchmarkCollect(b *testing.B) {
 		b.ReportMetric(float64(tManifest.Milliseconds())/n, "manifest-ms/op")
 		b.ReportMetric(float64(tDiff.Milliseconds())/n, "diff-ms/op")
 		b.ReportMetric(float64(tPull.Milliseconds())/n, "pull-ms/op")
+		b.ReportMetric(float64(tSeed.Milliseconds())/n, "seed-ms/op")
+	}
+	b.Run("guest-collect", func(b *testing.B) { guestCollect(b, opts) })
+	b.Run("guest-collect-full", func(b *testing.B) {
+		o := opts
+		o.FullWalk = true // what the watcher saves: a whole walk with the stat cache
+		guestCollect(b, o)
 	})
+	if guestGit != "" {
+		exec1("cd /workspace && " + guestGit + " status --porcelain >/dev/null") // refreshes the index after the redone edits
+	}
 	if guestGit != "" {
 		b.Run("guest-git-status", func(b *testing.B) {
 			for b.Loop() {

@@ -80,3 +80,23 @@ func (c *HashCache) replace(files map[string]cachedFile, start time.Time) {
 	defer c.mu.Unlock()
 	c.files = files
 }
+
+// update forgets the files at gone and remembers files, recorded by a
+// walk of part of the tree that started at start, leaving out the
+// racily clean ones; what else the cache holds stays.
+func (c *HashCache) update(gone []string, files map[string]cachedFile, start time.Time) {
+	limit := start.Add(-racyWindow).UnixNano()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil {
+		c.files = make(map[string]cachedFile, len(files))
+	}
+	for _, p := range gone {
+		delete(c.files, p)
+	}
+	for p, f := range files {
+		if f.stat.mtime < limit && f.stat.ctime < limit {
+			c.files[p] = f
+		}
+	}
+}

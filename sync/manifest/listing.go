@@ -38,12 +38,7 @@ const maxRuleLen = 256
 // invalid names), at most MaxSkipped, with rules cut to a bounded length.
 func Noteworthy(excluded []Exclusion) []Exclusion {
 	var out []Exclusion
-	for _, x := range excluded {
-		switch x.Reason {
-		case ReasonSpecial, ReasonUnreadable, ReasonInvalidName:
-		default:
-			continue
-		}
+	for _, x := range NoteworthyAll(excluded) {
 		if len(out) == MaxSkipped {
 			break
 		}
@@ -51,6 +46,19 @@ func Noteworthy(excluded []Exclusion) []Exclusion {
 			x.Rule = x.Rule[:maxRuleLen]
 		}
 		out = append(out, x)
+	}
+	return out
+}
+
+// NoteworthyAll returns the exclusions Noteworthy picks, all of them and
+// unchanged: what a State keeps.
+func NoteworthyAll(excluded []Exclusion) []Exclusion {
+	var out []Exclusion
+	for _, x := range excluded {
+		switch x.Reason {
+		case ReasonSpecial, ReasonUnreadable, ReasonInvalidName:
+			out = append(out, x)
+		}
 	}
 	return out
 }

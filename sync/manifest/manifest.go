@@ -3,7 +3,8 @@
 // target), the walk that builds a Manifest from a real directory honouring
 // .gitignore files, airlock.toml excludes and Airlock's secret deny-list
 // (with an optional HashCache so that a later walk reads only the files
-// whose stat data changed), and the Diff of two manifests (added,
+// whose stat data changed, and Rewalk, which looks only at paths known to
+// have been touched), and the Diff of two manifests (added,
 // modified, deleted, mode-changed, type-changed, renamed by content).
 //
 // It knows nothing of VMs, the guest, review or the GUI: it must not import

@@ -21,16 +21,27 @@ type State struct {
 	ID       string
 	Manifest *Manifest
 	Cache    *HashCache
+	// Skipped is what the walk that made Manifest left out for the user
+	// to hear of (the reasons Noteworthy keeps, not capped), so that a
+	// Rewalk can report it again.
+	Skipped []Exclusion
+	// Rules names the rules of the walk that made Manifest (the caller's
+	// fingerprint of its WalkOptions), "" for a manifest a seed vouched
+	// for: a Rewalk from it is only right under the same rules.
+	Rules string
 }
 
 // stateMagic starts a state file; the digit is the format version.
-const stateMagic = "airlock-manifest-state 2\n"
+const stateMagic = "airlock-manifest-state 3\n"
 
 // errState: a state file that is not one, or is cut short.
 var errState = errors.New("not a manifest state file")
 
 // WriteStateFile writes s to path atomically (a temporary file in the same
 // directory, then rename), readable by its owner only.
+// Unlike internal/atomicfile it streams the encoding and does not fsync:
+// the guest keeps its states in memory (/run), they die with the VM, and
+// a state of 100,000 entries is not worth a second copy in memory.
 func WriteStateFile(path string, s *State) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".state-*")
 	if err != nil {
@@ -68,10 +79,12 @@ func ReadStateFile(path string) (*State, error) {
 	return s, nil
 }
 
-// The binary form, after stateMagic: the ID and the entry count, then per
+// The binary form, after stateMagic: the ID, the rules and the entry count, then per
 // entry its path, type, mode, and by type the size and hex SHA-256 (files) or
 // the target (symlinks), then for files whether the cache holds their stat
-// data, and that data. Strings are length-prefixed, numbers varints.
+// data, and that data; then the count of Skipped and per exclusion its
+// path, whether it is a directory, reason and rule. Strings are
+// length-prefixed, numbers varints.
 const (
 	tagFile    = 'f'
 	tagDir     = 'd'
@@ -88,6 +101,7 @@ func (s *State) encode(w *bufio.Writer) error {
 	buf := make([]byte, 0, 512)
 	buf = append(buf, stateMagic...)
 	buf = appendString(buf, s.ID)
+	buf = appendString(buf, s.Rules)
 	buf = binary.AppendUvarint(buf, uint64(len(s.Manifest.Entries)))
 	for _, e := range s.Manifest.Entries {
 		buf = appendString(buf, e.Path)
@@ -127,6 +141,17 @@ func (s *State) encode(w *bufio.Writer) error {
 			return err
 		}
 		buf = buf[:0]
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(s.Skipped)))
+	for _, x := range s.Skipped {
+		buf = appendString(buf, x.Path)
+		if x.Dir {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = appendString(buf, string(x.Reason))
+		buf = appendString(buf, x.Rule)
 	}
 	_, err := w.Write(buf)
 	return err
@@ -204,11 +229,12 @@ func decodeState(data string) (*State, error) {
 	}
 	r := &stateReader{data: data, off: len(stateMagic)}
 	id := r.string()
+	rules := r.string()
 	n := r.uvarint()
 	if r.err || n > uint64(len(data)) { // every entry takes bytes
 		return nil, errState
 	}
-	s := &State{ID: id, Manifest: &Manifest{Entries: make([]Entry, 0, n)}, Cache: &HashCache{files: make(map[string]cachedFile, n)}}
+	s := &State{ID: id, Rules: rules, Manifest: &Manifest{Entries: make([]Entry, 0, n)}, Cache: &HashCache{files: make(map[string]cachedFile, n)}}
 	for range n {
 		e := Entry{Path: r.string()}
 		tag := r.byte()
@@ -240,6 +266,17 @@ func decodeState(data string) (*State, error) {
 		}
 		s.Manifest.Entries = append(s.Manifest.Entries, e)
 	}
+	n = r.uvarint()
+	if r.err || n > uint64(len(data)) {
+		return nil, errState
+	}
+	for range n {
+		x := Exclusion{Path: r.string(), Dir: r.byte() == 1, Reason: Reason(r.string()), Rule: r.string()}
+		if r.err {
+			return nil, errState
+		}
+		s.Skipped = append(s.Skipped, x)
+	}
 	if r.off != len(data) {
 		return nil, errState
 	}
@@ -254,22 +291,32 @@ func decodeState(data string) (*State, error) {
 // by Walk. It reads no content, follows no link, and replaces what c
 // held.
 func (c *HashCache) Seed(ctx context.Context, root string, m *Manifest) error {
+	_, err := c.SeedExact(ctx, root, m)
+	return err
+}
+
+// SeedExact is Seed, and reports whether every file of m was found under
+// root as a regular file of m's size (the tree is, as far as stat data
+// tells, what m says).
+func (c *HashCache) SeedExact(ctx context.Context, root string, m *Manifest) (bool, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("seed hash cache: %w", err)
+		return false, fmt.Errorf("seed hash cache: %w", err)
 	}
 	defer r.Close()
 	start := c.clock()
 	files := make(map[string]cachedFile)
+	exact := true
 	for _, e := range m.Entries {
 		if e.Type != File {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("seed hash cache: %w", err)
+			return false, fmt.Errorf("seed hash cache: %w", err)
 		}
 		info, err := r.Lstat(e.Path)
 		if err != nil || !info.Mode().IsRegular() || info.Size() != e.Size {
+			exact = false
 			continue // the next walk hashes it
 		}
 		if st, ok := statOf(info); ok {
@@ -277,5 +324,5 @@ func (c *HashCache) Seed(ctx context.Context, root string, m *Manifest) error {
 		}
 	}
 	c.replace(files, start)
-	return nil
+	return exact, nil
 }

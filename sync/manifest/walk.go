@@ -295,62 +295,12 @@ func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error 
 	var sc dirScan
 	var subdirs []string
 	for _, base := range names {
-		rel := join(dir, base)
-		info, err := d.Lstat(base)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed while we walk
-		}
+		isDir, err := w.visit(&sc, dir, d, base, ignores)
 		if err != nil {
-			return fmt.Errorf("walk %s: %w", rel, err)
+			return err
 		}
-		mode := info.Mode()
-		isDir := mode.IsDir()
-
-		if base == ".git" && (!w.opts.IncludeGit || dir != "") {
-			w.exclude(&sc, rel, isDir, ReasonGitDir, "")
-			continue
-		}
-		if err := validPath(rel, true); err != nil {
-			w.exclude(&sc, rel, isDir, ReasonInvalidName, err.Error())
-			continue
-		}
-		if !isDir && !mode.IsRegular() && mode&fs.ModeSymlink == 0 {
-			w.exclude(&sc, rel, false, ReasonSpecial, mode.Type().String())
-			continue
-		}
-		if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return d.Open(base) }); r != nil {
-			w.exclude(&sc, rel, isDir, ReasonSecret, r.what)
-			continue
-		}
-		if p := lastMatch(w.config, rel, isDir); p != nil && !p.negate {
-			w.exclude(&sc, rel, isDir, ReasonConfig, p.source+": "+p.text)
-			continue
-		}
-		if p := lastMatch(ignores, rel, isDir); p != nil && !p.negate {
-			w.exclude(&sc, rel, isDir, ReasonGitignore, p.source+": "+p.text)
-			continue
-		}
-
-		switch {
-		case isDir:
-			sc.entries = append(sc.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
+		if isDir {
 			subdirs = append(subdirs, base)
-		case mode&fs.ModeSymlink != 0:
-			target, err := d.Readlink(base)
-			if err != nil {
-				return fmt.Errorf("walk %s: %w", rel, err)
-			}
-			sc.entries = append(sc.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
-		default:
-			if max := w.opts.MaxFileSize; max > 0 && info.Size() > max {
-				return fmt.Errorf("walk: %w", tooLarge(rel, "file is %d bytes, over the limit of %d", info.Size(), max))
-			}
-			sc.entries = append(sc.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
-			if w.stats != nil {
-				if st, ok := statOf(info); ok {
-					sc.stats = append(sc.stats, pathStat{rel, st})
-				}
-			}
 		}
 	}
 
@@ -380,6 +330,71 @@ func (w *walker) walkDir(dir string, d *os.Root, ignores []ignorePattern) error 
 	}
 	w.merge(&sc)
 	return nil
+}
+
+// visit records the child base of dir (opened as d) in sc, or its
+// exclusion, under the gitignore patterns in force for dir. It reports
+// whether base is a directory whose entries belong in the manifest. A
+// child that is gone is no entry and no error.
+func (w *walker) visit(sc *dirScan, dir string, d *os.Root, base string, ignores []ignorePattern) (bool, error) {
+	rel := join(dir, base)
+	info, err := d.Lstat(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // removed while we walk
+	}
+	if err != nil {
+		return false, fmt.Errorf("walk %s: %w", rel, err)
+	}
+	mode := info.Mode()
+	isDir := mode.IsDir()
+
+	if base == ".git" && (!w.opts.IncludeGit || dir != "") {
+		w.exclude(sc, rel, isDir, ReasonGitDir, "")
+		return false, nil
+	}
+	if err := validPath(rel, true); err != nil {
+		w.exclude(sc, rel, isDir, ReasonInvalidName, err.Error())
+		return false, nil
+	}
+	if !isDir && !mode.IsRegular() && mode&fs.ModeSymlink == 0 {
+		w.exclude(sc, rel, false, ReasonSpecial, mode.Type().String())
+		return false, nil
+	}
+	if r := secretRuleFor(rel, isDir, mode.IsRegular(), func() (io.ReadCloser, error) { return d.Open(base) }); r != nil {
+		w.exclude(sc, rel, isDir, ReasonSecret, r.what)
+		return false, nil
+	}
+	if p := lastMatch(w.config, rel, isDir); p != nil && !p.negate {
+		w.exclude(sc, rel, isDir, ReasonConfig, p.source+": "+p.text)
+		return false, nil
+	}
+	if p := lastMatch(ignores, rel, isDir); p != nil && !p.negate {
+		w.exclude(sc, rel, isDir, ReasonGitignore, p.source+": "+p.text)
+		return false, nil
+	}
+
+	switch {
+	case isDir:
+		sc.entries = append(sc.entries, Entry{Path: rel, Type: Dir, Mode: mode.Perm()})
+		return true, nil
+	case mode&fs.ModeSymlink != 0:
+		target, err := d.Readlink(base)
+		if err != nil {
+			return false, fmt.Errorf("walk %s: %w", rel, err)
+		}
+		sc.entries = append(sc.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
+	default:
+		if max := w.opts.MaxFileSize; max > 0 && info.Size() > max {
+			return false, fmt.Errorf("walk: %w", tooLarge(rel, "file is %d bytes, over the limit of %d", info.Size(), max))
+		}
+		sc.entries = append(sc.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
+		if w.stats != nil {
+			if st, ok := statOf(info); ok {
+				sc.stats = append(sc.stats, pathStat{rel, st})
+			}
+		}
+	}
+	return false, nil
 }
 
 // hashAll fills in Size and SHA256 of every file, on up to Workers

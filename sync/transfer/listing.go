@@ -114,6 +114,9 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	if since.ID != "" && since.Manifest != nil {
 		args = append(args, "--since", since.ID)
 	}
+	if opts.FullWalk {
+		args = append(args, "--full")
+	}
 	args = append(args, "--", dir)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -164,8 +167,12 @@ type ListingOptions struct {
 	// StateDir is where the state of each directory is kept; empty means
 	// DefaultStateDir, or $AIRLOCK_STATE_DIR when set.
 	StateDir string
-	// Logger receives warnings (a state that could not be kept); nil
-	// discards them.
+	// Full walks the whole tree even when the directory's watcher can
+	// tell which paths changed (see Watch for what it cannot see).
+	Full bool
+	// Logger receives how the tree was walked (whole, and why, or the
+	// touched paths only) and warnings (a state that could not be kept);
+	// nil discards them.
 	Logger *slog.Logger
 }
 
@@ -188,11 +195,30 @@ func (o ListingOptions) stateFile(dir string) (string, error) {
 	return filepath.Join(sd, hex.EncodeToString(sum[:16])), nil
 }
 
+// inGuest reports whether states are kept where the guest keeps them
+// (not a test's directory on a host): a watcher may raise the system's
+// limits there.
+func (o ListingOptions) inGuest() bool {
+	return o.StateDir == "" && os.Getenv(StateDirEnv) == ""
+}
+
 // newID names a new state: random, so two states never share a name.
 func newID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// rulesOf fingerprints the options that decide what a walk keeps, for
+// State.Rules.
+func rulesOf(wo manifest.WalkOptions) string {
+	b, _ := json.Marshal(struct {
+		Excludes             []string
+		IncludeGit, NoIgnore bool
+		MaxFileSize          int64
+	}{wo.Excludes, wo.IncludeGit, wo.NoGitignore, wo.MaxFileSize})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // WriteListing walks dir and writes its manifest.Listing to w: the delta
@@ -201,6 +227,13 @@ func newID() string {
 // with the stat data that lets the next walk skip unchanged files. A
 // state that cannot be read is ignored (the walk hashes everything); one
 // that cannot be written costs only speed next time.
+//
+// When the directory's watcher (started by SeedState) vouches for the
+// paths touched since the state was taken, only those are looked at
+// (manifest.Rewalk), with the same result as a whole walk. Whenever it
+// cannot (no watcher answers, it lost events, the state is not the one
+// it watched, a .gitignore changed, the rules differ, o.Full) the whole
+// tree is walked.
 func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer) error {
 	file, ferr := o.stateFile(dir)
 	var prev *manifest.State
@@ -213,11 +246,52 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	}
 	wo := o.Walk
 	wo.Cache = cache
-	m, report, err := manifest.Walk(ctx, dir, wo)
+	rules := rulesOf(o.Walk)
+	ls := manifest.Listing{ID: newID()}
+
+	// The watcher starts the new generation now, before the walk: what
+	// changes from here on is the next collect's.
+	var touched []manifest.Touched
+	why := "no state"
+	if ferr == nil {
+		prevID := ""
+		if prev != nil {
+			prevID = prev.ID
+		}
+		var err error
+		touched, err = takeTouched(ctx, file, prevID, ls.ID)
+		switch {
+		case err != nil:
+			why = err.Error()
+		case prev == nil:
+		case prev.Rules != "" && prev.Rules != rules:
+			why = "the rules differ from the last walk's"
+		case o.Full:
+			why = "asked to"
+		default:
+			why = ""
+		}
+	}
+	var (
+		m      *manifest.Manifest
+		report *manifest.Report
+		err    error
+	)
+	if why == "" {
+		m, report, err = manifest.Rewalk(ctx, dir, prev.Manifest, prev.Skipped, touched, wo)
+		if o.Logger != nil {
+			o.Logger.Info("looked at the paths the watcher saw touched", "dir", dir, "paths", len(touched))
+		}
+	} else {
+		m, report, err = manifest.Walk(ctx, dir, wo)
+		if o.Logger != nil {
+			o.Logger.Info("walked the whole tree", "dir", dir, "why", why)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	ls := manifest.Listing{ID: newID(), Skipped: manifest.Noteworthy(report.Excluded)}
+	ls.Skipped = manifest.Noteworthy(report.Excluded)
 	if prev != nil && o.Since != "" && prev.ID == o.Since {
 		d := manifest.DeltaOf(prev.Manifest, m)
 		ls.Base, ls.Changed, ls.Deleted = o.Since, d.Changed, d.Deleted
@@ -225,7 +299,8 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 		ls.Entries = m.Entries
 	}
 	if ferr == nil {
-		ferr = manifest.WriteStateFile(file, &manifest.State{ID: ls.ID, Manifest: m, Cache: cache})
+		ferr = manifest.WriteStateFile(file, &manifest.State{ID: ls.ID, Manifest: m, Cache: cache,
+			Skipped: manifest.NoteworthyAll(report.Excluded), Rules: rules})
 	}
 	if ferr != nil {
 		ls.ID = "" // nothing remembered: the host must not name it
@@ -236,25 +311,62 @@ func WriteListing(ctx context.Context, dir string, o ListingOptions, w io.Writer
 	return ls.Encode(w)
 }
 
+// SeedOptions configures SeedState.
+type SeedOptions struct {
+	// StateDir is as in ListingOptions.
+	StateDir string
+	// StartWatcher, when set, starts a watcher of dir (see Watch and
+	// SpawnWatcher) serving socket, for the state named generation, and
+	// returns once it is ready. Nil: collects walk the whole tree.
+	StartWatcher func(ctx context.Context, dir, socket, generation string, raiseLimits bool) error
+	// Logger receives a warning when no watcher could be started; nil
+	// discards it.
+	Logger *slog.Logger
+}
+
 // SeedState is the guest's end of Seed: it reads from r the manifest the
 // host has just pushed into dir, remembers it as dir's state with the stat
 // data of the files that match it, and writes the state's ID to w as
-// {"id": "…"}.
-func SeedState(ctx context.Context, dir, stateDir string, r io.Reader, w io.Writer) error {
+// {"id": "…"}. It stops the watcher of dir's previous state, if any, and
+// starts one for the new state (o.StartWatcher) before it looks at the
+// tree, so that nothing the command does afterwards goes unseen.
+func SeedState(ctx context.Context, dir string, o SeedOptions, r io.Reader, w io.Writer) error {
 	m, err := manifest.Decode(r, manifest.Limits{MaxEntries: -1, MaxFileSize: -1, MaxTotalBytes: -1, CaseSensitive: true})
 	if err != nil {
 		return fmt.Errorf("seed %s: %w", dir, err)
 	}
-	cache := &manifest.HashCache{}
-	if err := cache.Seed(ctx, dir, m); err != nil {
-		return err
-	}
-	file, err := ListingOptions{StateDir: stateDir}.stateFile(dir)
+	lo := ListingOptions{StateDir: o.StateDir}
+	file, err := lo.stateFile(dir)
 	if err != nil {
 		return fmt.Errorf("seed %s: %w", dir, err)
 	}
+	stopWatcher(ctx, file) // the old state's; an error means there was none
 	id := newID()
-	if err := manifest.WriteStateFile(file, &manifest.State{ID: id, Manifest: m, Cache: cache}); err != nil {
+	watching := false
+	if o.StartWatcher != nil {
+		abs, err := filepath.Abs(dir)
+		if err == nil {
+			err = o.StartWatcher(ctx, abs, watchSocket(file), id, lo.inGuest())
+		}
+		watching = err == nil
+		if err != nil && o.Logger != nil {
+			o.Logger.Warn("no watcher: collects will walk the whole tree", "dir", dir, "err", err)
+		}
+	}
+	cache := &manifest.HashCache{}
+	exact, err := cache.SeedExact(ctx, dir, m)
+	if err == nil && !exact && watching {
+		// What is there is not what the host pushed: only a whole walk
+		// finds out what it is.
+		stopWatcher(ctx, file)
+	}
+	if err == nil {
+		err = manifest.WriteStateFile(file, &manifest.State{ID: id, Manifest: m, Cache: cache})
+	}
+	if err != nil {
+		if watching {
+			stopWatcher(ctx, file)
+		}
 		return fmt.Errorf("seed %s: %w", dir, err)
 	}
 	return json.NewEncoder(w).Encode(struct {

@@ -167,7 +167,7 @@ func BenchmarkWriteListing(b *testing.B) {
 		b.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := transfer.SeedState(context.Background(), dir, state, &seed, &out); err != nil {
+	if err := transfer.SeedState(context.Background(), dir, transfer.SeedOptions{StateDir: state}, &seed, &out); err != nil {
 		b.Fatal(err)
 	}
 	var ls struct{ ID string }

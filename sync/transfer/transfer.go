@@ -5,7 +5,8 @@
 // changed files back into the content store, verified by size and SHA-256.
 // It also holds both ends of the tar streams it uses (Extract and
 // WriteFiles), which the guest binary runs as its untar and tar
-// subcommands.
+// subcommands, and the guest's watcher (Watch), which tells a collect
+// which paths changed since the seed.
 //
 // Everything that comes back from the guest is untrusted: manifests go
 // through manifest.Decode with caps, pulled bytes are read up to their
@@ -84,6 +85,14 @@ type Options struct {
 	AgentPath string
 	// Logger receives debug messages; nil discards them.
 	Logger *slog.Logger
+	// FullWalk makes RemoteManifest's guest walk the whole tree even when
+	// its watcher knows which paths changed (see Watch for what it cannot
+	// know). The pipeline leaves it off: it collects once per seed, after
+	// the command, and every path touched since the seed is read then, so
+	// the watcher's blind spots (writes through a mapping or another hard
+	// link after a collect) cannot reach that collect; a whole walk of
+	// 100,000 files costs about ten times the watched one under TCG.
+	FullWalk bool
 }
 
 func (o Options) agent() string {

@@ -3,7 +3,8 @@
 // as an ordinary process (airlock-guest serve) it serves the link on a unix
 // socket or on stdin/stdout, for tests and development. Its manifest, untar
 // and tar subcommands are the guest's end of package sync/transfer, which
-// the host runs over exec.
+// the host runs over exec; manifest --seed starts its watch subcommand in
+// the background, which records what changes in the seeded directory.
 //
 // Like package agent, it must not import vm, fyne, vz or testing.
 package main
@@ -33,6 +34,9 @@ const usage = `usage:
   airlock-guest untar [--allow-git] DIR
                                 extract a tar stream from stdin into DIR (empty or absent)
   airlock-guest tar DIR         write a tar of the NUL-separated paths on stdin
+  airlock-guest watch --generation ID --socket PATH DIR
+                                record what changes in DIR for manifest --since
+                                (started by manifest --seed)
 
 serve flags:
 `
@@ -52,6 +56,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "manifest", "untar", "tar":
 		err = transferCommand(cmd, os.Args[2:])
+	case "watch":
+		err = watchCommand(os.Args[2:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		new(serveOptions).flags(os.Stderr).PrintDefaults()

@@ -30,11 +30,11 @@ func transferCommand(name string, args []string) error {
 	defer stop()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var (
-		includeGit, allowGit, noGitignore, seed bool
-		excludes                                stringList
-		maxEntries                              int
-		maxFile, maxTotal                       int64
-		since, profile                          string
+		includeGit, allowGit, noGitignore, seed, full bool
+		excludes                                      stringList
+		maxEntries                                    int
+		maxFile, maxTotal                             int64
+		since, profile                                string
 	)
 	switch name {
 	case "manifest":
@@ -47,6 +47,7 @@ func transferCommand(name string, args []string) error {
 		fs.StringVar(&since, "since", "", "print only the changes since the remembered manifest `id`, if it is the one remembered")
 		fs.BoolVar(&seed, "seed", false, "remember the manifest on stdin as the directory's content (the host has just pushed it) and print its id")
 		fs.StringVar(&profile, "profile", "", "write a CPU profile to `file` (for measuring collect)")
+		fs.BoolVar(&full, "full", false, "walk the whole tree even when the watcher knows what changed")
 	case "untar":
 		fs.BoolVar(&allowGit, "allow-git", false, "accept paths inside .git")
 	}
@@ -81,6 +82,7 @@ func transferCommand(name string, args []string) error {
 	// milliseconds, so collect five times less often, within a bound.
 	debug.SetGCPercent(400)
 	debug.SetMemoryLimit(384 << 20)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
@@ -93,7 +95,8 @@ func transferCommand(name string, args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	if seed {
-		return transfer.SeedState(ctx, dir, "", bufio.NewReaderSize(os.Stdin, 256<<10), os.Stdout)
+		return transfer.SeedState(ctx, dir, transfer.SeedOptions{StartWatcher: spawnWatcher(), Logger: log},
+			bufio.NewReaderSize(os.Stdin, 256<<10), os.Stdout)
 	}
 	err := transfer.WriteListing(ctx, dir, transfer.ListingOptions{
 		Walk: manifest.WalkOptions{
@@ -101,10 +104,55 @@ func transferCommand(name string, args []string) error {
 			MaxFileSize: maxFile,
 		},
 		Since:  since,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Full:   full,
+		Logger: log,
 	}, os.Stdout)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
+	}
+	return err
+}
+
+// spawnWatcher starts this binary's watch subcommand; nil when it cannot
+// find itself.
+func spawnWatcher() func(ctx context.Context, dir, socket, generation string, raiseLimits bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return transfer.SpawnWatcher(exe)
+}
+
+// watchCommand is the watcher of a seeded directory (transfer.Watch). It
+// tells the seed it is ready by writing "ready" on stdout, which it then
+// closes, or why it could not start; it runs until stopped.
+func watchCommand(args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	var o transfer.WatchOptions
+	fs.StringVar(&o.Generation, "generation", "", "ID of the state being watched")
+	fs.StringVar(&o.Socket, "socket", "", "unix socket `path` to serve")
+	fs.BoolVar(&o.RaiseLimits, "raise-limits", false, "raise the system's inotify limits as needed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || o.Generation == "" || o.Socket == "" {
+		return errors.New("watch: want --generation, --socket and one directory")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	signal.Ignore(syscall.SIGHUP) // the seed's session goes away
+	ready := false
+	o.Ready = func() {
+		ready = true
+		os.Stdout.WriteString("ready\n")
+		if null, err := os.Open(os.DevNull); err == nil {
+			dupOnto(null, 1) // later writes to stdout go nowhere
+			null.Close()
+		}
+	}
+	err := transfer.Watch(ctx, fs.Arg(0), o)
+	if err != nil && !ready {
+		fmt.Fprintln(os.Stdout, err) // the seed reports it
 	}
 	return err
 }
