@@ -38,12 +38,26 @@ echo "== ip"; ip -o addr 2>&1 | grep -v ' lo ' ; ip route 2>&1
 echo "== end"
 `
 
-// dumpScript writes every file of the guest (but /proc, /sys, /dev) and
-// every process's environment to stdout, for the host to search.
+// dumpScript writes every file of the guest (but /proc, /sys, /dev),
+// every process's environment, and the writable memory of every process
+// (heap, stacks, anonymous mappings: where a received secret would be),
+// read through /proc/PID/mem, to stdout, for the host to search.
 const dumpScript = `
 for d in /*; do case $d in /proc|/sys|/dev) continue;; esac; find "$d" -type f -exec cat {} + 2>/dev/null; done
 cat /proc/[0-9]*/environ 2>/dev/null
 echo
+echo MEM-START
+for p in /proc/[0-9]*; do
+  [ "$p" = /proc/$$ ] && continue
+  while read -r range perms off dev inode path; do
+    case $perms in rw*) ;; *) continue;; esac
+    case $path in ""|"[heap]"|"[stack]"|"[anon:"*) ;; *) continue;; esac
+    start=$((0x${range%-*})); end=$((0x${range#*-}))
+    dd if=$p/mem bs=4096 skip=$((start / 4096)) count=$(((end - start) / 4096)) 2>/dev/null
+  done < $p/maps
+done
+echo
+echo MEM-DONE
 echo DUMP-DONE
 `
 
@@ -177,6 +191,14 @@ func TestNetworkInVM(t *testing.T) {
 	}
 	if !strings.Contains(full, "ANTHROPIC_API_KEY="+placeholder) {
 		t.Error("the placeholder is not in the guest's environment dump (is the dump complete?)")
+	}
+	memStart, memEnd := strings.LastIndex(full, "MEM-START\n"), strings.LastIndex(full, "MEM-DONE")
+	if memStart < 0 || memEnd < memStart {
+		t.Fatal("the guest's memory dump did not complete")
+	}
+	t.Logf("searched %d bytes of the guest, %d of them process memory", len(full), memEnd-memStart)
+	if memEnd-memStart < 1<<20 {
+		t.Errorf("only %d bytes of process memory were read", memEnd-memStart)
 	}
 
 	// The audit log has every request, the denied one with its rule.
