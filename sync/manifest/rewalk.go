@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path"
-	"runtime"
 	"slices"
 	"strings"
-	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Touched is a path of a tree that may have changed: something was
@@ -55,27 +50,7 @@ func Rewalk(ctx context.Context, root string, prev *Manifest, prevExcluded []Exc
 		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
 	defer r.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = min(4, runtime.GOMAXPROCS(0))
-	}
-	g.SetLimit(workers - 1)
-	w := &walker{ctx: gctx, group: g, root: r, opts: opts, log: opts.Logger, report: &Report{}}
-	var start time.Time
-	if opts.Cache != nil {
-		start = opts.Cache.clock()
-		w.stats = make(map[string]fileStat)
-	}
-	if w.log == nil {
-		w.log = slog.New(slog.DiscardHandler)
-	}
-	for i, line := range opts.Excludes {
-		if p, ok := parseIgnoreLine(line, ""); ok {
-			p.source = fmt.Sprintf("airlock.toml exclude %d", i+1)
-			w.config = append(w.config, p)
-		}
-	}
+	w, g, start := newWalker(ctx, r, opts)
 	rw := &rewalker{w: w, prev: prev, included: map[string]bool{"": true}, ignores: map[string][]ignorePattern{}, replaced: map[string]bool{}}
 	var drop []dropRange
 	werr := func() error {

@@ -122,34 +122,7 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, *Repor
 		return nil, nil, fmt.Errorf("walk %s: %w", root, err)
 	}
 	defer r.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = min(4, runtime.GOMAXPROCS(0))
-	}
-	g.SetLimit(workers - 1) // the calling goroutine walks too
-	w := &walker{
-		ctx:    gctx,
-		group:  g,
-		root:   r,
-		opts:   opts,
-		log:    opts.Logger,
-		report: &Report{},
-	}
-	var start time.Time
-	if opts.Cache != nil {
-		start = opts.Cache.clock()
-		w.stats = make(map[string]fileStat)
-	}
-	if w.log == nil {
-		w.log = slog.New(slog.DiscardHandler)
-	}
-	for i, line := range opts.Excludes {
-		if p, ok := parseIgnoreLine(line, ""); ok {
-			p.source = fmt.Sprintf("airlock.toml exclude %d", i+1)
-			w.config = append(w.config, p)
-		}
-	}
+	w, g, start := newWalker(ctx, r, opts)
 	var ignores []ignorePattern
 	if !opts.NoGitignore {
 		if data, err := r.ReadFile(".git/info/exclude"); err == nil {
@@ -547,4 +520,32 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // root, refusing to follow a link out of root. It is what Walk records.
 func HashFile(ctx context.Context, root *os.Root, rel string) (sum string, size int64, err error) {
 	return hashFile(ctx, root, rel, make([]byte, 256<<10))
+}
+
+// newWalker sets up a walk of r, for Walk and Rewalk: directories on up
+// to opts.Workers goroutines (g, with the calling one), the stat data to
+// remember when opts.Cache is set (start is when the walk began, for the
+// racy window), the logger, and airlock.toml's excludes.
+func newWalker(ctx context.Context, r *os.Root, opts WalkOptions) (w *walker, g *errgroup.Group, start time.Time) {
+	g, gctx := errgroup.WithContext(ctx)
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = min(4, runtime.GOMAXPROCS(0))
+	}
+	g.SetLimit(workers - 1) // the calling goroutine walks too
+	w = &walker{ctx: gctx, group: g, root: r, opts: opts, log: opts.Logger, report: &Report{}}
+	if opts.Cache != nil {
+		start = opts.Cache.clock()
+		w.stats = make(map[string]fileStat)
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	for i, line := range opts.Excludes {
+		if p, ok := parseIgnoreLine(line, ""); ok {
+			p.source = fmt.Sprintf("airlock.toml exclude %d", i+1)
+			w.config = append(w.config, p)
+		}
+	}
+	return w, g, start
 }
