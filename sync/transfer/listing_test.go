@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
 )
 
@@ -37,19 +38,9 @@ func recording(t *testing.T, last *bytes.Buffer) *localRemote {
 // the host's resolved manifest is exactly a fresh walk of the tree; a host
 // that names a state the guest no longer holds gets the whole tree.
 func TestSeedThenDelta(t *testing.T) {
-	base, store := baseline(t)
 	var out bytes.Buffer
 	r := recording(t, &out)
-	ws := filepath.Join(t.TempDir(), "workspace")
-	opts := transfer.Options{AgentPath: agentBin(t)}
-	if _, err := transfer.Push(t.Context(), r, ws, base, store, opts); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(filepath.Join(ws, "ro"), 0o755) })
-	known, err := transfer.Seed(t.Context(), r, ws, base, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, ws, known, opts := pushAndSeed(t, r)
 	if len(known.ID) != 32 || known.Manifest != base {
 		t.Fatalf("seed gave %+v", known)
 	}
@@ -204,18 +195,8 @@ func benchDir(b *testing.B) string {
 // What the guest leaves out of its listing for the user to hear of (a
 // fifo here) comes back with the manifest, every time, delta or not.
 func TestListingReportsSkipped(t *testing.T) {
-	base, store := baseline(t)
 	r := &localRemote{t: t}
-	ws := filepath.Join(t.TempDir(), "workspace")
-	opts := transfer.Options{AgentPath: agentBin(t)}
-	if _, err := transfer.Push(t.Context(), r, ws, base, store, opts); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(filepath.Join(ws, "ro"), 0o755) })
-	known, err := transfer.Seed(t.Context(), r, ws, base, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ws, known, opts := pushAndSeed(t, r)
 	must(t, syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644))
 	k, err := transfer.RemoteManifest(t.Context(), r, ws, known, opts)
 	if err != nil {
@@ -251,4 +232,23 @@ func TestHostileSkipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushAndSeed pushes the test baseline into a new workspace through r and
+// seeds the guest with it, as the pipeline does before the command.
+func pushAndSeed(t *testing.T, r transfer.Remote) (base *manifest.Manifest, ws string, known transfer.Known, opts transfer.Options) {
+	t.Helper()
+	var store *objects.Store
+	base, store = baseline(t)
+	ws = filepath.Join(t.TempDir(), "workspace")
+	opts = transfer.Options{AgentPath: agentBin(t)}
+	if _, err := transfer.Push(t.Context(), r, ws, base, store, opts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(ws, "ro"), 0o755) })
+	known, err := transfer.Seed(t.Context(), r, ws, base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, ws, known, opts
 }
