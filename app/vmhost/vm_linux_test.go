@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,8 +181,18 @@ func TestSupervisorQEMU(t *testing.T) {
 	if got := runIn(t, c2, "echo four"); got != "four" {
 		t.Errorf("after resume: %q", got)
 	}
-	if err := sc.Save(t.Context(), filepath.Join(spec.StateDir, "state")); !errors.Is(err, vm.ErrNotSupported) {
-		t.Errorf("save on QEMU: %v, want vm.ErrNotSupported", err)
+	// Save (QEMU: migrate to a file): the machine runs on, the link too.
+	state := filepath.Join(spec.StateDir, "state")
+	if err := sc.Save(t.Context(), state); err != nil {
+		t.Errorf("save: %v", err)
+	} else if _, err := os.Stat(state); err != nil {
+		t.Errorf("after save: %v", err)
+	}
+	if st := mustState(t, m2); st.State != vm.StateRunning || !slices.Contains(st.Can, OpSave) {
+		t.Errorf("after save: %s, can %v; want running, can save", st.State, st.Can)
+	}
+	if got := runIn(t, c2, "echo five"); got != "five" {
+		t.Errorf("after save: %q", got)
 	}
 
 	// Stop through the control socket: the guest powers off cleanly, the
@@ -353,4 +364,73 @@ func TestStartLatency(t *testing.T) {
 	}
 	t.Logf("start to running, mean of %d: direct %s, through a supervisor %s (+%s)", n,
 		(direct / n).Round(time.Millisecond), (supervised / n).Round(time.Millisecond), ((supervised - direct) / n).Round(time.Millisecond))
+}
+
+// TestSupervisorRestoreQEMU saves a supervised machine with a guest agent,
+// stops it and has a new supervisor restore it from the saved state.
+//
+// It does not talk to the restored guest agent: over a serial link the
+// guest keeps the saved machine's yamux session until it sees the host
+// hang up, which QEMU tells it only once the restored guest runs. A new
+// session that reaches the guest before that is not answered (seen here:
+// connect straight after Ready timed out; 3 s later the agent answered in
+// 0.6 s). The agent starting a new session when a new host session opens
+// would close that race.
+func TestSupervisorRestoreQEMU(t *testing.T) {
+	spec := testSpec(t)
+	m := start(t, spec)
+	id, err := client.NewIdentity(spec.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := connect(t, m.DialLink, client.Config{Identity: id})
+	if got := runIn(t, c1, "echo one"); got != "one" {
+		t.Errorf("before save: %q", got)
+	}
+	c1.Close()
+	sc, _ := SupervisorOf(m)
+	state := filepath.Join(t.TempDir(), "state")
+	if err := sc.Save(t.Context(), state); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := sc.Stop(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+
+	// A new supervisor, in this process, restores the machine.
+	sctx, stop := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	served := make(chan error, 1)
+	t0 := time.Now()
+	go func() {
+		served <- Serve(sctx, Config{Dir: spec.StateDir, Backend: hypervisor(), Spec: spec, RestoreFrom: state,
+			Ready: func(Status) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("restore: %v", err)
+	}
+	t.Logf("restored supervisor ready in %s", time.Since(t0).Round(time.Millisecond))
+	m2, err := Attach(t.Context(), spec.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := mustState(t, m2); st.State != vm.StateRunning {
+		t.Errorf("restored: %s, want running", st.State)
+	}
+	// A power button pressed within the first moments after the restore
+	// was seen to go unanswered (the stop then kills the machine after
+	// its timeout); a few seconds later the guest powers off cleanly.
+	time.Sleep(5 * time.Second)
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("Serve after stopping the restored machine: %v", err)
+	}
+	if err := m2.Wait(); err != nil {
+		t.Errorf("restored machine's Wait after a clean stop: %v", err)
+	}
 }

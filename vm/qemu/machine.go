@@ -38,6 +38,12 @@ type machine struct {
 	cmd      *exec.Cmd
 	out      *tailBuffer  // QEMU's stdout and stderr, last bytes
 	fsds     []*virtiofsd // one per Spec.Shares, killed once QEMU is gone
+	spec     vm.Spec      // what it was started with (defaults applied)
+	host     Host
+	args     []string // QEMU's command line, without -incoming
+	// incoming: QEMU waits for a saved state (Restore); the machine stays
+	// Starting until the state is loaded and the guest runs.
+	incoming bool
 
 	ready chan struct{} // closed once QMP answered
 	done  chan struct{} // closed once QEMU is gone and err is set
@@ -57,16 +63,23 @@ type machine struct {
 }
 
 var (
-	_ vm.Machine = (*machine)(nil)
-	_ vm.Pauser  = (*machine)(nil)
-	_ net.Conn   = (*linkConn)(nil)
+	_ vm.Machine     = (*machine)(nil)
+	_ vm.Pauser      = (*machine)(nil)
+	_ vm.Snapshotter = (*machine)(nil)
+	_ net.Conn       = (*linkConn)(nil)
 )
 
 // start runs QEMU for spec on host and returns once QMP has answered.
-func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Host) (*machine, error) {
+// With incoming, QEMU waits for a saved state (-incoming defer) instead of
+// booting.
+func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Host, incoming bool) (*machine, error) {
 	args, err := Args(spec, host)
 	if err != nil {
 		return nil, err
+	}
+	qargs := args[1:]
+	if incoming {
+		qargs = append(append([]string(nil), qargs...), incomingArgs...)
 	}
 	link, _ := ResolveLink(spec, host)
 	m := &machine{
@@ -76,6 +89,7 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		out:   &tailBuffer{max: 16 << 10},
 		ready: make(chan struct{}), done: make(chan struct{}),
 		state: vm.StateStarting,
+		spec:  spec, host: host, args: args, incoming: incoming,
 	}
 
 	// Bind the sockets ourselves and hand QEMU the listening fds: they
@@ -123,7 +137,7 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		}
 	}
 
-	cmd := exec.Command(prog, args[1:]...)
+	cmd := exec.Command(prog, qargs...)
 	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD
 	cmd.Stdout, cmd.Stderr = m.out, m.out
 	cmd.Dir = spec.StateDir
@@ -240,7 +254,7 @@ func (m *machine) supervise(ctx context.Context, sockets []string) {
 		q.events = m.event
 		m.mu.Lock()
 		m.qmp = q
-		if m.state == vm.StateStarting {
+		if m.state == vm.StateStarting && !m.incoming {
 			m.state = vm.StateRunning
 		}
 		m.mu.Unlock()

@@ -79,6 +79,7 @@ type Backend struct {
 var (
 	_ vm.Backend   = (*Backend)(nil)
 	_ vm.Describer = (*Backend)(nil)
+	_ vm.Restorer  = (*Backend)(nil)
 )
 
 // New returns a Backend. It starts nothing.
@@ -313,7 +314,7 @@ func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		b.notice(TCGNotice(c))
 	}
 	b.log.Info("starting qemu", "machine", spec.Name, "accel", host.Accel, "why", c.Why)
-	m, err := b.start(ctx, prog, spec, host)
+	m, err := b.start(ctx, prog, spec, host, false)
 	if err != nil {
 		return nil, fmt.Errorf("start qemu: %w", err)
 	}
@@ -339,7 +340,7 @@ func (b *Backend) probeBoot(ctx context.Context, spec vm.Spec) ProbeResult {
 		Link: vm.Link{Kind: vm.LinkSerial}, Network: vm.NetworkNone, StateDir: dir,
 	}
 	host := Host{Accel: b.probeAccel, Arch: hostArch(), OS: runtime.GOOS}
-	m, err := b.start(ctx, prog, p, host)
+	m, err := b.start(ctx, prog, p, host, false)
 	if err != nil {
 		return ProbeResult{Why: lastLine(err.Error())}
 	}

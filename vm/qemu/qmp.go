@@ -112,8 +112,14 @@ func (q *qmp) readLoop() {
 	}
 }
 
-// execute runs one command and waits for its reply.
+// execute runs one command without arguments and waits for its reply.
 func (q *qmp) execute(ctx context.Context, command string) error {
+	return q.call(ctx, command, nil, nil)
+}
+
+// call runs command with arguments args (nil for none), waits for its
+// reply and decodes the reply's return value into ret (nil ignores it).
+func (q *qmp) call(ctx context.Context, command string, args, ret any) error {
 	q.cmdMu.Lock()
 	defer q.cmdMu.Unlock()
 	select {
@@ -125,7 +131,14 @@ func (q *qmp) execute(ctx context.Context, command string) error {
 	case <-q.resp:
 	default:
 	}
-	b, _ := json.Marshal(map[string]string{"execute": command})
+	req := map[string]any{"execute": command}
+	if args != nil {
+		req["arguments"] = args
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("qmp %s: %w", command, err)
+	}
 	if _, err := q.conn.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("qmp %s: %w", command, err)
 	}
@@ -133,6 +146,11 @@ func (q *qmp) execute(ctx context.Context, command string) error {
 	case m := <-q.resp:
 		if m.Error != nil {
 			return fmt.Errorf("qmp %s: %w", command, m.Error)
+		}
+		if ret != nil && m.Return != nil {
+			if err := json.Unmarshal(*m.Return, ret); err != nil {
+				return fmt.Errorf("qmp %s: reply: %w", command, err)
+			}
 		}
 		return nil
 	case <-q.closed:

@@ -1,0 +1,325 @@
+package qemu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// Saving and restoring use QEMU migration to a file. QEMU 7.2 (Debian 12)
+// has no file: migration URI, so the stream goes through `cat` started by
+// QEMU's exec: URI (run by /bin/sh). Next to the state file, Save writes
+// SavedMachine (path + SavedSuffix): the accelerator, firmware and command
+// line of the saved machine. Restore takes the spec from its caller, as
+// vm.Restorer says, and checks that the command line it builds from it is
+// the saved one: a migration stream only loads into the same devices, and
+// the accelerator and firmware are host choices a spec does not name.
+
+// SavedSuffix is appended to a state file's path to name the file that
+// describes the saved machine.
+const SavedSuffix = ".qemu.json"
+
+// incomingArgs make QEMU wait for a migrate-incoming instead of booting.
+var incomingArgs = []string{"-incoming", "defer"}
+
+// savedVersion is the version of SavedMachine's format.
+const savedVersion = 1
+
+// SavedMachine is what Restore needs besides the spec: the host choices
+// the saved machine ran with and its command line.
+type SavedMachine struct {
+	Version int      `json:"version"`
+	Accel   Accel    `json:"accel"`
+	Arch    vm.Arch  `json:"host_arch"`
+	QBoot   string   `json:"qboot,omitempty"`
+	Vsock   bool     `json:"vsock,omitempty"`
+	Args    []string `json:"args"`
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// saveURI is the migration URI that writes the state to path.
+func saveURI(path string) string { return "exec:cat > " + shellQuote(path) }
+
+// loadURI is the migration URI that reads the state from path.
+func loadURI(path string) string { return "exec:cat " + shellQuote(path) }
+
+// errShares says why a machine with virtio-fs shares cannot be saved.
+func errShares(n int) error {
+	return fmt.Errorf("%w: the machine has %d virtio-fs share(s), and QEMU cannot migrate vhost-user-fs devices (the file system state lives in virtiofsd, outside QEMU); use a machine without shares", vm.ErrNotSupported, n)
+}
+
+var cidArg = regexp.MustCompile(`^(vhost-vsock-pci,guest-cid=)\d+$`)
+
+// RestoreArgs is the command line that restores the machine saved as
+// saved from spec (defaults applied), with vsock guest cid cid, and the
+// host it assumes. It fails when spec does not describe the saved machine.
+// The guest re-reads its cid after a restore, so the cid may be a new one.
+func RestoreArgs(spec vm.Spec, saved SavedMachine, cid uint32, goos string) ([]string, Host, error) {
+	if saved.Version != savedVersion {
+		return nil, Host{}, fmt.Errorf("saved machine format %d, want %d: save the machine again with this Airlock", saved.Version, savedVersion)
+	}
+	if len(spec.Shares) > 0 {
+		return nil, Host{}, errShares(len(spec.Shares))
+	}
+	host := Host{Accel: saved.Accel, Arch: saved.Arch, OS: goos, Vsock: saved.Vsock, QBoot: saved.QBoot}
+	if saved.Vsock {
+		host.CID = cid
+	}
+	args, err := Args(spec, host)
+	if err != nil {
+		return nil, Host{}, err
+	}
+	norm := func(s string) string { return cidArg.ReplaceAllString(s, "${1}*") }
+	for i := 0; i < max(len(args), len(saved.Args)); i++ {
+		var got, want string
+		if i < len(args) {
+			got = args[i]
+		}
+		if i < len(saved.Args) {
+			want = saved.Args[i]
+		}
+		if norm(got) != norm(want) {
+			return nil, Host{}, fmt.Errorf("the spec does not describe the saved machine: QEMU argument %d is %q, the saved machine had %q; restore with the spec it was started with", i, got, want)
+		}
+	}
+	return append(args, incomingArgs...), host, nil
+}
+
+// Save writes the machine's state to path, which must not exist, and its
+// description to path+SavedSuffix. A running machine is paused for the
+// save (QMP stop, migrate, cont) and runs again after it. Disks are not
+// saved: a restore expects them unchanged.
+func (m *machine) Save(ctx context.Context, path string) error {
+	if err := m.save(ctx, path); err != nil {
+		return fmt.Errorf("save qemu %s: %w", m.name, err)
+	}
+	return nil
+}
+
+func (m *machine) save(ctx context.Context, path string) error {
+	if n := len(m.spec.Shares); n > 0 {
+		return errShares(n)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + SavedSuffix} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s already exists", p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	m.mu.Lock()
+	q, st := m.qmp, m.state
+	m.mu.Unlock()
+	if q == nil || (st != vm.StateRunning && st != vm.StatePaused) {
+		return fmt.Errorf("not possible while %s: %w", st, vm.ErrNotRunning)
+	}
+	desc, err := json.MarshalIndent(SavedMachine{Version: savedVersion, Accel: m.host.Accel, Arch: m.host.Arch,
+		QBoot: m.host.QBoot, Vsock: m.link == vm.LinkVsock, Args: m.args}, "", "  ")
+	if err != nil {
+		return err
+	}
+
+	wasRunning := st == vm.StateRunning
+	if wasRunning {
+		if err := m.Pause(ctx); err != nil {
+			return err
+		}
+	}
+	// Write beside path and rename, so a failed save leaves nothing there.
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".saving")
+	os.Remove(tmp)
+	err = q.call(ctx, "migrate", map[string]string{"uri": saveURI(tmp)}, nil)
+	if err == nil {
+		err = waitMigrate(ctx, q)
+	}
+	if wasRunning {
+		// The migration leaves QEMU in postmigrate; cont runs the guest.
+		if rerr := m.Resume(context.WithoutCancel(ctx)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("resume after saving: %w", rerr))
+		}
+	}
+	if err == nil {
+		err = os.WriteFile(path+SavedSuffix, append(desc, '\n'), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		os.Remove(path + SavedSuffix)
+		return err
+	}
+	return nil
+}
+
+// waitMigrate polls query-migrate until the outgoing migration ends.
+func waitMigrate(ctx context.Context, q *qmp) error {
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var info struct {
+			Status    string `json:"status"`
+			ErrorDesc string `json:"error-desc"`
+		}
+		if err := q.call(ctx, "query-migrate", nil, &info); err != nil {
+			return err
+		}
+		switch info.Status {
+		case "completed":
+			return nil
+		case "failed", "cancelled":
+			desc := info.ErrorDesc
+			if desc == "" {
+				desc = "QEMU gave no reason"
+			}
+			return fmt.Errorf("migration %s: %s", info.Status, desc)
+		}
+		select {
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			q.execute(cctx, "migrate_cancel")
+			cancel()
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ReadSaved reads the description Save wrote next to the state file path.
+func ReadSaved(path string) (SavedMachine, error) {
+	var s SavedMachine
+	b, err := os.ReadFile(path + SavedSuffix)
+	if err != nil {
+		return s, fmt.Errorf("saved machine description: %w (Save writes it next to the state file)", err)
+	}
+	if len(b) > 1<<20 {
+		return s, fmt.Errorf("saved machine description %s: too large", path+SavedSuffix)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("saved machine description %s: %w", path+SavedSuffix, err)
+	}
+	return s, nil
+}
+
+// Restore starts a machine from the state Save wrote to path. spec must be
+// the one the saved machine was started with (same devices and StateDir);
+// the accelerator and firmware are the saved machine's. The machine comes
+// back running; guest-link connections of the saved machine are gone.
+func (b *Backend) Restore(ctx context.Context, spec vm.Spec, path string) (vm.Machine, error) {
+	m, err := b.restore(ctx, spec, path)
+	if err != nil {
+		return nil, fmt.Errorf("restore qemu %s: %w", spec.Name, err)
+	}
+	return m, nil
+}
+
+func (b *Backend) restore(ctx context.Context, spec vm.Spec, path string) (*machine, error) {
+	raw := spec
+	spec = spec.WithDefaults(hostArch())
+	if len(spec.Shares) > 0 {
+		return nil, errShares(len(spec.Shares))
+	}
+	if err := b.validate(spec, raw); err != nil {
+		return nil, err
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("saved state: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("saved state %s is not a regular file", path)
+	}
+	saved, err := ReadSaved(path)
+	if err != nil {
+		return nil, err
+	}
+	if saved.Vsock && !hostVsock(b.root) {
+		return nil, fmt.Errorf("%w: the machine was saved with a vsock link and this host has no usable /dev/vhost-vsock", vm.ErrNotSupported)
+	}
+	if saved.Accel == KVM && saved.Arch != hostArch() {
+		return nil, fmt.Errorf("%w: the machine was saved under KVM on a %s host; this host is %s", vm.ErrNotSupported, saved.Arch, hostArch())
+	}
+	_, host, err := RestoreArgs(spec, saved, 3+rand.Uint32N(1<<31-3), runtime.GOOS)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := b.program(spec.Arch)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info("restoring qemu", "machine", spec.Name, "accel", host.Accel, "state", path)
+	m, err := b.start(ctx, prog, spec, host, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.load(ctx, path); err != nil {
+		m.kill("its restore failed")
+		<-m.done
+		if m.err != nil {
+			err = fmt.Errorf("%w\n%w", err, m.err)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// load feeds the saved state at path to a QEMU waiting with -incoming
+// defer and runs the guest.
+func (m *machine) load(ctx context.Context, path string) error {
+	m.mu.Lock()
+	q := m.qmp
+	m.mu.Unlock()
+	if q == nil {
+		return fmt.Errorf("qemu ended before the restore: %w", vm.ErrNotRunning)
+	}
+	if err := q.call(ctx, "migrate-incoming", map[string]string{"uri": loadURI(path)}, nil); err != nil {
+		return err
+	}
+	// QEMU stays in "inmigrate" while it loads, and exits if the load fails.
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var st struct {
+			Status string `json:"status"`
+		}
+		if err := q.call(ctx, "query-status", nil, &st); err != nil {
+			return err
+		}
+		if st.Status != "inmigrate" {
+			if st.Status != "running" {
+				if err := q.execute(ctx, "cont"); err != nil {
+					return err
+				}
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.done:
+			return errors.New("qemu ended while loading the saved state")
+		case <-time.After(wait):
+		}
+	}
+	m.mu.Lock()
+	if m.state == vm.StateStarting {
+		m.state = vm.StateRunning
+	}
+	m.mu.Unlock()
+	return nil
+}
