@@ -19,6 +19,10 @@ import (
 // netFlags are the network flags of run and exec.
 type netFlags struct {
 	allow []string
+	// preset and presetSecrets are an agent preset's hosts and API keys
+	// (run --agent).
+	preset        []egress.Rule
+	presetSecrets []config.SecretRule
 }
 
 func (f *netFlags) register(cmd *cobra.Command) {
@@ -65,7 +69,7 @@ func (e *env) networkFor(h, project string, f *netFlags, trustProject bool, line
 	if err != nil {
 		return nil, err
 	}
-	in := config.PolicyInput{User: user, Flags: flags, Lookup: func(name string) (string, error) {
+	in := config.PolicyInput{Preset: f.preset, PresetSecrets: f.presetSecrets, User: user, Flags: flags, Lookup: func(name string) (string, error) {
 		v, _, err := egress.LookupSecret(name, user.Secrets, os.Getenv)
 		return v, err
 	}}

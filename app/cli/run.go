@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +31,13 @@ type runFlags struct {
 
 	netFlags
 	trustProject bool
+	fanOut       int
+	parallel     int
+	verify       string
+	noVerify     bool
+	// replyTo and message make runRun a reply round of that sandbox.
+	replyTo, message string
+	agent            agentFlags
 }
 
 // runResult is what `airlock run --json` prints.
@@ -42,17 +52,21 @@ type runResult struct {
 	// unreadable directories, invalid names).
 	Skipped []manifest.Exclusion `json:"skipped,omitempty"`
 	Summary string               `json:"summary,omitempty"`
-	Timings sandbox.Timings      `json:"timings"`
+	// FinalMessage is an agent preset's final message, read from its
+	// JSON output (the preset's rationale.json_field).
+	FinalMessage string          `json:"final_message,omitempty"`
+	Timings      sandbox.Timings `json:"timings"`
 	// Network is "open" when the VM had an unprotected network device.
-	Network sandbox.NetworkMode `json:"network"`
-	Limits  config.Limits       `json:"limits"`
-	Error   string              `json:"error,omitempty"`
+	Network sandbox.NetworkMode   `json:"network"`
+	Limits  config.Limits         `json:"limits"`
+	Verify  *sandbox.VerifyResult `json:"verify,omitempty"`
+	Error   string                `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run --project DIR [flags] -- COMMAND [ARG...]",
+		Use:   "run --project DIR [flags] (--agent NAME --prompt TEXT | -- COMMAND [ARG...])",
 		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
 		Long: `run snapshots the project (honouring .gitignore, airlock.toml excludes and
 Airlock's secret deny-list: secrets such as .env files and private keys are
@@ -75,6 +89,14 @@ host, which allows what your configuration (~/.config/airlock/config.toml,
 else; every request is shown on stderr and kept in the audit log. Secrets
 (API keys) stay on the host: the VM sees placeholders, and the proxy puts
 the real value in the configured header on the way to its one host.
+
+--agent NAME runs an agent preset (airlock agents lists them: claude,
+codex, gemini, and yours from agents.toml) on the task given by --prompt or
+--prompt-file: its non-interactive command with the task as one argument,
+its environment, its API hosts allowed through the proxy and its API key
+(ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY) kept on the host. The
+agent's CLI must be in the image. --agent and a command after -- exclude
+each other.
 
 The agent may explain itself in .airlock/summary.md in the workspace: it is
 kept with the sandbox and shown, and .airlock/ is never part of the changes.
@@ -102,15 +124,24 @@ inspection (airlock logs ID).`,
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
   airlock run --project . --allow pypi.org --allow files.pythonhosted.org -- pip download requests
-  airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt`,
+  airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt
+  airlock run --project . --agent claude --prompt "fix the failing test"
+  airlock run --project . --agent codex --prompt-file task.md`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && f.script == "" {
-				return errors.New("no command: give one after --, or --script FILE")
+			if len(args) == 0 && f.script == "" && f.agent.name == "" {
+				return errors.New("no command: give --agent NAME --prompt TEXT, a command after --, or --script FILE")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd.Context(), e, &f, args)
+			if f.agent.promptFile == "-" && f.interactive {
+				return errors.New("--prompt-file - reads the prompt from standard input, which -i also gives the command: use one of them")
+			}
+			ar, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
+			if err != nil {
+				return err
+			}
+			return runRun(cmd.Context(), e, &f, args, ar)
 		},
 	}
 	f.bootFlags.register(cmd)
@@ -123,14 +154,48 @@ inspection (airlock logs ID).`,
 	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
 	f.limits.registerRun(fl)
 	f.netFlags.register(cmd)
+	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", sandbox.MaxFanOut))
+	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
+	f.agent.register(cmd)
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
 	return cmd
 }
 
-func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
+func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRun) error {
+	if f.fanOut < 1 || f.fanOut > sandbox.MaxFanOut {
+		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
+	}
+	if f.fanOut > 1 && f.interactive {
+		return errors.New("--fan-out runs attempts side by side: it cannot pass standard input (-i) to each")
+	}
 	envMap, err := parseEnv(f.env)
 	if err != nil {
 		return err
+	}
+	if ar != nil && ar.preset.Name == demoAgent {
+		stop, err := startFakeModel(e, ar)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if ar != nil {
+		args = ar.command
+		// The preset's environment, under what --env sets.
+		for k, v := range ar.preset.Env {
+			if _, set := envMap[k]; !set {
+				if envMap == nil {
+					envMap = map[string]string{}
+				}
+				envMap[k] = v
+			}
+		}
+		if f.netFlags.preset, err = ar.preset.Rules(); err != nil {
+			return err
+		}
+		f.netFlags.presetSecrets = ar.preset.Secrets()
 	}
 	mode, err := sandbox.ParseSyncMode(f.sync)
 	if err != nil {
@@ -180,6 +245,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	}
 	if eff.OpenNetwork {
 		e.warnOpenNetwork()
+		if ar != nil && len(ar.preset.Secret) > 0 {
+			e.note("open network: no proxy, so agent %s gets no API key from Airlock (set it with --env)", ar.preset.Name)
+		}
 	}
 	p := e.newProgress()
 	defer p.Done("")
@@ -188,9 +256,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	opts := sandbox.RunOptions{
 		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Sync: mode,
 		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
-		Network: network,
-		Boot:    sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
-		Stdout:  e.stdout, Stderr: errw,
+		Network: network, Verify: f.verify, NoVerify: f.noVerify, Agent: f.agent.name,
+		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
+		Stdout: e.stdout, Stderr: errw,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:
@@ -236,14 +304,32 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	res, err := store.Run(ctx, opts)
+	if f.fanOut > 1 {
+		p.Done("")
+		return runFanOut(ctx, e, store, opts, f.fanOut, fanOutParallel(f.parallel, f.fanOut, lim), lim)
+	}
+	var captured *capWriter // the agent's stdout, for its final message
+	if ar != nil && ar.preset.Rationale.JSONField != "" {
+		captured = &capWriter{w: opts.Stdout, max: maxAgentOutput}
+		opts.Stdout = captured
+	}
+	var res *sandbox.RunResult
+	if f.replyTo != "" {
+		res, err = store.Reply(ctx, f.replyTo, f.message, opts)
+	} else {
+		res, err = store.Run(ctx, opts)
+	}
 	p.Done("")
 	if res == nil {
 		return err
 	}
+	final := ""
+	if captured != nil && !captured.over {
+		final, _ = ar.preset.FinalMessage(captured.buf.Bytes())
+	}
 	if e.json {
-		out := runResult{Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
-			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: lim}
+		out := runResult{FinalMessage: final, Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
+			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: lim, Verify: res.Meta.Verify}
 		if eff.OpenNetwork {
 			out.Network = sandbox.NetworkOpen
 		}
@@ -270,9 +356,42 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, res.Sandbox.ID, res.Sandbox.ID)
 	}
+	if final != "" && res.Summary == "" {
+		fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", ar.preset.Rationale.JSONField)
+		for _, l := range strings.Split(strings.TrimRight(final, "\n"), "\n") {
+			fmt.Fprintln(e.stdout, "  "+l)
+		}
+	}
 	printRunSummary(e, res)
 	e.exitCode = res.ExitCode
 	return nil
+}
+
+// maxAgentOutput caps the agent's output kept for its final message.
+const maxAgentOutput = 8 << 20
+
+// capWriter passes writes on to w (if any) and keeps the first max bytes;
+// over reports that more came.
+type capWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.buf.Len()+len(p) <= c.max {
+		c.buf.Write(p)
+	} else {
+		c.over = true
+	}
+	c.mu.Unlock()
+	if c.w == nil {
+		return len(p), nil
+	}
+	return c.w.Write(p)
 }
 
 // note prints a line for people on stderr, unless --quiet or --json.
@@ -380,6 +499,9 @@ func printRunSummary(e *env, res *sandbox.RunResult) {
 	fmt.Fprintf(w, "Sandbox %s is %s (%s, sync %s, %.1fs).\n", id, m.Status, exit, syncMode(m.SyncMode), float64(m.Timings.TotalMS)/1000)
 	if m.Network.Open() {
 		fmt.Fprintln(w, "  "+openNetworkWarning)
+	}
+	if m.Verify != nil {
+		fmt.Fprintf(w, "  verify %s: %s (airlock logs %s shows its output)\n", m.Verify.Command, m.Verify, id)
 	}
 	if c := m.Changes; c != nil && c.Files > 0 {
 		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)

@@ -150,7 +150,7 @@ func treeState(t *testing.T, root string) map[string]entry {
 	return out
 }
 
-func copyTree(t *testing.T, from, to string) {
+func copyTree(t testing.TB, from, to string) {
 	t.Helper()
 	if out, err := exec.Command("cp", "-a", from+"/.", to).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v\n%s", err, out)
@@ -159,7 +159,7 @@ func copyTree(t *testing.T, from, to string) {
 
 // vmHome is an Airlock home of its own (sandboxes, objects) that shares
 // the test images.
-func vmHome(t *testing.T) string {
+func vmHome(t testing.TB) string {
 	t.Helper()
 	testenv.Image(t, vm.AMD64)
 	shared := testenv.Home(t)
@@ -337,9 +337,26 @@ func TestRunDiffApplyUndo(t *testing.T) {
 	counter := strings.Replace(original["wordfreq/counter.py"].Content, `"""Word counting."""`, `"""Counting words."""`, 1)
 	os.WriteFile(filepath.Join(project, "README.md"), []byte(readme), 0o644)
 	os.WriteFile(filepath.Join(project, "wordfreq/counter.py"), []byte(counter), 0o644)
-	code, out, _ = airlockCLI(t, home, "apply", id, "README.md", "--hunks", "wordfreq/counter.py:1")
+	// The sandbox knows its baseline is behind the project now.
+	code, out, errOut = airlockCLI(t, home, "status", id)
+	if code != 0 || !regexp.MustCompile(`baseline is \d+ (second|minute)s? and 2 files behind the project \(2 modified\)`).MatchString(out) ||
+		!strings.Contains(out, "README.md") || !strings.Contains(out, "wordfreq/counter.py") {
+		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = airlockCLI(t, home, "status", id, "--json")
+	var status struct {
+		ID        string            `json:"id"`
+		Staleness sandbox.Staleness `json:"staleness"`
+	}
+	if err := json.Unmarshal([]byte(out), &status); code != 0 || err != nil || status.ID != id || status.Staleness.Modified != 2 || status.Staleness.Behind() != 2 {
+		t.Errorf("status --json: exit %d, %v: %s", code, err, out)
+	}
+	code, out, errOut = airlockCLI(t, home, "apply", id, "README.md", "--hunks", "wordfreq/counter.py:1")
 	if code != 1 {
 		t.Errorf("apply with a conflict: exit %d, want 1", code)
+	}
+	if !strings.Contains(errOut, "2 files behind the project") {
+		t.Errorf("apply did not say the baseline is behind:\n%s", errOut)
 	}
 	if !regexp.MustCompile(`(?m)^merged +README\.md`).MatchString(out) || !regexp.MustCompile(`(?m)^CONFLICT +wordfreq/counter\.py`).MatchString(out) {
 		t.Errorf("apply output:\n%s", out)

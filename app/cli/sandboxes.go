@@ -160,6 +160,7 @@ func clip(s string, n int) string {
 
 func newDiffCmd(e *env) *cobra.Command {
 	var stat, color, noColor bool
+	var round int
 	cmd := &cobra.Command{
 		Use:   "diff ID [PATH...]",
 		Short: "Show a sandbox's changes as a unified diff (git format)",
@@ -167,7 +168,8 @@ func newDiffCmd(e *env) *cobra.Command {
 git-style unified diff that git apply accepts (binary files are named, not
 shown). On a terminal it is coloured and every hunk is numbered, for
 airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
---stat; with --json the whole changeset (files, hunks, lines).
+--stat; with --json the whole changeset (files, hunks, lines). After
+airlock reply, --round N shows what round N changed.
 
 ID may be any unique prefix of the sandbox's ID.`,
 		Example: `  airlock diff 3f2a
@@ -180,9 +182,13 @@ ID may be any unique prefix of the sandbox's ID.`,
 				return err
 			}
 			cs, err := sb.Changeset(cmd.Context())
+			if round > 0 {
+				cs, err = sb.RoundChangeset(cmd.Context(), round)
+			}
 			if err != nil {
 				return err
 			}
+			noteStaleness(cmd.Context(), e, sb)
 			if len(args) > 1 {
 				sel := sandbox.Selection{Paths: args[1:]}
 				d, err := sel.Decisions(cs)
@@ -218,6 +224,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "print a per-file summary instead of the diff")
+	cmd.Flags().IntVar(&round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
 	cmd.Flags().BoolVar(&color, "color", false, "colour the diff even when not on a terminal")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "never colour the diff (also: NO_COLOR=1)")
 	return cmd
@@ -403,6 +410,7 @@ file conflicted, and 125 when Airlock itself failed.`,
 			if err != nil {
 				return err
 			}
+			noteStaleness(ctx, e, sb)
 			res, err := sb.Apply(ctx, d)
 			if err != nil {
 				return err
@@ -529,8 +537,12 @@ exit, collected, decisions, applies with before/after hashes, undo).
 			if err != nil {
 				return err
 			}
+			verifyLog, err := sb.VerifyLog()
+			if err != nil {
+				return err
+			}
 			if e.json {
-				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "audit": events})
+				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "verify": string(verifyLog), "audit": events})
 			}
 			w := e.stdout
 			fmt.Fprintf(w, "== transcript (%s)\n", sb.Path(sandbox.TranscriptFile))
@@ -542,6 +554,14 @@ exit, collected, decisions, applies with before/after hashes, undo).
 				fmt.Fprintln(w, "== the agent's summary")
 				fmt.Fprint(w, summary)
 				if !strings.HasSuffix(summary, "\n") {
+					fmt.Fprintln(w)
+				}
+			}
+			if verifyLog != nil {
+				m, _ := sb.Meta()
+				fmt.Fprintf(w, "== verify: %s (%s)\n", m.Verify.String(), sb.Path(sandbox.VerifyFile))
+				w.Write(verifyLog)
+				if len(verifyLog) > 0 && !bytes.HasSuffix(verifyLog, []byte("\n")) {
 					fmt.Fprintln(w)
 				}
 			}

@@ -47,6 +47,10 @@ type Project struct {
 	// user confirms (Sources.ConfirmWiden).
 	OpenNetwork bool `toml:"open_network"`
 
+	// Verify is a shell command run in the VM after the agent (e.g.
+	// "go test ./..."); its output and exit status are part of the review.
+	Verify string `toml:"verify"`
+
 	// Network narrows (deny) or asks to widen (allow, host, secret) the
 	// user's network policy. Widening needs the user's confirmation.
 	Network Network `toml:"network"`
@@ -68,7 +72,7 @@ func Load(dir string) (Project, error) {
 	if err != nil {
 		return p, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &p, "exclude, open_network, [limits] "+limitKeys()+", [network]"); err != nil {
+	if err := decodeStrict(data, &p, "exclude, open_network, verify, [limits] "+limitKeys()+", [network]"); err != nil {
 		return Project{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	sum := sha256.Sum256(data)

@@ -176,10 +176,12 @@ func Widening(user Network, project Network, flags []egress.Rule) []string {
 
 // PolicyInput is every source of a sandbox's network policy.
 type PolicyInput struct {
-	// Preset is the agent's own allow-list (an agent CLI's API host);
-	// nil until agent presets exist.
+	// Preset is the agent's own allow-list (an agent CLI's API host,
+	// app/agent).
 	Preset []egress.Rule
-	User   User
+	// PresetSecrets are the agent's own API keys (app/agent).
+	PresetSecrets []SecretRule
+	User          User
 	// Project is the project's airlock.toml; its allow and secret
 	// entries count only when ProjectTrusted (its deny entries always).
 	Project        Project
@@ -192,8 +194,8 @@ type PolicyInput struct {
 }
 
 // Policy merges the sources: allow = preset, user, flags and (when
-// trusted) project; deny = user and project; secrets = user and (when
-// trusted) project, each with its value looked up and a fresh
+// trusted) project; deny = user and project; secrets = preset (unless
+// the user has one of the same name), user and (when trusted) project, each with its value looked up and a fresh
 // placeholder. It reports every problem at once.
 func Policy(in PolicyInput) (*egress.Policy, error) {
 	var errs []error
@@ -206,7 +208,14 @@ func Policy(in PolicyInput) (*egress.Policy, error) {
 	}
 	pol.Allow = append(pol.Allow, add(in.User.Network.Rules("user"))...)
 	pol.Allow = append(pol.Allow, in.Flags...)
-	secrets := slices.Clone(in.User.Network.Secret)
+	// A user's secret of the same name replaces the preset's.
+	var secrets []SecretRule
+	for _, s := range in.PresetSecrets {
+		if !slices.ContainsFunc(in.User.Network.Secret, func(u SecretRule) bool { return u.Env == s.Env }) && !slices.Contains(secrets, s) {
+			secrets = append(secrets, s)
+		}
+	}
+	secrets = append(secrets, in.User.Network.Secret...)
 	if in.ProjectTrusted {
 		pol.Allow = append(pol.Allow, add(in.Project.Network.Rules("project"))...)
 		for _, s := range in.Project.Network.Secret {

@@ -187,3 +187,28 @@ func TestTrust(t *testing.T) {
 		t.Error("an empty hash is trusted")
 	}
 }
+
+func TestPolicyPreset(t *testing.T) {
+	preset := []egress.Rule{{Host: "api.openai.com", Source: "preset"}}
+	ps := []SecretRule{{Host: "api.openai.com", Header: "Authorization", Env: "OPENAI_API_KEY"}, {Host: "api.anthropic.com", Header: "x-api-key", Env: "ANTHROPIC_API_KEY"}}
+	user := User{Network: Network{Secret: []SecretRule{{Host: "proxy.example.com", Header: "x-api-key", Env: "ANTHROPIC_API_KEY"}}}}
+	pol, err := Policy(PolicyInput{Preset: preset, PresetSecrets: ps, User: user, Lookup: func(name string) (string, error) { return "v-" + name, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pol.Decide(egress.Request{Host: "api.openai.com", Port: 443, Method: "CONNECT", Connect: true}).Allowed {
+		t.Error("the preset's host is not allowed")
+	}
+	// The user's ANTHROPIC_API_KEY replaces the preset's; OPENAI_API_KEY comes from the preset.
+	var got []string
+	for _, s := range pol.Secrets {
+		got = append(got, s.Name+"@"+s.Host+"="+s.Value)
+	}
+	want := []string{"OPENAI_API_KEY@api.openai.com=v-OPENAI_API_KEY", "ANTHROPIC_API_KEY@proxy.example.com=v-ANTHROPIC_API_KEY"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("secrets %v, want %v", got, want)
+	}
+	if _, err := Policy(PolicyInput{PresetSecrets: ps[:1]}); err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Errorf("a preset's secret with no value: %v", err)
+	}
+}

@@ -27,8 +27,38 @@ type fakeService struct {
 	undos      int
 	saved      map[string]review.Decisions
 	runs       []RunRequest
+	stale      sandbox.Staleness
+	replies    []string
 	// run, if set, plays a run.
 	run func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
+}
+
+func (s *fakeService) Reply(_ context.Context, id, message string) (*sandbox.RunResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replies = append(s.replies, id+": "+message)
+	return &sandbox.RunResult{Meta: sandbox.Meta{ID: id, Round: 2, Status: sandbox.StatusReady}}, nil
+}
+
+func (s *fakeService) Staleness(context.Context, string) (sandbox.Staleness, error) {
+	return s.stale, nil
+}
+
+// Compare is the store's Compare over the fake's infos: a group ID
+// stands for its attempts.
+func (s *fakeService) Compare(ids []string) ([]sandbox.Comparison, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sandbox.Comparison
+	for _, id := range ids {
+		for _, in := range s.infos {
+			if in.ID == id || in.Group == id {
+				out = append(out, sandbox.Comparison{ID: in.ID, Group: in.Group, Attempt: in.Attempt, Status: in.Status,
+					ExitCode: in.ExitCode, Changes: in.Changes, Rationale: fmt.Sprintf("Attempt %d", in.Attempt)})
+			}
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeService) List() ([]sandbox.Info, error) {

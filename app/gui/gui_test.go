@@ -169,6 +169,25 @@ func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	}
 }
 
+// TestStaleBaselineIsShown: when the project has moved on since the
+// baseline, the review window says how far and what apply does about it;
+// when it has not, it says nothing.
+func TestStaleBaselineIsShown(t *testing.T) {
+	if r := newTestReview(t, reviewService(t)); r.stale != nil {
+		t.Errorf("a current baseline is reported: %q", r.stale.Text)
+	}
+	svc := reviewService(t)
+	base := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	svc.stale = sandbox.Staleness{Baseline: base, Checked: base.Add(15 * time.Minute), Modified: 2, Added: 1, Paths: []string{"a", "b", "c"}}
+	r := newTestReview(t, svc)
+	if r.stale == nil {
+		t.Fatal("a stale baseline is not reported")
+	}
+	if want := "Baseline is 15 minutes and 3 files behind the project (2 modified, 1 added). Applying merges"; !strings.HasPrefix(r.stale.Text, want) {
+		t.Errorf("stale line %q, want it to start with %q", r.stale.Text, want)
+	}
+}
+
 func TestKeyboard(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	r.tree.Select("src/main.go")
@@ -233,13 +252,32 @@ func paths(fs []*review.File) []string {
 	return out
 }
 
-func TestSendBackIsDisabledWithReason(t *testing.T) {
-	r := newTestReview(t, reviewService(t))
-	if !r.sendBtn.Disabled() {
-		t.Error("Send back to agent is enabled")
+// TestSendBackSavesTheReviewAndReplies: Send back keeps the comments and
+// rejections with the sandbox (the agent's next prompt is built from
+// them) and sends the message; an empty message is refused.
+func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
+	svc := reviewService(t)
+	r := newTestReview(t, svc)
+	if r.sendBtn.Disabled() {
+		t.Fatal("Send back to agent is disabled")
 	}
-	if !strings.Contains(test.RenderToMarkup(r.Window.Canvas()), sendBackReason) {
-		t.Errorf("the window does not say why: %q", sendBackReason)
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[1])
+	test.Type(r.diffEntry(t, 0), "split this file")
+	r.Window.Canvas().Unfocus()
+	r.SendBack("  ")
+	if len(svc.replies) != 0 {
+		t.Fatal("an empty message was sent")
+	}
+	r.SendBack("Keep the old name.")
+	if diff := cmp.Diff([]string{"1a2b3c4d: Keep the old name."}, svc.replies); diff != "" {
+		t.Errorf("replies (-want +got):\n%s", diff)
+	}
+	if got := svc.saved["1a2b3c4d"].Files["src/main.go"].Comment; got != "split this file" {
+		t.Errorf("the comment was not saved before sending back: %q", got)
+	}
+	if !strings.Contains(r.status.Text, "Round 2 is ready") {
+		t.Errorf("status: %q", r.status.Text)
 	}
 }
 
@@ -530,5 +568,43 @@ func TestTerminalColoursAndKeys(t *testing.T) {
 		}
 	default:
 		t.Error("resizing the widget sent no window size")
+	}
+}
+
+// TestFanOutOpensCompare: selecting an attempt of a fan-out opens the
+// compare window with every attempt; its Review button opens that
+// attempt's review.
+func TestFanOutOpensCompare(t *testing.T) {
+	svc := reviewService(t)
+	svc.infos = nil
+	for k, id := range []string{"aaaa0001", "aaaa0002", "aaaa0003"} {
+		in := testInfo(id)
+		in.Group, in.Attempt = "9c1e04aa", k+1
+		svc.infos = append(svc.infos, in)
+		svc.changesets[id] = testChangeset(t)
+	}
+	svc.infos[2].Status = sandbox.StatusFailed
+	w := newTestMain(t, svc)
+	w.Reload()
+	w.open(1)
+	var c *CompareWindow
+	for _, win := range fyne.CurrentApp().Driver().AllWindows() {
+		if win.Title() == "Compare attempts of 9c1e04aa" {
+			c = &CompareWindow{Window: win}
+		}
+	}
+	if c == nil {
+		t.Fatal("no compare window opened")
+	}
+	c = w.OpenCompare("9c1e04aa")
+	if len(c.Rows) != 3 || c.Rows[1].Attempt != 2 {
+		t.Fatalf("compare rows: %+v", c.Rows)
+	}
+	if !c.Review[2].Disabled() || c.Review[0].Disabled() {
+		t.Error("a failed attempt can be reviewed, or a ready one cannot")
+	}
+	test.Tap(c.Review[1])
+	if _, ok := w.reviews["aaaa0002"]; !ok {
+		t.Error("Review did not open the attempt's review window")
 	}
 }

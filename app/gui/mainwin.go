@@ -229,6 +229,8 @@ func (w *MainWindow) open(row int) {
 	case run != nil && run.view != nil && active(info.Status):
 		run.view.Window.Show()
 		run.view.Window.RequestFocus()
+	case info.Group != "" && (info.Status == sandbox.StatusReady || info.Status == sandbox.StatusApplied):
+		w.OpenCompare(info.Group)
 	case info.Status == sandbox.StatusReady || info.Status == sandbox.StatusApplied:
 		w.OpenReview(info)
 	default:
@@ -238,6 +240,22 @@ func (w *MainWindow) open(row int) {
 		}
 		w.showMessage(msg)
 	}
+}
+
+// OpenCompare opens the compare window of a fan-out's attempts; its
+// Review buttons open each attempt's review window.
+func (w *MainWindow) OpenCompare(group string) *CompareWindow {
+	c, err := NewCompareWindow(w.app, w.svc, "Compare attempts of "+group, []string{group}, func(id string) {
+		if info, ok := w.info(id); ok {
+			w.OpenReview(info)
+		}
+	})
+	if err != nil {
+		w.showMessage(fmt.Sprintf("Cannot compare %s: %v", group, err))
+		return nil
+	}
+	c.Window.Show()
+	return c
 }
 
 // OpenReview opens (or raises) the review window of a sandbox.

@@ -20,8 +20,8 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// sendBackReason is why "Send back to agent" is not offered yet.
-const sendBackReason = "needs the agent reply step (issue: Real agents)"
+// sendBackHint says what "Send back to agent" sends.
+const sendBackHint = "Send back: the agent gets your message, your comments and the hunks you rejected, and works on its result in a new round."
 
 // Colours of diff lines (on the light and dark themes alike).
 var (
@@ -62,6 +62,7 @@ type ReviewWindow struct {
 	undoBtn    *widget.Button
 	tabs       *container.AppTabs
 	fileState  *widget.Label   // the shown file's state
+	stale      *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead   *fyne.Container // its row, laid out again when the state changes
 
 	// onChange, if set, is told after an apply or undo (the main window
@@ -96,7 +97,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 		r.m.d = saved
 	}
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
-	r.build(info, summary, transcript)
+	r.build(info, summary, transcript, staleNote(svc, info.ID))
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(func() {
@@ -106,7 +107,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	return r, nil
 }
 
-func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte) {
+func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string) {
 	r.tree = widget.NewTree(
 		func(id widget.TreeNodeID) []widget.TreeNodeID { return r.treeIDs.children[id] },
 		func(id widget.TreeNodeID) bool { return id == "" || isFolder(id) },
@@ -181,22 +182,32 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.applyBtn.Importance = widget.HighImportance
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
 	approveAll := widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
-	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), nil)
-	r.sendBtn.Disable()
+	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
 	r.status = widget.NewLabel("")
 	r.status.Truncation = fyne.TextTruncateEllipsis
-	sendNote := widget.NewLabelWithStyle("Send back: "+sendBackReason, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	sendNote := widget.NewLabelWithStyle(sendBackHint, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(approveAll, r.rejectBtn, r.sendBtn, r.undoBtn),
 		r.applyBtn, r.status)
-	head := widget.NewLabelWithStyle(fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info)),
+	headText := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info))
+	if info.Verify != nil {
+		headText += "  ·  verify " + info.Verify.String()
+	}
+	head := widget.NewLabelWithStyle(headText,
 		fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	keys := widget.NewLabelWithStyle("Keys: j/k hunk · n/p file · a/r approve/reject hunk · A/R file · Ctrl+Enter apply", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
 
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
-	r.Window.SetContent(container.NewBorder(container.NewBorder(nil, nil, nil, keys, head), container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
+	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, head)
+	if stale != "" {
+		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		r.stale.Importance = widget.WarningImportance
+		r.stale.Wrapping = fyne.TextWrapWord
+		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), nil, r.stale))
+	}
+	r.Window.SetContent(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
@@ -498,6 +509,49 @@ func (r *ReviewWindow) key(ch rune) {
 }
 
 // apply passes the decisions to the service and shows what happened.
+// askSendBack asks for the message to the agent, then sends the sandbox
+// back.
+func (r *ReviewWindow) askSendBack() {
+	msg := widget.NewMultiLineEntry()
+	msg.SetPlaceHolder("What should the agent do differently?")
+	msg.SetMinRowsVisible(4)
+	dialog.ShowForm("Send back to the agent", "Send", "Cancel", []*widget.FormItem{widget.NewFormItem("Message", msg)}, func(ok bool) {
+		if ok {
+			r.SendBack(msg.Text)
+		}
+	}, r.Window)
+}
+
+// SendBack saves the review (its comments and rejections go to the agent)
+// and sends the sandbox back with message for another round; the window
+// then says how the round ended, and the main window reloads.
+func (r *ReviewWindow) SendBack(message string) {
+	if strings.TrimSpace(message) == "" {
+		r.status.SetText("Say what the agent should do differently.")
+		return
+	}
+	r.save()
+	r.sendBtn.Disable()
+	r.applyBtn.Disable()
+	r.status.SetText("Sent back: the agent is working on a new round…")
+	r.async(func() {
+		res, err := r.svc.Reply(context.Background(), r.id, message)
+		fyne.Do(func() {
+			r.sendBtn.Enable()
+			r.applyBtn.Enable()
+			if err != nil {
+				r.status.SetText("Send back failed")
+				dialog.ShowError(err, r.Window)
+				return
+			}
+			r.status.SetText(fmt.Sprintf("Round %d is ready: close and reopen this review to see it.", res.Meta.Round))
+			if r.onChange != nil {
+				r.onChange()
+			}
+		})
+	})
+}
+
 func (r *ReviewWindow) apply() {
 	r.save()
 	d := r.m.decisions()
@@ -612,4 +666,19 @@ func plainTranscript(b []byte) string {
 		return "(the command printed nothing)"
 	}
 	return s
+}
+
+// staleNote is the review window's line about a baseline the project has
+// moved on from ("" when it has not). The review goes on when the project
+// cannot be compared (moved away, unreadable): the line says so.
+func staleNote(svc Service, id string) string {
+	st, err := svc.Staleness(context.Background(), id)
+	if err != nil {
+		return "Cannot compare the project with the baseline: " + err.Error()
+	}
+	if st.Behind() == 0 {
+		return ""
+	}
+	s := st.String()
+	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; a conflict leaves that file as it is."
 }

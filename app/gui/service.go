@@ -37,6 +37,16 @@ type Service interface {
 	// is what the command printed.
 	Summary(id string) (string, error)
 	Transcript(id string) ([]byte, error)
+	// Staleness is how far the real project has moved on since the
+	// sandbox's baseline.
+	Staleness(ctx context.Context, id string) (sandbox.Staleness, error)
+	// Compare describes sandboxes side by side; a fan-out's group ID
+	// stands for all its attempts.
+	Compare(ids []string) ([]sandbox.Comparison, error)
+	// Reply sends a reviewed sandbox back to its agent with message (its
+	// saved comments and rejected hunks go too) and returns when the next
+	// round is collected.
+	Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error)
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
@@ -197,6 +207,43 @@ func (s *StoreService) Summary(id string) (string, error) {
 		return "", err
 	}
 	return sb.Summary()
+}
+
+func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Staleness, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return sandbox.Staleness{}, err
+	}
+	return sb.Staleness(ctx)
+}
+
+func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+	if s.Boot == nil {
+		return nil, errors.New("reply: this build cannot boot machines")
+	}
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	cpus, mem := 0, 0
+	if m.Limits != nil {
+		cpus, mem = m.Limits.CPUs, int(m.Limits.Memory>>20)
+	}
+	opts := sandbox.RunOptions{Image: m.Image, Arch: m.Arch, Boot: s.Boot(m.Image, cpus, mem)}
+	if s.Network != nil {
+		if opts.Network, err = s.Network(m.Project); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Reply(ctx, id, message, opts)
+}
+
+func (s *StoreService) Compare(ids []string) ([]sandbox.Comparison, error) {
+	return s.Store.Compare(ids)
 }
 
 func (s *StoreService) Transcript(id string) ([]byte, error) {

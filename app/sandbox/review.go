@@ -71,6 +71,11 @@ func (sb *Sandbox) Changeset(ctx context.Context) (*review.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sb.changesetOf(ctx, changes)
+}
+
+// changesetOf builds a review.Changeset of changes from the content store.
+func (sb *Sandbox) changesetOf(ctx context.Context, changes []manifest.Change) (*review.Changeset, error) {
 	cs, err := review.New(ctx, changes, func(sum string) ([]byte, error) {
 		return readObject(sb.store.objects, sum)
 	}, review.Options{})

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +87,7 @@ const (
 	StepPush     Step = "push" // Done/Total files
 	StepRun      Step = "run"  // the command runs; its output streams to RunOptions.Stdout/Stderr
 	StepCollect  Step = "collect"
+	StepVerify   Step = "verify"
 	StepStop     Step = "stop"
 	StepReady    Step = "ready" // ready for review
 )
@@ -128,6 +131,23 @@ type RunOptions struct {
 	Transfer Transfer
 	// Env is added to the command's environment.
 	Env map[string]string
+	// Baseline, if set, is the snapshot to start from (taken once with
+	// Store.Snapshot for several runs); nil snapshots the project.
+	Baseline *Baseline
+	// Group and Attempt mark one run of a fan-out: the runs of one group
+	// start from one baseline, numbered from 1. The command sees
+	// AIRLOCK_ATTEMPT (and AIRLOCK_GROUP).
+	Group   string
+	Attempt int
+	// Verify, if set, is a shell command run in /workspace after the
+	// command (the project's airlock.toml verify, or --verify); its
+	// output (verify.log) and exit status are part of the review.
+	Verify string
+	// NoVerify skips the verify step, even the project's.
+	NoVerify bool
+	// Agent names the agent preset that made Command, if any (a reply
+	// continues the conversation with the same preset).
+	Agent string
 	// Network, if set, gives the guest its only way out: the egress proxy
 	// (see Network). Nil leaves the guest without any.
 	Network *Network
@@ -208,6 +228,12 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case o.NoVerify:
+		o.Verify = ""
+	case o.Verify == "":
+		o.Verify = cfg.Verify
+	}
 	r := &runner{s: s, o: o, project: project, cfg: cfg, progress: o.Progress, log: o.Logger}
 	if r.progress == nil {
 		r.progress = func(Progress) {}
@@ -222,7 +248,7 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
-		Network: NetworkNone, Limits: o.Resources}
+		Network: NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent}
 	if o.OpenNetwork {
 		meta.Network = NetworkOpen
 	}
@@ -243,7 +269,12 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	r.res = &RunResult{Sandbox: sb}
 	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID})
 	started := time.Now()
-	err = r.run(ctx)
+	return r.finish(ctx, started, r.run(ctx))
+}
+
+// finish records how a run (or a reply round) ended, started then.
+func (r *runner) finish(ctx context.Context, started time.Time, err error) (*RunResult, error) {
+	sb := r.sb
 	m, uerr := sb.Update(func(m *Meta) {
 		m.Timings.TotalMS = time.Since(started).Milliseconds()
 		if err != nil {
@@ -264,6 +295,45 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	r.res.Meta = m
 	r.progress(Progress{Step: StepReady, Sandbox: sb.ID})
 	return r.res, nil
+}
+
+// Baseline is a snapshot of a project, taken once: its manifest, what the
+// walk left out, and when. Its files are in the content store. Several
+// runs can start from one Baseline (fan-out).
+type Baseline struct {
+	Manifest *manifest.Manifest
+	Report   *manifest.Report
+	Time     time.Time
+}
+
+// Snapshot walks the project with its rules (cfg's excludes, .gitignore,
+// the secret deny-list) and puts its files into the content store.
+// Progress and log may be nil.
+func (s *Store) Snapshot(ctx context.Context, project string, cfg config.Project, progress func(Progress), log *slog.Logger) (*Baseline, error) {
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	at := s.now().UTC()
+	progress(Progress{Step: StepSnapshot, Message: "snapshot " + project})
+	base, report, err := manifest.Walk(ctx, project, manifest.WalkOptions{
+		Excludes: cfg.Exclude,
+		Logger:   log,
+		Progress: func(p manifest.Progress) {
+			if p.Phase == manifest.PhaseHash {
+				progress(Progress{Step: StepSnapshot, Message: "snapshot", Done: p.FilesHashed, Total: p.FilesTotal})
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if err := objects.SnapshotTree(ctx, project, base, s.objects); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &Baseline{Manifest: base, Report: report, Time: at}, nil
 }
 
 type runner struct {
@@ -296,22 +366,15 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	t := time.Now()
-	r.progress(Progress{Step: StepSnapshot, Message: "snapshot " + r.project})
-	base, report, err := manifest.Walk(ctx, r.project, manifest.WalkOptions{
-		Excludes: r.cfg.Exclude,
-		Logger:   r.log,
-		Progress: func(p manifest.Progress) {
-			if p.Phase == manifest.PhaseHash {
-				r.progress(Progress{Step: StepSnapshot, Message: "snapshot", Done: p.FilesHashed, Total: p.FilesTotal})
-			}
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+	b := r.o.Baseline
+	if b == nil {
+		var err error
+		b, err = r.s.Snapshot(ctx, r.project, r.cfg, r.progress, r.log)
+		if err != nil {
+			return err
+		}
 	}
-	if err := objects.SnapshotTree(ctx, r.project, base, r.s.objects); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
+	base, report, baseTime := b.Manifest, b.Report, b.Time
 	r.base = base
 	r.res.Report = report
 	var buf bytes.Buffer
@@ -329,6 +392,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	if _, err := r.sb.Update(func(m *Meta) {
 		m.Baseline, m.BaselineSHA256 = BaselineFile, hex.EncodeToString(baseSum[:])
+		m.BaselineTime = baseTime
 		m.Excluded = len(report.Excluded)
 		m.Timings.SnapshotMS = time.Since(t).Milliseconds()
 	}); err != nil {
@@ -345,7 +409,14 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	r.progress(Progress{Step: StepExcluded, Excluded: report.Excluded,
 		Message: fmt.Sprintf("snapshot: %d files, %d bytes, %d paths excluded", report.Files, report.Bytes, len(report.Excluded))})
+	return r.session(ctx, base, report)
+}
 
+// session boots a VM, puts the tree base (the baseline, or a reply
+// round's starting point) into /workspace, runs the command, collects
+// what changed against base, and verifies.
+func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *manifest.Report) error {
+	var t time.Time
 	// Copy mode pushes onto the VM's disk once it is up; virtiofs mode
 	// clones into the staging directory first, since the share must exist
 	// when the machine starts.
@@ -446,6 +517,10 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	if staging != "" {
+		// The VM stops before a virtiofs clone is collected: verify first.
+		if err := r.verify(ctx, m); err != nil {
+			return err
+		}
 		// The guest must be gone before the host reads what it wrote:
 		// nothing may change the staging clone while it is collected.
 		stop()
@@ -482,7 +557,15 @@ func (r *runner) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+	if err := r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}}); err != nil {
+		return err
+	}
+	if staging == "" {
+		// After the collect, so the review holds the agent's changes only,
+		// not what the verify command leaves behind (caches, builds).
+		return r.verify(ctx, m)
+	}
+	return nil
 }
 
 // Killer is an optional Machine capability: force the machine off at
@@ -593,18 +676,8 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
 	}
 	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + Workspace})
-	env := r.o.Env
-	if len(r.netEnv) > 0 {
-		env = map[string]string{}
-		for k, v := range r.netEnv {
-			env[k] = v
-		}
-		for k, v := range r.o.Env {
-			env[k] = v
-		}
-	}
 	cmd := client.Command{
-		Args: args, Dir: Workspace, Env: env, Stdin: r.o.Stdin,
+		Args: args, Dir: Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin,
 		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx
@@ -646,6 +719,23 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		ev["signal"] = exit.Signal
 	}
 	return code, ms, r.sb.Audit(Event{Event: EventExit, Data: ev})
+}
+
+// commandEnv is the environment of the command and of the verify step:
+// the network's variables, the fan-out's, then RunOptions.Env.
+func (r *runner) commandEnv() map[string]string {
+	if len(r.netEnv) == 0 && r.o.Group == "" {
+		return r.o.Env
+	}
+	env := maps.Clone(r.netEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if r.o.Group != "" {
+		env["AIRLOCK_GROUP"], env["AIRLOCK_ATTEMPT"] = r.o.Group, strconv.Itoa(r.o.Attempt)
+	}
+	maps.Copy(env, r.o.Env)
+	return env
 }
 
 func (sb *Sandbox) scriptSum(script []byte) string {

@@ -65,6 +65,12 @@ func (l *localMachine) Run(ctx context.Context, c client.Command) error {
 		cmd.Dir = l.rewrite(c.Dir)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	if len(c.Env) > 0 {
+		cmd.Env = os.Environ()
+		for k, v := range c.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		return ctx.Err() // as client.Run: the command was killed

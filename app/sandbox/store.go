@@ -129,6 +129,20 @@ type Meta struct {
 	// sandbox directory); BaselineSHA256 is its hash.
 	Baseline       string `json:"baseline,omitempty"`
 	BaselineSHA256 string `json:"baseline_sha256,omitempty"`
+	// BaselineTime is when the project was snapshotted for the baseline
+	// (Staleness compares the project with it later).
+	BaselineTime time.Time `json:"baseline_time,omitzero"`
+	// Group names the fan-out this sandbox is one attempt of (Attempt
+	// counts from 1); empty for a single run.
+	Group   string `json:"group,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Agent is the agent preset the run used ("" for a plain command).
+	Agent string `json:"agent,omitempty"`
+	// Round counts the agent's rounds on this sandbox: 1 for the run,
+	// one more per reply (0 in sandboxes from before replies means 1).
+	Round int `json:"round,omitempty"`
+	// Verify is the verify step's result, once it ran.
+	Verify *VerifyResult `json:"verify,omitempty"`
 	// Guest names the file holding the manifest of /workspace after the
 	// run, once collected.
 	Guest string `json:"guest,omitempty"`

@@ -58,6 +58,8 @@ func main() {
 		err = transferCommand(cmd, os.Args[2:])
 	case "watch":
 		err = watchCommand(os.Args[2:])
+	case "demo-agent":
+		err = demoAgent(os.Args[2:])
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		new(serveOptions).flags(os.Stderr).PrintDefaults()

@@ -1,0 +1,363 @@
+// Package agent holds Airlock's agent presets: how to run an AI coding
+// agent's CLI in a sandbox (its command lines, environment, the hosts it
+// needs, the secret it sends, where its explanation is). The built-in
+// presets (claude, codex, gemini) are embedded from presets.toml; the
+// user's agents.toml, next to config.toml, overrides their keys and adds
+// agents.
+package agent
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+)
+
+// FileName is the user's presets file, in the user's configuration
+// directory (the one holding config.toml).
+const FileName = "agents.toml"
+
+// Placeholder stands for the prompt in an argv template. An argument that
+// holds it becomes one argument, whatever the prompt contains.
+const Placeholder = "{prompt}"
+
+//go:embed presets.toml
+var builtin []byte
+
+// Preset is how to run one agent.
+type Preset struct {
+	// Name is the table's name ("claude").
+	Name string `toml:"-" json:"name"`
+	// Description is a line for people.
+	Description string `toml:"description" json:"description,omitempty"`
+	// CommandTemplate is the argv of a non-interactive run (the key
+	// "command"); {prompt} is the prompt wrapped in PromptTemplate.
+	CommandTemplate []string `toml:"command" json:"command"`
+	// Interactive is the argv of a run on a terminal; {prompt}, if any, is
+	// the prompt as given (the argument is dropped when there is none).
+	Interactive []string `toml:"interactive" json:"interactive"`
+	// Continue is the argv that carries on the previous conversation with
+	// a reply ({prompt}).
+	Continue []string `toml:"continue" json:"continue,omitempty"`
+	// Env is added to the command's environment.
+	Env map[string]string `toml:"env" json:"env,omitempty"`
+	// Hosts are allow patterns (egress.ParseRule) the agent needs.
+	Hosts []string `toml:"hosts" json:"hosts"`
+	// Secret lists the API keys the agent sends: the guest sees a
+	// placeholder in Env; the proxy puts the value in Header to Host.
+	Secret []config.SecretRule `toml:"secret" json:"secret,omitempty"`
+	// Rationale says where the agent's explanation of its work is.
+	Rationale Rationale `toml:"rationale" json:"rationale"`
+	// PromptTemplate wraps the user's prompt ({prompt}) in a
+	// non-interactive run; empty means the prompt as given.
+	PromptTemplate string `toml:"prompt_template" json:"prompt_template,omitempty"`
+	// User is the guest account the agent runs as.
+	User string `toml:"user" json:"user,omitempty"`
+	// Source is "builtin" or the path of the file that last set a key.
+	Source string `toml:"-" json:"source"`
+}
+
+// Rationale says how to read an agent's final message.
+type Rationale struct {
+	// JSONField is a dotted path to the final message in the JSON the
+	// non-interactive command prints on stdout ("result").
+	JSONField string `toml:"json_field" json:"json_field,omitempty"`
+	// SummaryFile is a file, relative to the workspace, the agent is asked
+	// to write (".airlock/summary.md").
+	SummaryFile string `toml:"summary_file" json:"summary_file,omitempty"`
+}
+
+// keys are the keys a preset table may hold, for error messages.
+const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header), rationale (json_field, summary_file), prompt_template, user"
+
+// UserDir is the user's configuration directory: where config.toml is
+// (config.UserPath).
+func UserDir(getenv func(string) string) (string, error) {
+	p, err := config.UserPath(getenv)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(p), nil
+}
+
+// Load returns the built-in presets with userConfigDir/agents.toml laid
+// over them (a missing file is no error). Every problem is reported at
+// once, with the file's name.
+func Load(userConfigDir string) (map[string]Preset, error) {
+	presets, err := parse(builtin, "builtin", nil)
+	if err != nil {
+		return nil, fmt.Errorf("built-in presets: %w", err)
+	}
+	if userConfigDir == "" {
+		return presets, nil
+	}
+	p := filepath.Join(userConfigDir, FileName)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return presets, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	if presets, err = parse(data, p, presets); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return presets, nil
+}
+
+// parse decodes data strictly and lays it over base (not modified).
+func parse(data []byte, source string, base map[string]Preset) (map[string]Preset, error) {
+	var file map[string]Preset
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&file)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	if undec := md.Undecoded(); len(undec) > 0 {
+		ks := make([]string, len(undec))
+		for i, k := range undec {
+			ks[i] = k.String()
+		}
+		errs = append(errs, fmt.Errorf("unknown keys %s (a preset knows: %s)", strings.Join(ks, ", "), keys))
+	}
+	out := make(map[string]Preset, len(base)+len(file))
+	for n, p := range base {
+		out[n] = p
+	}
+	names := make([]string, 0, len(file))
+	for n := range file {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p, ok := out[n]
+		if !ok {
+			p = Preset{}
+		}
+		u := file[n]
+		set := func(key ...string) bool { return md.IsDefined(append([]string{n}, key...)...) }
+		if set("description") {
+			p.Description = u.Description
+		}
+		if set("command") {
+			p.CommandTemplate = u.CommandTemplate
+		}
+		if set("interactive") {
+			p.Interactive = u.Interactive
+		}
+		if set("continue") {
+			p.Continue = u.Continue
+		}
+		if set("env") {
+			p.Env = u.Env
+		}
+		if set("hosts") {
+			p.Hosts = u.Hosts
+		}
+		if set("secret") {
+			p.Secret = u.Secret
+		}
+		if set("rationale", "json_field") {
+			p.Rationale.JSONField = u.Rationale.JSONField
+		}
+		if set("rationale", "summary_file") {
+			p.Rationale.SummaryFile = u.Rationale.SummaryFile
+		}
+		if set("prompt_template") {
+			p.PromptTemplate = u.PromptTemplate
+		}
+		if set("user") {
+			p.User = u.User
+		}
+		p.Name, p.Source = n, source
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: %w", n, err))
+		}
+		out[n] = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	userRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]*$`)
+)
+
+// Validate reports every problem of the preset at once.
+func (p Preset) Validate() error {
+	var errs []error
+	if !nameRE.MatchString(p.Name) {
+		errs = append(errs, fmt.Errorf("name %q: want lower-case letters, digits, '.', '_' or '-'", p.Name))
+	}
+	if len(p.CommandTemplate) == 0 || p.CommandTemplate[0] == "" {
+		errs = append(errs, errors.New("command: want an argv, such as [\"tool\", \"-p\", \"{prompt}\"]"))
+	} else if !hasPlaceholder(p.CommandTemplate) {
+		errs = append(errs, fmt.Errorf("command: no argument holds %s, so the prompt would be lost", Placeholder))
+	}
+	if len(p.Interactive) == 0 || p.Interactive[0] == "" {
+		errs = append(errs, errors.New("interactive: want an argv, such as [\"tool\"]"))
+	}
+	if len(p.Continue) > 0 && (p.Continue[0] == "" || !hasPlaceholder(p.Continue)) {
+		errs = append(errs, fmt.Errorf("continue: want an argv with %s for the reply", Placeholder))
+	}
+	for k := range p.Env {
+		if !envRE.MatchString(k) {
+			errs = append(errs, fmt.Errorf("env: %q is not a valid variable name", k))
+		}
+	}
+	for _, h := range p.Hosts {
+		if _, err := egress.ParseRule(h); err != nil {
+			errs = append(errs, fmt.Errorf("hosts: %w", err))
+		}
+	}
+	if err := (config.Network{Secret: p.Secret}).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range p.Secret {
+		if _, clash := p.Env[s.Env]; clash {
+			errs = append(errs, fmt.Errorf("env %s is also a secret's name: the secret's placeholder goes there", s.Env))
+		}
+	}
+	if f := p.Rationale.JSONField; f != "" {
+		for _, part := range strings.Split(f, ".") {
+			if part == "" {
+				errs = append(errs, fmt.Errorf("rationale.json_field %q: want a dotted path such as \"result\"", f))
+				break
+			}
+		}
+	}
+	if f := p.Rationale.SummaryFile; f != "" {
+		if path.IsAbs(f) || path.Clean(f) != f || f == "." || strings.HasPrefix(f, "../") || f == ".." {
+			errs = append(errs, fmt.Errorf("rationale.summary_file %q: want a clean path relative to the workspace", f))
+		}
+	}
+	if p.PromptTemplate != "" && !strings.Contains(p.PromptTemplate, Placeholder) {
+		errs = append(errs, fmt.Errorf("prompt_template: no %s, so the prompt would be lost", Placeholder))
+	}
+	if p.User != "" && !userRE.MatchString(p.User) {
+		errs = append(errs, fmt.Errorf("user %q: not a valid account name", p.User))
+	}
+	return errors.Join(errs...)
+}
+
+func hasPlaceholder(argv []string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, Placeholder) {
+			return true
+		}
+	}
+	return false
+}
+
+// Prompt is the prompt of a non-interactive run: prompt wrapped in
+// PromptTemplate.
+func (p Preset) Prompt(prompt string) string {
+	if p.PromptTemplate == "" {
+		return prompt
+	}
+	return strings.ReplaceAll(p.PromptTemplate, Placeholder, prompt)
+}
+
+// Command is the argv that runs the agent on prompt: Command with the
+// wrapped prompt, or, when interactive, Interactive with the prompt as
+// given (an argument that is only {prompt} is dropped when prompt is
+// empty).
+func (p Preset) Command(prompt string, interactive bool) []string {
+	if interactive {
+		return substitute(p.Interactive, prompt, true)
+	}
+	return substitute(p.CommandTemplate, p.Prompt(prompt), false)
+}
+
+// ContinueCommand is the argv that carries on the previous conversation
+// with reply; nil when the preset cannot.
+func (p Preset) ContinueCommand(reply string) []string {
+	if len(p.Continue) == 0 {
+		return nil
+	}
+	return substitute(p.Continue, reply, false)
+}
+
+func substitute(argv []string, prompt string, dropEmpty bool) []string {
+	out := make([]string, 0, len(argv))
+	for _, a := range argv {
+		if a == Placeholder && prompt == "" && dropEmpty {
+			continue
+		}
+		out = append(out, strings.ReplaceAll(a, Placeholder, prompt))
+	}
+	return out
+}
+
+// Rules returns the preset's allow rules (source "preset"), for
+// config.PolicyInput.Preset.
+func (p Preset) Rules() ([]egress.Rule, error) {
+	var out []egress.Rule
+	var errs []error
+	for _, h := range p.Hosts {
+		r, err := egress.ParseRule(h)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: hosts: %w", p.Name, err))
+			continue
+		}
+		r.Source = "preset"
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Secrets returns the preset's secrets, for config.PolicyInput.PresetSecrets.
+func (p Preset) Secrets() []config.SecretRule {
+	return append([]config.SecretRule(nil), p.Secret...)
+}
+
+// FinalMessage reads the agent's final message from the JSON its
+// non-interactive command printed (Rationale.JSONField); ok is false when
+// the preset names no field or the output does not hold it as a string.
+func (p Preset) FinalMessage(stdout []byte) (msg string, ok bool) {
+	if p.Rationale.JSONField == "" {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &v); err != nil {
+		return "", false
+	}
+	for _, part := range strings.Split(p.Rationale.JSONField, ".") {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return "", false
+		}
+		if v, ok = m[part]; !ok {
+			return "", false
+		}
+	}
+	msg, ok = v.(string)
+	return msg, ok
+}
+
+// Names returns the presets' names, sorted.
+func Names(presets map[string]Preset) []string {
+	out := make([]string, 0, len(presets))
+	for n := range presets {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+)
+
+func TestBuiltinPresets(t *testing.T) {
+	presets, err := Load(t.TempDir()) // no agents.toml: the built-ins
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Names(presets); !slices.Equal(got, []string{"claude", "codex", "demo", "gemini"}) {
+		t.Fatalf("presets %v", got)
+	}
+	const prompt = `fix "the" test; rm -rf /`
+	tests := []struct {
+		name        string
+		command     []string // with W for the wrapped prompt
+		interactive []string
+		cont        []string // with R for the reply
+		env         map[string]string
+		host        string
+		secret      config.SecretRule
+		jsonField   string
+	}{
+		{
+			name:        "claude",
+			command:     []string{"claude", "-p", "--output-format", "json", "--dangerously-skip-permissions", "W"},
+			interactive: []string{"claude", "--dangerously-skip-permissions"},
+			cont:        []string{"claude", "-p", "--continue", "--output-format", "json", "--dangerously-skip-permissions", "R"},
+			env:         map[string]string{"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
+			host:        "api.anthropic.com",
+			secret:      config.SecretRule{Env: "ANTHROPIC_API_KEY", Host: "api.anthropic.com", Header: "x-api-key"},
+			jsonField:   "result",
+		},
+		{
+			name:        "codex",
+			command:     []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "W"},
+			interactive: []string{"codex", "--dangerously-bypass-approvals-and-sandbox"},
+			cont:        []string{"codex", "exec", "resume", "--last", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "R"},
+			env:         map[string]string{},
+			host:        "api.openai.com",
+			secret:      config.SecretRule{Env: "CODEX_API_KEY", Host: "api.openai.com", Header: "Authorization"},
+		},
+		{
+			name:        "gemini",
+			command:     []string{"gemini", "--yolo", "--skip-trust", "--output-format", "json", "-p", "W"},
+			interactive: []string{"gemini", "--yolo", "--skip-trust"},
+			cont:        []string{"gemini", "--resume", "latest", "--yolo", "--skip-trust", "--output-format", "json", "-p", "R"},
+			env:         map[string]string{},
+			host:        "generativelanguage.googleapis.com",
+			secret:      config.SecretRule{Env: "GEMINI_API_KEY", Host: "generativelanguage.googleapis.com", Header: "x-goog-api-key"},
+			jsonField:   "response",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := presets[tt.name]
+			if p.Source != "builtin" || p.User != "agent" || p.Rationale.SummaryFile != ".airlock/summary.md" || p.Rationale.JSONField != tt.jsonField {
+				t.Errorf("preset %+v", p)
+			}
+			wrapped := p.Prompt(prompt)
+			if !strings.HasPrefix(wrapped, prompt+"\n") || !strings.Contains(wrapped, ".airlock/summary.md") {
+				t.Errorf("wrapped prompt %q", wrapped)
+			}
+			want := replace(tt.command, "W", wrapped)
+			if got := p.Command(prompt, false); !slices.Equal(got, want) {
+				t.Errorf("command\n got %q\nwant %q", got, want)
+			}
+			if got := p.Command("", true); !slices.Equal(got, tt.interactive) {
+				t.Errorf("interactive %q, want %q", got, tt.interactive)
+			}
+			if got := p.ContinueCommand("and the docs"); !slices.Equal(got, replace(tt.cont, "R", "and the docs")) {
+				t.Errorf("continue %q", got)
+			}
+			if len(p.Env) != len(tt.env) {
+				t.Errorf("env %v, want %v", p.Env, tt.env)
+			}
+			for k, v := range tt.env {
+				if p.Env[k] != v {
+					t.Errorf("env %v, want %v", p.Env, tt.env)
+				}
+			}
+			rules, err := p.Rules()
+			if err != nil || len(rules) != 1 || rules[0].Host != tt.host || rules[0].Source != "preset" {
+				t.Errorf("rules %+v, %v", rules, err)
+			}
+			if s := p.Secrets(); len(s) != 1 || s[0] != tt.secret {
+				t.Errorf("secrets %+v, want %+v", s, tt.secret)
+			}
+			// The rules and secret feed a policy that allows the host and
+			// carries the key there.
+			pol, err := config.Policy(config.PolicyInput{Preset: rules, PresetSecrets: p.Secrets(), Lookup: func(string) (string, error) { return "sk-test", nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pol.Decide(egress.Request{Host: tt.host, Port: 443, Method: "POST"}).Allowed || pol.Decide(egress.Request{Host: "example.com", Port: 443, Method: "CONNECT", Connect: true}).Allowed {
+				t.Error("policy does not allow exactly the preset's host")
+			}
+			if env := pol.GuestEnv(); !strings.HasPrefix(env[tt.secret.Env], egress.PlaceholderPrefix) {
+				t.Errorf("guest env %v", env)
+			}
+		})
+	}
+}
+
+func replace(argv []string, from, to string) []string {
+	out := slices.Clone(argv)
+	for i, a := range out {
+		if a == from {
+			out[i] = to
+		}
+	}
+	return out
+}
+
+func TestInteractivePrompt(t *testing.T) {
+	p := Preset{Name: "x", CommandTemplate: []string{"x", "{prompt}"}, Interactive: []string{"x", "--", "{prompt}"}}
+	if got := p.Command("", true); !slices.Equal(got, []string{"x", "--"}) {
+		t.Errorf("no prompt: %q", got)
+	}
+	if got := p.Command("a b", true); !slices.Equal(got, []string{"x", "--", "a b"}) {
+		t.Errorf("prompt: %q", got)
+	}
+	if got := p.Command("", false); !slices.Equal(got, []string{"x", ""}) {
+		t.Errorf("non-interactive keeps the argument: %q", got)
+	}
+}
+
+func TestUserOverride(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, `
+[claude]
+hosts = ["api.anthropic.com", "statsig.anthropic.com"]
+rationale = { json_field = "result.text" }
+
+[aider]
+description = "aider"
+command = ["aider", "--yes-always", "--message", "{prompt}"]
+interactive = ["aider"]
+hosts = ["api.openai.com"]
+[[aider.secret]]
+env = "OPENAI_API_KEY"
+host = "api.openai.com"
+header = "Authorization"
+`)
+	presets, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := presets["claude"]
+	if !slices.Equal(c.Hosts, []string{"api.anthropic.com", "statsig.anthropic.com"}) || c.Rationale.JSONField != "result.text" {
+		t.Errorf("override not applied: %+v", c)
+	}
+	// Keys the user did not set are the built-in's.
+	if c.CommandTemplate[0] != "claude" || c.Rationale.SummaryFile != ".airlock/summary.md" || len(c.Secret) != 1 || c.Source != filepath.Join(dir, FileName) {
+		t.Errorf("override lost built-in keys: %+v", c)
+	}
+	a, ok := presets["aider"]
+	if !ok || !slices.Equal(a.Command("go", false), []string{"aider", "--yes-always", "--message", "go"}) {
+		t.Errorf("added preset %+v", a)
+	}
+	if _, ok := presets["codex"]; !ok {
+		t.Error("built-in codex lost")
+	}
+	if msg, ok := c.FinalMessage([]byte(`{"result": {"text": "done"}}`)); !ok || msg != "done" {
+		t.Errorf("final message %q %v", msg, ok)
+	}
+	if _, ok := c.FinalMessage([]byte(`{"result": 3}`)); ok {
+		t.Error("a non-string field read as a message")
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	tests := []struct {
+		name, toml string
+		want       []string
+	}{
+		{"syntax", "[claude\n", []string{FileName}},
+		{"unknown key", "[claude]\ncomand = [\"x\"]\n", []string{FileName, "unknown keys", "claude.comand"}},
+		{"every problem", `
+[bad]
+command = ["x"]
+hosts = ["*"]
+user = "Root!"
+env = { "A-B" = "1" }
+rationale = { summary_file = "../out" }
+[[bad.secret]]
+env = "K"
+host = "*.example.com"
+header = "x-api-key"
+`, []string{FileName, "agent bad", "{prompt}", "interactive", "hosts", "Root!", "A-B", "../out", "*.example.com"}},
+		{"wrong type", "[claude]\ncommand = \"claude -p\"\n", []string{FileName, "command"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, tt.toml)
+			_, err := Load(dir)
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v; want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, dir, s string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAgentsCmd(t *testing.T) {
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	home := t.TempDir()
+	code, out, errOut := run(t, home, "", "agents", "--json")
+	if code != 0 {
+		t.Fatalf("agents --json: %d %s", code, errOut)
+	}
+	var list []struct {
+		Name    string   `json:"name"`
+		Command []string `json:"command"`
+		Hosts   []string `json:"hosts"`
+		Source  string   `json:"source"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(list) != 4 || list[0].Name != "claude" || list[1].Name != "codex" || list[2].Name != "demo" || list[3].Name != "gemini" || list[0].Hosts[0] != "api.anthropic.com" {
+		t.Errorf("agents: %+v", list)
+	}
+	code, out, _ = run(t, home, "", "agents")
+	if code != 0 || !strings.Contains(out, "NAME") || !strings.Contains(out, "CODEX_API_KEY") {
+		t.Errorf("agents: %d %s", code, out)
+	}
+
+	// A bad agents.toml is reported with its path.
+	if err := os.MkdirAll(filepath.Join(cfg, "airlock"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(cfg, "airlock", "agents.toml")
+	if err := os.WriteFile(bad, []byte("[claude]\nhost = [\"x\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, home, "", "agents")
+	if code == 0 || !strings.Contains(errOut, bad) || !strings.Contains(errOut, "claude.host") {
+		t.Errorf("bad agents.toml: %d %s", code, errOut)
+	}
+}
+
+func TestRunAgentFlags(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--agent", "claude", "--prompt", "x", "--", "echo"}, []string{"not both"}},
+		{[]string{"run", "--agent", "claude", "--prompt", "x", "--"}, []string{"not both"}},
+		{[]string{"run", "--agent", "nope", "--prompt", "x"}, []string{`no agent "nope"`, "claude, codex, demo, gemini"}},
+		{[]string{"run", "--agent", "codex"}, []string{"--prompt TEXT or --prompt-file FILE"}},
+		{[]string{"run", "--agent", "codex", "--prompt-file", "/nonexistent/task.md"}, []string{"--prompt-file"}},
+		{[]string{"run", "--prompt", "x", "--", "echo"}, []string{"go with --agent"}},
+		{[]string{"run"}, []string{"--agent NAME"}},
+		{[]string{"run", "--agent", "codex", "--prompt-file", "-", "-i"}, []string{"use one of them"}},
+	} {
+		code, _, errOut := run(t, home, "", tt.args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0", tt.args)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: %s; want %q", tt.args, errOut, w)
+			}
+		}
+	}
+}
+
+// TestRunAgentNetwork: the preset's host and API key reach the sandbox's
+// policy; a key found nowhere stops the run before anything boots.
+func TestRunAgentNetwork(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	home := t.TempDir()
+	project := t.TempDir()
+	code, _, errOut := run(t, home, "", "run", "--project", project, "--agent", "claude", "--prompt", "x")
+	if code == 0 || !strings.Contains(errOut, "ANTHROPIC_API_KEY") || !strings.Contains(errOut, "api.anthropic.com") {
+		t.Errorf("no key: %d %s", code, errOut)
+	}
+
+	t.Setenv("ANTHROPIC_API_KEY", "sk-from-env")
+	presets, err := loadAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &agentFlags{name: "claude", prompt: "fix it"}
+	e := &env{stderr: &strings.Builder{}, quiet: true}
+	ar, err := f.resolve(e, nil, -1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ar.command, " "); got != strings.Join(presets["claude"].Command("fix it", false), " ") || !strings.HasPrefix(got, "claude -p --output-format json --dangerously-skip-permissions fix it\n") {
+		t.Errorf("command %q", got)
+	}
+	var nf netFlags
+	if nf.preset, err = ar.preset.Rules(); err != nil {
+		t.Fatal(err)
+	}
+	nf.presetSecrets = ar.preset.Secrets()
+	network, err := e.networkFor(home, project, &nf, false, &syncWriter{w: e.stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := network.Policy
+	if len(pol.Allow) != 1 || pol.Allow[0].Host != "api.anthropic.com" || pol.Allow[0].Source != "preset" {
+		t.Errorf("allow %+v", pol.Allow)
+	}
+	if len(pol.Secrets) != 1 || pol.Secrets[0].Value != "sk-from-env" || pol.Secrets[0].Header != "x-api-key" {
+		t.Errorf("secrets %+v", pol.Secrets)
+	}
+}
+
+func TestCapWriter(t *testing.T) {
+	var pass strings.Builder
+	c := &capWriter{w: &pass, max: 10}
+	c.Write([]byte(`{"a":`))
+	c.Write([]byte(`"b"}`))
+	if c.over || c.buf.String() != `{"a":"b"}` || pass.String() != `{"a":"b"}` {
+		t.Errorf("captured %q, passed %q", c.buf.String(), pass.String())
+	}
+	c.Write([]byte("more than ten"))
+	if !c.over || pass.Len() != 22 {
+		t.Errorf("over %v, passed %d", c.over, pass.Len())
+	}
+	if n, err := (&capWriter{max: 1}).Write([]byte("xy")); n != 2 || err != nil {
+		t.Errorf("no writer: %d %v", n, err)
+	}
+}
+
+func TestAgentPromptFile(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	task := filepath.Join(t.TempDir(), "task.md")
+	if err := os.WriteFile(task, []byte("from a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{stdin: strings.NewReader("from stdin")}
+	for _, tt := range []struct{ file, want string }{{task, "from a file"}, {"-", "from stdin"}} {
+		ar, err := (&agentFlags{name: "gemini", promptFile: tt.file}).resolve(e, nil, -1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := ar.command[len(ar.command)-1]; !strings.HasPrefix(last, tt.want+"\n") || ar.command[len(ar.command)-2] != "-p" {
+			t.Errorf("%s: command %q", tt.file, ar.command)
+		}
+	}
+	if _, err := (&agentFlags{name: "gemini", prompt: "a", promptFile: task}).resolve(e, nil, -1, ""); err == nil {
+		t.Error("--prompt and --prompt-file together accepted")
+	}
+}

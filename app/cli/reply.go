@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newReplyCmd(e *env) *cobra.Command {
+	var f runFlags
+	var messageFile string
+	cmd := &cobra.Command{
+		Use:   "reply ID --message TEXT",
+		Short: "Send a sandbox back to its agent with your message, comments and rejected hunks, for another round",
+		Long: `reply continues a reviewed sandbox: the agent gets your message, the
+comments you left on files and hunks and the hunks you rejected (from the
+review kept with the sandbox: the app's review window, or airlock apply's
+decisions), and works on its previous result in a fresh VM. An agent preset
+(--agent at run time) continues its own conversation with its continue
+command; a plain command or script runs again with the prompt in
+AIRLOCK_REPLY and the round number in AIRLOCK_ROUND.
+
+The changes are then collected again: airlock diff ID shows the total
+against your project's snapshot, airlock diff ID --round N what round N
+changed. Each earlier round is kept under rounds/N/ in the sandbox. The
+verify command, if the run had one, runs again.
+
+The limits and network flags are those of airlock run.`,
+		Example: `  airlock reply 3f2a --message "keep the old function name; the tests must pass"
+  airlock reply 3f2a --message-file notes.md`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			switch {
+			case f.message != "" && messageFile != "":
+				return errors.New("give --message or --message-file, not both")
+			case messageFile != "":
+				b, err := os.ReadFile(messageFile)
+				if err != nil {
+					return fmt.Errorf("read --message-file: %w", err)
+				}
+				f.message = string(b)
+			}
+			if strings.TrimSpace(f.message) == "" {
+				return errors.New("say what the agent should do differently: --message TEXT or --message-file FILE")
+			}
+			sb, err := e.openSandbox(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			m, err := sb.Meta()
+			if err != nil {
+				return err
+			}
+			f.project, f.replyTo = m.Project, sb.ID
+			if f.image == "" {
+				f.image = m.Image
+			}
+			if f.arch == "" {
+				f.arch = m.Arch
+			}
+			var ar *agentRun
+			if m.Agent != "" {
+				presets, err := loadAgents()
+				if err != nil {
+					return err
+				}
+				p, ok := presets[m.Agent]
+				if !ok {
+					return fmt.Errorf("sandbox %s ran agent %q, which is no longer among the presets (airlock agents)", sb.ID, m.Agent)
+				}
+				prompt, err := sb.ReplyPrompt(ctx, f.message)
+				if err != nil {
+					return err
+				}
+				ar = &agentRun{preset: p, command: p.ContinueCommand(prompt)}
+				f.agent.name = m.Agent
+			}
+			return runRun(ctx, e, &f, nil, ar)
+		},
+	}
+	f.bootFlags.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.message, "message", "m", "", "what the agent should do differently")
+	fl.StringVar(&messageFile, "message-file", "", "read the message from FILE")
+	f.limits.registerTimeout(fl, "kill the agent after this long and collect what it changed (exit code 124)")
+	f.limits.registerRun(fl)
+	f.netFlags.register(cmd)
+	fl.StringVar(&f.verify, "verify", "", "a shell command to run in the VM after the agent (default: the run's)")
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step")
+	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration")
+	f.fanOut = 1
+	return cmd
+}

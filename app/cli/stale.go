@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+// noteStaleness tells the user on stderr when the real project has moved
+// on since the sandbox's baseline, and what apply does about it. It says
+// nothing when the project is unchanged, and only warns when it cannot
+// tell (a project moved away is not an error of diff or apply).
+func noteStaleness(ctx context.Context, e *env, sb *sandbox.Sandbox) {
+	if e.json {
+		return
+	}
+	st, err := sb.Staleness(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "airlock: note: cannot compare the project with the baseline: %v\n", err)
+		return
+	}
+	if st.Behind() == 0 {
+		return
+	}
+	fmt.Fprintf(e.stderr, "airlock: note: %s; apply merges the agent's changes into your edits three ways (airlock status %s lists them)\n", st, sb.ID)
+}
+
+func newStatusCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a sandbox and how far the real project has moved on since its baseline",
+		Long: `status shows one sandbox: its status, project and command, and how far the
+real project has moved on since the sandbox's baseline was taken ("baseline
+is 15 minutes and 3 files behind the project"), with the paths that differ.
+The project is walked with the snapshot's rules and every file hashed, so
+only real content changes count. A stale baseline is no obstacle: airlock
+apply merges three ways (the snapshot, your edits, the agent's).
+
+ID may be any unique prefix of the sandbox's ID.`,
+		Example: `  airlock status 3f2a
+  airlock status 3f2a --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, err := e.openSandbox(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			m, err := sb.Meta()
+			if err != nil {
+				return err
+			}
+			st, err := sb.Staleness(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(struct {
+					sandbox.Meta
+					Staleness sandbox.Staleness `json:"staleness"`
+				}{m, st})
+			}
+			w := e.stdout
+			fmt.Fprintf(w, "sandbox   %s (%s)\n", m.ID, m.Status)
+			fmt.Fprintf(w, "project   %s\n", m.Project)
+			fmt.Fprintf(w, "command   %s\n", m.CommandLine())
+			if m.Changes != nil {
+				fmt.Fprintf(w, "changes   %d %s\n", m.Changes.Files, plural(m.Changes.Files, "file", "files"))
+			}
+			if m.Verify != nil {
+				fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)
+			}
+			fmt.Fprintf(w, "baseline  %s\n", st)
+			for _, p := range st.Paths {
+				fmt.Fprintf(w, "          %s\n", p)
+			}
+			if n := st.Behind() - len(st.Paths); n > 0 {
+				fmt.Fprintf(w, "          … and %d more\n", n)
+			}
+			if st.Behind() > 0 {
+				fmt.Fprintln(w, strings.TrimSpace(`
+apply merges the agent's changes into these edits three ways; a conflict
+leaves that file as it is.`))
+			}
+			return nil
+		},
+	}
+}

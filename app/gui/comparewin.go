@@ -1,0 +1,64 @@
+package gui
+
+import (
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+// CompareWindow shows the attempts of a fan-out side by side (status,
+// exit code, files and lines changed, rationale), each with a button that
+// opens its review: pick the best one and review it.
+type CompareWindow struct {
+	Window fyne.Window
+	Rows   []sandbox.Comparison
+	// Review holds one button per row, in order.
+	Review []*widget.Button
+}
+
+// compareHeader names the columns: Comparison.Cells, then the Review button.
+var compareHeader = []string{"#", "Sandbox", "Status", "Exit", "Verify", "Files", "Lines", "Rationale", ""}
+
+// NewCompareWindow loads the sandboxes that ids name (a group ID names
+// every attempt of a fan-out) and builds the window (not shown); review
+// is called with the sandbox picked.
+func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, review func(id string)) (*CompareWindow, error) {
+	rows, err := svc.Compare(ids)
+	if err != nil {
+		return nil, err
+	}
+	c := &CompareWindow{Window: a.NewWindow(title), Rows: rows}
+	grid := container.NewGridWithColumns(len(compareHeader))
+	for _, h := range compareHeader {
+		grid.Add(widget.NewLabelWithStyle(h, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+	}
+	for _, r := range rows {
+		cells := r.Cells()
+		cells[6] = strings.Replace(cells[6], " -", " −", 1)
+		why := cells[7]
+		rationale := widget.NewLabel(why)
+		rationale.Truncation = fyne.TextTruncateEllipsis
+		id := r.ID
+		btn := widget.NewButtonWithIcon("Review", theme.VisibilityIcon(), func() { review(id) })
+		if r.Status != sandbox.StatusReady && r.Status != sandbox.StatusApplied {
+			btn.Disable()
+		}
+		c.Review = append(c.Review, btn)
+		for _, cell := range cells[:7] {
+			grid.Add(widget.NewLabel(cell))
+		}
+		grid.Add(rationale)
+		grid.Add(btn)
+	}
+	hint := widget.NewLabelWithStyle("Attempts from one snapshot of the project. Review the one you prefer, then apply all of it or some hunks.",
+		fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	hint.Wrapping = fyne.TextWrapWord
+	c.Window.SetContent(container.NewBorder(hint, nil, nil, nil, container.NewVScroll(grid)))
+	c.Window.Resize(fyne.NewSize(1000, 140+60*float32(len(rows))))
+	return c, nil
+}

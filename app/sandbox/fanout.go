@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/airlock-dev/airlock/app/config"
+)
+
+// MaxFanOut bounds how many attempts one fan-out may start.
+const MaxFanOut = 16
+
+// Attempt is one run of a fan-out: its result (nil if no sandbox was
+// made) and its error.
+type Attempt struct {
+	Result *RunResult
+	Err    error
+}
+
+// FanOut runs several attempts on one project from one baseline: the
+// project is snapshotted once, then every RunOptions in runs (all of the
+// same project) runs in its own sandbox and VM, at most parallel at once
+// (0: all at once). Each sandbox records the group's ID and its attempt
+// number, and its command sees AIRLOCK_GROUP and AIRLOCK_ATTEMPT. A
+// failed attempt does not stop the others; the error returned is only
+// for what stops them all (no runs, a bad project, the snapshot).
+func (s *Store) FanOut(ctx context.Context, runs []RunOptions, parallel int) (group string, _ []Attempt, _ error) {
+	if len(runs) == 0 {
+		return "", nil, errors.New("fan-out: no runs")
+	}
+	if len(runs) > MaxFanOut {
+		return "", nil, fmt.Errorf("fan-out: %d attempts asked, at most %d", len(runs), MaxFanOut)
+	}
+	project, err := filepath.Abs(runs[0].Project)
+	if err != nil {
+		return "", nil, fmt.Errorf("fan-out: %w", err)
+	}
+	for _, o := range runs[1:] {
+		if p, _ := filepath.Abs(o.Project); p != project {
+			return "", nil, fmt.Errorf("fan-out: every attempt must run on one project (%s and %s)", project, p)
+		}
+	}
+	cfg, err := config.Load(project)
+	if err != nil {
+		return "", nil, err
+	}
+	base, err := s.Snapshot(ctx, project, cfg, runs[0].Progress, runs[0].Logger)
+	if err != nil {
+		return "", nil, err
+	}
+	group, err = newID()
+	if err != nil {
+		return "", nil, err
+	}
+	if parallel <= 0 || parallel > len(runs) {
+		parallel = len(runs)
+	}
+	out := make([]Attempt, len(runs))
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, o := range runs {
+		o.Project, o.Baseline, o.Group, o.Attempt = project, base, group, i+1
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				out[i].Err = ctx.Err()
+				return
+			}
+			defer func() { <-slots }()
+			out[i].Result, out[i].Err = s.Run(ctx, o)
+		})
+	}
+	wg.Wait()
+	return group, out, nil
+}
+
+// Comparison is one sandbox as airlock compare shows it beside others.
+type Comparison struct {
+	ID      string `json:"id"`
+	Group   string `json:"group,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Status  Status `json:"status"`
+	// ExitCode is the command's, once it ran.
+	ExitCode *int          `json:"exit_code,omitempty"`
+	Verify   *VerifyResult `json:"verify,omitempty"`
+	Changes  *ChangeStats  `json:"changes,omitempty"`
+	// Rationale is the first line of the agent's summary ("" if none).
+	Rationale string `json:"rationale,omitempty"`
+	Command   string `json:"command"`
+	Error     string `json:"error,omitempty"`
+}
+
+// CompareHeader names the columns of Comparison.Cells.
+var CompareHeader = []string{"#", "ID", "STATUS", "EXIT", "VERIFY", "FILES", "LINES", "RATIONALE"}
+
+// Cells is the comparison as one row of text, in CompareHeader's order
+// ("-" where there is nothing to say); a failed sandbox's rationale is its
+// error.
+func (c Comparison) Cells() []string {
+	attempt, exit, files, lines := "-", "-", "-", "-"
+	if c.Attempt > 0 {
+		attempt = fmt.Sprint(c.Attempt)
+	}
+	if c.ExitCode != nil {
+		exit = fmt.Sprint(*c.ExitCode)
+	}
+	if c.Changes != nil {
+		files = fmt.Sprint(c.Changes.Files)
+		lines = fmt.Sprintf("+%d -%d", c.Changes.LinesAdded, c.Changes.LinesRemoved)
+	}
+	why := c.Rationale
+	if c.Error != "" {
+		why = "failed: " + c.Error
+	}
+	return []string{attempt, c.ID, string(c.Status), exit, c.Verify.String(), files, lines, why}
+}
+
+// Compare describes each sandbox for a side-by-side comparison. An ID
+// that names a fan-out group (as recorded in its sandboxes) stands for
+// every sandbox of that group, in attempt order.
+func (s *Store) Compare(ids []string) ([]Comparison, error) {
+	list, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []Comparison
+	seen := map[string]bool{}
+	add := func(sb *Sandbox, m Meta) {
+		if seen[m.ID] {
+			return
+		}
+		seen[m.ID] = true
+		c := Comparison{ID: m.ID, Group: m.Group, Attempt: m.Attempt, Status: m.Status, ExitCode: m.ExitCode, Verify: m.Verify,
+			Changes: m.Changes, Command: m.CommandLine(), Error: m.Error}
+		if sum, err := sb.Summary(); err == nil {
+			c.Rationale = firstLine(sum)
+		}
+		out = append(out, c)
+	}
+	for _, id := range ids {
+		var members []Info
+		for i := len(list) - 1; i >= 0; i-- { // oldest first
+			if list[i].Group == id {
+				members = append(members, list[i])
+			}
+		}
+		if len(members) > 0 {
+			slices.SortStableFunc(members, func(a, b Info) int { return a.Attempt - b.Attempt })
+			for _, m := range members {
+				sb, err := s.Get(m.ID)
+				if err != nil {
+					return nil, err
+				}
+				add(sb, m.Meta)
+			}
+			continue
+		}
+		sb, err := s.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		m, err := sb.Meta()
+		if err != nil {
+			return nil, err
+		}
+		add(sb, m)
+	}
+	return out, nil
+}
+
+// firstLine is the first non-empty line of a summary, without a Markdown
+// heading's hashes.
+func firstLine(s string) string {
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "#"))
+		if line != "" {
+			return line
+		}
+	}
+	return ""
+}

@@ -1,0 +1,79 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStaleness: a sandbox knows when its baseline was taken and what it
+// held; once the project moves on, Staleness counts how far, by content
+// (an edit that keeps the size counts), with the snapshot's rules (a
+// secret or an ignored file changing does not).
+func TestStaleness(t *testing.T) {
+	s := newStore(t)
+	project := newProject(t)
+	writeTree(t, project, map[string]string{".gitignore": "build/\n"})
+	res, _, _, err := runFake(t, s, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := s.Get(res.Meta.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Meta.BaselineTime.IsZero() {
+		t.Fatal("the baseline's time was not recorded")
+	}
+	st, err := sb.Staleness(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Behind() != 0 || !strings.HasPrefix(st.String(), "baseline is current") {
+		t.Fatalf("untouched project: %+v (%s)", st, st)
+	}
+
+	// The project moves on: same-size edit, an added and a deleted file,
+	// plus changes the snapshot never looks at.
+	writeTree(t, project, map[string]string{
+		"a.txt":         "first LINE\n",
+		"new.txt":       "hello\n",
+		".env":          "TOKEN=other\n",
+		"build/out.bin": "ignored\n",
+	})
+	if err := os.Remove(filepath.Join(project, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	base := res.Meta.BaselineTime
+	s.now = func() time.Time { return base.Add(15*time.Minute + 10*time.Second) }
+	st, err = sb.Staleness(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Modified != 1 || st.Added != 1 || st.Deleted != 1 {
+		t.Errorf("staleness %+v, want 1 modified, 1 added, 1 deleted", st)
+	}
+	if want := []string{"a.txt", "b.txt", "new.txt"}; strings.Join(st.Paths, ",") != strings.Join(want, ",") {
+		t.Errorf("paths %v, want %v", st.Paths, want)
+	}
+	if want := "baseline is 15 minutes and 3 files behind the project (1 modified, 1 added, 1 deleted)"; st.String() != want {
+		t.Errorf("got %q\nwant %q", st.String(), want)
+	}
+}
+
+func TestAgo(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Second:  "5 seconds",
+		time.Minute:      "1 minute",
+		90 * time.Minute: "1 hour",
+		30 * time.Hour:   "30 hours",
+		72 * time.Hour:   "3 days",
+	} {
+		if got := ago(d); got != want {
+			t.Errorf("ago(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

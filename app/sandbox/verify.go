@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/airlock-dev/airlock/guest/client"
+)
+
+// VerifyFile keeps the verify command's output in the sandbox directory.
+const VerifyFile = "verify.log"
+
+// EventVerified records the verify step's result in the audit log.
+const EventVerified EventKind = "verified"
+
+// VerifyResult is what the verify step found: the command, its exit code
+// (TimeoutExitCode when it ran past the time limit) and how long it took.
+type VerifyResult struct {
+	Command    string `json:"command"`
+	ExitCode   int    `json:"exit_code"`
+	Passed     bool   `json:"passed"`
+	DurationMS int64  `json:"duration_ms"`
+	// Error says why it could not run at all (the guest went away).
+	Error string `json:"error,omitempty"`
+}
+
+// String is the verdict for people: "passed", "FAILED (exit 1)".
+func (v *VerifyResult) String() string {
+	switch {
+	case v == nil:
+		return "-"
+	case v.Error != "":
+		return "could not run: " + v.Error
+	case v.Passed:
+		return "passed"
+	case v.ExitCode == TimeoutExitCode:
+		return "FAILED (timed out)"
+	default:
+		return fmt.Sprintf("FAILED (exit %d)", v.ExitCode)
+	}
+}
+
+// verify runs RunOptions.Verify in /workspace with the command's
+// environment; its output streams live and into verify.log, and the
+// result goes to sandbox.json and the audit log. A failing verify
+// command is a result, not an error of the run.
+func (r *runner) verify(ctx context.Context, m Machine) error {
+	if r.o.Verify == "" {
+		return nil
+	}
+	f, err := os.OpenFile(r.sb.Path(VerifyFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	defer f.Close()
+	out := &lockedWriter{w: f}
+	r.progress(Progress{Step: StepVerify, Message: "verifying: " + r.o.Verify})
+	runCtx := ctx
+	if r.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
+		defer cancel()
+	}
+	t := time.Now()
+	err = m.Run(runCtx, client.Command{
+		Args: []string{"sh", "-c", r.o.Verify}, Dir: Workspace, Env: r.commandEnv(),
+		Stdout: teeWriter(r.o.Stdout, out), Stderr: teeWriter(r.o.Stderr, out),
+	})
+	res := &VerifyResult{Command: r.o.Verify, DurationMS: time.Since(t).Milliseconds()}
+	var exit *client.ExitError
+	switch {
+	case err == nil:
+		res.Passed = true
+	case errors.As(err, &exit):
+		res.ExitCode = exit.ExitCode()
+	case runCtx.Err() != nil && ctx.Err() == nil:
+		res.ExitCode = TimeoutExitCode
+		fmt.Fprintf(out, "\nairlock: the verify command ran longer than %s and was killed\n", r.o.Timeout)
+	case ctx.Err() != nil:
+		return fmt.Errorf("verify: %w", ctx.Err())
+	default:
+		res.ExitCode, res.Error = -1, err.Error()
+	}
+	if _, err := r.sb.Update(func(mt *Meta) { mt.Verify = res }); err != nil {
+		return err
+	}
+	return r.sb.Audit(Event{Event: EventVerified, Data: map[string]any{
+		"command": res.Command, "exit_code": res.ExitCode, "passed": res.Passed, "duration_ms": res.DurationMS, "error": res.Error,
+	}})
+}
+
+// VerifyLog is the verify command's output (nil when none ran).
+func (sb *Sandbox) VerifyLog() ([]byte, error) {
+	data, err := os.ReadFile(sb.Path(VerifyFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
