@@ -23,6 +23,7 @@ import (
 // they are mounted before it returns.
 func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, error) {
 	return func(ctx context.Context, a Attach) (Machine, error) {
+		o := o // one copy per boot: fan-out boots several at once
 		o.Name = a.ID
 		if len(a.Shares) > 0 || len(a.Disks) > 0 {
 			if o.Backend == nil {
