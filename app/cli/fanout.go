@@ -138,7 +138,10 @@ sandbox's (any unique prefix) or the group ID that airlock run --fan-out
 printed, which stands for every attempt of that run.
 
 Then review the one you pick with airlock diff ID and apply it (or some of
-its hunks) with airlock apply.`,
+its hunks) with airlock apply. To take hunks from several attempts, apply
+them one attempt after another: the attempts share one baseline, so each
+apply after the first merges onto what you already applied (three-way),
+and a real conflict is shown, never overwritten.`,
 		Example: `  airlock compare 9c1e04aa          # every attempt of a fan-out
   airlock compare 3f2a 77b0 --json`,
 		Args: cobra.MinimumNArgs(1),

@@ -55,7 +55,7 @@ func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, revie
 		grid.Add(rationale)
 		grid.Add(btn)
 	}
-	hint := widget.NewLabelWithStyle("Attempts from one snapshot of the project. Review the one you prefer, then apply all of it or some hunks.",
+	hint := widget.NewLabelWithStyle("Attempts from one snapshot of the project. Review the one you prefer, then apply all of it or some hunks. To take hunks from several attempts, apply them one after another: each apply merges onto what you already applied.",
 		fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	hint.Wrapping = fyne.TextWrapWord
 	c.Window.SetContent(container.NewBorder(hint, nil, nil, nil, container.NewVScroll(grid)))

@@ -29,6 +29,8 @@ type fakeService struct {
 	runs       []RunRequest
 	stale      sandbox.Staleness
 	replies    []string
+	// rounds holds what a sandbox's last round changed, by sandbox ID.
+	rounds map[string]*review.Changeset
 	// run, if set, plays a run.
 	run func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
 }
@@ -37,7 +39,22 @@ func (s *fakeService) Reply(_ context.Context, id, message string) (*sandbox.Run
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = append(s.replies, id+": "+message)
+	for i := range s.infos {
+		if s.infos[i].ID == id {
+			s.infos[i].Round = 2
+		}
+	}
 	return &sandbox.RunResult{Meta: sandbox.Meta{ID: id, Round: 2, Status: sandbox.StatusReady}}, nil
+}
+
+func (s *fakeService) RoundChangeset(_ context.Context, id string, n int) (*review.Changeset, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.rounds[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s has no round %d", id, n)
+	}
+	return cs, nil
 }
 
 func (s *fakeService) Staleness(context.Context, string) (sandbox.Staleness, error) {

@@ -12,6 +12,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -606,5 +607,84 @@ func TestFanOutOpensCompare(t *testing.T) {
 	test.Tap(c.Review[1])
 	if _, ok := w.reviews["aaaa0002"]; !ok {
 		t.Error("Review did not open the attempt's review window")
+	}
+}
+
+// TestReviewShowsTheLastRound: after a reply round the review offers what
+// that round changed, read only, and goes back to the whole review (what
+// Apply writes) with its decisions untouched.
+func TestReviewShowsTheLastRound(t *testing.T) {
+	svc := reviewService(t)
+	info := testInfo("1a2b3c4d")
+	info.Round = 2
+	svc.infos = []sandbox.Info{info}
+	full := svc.changesets["1a2b3c4d"]
+	svc.rounds = map[string]*review.Changeset{"1a2b3c4d": {Files: []*review.File{full.File("src/new.go")}}}
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.async = syncNow
+	t.Cleanup(r.Window.Close)
+	if r.view == nil {
+		t.Fatal("a round-2 review has no round selector")
+	}
+	r.tree.Select("src/main.go")
+	test.Tap(r.hunkCheck[0])
+	before := svc.saved["1a2b3c4d"]
+
+	r.view.SetSelectedIndex(1)
+	if !r.roundOnly {
+		t.Fatal("selecting the last round did not switch the view")
+	}
+	if diff := cmp.Diff([]string{"src/"}, r.treeIDs.children[""]); diff != "" {
+		t.Errorf("round view tree (-want +got):\n%s", diff)
+	}
+	if f := r.m.current(); f == nil || f.Path != "src/new.go" {
+		t.Errorf("round view shows %v, want src/new.go", f)
+	}
+	for name, b := range map[string]*widget.Button{"apply": r.applyBtn, "approve all": r.approveAll, "send back": r.sendBtn} {
+		if !b.Disabled() {
+			t.Errorf("%s is enabled in the read-only round view", name)
+		}
+	}
+	for i, c := range r.hunkCheck {
+		if !c.Disabled() {
+			t.Errorf("hunk toggle %d is enabled in the round view", i)
+		}
+	}
+
+	r.view.SetSelectedIndex(0)
+	if r.roundOnly || r.approveAll.Disabled() || r.sendBtn.Disabled() {
+		t.Error("back to all changes: still read only")
+	}
+	if len(r.treeIDs.children[""]) != 5 {
+		t.Errorf("whole review tree: %v", r.treeIDs.children[""])
+	}
+	if diff := cmp.Diff(before, svc.saved["1a2b3c4d"]); diff != "" {
+		t.Errorf("the round view changed the saved review (-before +after):\n%s", diff)
+	}
+	r.tree.Select("src/main.go")
+	if !r.m.taken(r.m.current(), 0) {
+		t.Error("the decision made before the round view was lost")
+	}
+}
+
+// TestSendBackFromTheMainWindowOpensTheNewRound: once the round is ready,
+// the review opens again on it, showing what the round changed.
+func TestSendBackFromTheMainWindowOpensTheNewRound(t *testing.T) {
+	svc := reviewService(t)
+	svc.rounds = map[string]*review.Changeset{"1a2b3c4d": {Files: []*review.File{svc.changesets["1a2b3c4d"].File("src/new.go")}}}
+	w := newTestMain(t, svc)
+	r := w.OpenReview(svc.infos[0])
+	r.SendBack("Keep the old name.")
+	nr := w.reviews["1a2b3c4d"]
+	if nr == nil || nr == r {
+		t.Fatal("the review was not opened again on the new round")
+	}
+	t.Cleanup(nr.Window.Close)
+	if nr.view == nil || !nr.roundOnly {
+		t.Errorf("the new review does not show the new round (selector %v, round only %v)", nr.view != nil, nr.roundOnly)
 	}
 }

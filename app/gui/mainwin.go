@@ -258,6 +258,26 @@ func (w *MainWindow) OpenCompare(group string) *CompareWindow {
 	return c
 }
 
+// reopenReview replaces r by a new review window of the same sandbox,
+// once a reply round is ready, showing what that round changed.
+func (w *MainWindow) reopenReview(r *ReviewWindow) {
+	infos, err := w.svc.List()
+	if err != nil {
+		w.showMessage("Cannot list the sandboxes: " + err.Error())
+		return
+	}
+	for _, info := range infos {
+		if info.ID == r.id {
+			r.Window.Close()
+			delete(w.reviews, r.id)
+			if nr := w.OpenReview(info); nr != nil && nr.view != nil {
+				nr.view.SetSelectedIndex(1)
+			}
+			return
+		}
+	}
+}
+
 // OpenReview opens (or raises) the review window of a sandbox.
 func (w *MainWindow) OpenReview(info sandbox.Info) *ReviewWindow {
 	if r, ok := w.reviews[info.ID]; ok {
@@ -271,6 +291,7 @@ func (w *MainWindow) OpenReview(info sandbox.Info) *ReviewWindow {
 		return nil
 	}
 	r.onChange = w.Reload
+	r.onRound = func() { w.reopenReview(r) }
 	r.async = w.async
 	w.reviews[info.ID] = r
 	r.Window.SetOnClosed(func() { delete(w.reviews, info.ID) })

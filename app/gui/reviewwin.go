@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -58,6 +59,7 @@ type ReviewWindow struct {
 	status     *widget.Label
 	applyBtn   *widget.Button
 	rejectBtn  *widget.Button
+	approveAll *widget.Button
 	sendBtn    *widget.Button
 	undoBtn    *widget.Button
 	tabs       *container.AppTabs
@@ -65,9 +67,21 @@ type ReviewWindow struct {
 	stale      *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead   *fyne.Container // its row, laid out again when the state changes
 
+	// full is the whole review (every round against the snapshot); with
+	// roundOnly set, m shows instead what the last round changed, read
+	// only, and full waits.
+	full      *reviewModel
+	fullTree  tree
+	roundOnly bool
+	round     int            // the sandbox's round (1 before any reply)
+	view      *widget.Select // all changes or the last round's; nil for round 1
+
 	// onChange, if set, is told after an apply or undo (the main window
 	// refreshes its list).
 	onChange func()
+	// onRound, if set, is told when a reply round is ready (the main
+	// window opens the review again on the new round).
+	onRound func()
 	// async runs apply and undo off fyne's goroutine.
 	async func(func())
 }
@@ -96,6 +110,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if saved.Validate(cs) == nil && saved.Files != nil {
 		r.m.d = saved
 	}
+	r.full, r.fullTree, r.round = r.m, r.treeIDs, max(info.Round, 1)
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
 	r.build(info, summary, transcript, staleNote(svc, info.ID))
 	r.Window.Resize(fyne.NewSize(1100, 720))
@@ -181,14 +196,14 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
 	r.applyBtn.Importance = widget.HighImportance
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
-	approveAll := widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
+	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
 	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
 	r.status = widget.NewLabel("")
 	r.status.Truncation = fyne.TextTruncateEllipsis
 	sendNote := widget.NewLabelWithStyle(sendBackHint, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(approveAll, r.rejectBtn, r.sendBtn, r.undoBtn),
+		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.undoBtn),
 		r.applyBtn, r.status)
 	headText := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info))
 	if info.Verify != nil {
@@ -201,6 +216,12 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
 	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, head)
+	if r.round >= 2 {
+		all, last := viewAll, fmt.Sprintf(viewRound, r.round)
+		r.view = widget.NewSelect([]string{all, last}, func(s string) { r.ShowRound(s == last) })
+		r.view.SetSelectedIndex(0)
+		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
+	}
 	if stale != "" {
 		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		r.stale.Importance = widget.WarningImportance
@@ -277,6 +298,9 @@ func verdictIcon(s fileState) fyne.Resource {
 // save keeps the decisions with the sandbox; a failure is shown, not
 // fatal (Apply is given the decisions anyway).
 func (r *ReviewWindow) save() {
+	if r.roundOnly {
+		return // a round's own changes are for reading; decisions are on the whole
+	}
 	if err := r.svc.SaveDecisions(r.id, r.m.decisions()); err != nil {
 		r.status.SetText("Could not save the review: " + err.Error())
 	}
@@ -303,7 +327,7 @@ func (r *ReviewWindow) redraw() {
 		r.fileHead.Refresh()
 	}
 	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
-	if len(r.taken) == 0 {
+	if len(r.taken) == 0 || r.roundOnly {
 		r.applyBtn.Disable()
 	} else {
 		r.applyBtn.Enable()
@@ -324,6 +348,11 @@ func (r *ReviewWindow) showFile() {
 	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.refresh(); r.showFile() })
 	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.refresh(); r.showFile() })
 	state := widget.NewLabel(r.m.fileState(f).String())
+	if r.roundOnly {
+		approve.Disable()
+		reject.Disable()
+		state.SetText("round " + strconv.Itoa(r.round) + " only: read only")
+	}
 	r.fileState = state
 	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
 	r.diff.Add(r.fileHead)
@@ -376,6 +405,10 @@ func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk) fyne.Canva
 	comment.SetPlaceHolder("Comment on this hunk")
 	comment.SetText(r.m.d.Files[f.Path].Hunks[i].Comment)
 	comment.OnChanged = func(s string) { r.m.setHunkComment(f.Path, i, s) }
+	if r.roundOnly {
+		check.Disable()
+		comment.Disable()
+	}
 	bg := canvas.NewRectangle(color.Transparent)
 	top := container.NewStack(bg, container.NewBorder(nil, nil, check, nil, comment))
 	// Long lines scroll sideways within their hunk; the pane only scrolls
@@ -508,7 +541,47 @@ func (r *ReviewWindow) key(ch rune) {
 	r.selectCurrent()
 }
 
-// apply passes the decisions to the service and shows what happened.
+// The choices of the round selector.
+const (
+	viewAll   = "All changes since the snapshot (what Apply writes)"
+	viewRound = "Only what round %d changed (read only)"
+)
+
+// ShowRound shows what the last round changed over the round before it
+// (read only), or with false the whole review again.
+func (r *ReviewWindow) ShowRound(only bool) {
+	if only == r.roundOnly || r.round < 2 {
+		return
+	}
+	if only {
+		cs, err := r.svc.RoundChangeset(context.Background(), r.id, r.round)
+		if err != nil {
+			r.status.SetText("Cannot show the last round: " + err.Error())
+			r.view.SetSelectedIndex(0)
+			return
+		}
+		r.save()
+		r.m, r.treeIDs = newReviewModel(cs), newTree(cs)
+	} else {
+		r.m, r.treeIDs = r.full, r.fullTree
+	}
+	r.roundOnly = only
+	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.toApproved, r.toRejected} {
+		if only {
+			b.Disable()
+		} else {
+			b.Enable()
+		}
+	}
+	r.tree.Refresh()
+	r.tree.OpenAllBranches()
+	r.redraw()
+	if f := r.m.current(); f != nil {
+		r.tree.Select(f.Path)
+	}
+	r.showFile()
+}
+
 // askSendBack asks for the message to the agent, then sends the sandbox
 // back.
 func (r *ReviewWindow) askSendBack() {
@@ -544,9 +617,12 @@ func (r *ReviewWindow) SendBack(message string) {
 				dialog.ShowError(err, r.Window)
 				return
 			}
-			r.status.SetText(fmt.Sprintf("Round %d is ready: close and reopen this review to see it.", res.Meta.Round))
+			r.status.SetText(fmt.Sprintf("Round %d is ready.", res.Meta.Round))
 			if r.onChange != nil {
 				r.onChange()
+			}
+			if r.onRound != nil {
+				r.onRound()
 			}
 		})
 	})

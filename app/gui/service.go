@@ -47,6 +47,9 @@ type Service interface {
 	// saved comments and rejected hunks go too) and returns when the next
 	// round is collected.
 	Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error)
+	// RoundChangeset is what round n (2 or more) of a sandbox changed
+	// over the round before it.
+	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
@@ -240,6 +243,14 @@ func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.
 		}
 	}
 	return s.Store.Reply(ctx, id, message, opts)
+}
+
+func (s *StoreService) RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error) {
+	sb, err := s.sandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sb.RoundChangeset(ctx, n)
 }
 
 func (s *StoreService) Compare(ids []string) ([]sandbox.Comparison, error) {

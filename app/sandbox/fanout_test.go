@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/review"
@@ -93,5 +95,72 @@ func TestFanOut(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(project, "result.txt")); string(got) != "attempt 2\n" {
 		t.Errorf("applied result.txt = %q", got)
+	}
+}
+
+// TestFanOutPickHunksAcross: two attempts from one baseline change
+// different parts of one file, each in two hunks. Taking one hunk from
+// the first attempt and then one from the second gives the project both:
+// the second apply merges onto the first (same baseline, three-way).
+func TestFanOutPickHunksAcross(t *testing.T) {
+	s := newStore(t)
+	project := t.TempDir()
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("line %d", i))
+	}
+	writeTree(t, project, map[string]string{"f.txt": strings.Join(lines, "\n") + "\n"})
+	// Attempt 1 edits lines 2 and 30, attempt 2 lines 10 and 20: four
+	// hunks far enough apart to stand alone.
+	const script = `set -e
+if [ "$AIRLOCK_ATTEMPT" = 1 ]; then a=2; b=30; else a=10; b=20; fi
+sed -i -e "s/^line $a\$/line $a by attempt $AIRLOCK_ATTEMPT/" -e "s/^line $b\$/line $b by attempt $AIRLOCK_ATTEMPT/" f.txt
+`
+	var runs []RunOptions
+	for range 2 {
+		m := &localMachine{root: t.TempDir()}
+		runs = append(runs, RunOptions{
+			Project: project, Script: []byte(script), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
+			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer: localTransfer{},
+		})
+	}
+	_, attempts, err := s.FanOut(context.Background(), runs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From each attempt, its first hunk only.
+	for i, a := range attempts {
+		if a.Err != nil {
+			t.Fatalf("attempt %d: %v", i+1, a.Err)
+		}
+		sb := a.Result.Sandbox
+		cs, err := sb.Changeset(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := cs.File("f.txt")
+		if f == nil || len(f.Hunks) != 2 {
+			t.Fatalf("attempt %d: f.txt %+v, want two hunks", i+1, f)
+		}
+		var d review.Decisions
+		d.SetHunk("f.txt", 0, review.Approve)
+		d.SetHunk("f.txt", 1, review.Reject)
+		res, err := sb.Apply(context.Background(), d)
+		if err != nil {
+			t.Fatalf("apply attempt %d: %v", i+1, err)
+		}
+		if len(res.Conflicts) > 0 {
+			t.Fatalf("apply attempt %d: conflicts %v", i+1, res.Conflicts)
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(project, "f.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(lines)
+	want[2], want[10] = "line 2 by attempt 1", "line 10 by attempt 2"
+	if string(got) != strings.Join(want, "\n")+"\n" {
+		t.Errorf("project after picking a hunk from each attempt:\n%s", got)
 	}
 }
