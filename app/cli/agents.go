@@ -1,20 +1,19 @@
 package cli
 
 import (
-	"maps"
-	"slices"
-
 	"errors"
 	"fmt"
-	"github.com/airlock-dev/airlock/app/agent/fakemodel"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/agent/fakemodel"
 )
 
 // loadAgents loads the agent presets: the built-ins and the user's

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -28,10 +30,19 @@ type GUISetup struct {
 	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
 	Arch       string
 	DemoScript string
-	// Network returns a run's network for a project, as airlock run builds
-	// it (the user's configuration; a project's widening only once
-	// confirmed with airlock trust).
-	Network func(project string) (*sandbox.Network, error)
+	// Network returns a run's network for a project and agent preset (nil
+	// for none), as airlock run builds it (the preset's hosts and API key,
+	// the user's configuration; a project's widening only once confirmed
+	// with airlock trust).
+	Network func(project string, p *agent.Preset) (*sandbox.Network, error)
+	// Agents are the agent presets (built-in and the user's agents.toml);
+	// AgentsErr says why the user's file was left out, if it was.
+	Agents    map[string]agent.Preset
+	AgentsErr error
+	// Agent readies the preset name for one run, as airlock run --agent
+	// does (the demo agent's fake model is started; stop it with the
+	// function returned once the run is over).
+	Agent func(name string) (agent.Preset, func(), error)
 	// Project, if set, is a folder to open the run dialog for, as if it
 	// were dropped on the window; with Start the run starts at once with
 	// the first agent and the default settings.
@@ -95,8 +106,36 @@ review window of a sandbox, at --file PATH if given.`,
 				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
 			}
 			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
-			setup.Network = func(project string) (*sandbox.Network, error) {
-				return e.networkFor(h, project, &netFlags{}, false, &syncWriter{w: e.stderr})
+			setup.Network = func(project string, p *agent.Preset) (*sandbox.Network, error) {
+				var nf netFlags
+				if p != nil {
+					rules, err := p.Rules()
+					if err != nil {
+						return nil, err
+					}
+					nf.preset, nf.presetSecrets = rules, p.Secrets()
+				}
+				return e.networkFor(h, project, &nf, false, &syncWriter{w: e.stderr})
+			}
+			if setup.Agents, setup.AgentsErr = loadAgents(); setup.AgentsErr != nil {
+				// The app still opens, with the built-in presets; it says why.
+				e.note("%v; the desktop app offers the built-in agents only", setup.AgentsErr)
+				setup.Agents, _ = agent.Load("")
+			}
+			setup.Agent = func(name string) (agent.Preset, func(), error) {
+				p, ok := setup.Agents[name]
+				if !ok {
+					return agent.Preset{}, nil, fmt.Errorf("no agent %q: known agents are %s", name, strings.Join(agent.Names(setup.Agents), ", "))
+				}
+				ar := &agentRun{preset: p}
+				if name != demoAgent {
+					return ar.preset, func() {}, nil
+				}
+				stop, err := startFakeModel(e, ar)
+				if err != nil {
+					return agent.Preset{}, nil, err
+				}
+				return ar.preset, stop, nil
 			}
 			if len(args) == 1 {
 				if setup.Project, err = filepath.Abs(args[0]); err != nil {

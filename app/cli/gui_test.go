@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,5 +114,59 @@ func TestGUIRunWithATTY(t *testing.T) {
 	}
 	if res.Meta.Changes == nil || res.Meta.Changes.Added != 1 {
 		t.Errorf("changes %+v, want typed.txt added", res.Meta.Changes)
+	}
+}
+
+// TestGUIAgentDemo runs the demo agent preset the way the desktop app
+// does: the GUISetup readies the preset (its fake model on the host's
+// loopback) and builds the network with it, and the run goes through the
+// setup's boot function in a real VM; the agent reaches its model through
+// the proxy and its edits and summary come back.
+func TestGUIAgentDemo(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := vmHome(t)
+	var setup GUISetup
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
+		setup = s
+		return nil
+	})); code != 0 {
+		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
+	}
+	if setup.Agent == nil || setup.Network == nil || len(setup.Agents) < 4 {
+		t.Fatalf("the GUI got no agents: %d presets", len(setup.Agents))
+	}
+	if _, _, err := setup.Agent("nope"); err == nil || !strings.Contains(err.Error(), "claude, codex, demo, gemini") {
+		t.Errorf("an unknown agent: %v", err)
+	}
+	p, stop, err := setup.Agent("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	project := t.TempDir()
+	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
+	n, err := setup.Network(project, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var term bytes.Buffer
+	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
+		Project: project, Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
+		Command: p.Command("Add stop words", false), Env: p.Env, Agent: p.Name, Network: n,
+		Stdout: &term, Stderr: &term,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, term.String())
+	}
+	if res.ExitCode != 0 || res.Summary == "" {
+		t.Errorf("exit %d, summary %q\n%s", res.ExitCode, res.Summary, term.String())
+	}
+	cs, err := res.Sandbox.Changeset(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cs.File("NOTES.md"); f == nil || !strings.Contains(string(f.NewContent()), "Task: Add stop words") {
+		t.Errorf("changes %+v", cs.Files)
 	}
 }

@@ -329,10 +329,16 @@ type Startup struct {
 	// Review opens the review window of this sandbox ID, at File if set.
 	Review string
 	File   string
+	// Notice, if set, is shown on the message line (e.g. why the user's
+	// agents.toml was left out).
+	Notice string
 }
 
 // Open opens what s asks for.
 func (w *MainWindow) Open(s Startup) {
+	if s.Notice != "" {
+		w.showMessage(s.Notice)
+	}
 	if s.Review != "" {
 		if info, ok := w.info(s.Review); ok {
 			if r := w.OpenReview(info); r != nil && s.File != "" {

@@ -34,6 +34,16 @@ type RunDialog struct {
 	start   func(RunRequest)
 }
 
+// The images the dialog picks: the stand-ins run on the minimal one, real
+// agents need the full one (their CLIs, node, git, build tools).
+const (
+	MinimalImage = "minimal"
+	FullImage    = "full"
+)
+
+// commandPrompt is the prompt's placeholder for a script or a command.
+const commandPrompt = "What should the agent do? (given to it as $AIRLOCK_PROMPT)"
+
 // Memory sizes and time limits offered, as shown.
 var (
 	memoryChoices = []string{"512 MiB", "1024 MiB", "2048 MiB", "4096 MiB"}
@@ -54,10 +64,10 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	}
 	d.Preset = widget.NewSelect(names, func(string) { d.presetChanged() })
 	d.Prompt = widget.NewMultiLineEntry()
-	d.Prompt.SetPlaceHolder("What should the agent do? (given to it as $AIRLOCK_PROMPT)")
+	d.Prompt.SetPlaceHolder(commandPrompt)
 	d.Prompt.SetMinRowsVisible(3)
 	d.Image = widget.NewEntry()
-	d.Image.SetText("minimal")
+	d.Image.SetText(MinimalImage)
 	cpus := make([]string, 0, runtime.NumCPU())
 	for i := 1; i <= runtime.NumCPU(); i++ {
 		cpus = append(cpus, strconv.Itoa(i))
@@ -111,11 +121,27 @@ func (d *RunDialog) presetChanged() {
 	if !ok {
 		return
 	}
-	if p.Custom {
+	switch {
+	case p.Custom:
 		d.Command.Enable()
-	} else {
+	case p.Agent != "":
+		d.Command.SetText(strings.Join(p.Template, " "))
+		d.Command.Disable()
+	default:
 		d.Command.SetText(strings.Join(p.Command, " "))
 		d.Command.Disable()
+	}
+	if p.Agent != "" {
+		d.Prompt.SetPlaceHolder("What should the agent do? (empty: the agent's own interactive session in the terminal)")
+	} else {
+		d.Prompt.SetPlaceHolder(commandPrompt)
+	}
+	// Real agents need the full image (their CLIs); the stand-ins run on
+	// the minimal one.
+	if p.Agent != "" && p.Agent != demoAgent {
+		d.Image.SetText(FullImage)
+	} else {
+		d.Image.SetText(MinimalImage)
 	}
 	d.Error.SetText(p.Unavailable)
 }
@@ -129,6 +155,8 @@ func (d *RunDialog) Request() (RunRequest, error) {
 		return req, errors.New("choose an agent")
 	case p.Unavailable != "":
 		return req, errors.New(p.Unavailable)
+	case p.Agent != "":
+		req.Agent = p.Agent
 	case p.Script != "":
 		script, err := os.ReadFile(p.Script)
 		if err != nil {

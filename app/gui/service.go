@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/review"
@@ -53,10 +56,15 @@ type Service interface {
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
-// one of Script and Command is set, or neither when the user types the
+// one of Agent, Script and Command is set, or none when the user types the
 // command (Custom).
 type Preset struct {
 	Name string
+	// Agent names an agent preset (app/agent): its command runs on the
+	// prompt, or its interactive command when there is none.
+	Agent string
+	// Template is the agent preset's command, as shown in the dialog.
+	Template []string
 	// Script is the path of a POSIX shell script run with sh in the VM.
 	Script string
 	// Command is the argv run in /workspace; the prompt, if any, is
@@ -69,16 +77,41 @@ type Preset struct {
 	Unavailable string
 }
 
-// Presets are the run dialog's choices: the demo agent, whose script is
+// Presets are the run dialog's choices: the demo agent preset first (a
+// stand-in with a fake model: no API key), the other agent presets
+// (claude, codex, gemini and the user's) by name, the demo script
 // demoScript ("" when it cannot be found), and a command of the user's.
-// Real agents' presets are added here when they come.
-func Presets(demoScript string) []Preset {
-	demo := Preset{Name: "Demo agent (no API key)", Script: demoScript}
+func Presets(demoScript string, agents map[string]agent.Preset) []Preset {
+	var out []Preset
+	names := agent.Names(agents)
+	if i := slices.Index(names, demoAgent); i > 0 {
+		names = append(append([]string{demoAgent}, names[:i]...), names[i+1:]...)
+	}
+	for _, n := range names {
+		p := agents[n]
+		title := p.Description
+		if title == "" {
+			title = n
+		}
+		if n == demoAgent {
+			title = "Demo agent (no API key)"
+		}
+		out = append(out, Preset{Name: title, Agent: n, Template: p.CommandTemplate})
+	}
+	demo := Preset{Name: "Demo script (no API key)", Script: demoScript}
 	if demoScript == "" {
 		demo.Unavailable = "examples/demo-agent.sh was not found beside airlock or in the working directory"
 	}
-	return []Preset{demo, {Name: "Command…", Custom: true}}
+	return append(out, demo, Preset{Name: "Command…", Custom: true})
 }
+
+// demoAgent is the agent preset that needs no API key.
+const demoAgent = "demo"
+
+// AgentFunc makes an agent preset ready for one run: the preset as the
+// run uses it (the demo agent's fake model started, its address allowed
+// and in the environment) and what to call when the run is over.
+type AgentFunc func(name string) (agent.Preset, func(), error)
 
 // RunRequest is what the run dialog asks for.
 type RunRequest struct {
@@ -88,9 +121,12 @@ type RunRequest struct {
 	// Script and ScriptName, when set, are a shell script run with sh.
 	Script     []byte
 	ScriptName string
-	// Prompt is given to the agent as AIRLOCK_PROMPT.
+	// Prompt is given to the agent as AIRLOCK_PROMPT; with Agent it is
+	// the agent preset's task.
 	Prompt string
-	Image  string
+	// Agent names the agent preset to run (Command is then built from it).
+	Agent string
+	Image string
 	// CPUs, MemoryMiB and Timeout are limits; zero means the defaults
 	// (no time limit).
 	CPUs      int
@@ -117,8 +153,11 @@ type StoreService struct {
 	// Arch is recorded in sandbox.json.
 	Arch string
 	// Network, if set, gives each run its network (the egress proxy) for
-	// the project; nil runs without any.
-	Network func(project string) (*sandbox.Network, error)
+	// the project and the agent preset, if any (its hosts and API key);
+	// nil runs without any.
+	Network func(project string, agent *agent.Preset) (*sandbox.Network, error)
+	// Agent readies an agent preset for a run; nil offers none.
+	Agent AgentFunc
 }
 
 var _ Service = (*StoreService)(nil)
@@ -143,14 +182,38 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 	if req.Prompt != "" {
 		opts.Env = map[string]string{"AIRLOCK_PROMPT": req.Prompt}
 	}
+	var p *agent.Preset
+	if req.Agent != "" {
+		ap, done, err := s.agent(req.Agent)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		p = &ap
+		if req.Prompt == "" && len(p.Interactive) == 0 {
+			return nil, fmt.Errorf("agent %s has no interactive command: give it a prompt", req.Agent)
+		}
+		// A prompt runs the agent on that task; no prompt opens its own
+		// interactive session on the terminal.
+		opts.Command, opts.Agent = p.Command(req.Prompt, req.Prompt == ""), req.Agent
+		opts.Env = maps.Clone(p.Env)
+	}
 	if s.Network != nil {
-		n, err := s.Network(req.Project)
+		n, err := s.Network(req.Project, p)
 		if err != nil {
 			return nil, err
 		}
 		opts.Network = n
 	}
 	return s.Store.Run(ctx, opts)
+}
+
+// agent readies the agent preset name.
+func (s *StoreService) agent(name string) (agent.Preset, func(), error) {
+	if s.Agent == nil {
+		return agent.Preset{}, nil, fmt.Errorf("no agent presets here (agent %s)", name)
+	}
+	return s.Agent(name)
 }
 
 func (s *StoreService) sandbox(ctx context.Context, id string) (*sandbox.Sandbox, error) {
@@ -237,8 +300,23 @@ func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.
 		cpus, mem = m.Limits.CPUs, int(m.Limits.Memory>>20)
 	}
 	opts := sandbox.RunOptions{Image: m.Image, Arch: m.Arch, Boot: s.Boot(m.Image, cpus, mem)}
+	var p *agent.Preset
+	if m.Agent != "" {
+		// An agent preset carries on its own conversation with the reply.
+		ap, done, err := s.agent(m.Agent)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		p = &ap
+		prompt, err := sb.ReplyPrompt(ctx, message)
+		if err != nil {
+			return nil, err
+		}
+		opts.Command, opts.Agent, opts.Env = p.ContinueCommand(prompt), m.Agent, maps.Clone(p.Env)
+	}
 	if s.Network != nil {
-		if opts.Network, err = s.Network(m.Project); err != nil {
+		if opts.Network, err = s.Network(m.Project, p); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,136 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+func builtinAgents(t *testing.T) map[string]agent.Preset {
+	t.Helper()
+	presets, err := agent.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return presets
+}
+
+// TestPresetsOfferTheAgents: the run dialog offers the demo agent first
+// (no API key), then every agent preset, the demo script and a command.
+func TestPresetsOfferTheAgents(t *testing.T) {
+	ps := Presets("", builtinAgents(t))
+	var names, agents []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+		agents = append(agents, p.Agent)
+	}
+	if diff := cmp.Diff([]string{"demo", "claude", "codex", "gemini", "", ""}, agents); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	if names[0] != "Demo agent (no API key)" || names[1] != "Claude Code (Anthropic)" || names[len(names)-1] != "Command…" {
+		t.Errorf("names %q", names)
+	}
+	if ps[4].Script != "" || ps[4].Unavailable == "" {
+		t.Errorf("demo script without a script: %+v", ps[4])
+	}
+}
+
+// TestRunDialogAgentPreset: choosing an agent shows its command, picks
+// the image its CLI is on, and asks the service for that agent on the
+// prompt as typed.
+func TestRunDialogAgentPreset(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := a.NewWindow("t")
+	t.Cleanup(w.Close)
+	var got RunRequest
+	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t)), func(r RunRequest) { got = r })
+	if d.Image.Text != MinimalImage {
+		t.Errorf("demo agent's image %q", d.Image.Text)
+	}
+	d.Preset.SetSelectedIndex(1) // claude
+	if d.Command.Text != "claude -p --output-format json --dangerously-skip-permissions {prompt}" || !d.Command.Disabled() {
+		t.Errorf("command shown %q (disabled %v)", d.Command.Text, d.Command.Disabled())
+	}
+	if d.Image.Text != FullImage {
+		t.Errorf("claude's image %q, want %s", d.Image.Text, FullImage)
+	}
+	test.Type(d.Prompt, "fix the failing test")
+	d.Start()
+	if got.Agent != "claude" || got.Prompt != "fix the failing test" || got.Image != FullImage || got.Command != nil || got.Script != nil {
+		t.Errorf("request %+v", got)
+	}
+}
+
+// TestStoreServiceRunsAgentPresets: a run of an agent preset records the
+// preset's command on the prompt and the agent's name, and its network is
+// asked for with the preset (its hosts and key); the preset is released
+// when the run ends, even a failed one. Without a prompt the agent's
+// interactive command runs.
+func TestStoreServiceRunsAgentPresets(t *testing.T) {
+	store, err := sandbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	presets := builtinAgents(t)
+	var netFor []string
+	released := 0
+	svc := &StoreService{
+		Store: store, Arch: "amd64",
+		Boot: func(string, int, int) func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
+			return func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
+				return nil, errors.New("no machines in this test")
+			}
+		},
+		Network: func(project string, p *agent.Preset) (*sandbox.Network, error) {
+			name := "none"
+			if p != nil {
+				name = p.Name + ":" + p.Hosts[0]
+			}
+			netFor = append(netFor, name)
+			return nil, nil
+		},
+		Agent: func(name string) (agent.Preset, func(), error) {
+			p, ok := presets[name]
+			if !ok {
+				return agent.Preset{}, nil, errors.New("no such agent")
+			}
+			return p, func() { released++ }, nil
+		},
+	}
+	project := t.TempDir()
+	for _, prompt := range []string{"fix it", ""} {
+		if _, err := svc.Run(context.Background(), RunRequest{Project: project, Agent: "claude", Prompt: prompt}); err == nil {
+			t.Fatal("a run with no machine succeeded")
+		}
+	}
+	infos, err := svc.List()
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("List = %d sandboxes, %v", len(infos), err)
+	}
+	slices.Reverse(infos) // oldest first
+	want := [][]string{presets["claude"].Command("fix it", false), presets["claude"].Interactive}
+	for i, in := range infos {
+		if in.Agent != "claude" {
+			t.Errorf("sandbox %d: agent %q", i, in.Agent)
+		}
+		if diff := cmp.Diff(want[i], in.Command); diff != "" {
+			t.Errorf("sandbox %d command (-want +got):\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff([]string{"claude:api.anthropic.com", "claude:api.anthropic.com"}, netFor); diff != "" {
+		t.Errorf("networks asked for (-want +got):\n%s", diff)
+	}
+	if released != 2 {
+		t.Errorf("the preset was released %d times, want 2", released)
+	}
+	if _, err := svc.Run(context.Background(), RunRequest{Project: project, Agent: "nope", Prompt: "x"}); err == nil {
+		t.Error("an unknown agent ran")
+	}
+}
