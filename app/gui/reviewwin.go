@@ -363,6 +363,9 @@ func (r *ReviewWindow) showFile() {
 	comment.SetPlaceHolder("Comment on this file (kept with the decisions)")
 	comment.SetText(r.m.d.Files[f.Path].Comment)
 	comment.OnChanged = func(s string) { r.m.setFileComment(f.Path, s) }
+	if r.roundOnly {
+		comment.Disable()
+	}
 	r.diff.Add(comment)
 	if len(f.Hunks) > 0 && !f.HunkSelectable() {
 		r.diff.Add(widget.NewLabelWithStyle(fmt.Sprintf("A change like this (%s) is taken or left whole: approve or reject the file.", describe(f)), fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))

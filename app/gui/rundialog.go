@@ -132,7 +132,7 @@ func (d *RunDialog) presetChanged() {
 		d.Command.Disable()
 	}
 	if p.Agent != "" {
-		d.Prompt.SetPlaceHolder("What should the agent do? (empty: the agent's own interactive session in the terminal)")
+		d.Prompt.SetPlaceHolder("What should the agent do? (empty: its interactive session)")
 	} else {
 		d.Prompt.SetPlaceHolder(commandPrompt)
 	}
