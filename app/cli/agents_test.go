@@ -119,23 +119,6 @@ func TestRunAgentNetwork(t *testing.T) {
 	}
 }
 
-func TestCapWriter(t *testing.T) {
-	var pass strings.Builder
-	c := &capWriter{w: &pass, max: 10}
-	c.Write([]byte(`{"a":`))
-	c.Write([]byte(`"b"}`))
-	if c.over || c.buf.String() != `{"a":"b"}` || pass.String() != `{"a":"b"}` {
-		t.Errorf("captured %q, passed %q", c.buf.String(), pass.String())
-	}
-	c.Write([]byte("more than ten"))
-	if !c.over || pass.Len() != 22 {
-		t.Errorf("over %v, passed %d", c.over, pass.Len())
-	}
-	if n, err := (&capWriter{max: 1}).Write([]byte("xy")); n != 2 || err != nil {
-		t.Errorf("no writer: %d %v", n, err)
-	}
-}
-
 func TestAgentPromptFile(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	task := filepath.Join(t.TempDir(), "task.md")

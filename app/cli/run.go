@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -301,17 +298,15 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	if f.interactive {
 		opts.Stdin = e.stdin
 	}
+	if ar != nil && ar.preset.Rationale.JSONField != "" {
+		opts.FinalMessage = ar.preset.FinalMessage
+	}
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
 	if f.fanOut > 1 {
 		p.Done("")
 		return runFanOut(ctx, e, store, opts, f.fanOut, fanOutParallel(f.parallel, f.fanOut, lim), lim)
-	}
-	var captured *capWriter // the agent's stdout, for its final message
-	if ar != nil && ar.preset.Rationale.JSONField != "" {
-		captured = &capWriter{w: opts.Stdout, max: maxAgentOutput}
-		opts.Stdout = captured
 	}
 	var res *sandbox.RunResult
 	if f.replyTo != "" {
@@ -323,10 +318,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	if res == nil {
 		return err
 	}
-	final := ""
-	if captured != nil && !captured.over {
-		final, _ = ar.preset.FinalMessage(captured.buf.Bytes())
-	}
+	final := res.FinalMessage
 	if e.json {
 		out := runResult{FinalMessage: final, Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
 			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: lim, Verify: res.Meta.Verify}
@@ -365,33 +357,6 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	printRunSummary(e, res)
 	e.exitCode = res.ExitCode
 	return nil
-}
-
-// maxAgentOutput caps the agent's output kept for its final message.
-const maxAgentOutput = 8 << 20
-
-// capWriter passes writes on to w (if any) and keeps the first max bytes;
-// over reports that more came.
-type capWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.buf.Len()+len(p) <= c.max {
-		c.buf.Write(p)
-	} else {
-		c.over = true
-	}
-	c.mu.Unlock()
-	if c.w == nil {
-		return len(p), nil
-	}
-	return c.w.Write(p)
 }
 
 // note prints a line for people on stderr, unless --quiet or --json.

@@ -541,8 +541,12 @@ exit, collected, decisions, applies with before/after hashes, undo).
 			if err != nil {
 				return err
 			}
+			final, err := sb.FinalMessage()
+			if err != nil {
+				return err
+			}
 			if e.json {
-				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "verify": string(verifyLog), "audit": events})
+				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "final_message": final, "verify": string(verifyLog), "audit": events})
 			}
 			w := e.stdout
 			fmt.Fprintf(w, "== transcript (%s)\n", sb.Path(sandbox.TranscriptFile))
@@ -554,6 +558,13 @@ exit, collected, decisions, applies with before/after hashes, undo).
 				fmt.Fprintln(w, "== the agent's summary")
 				fmt.Fprint(w, summary)
 				if !strings.HasSuffix(summary, "\n") {
+					fmt.Fprintln(w)
+				}
+			}
+			if final != "" {
+				fmt.Fprintln(w, "== the agent's final message")
+				fmt.Fprint(w, final)
+				if !strings.HasSuffix(final, "\n") {
 					fmt.Fprintln(w)
 				}
 			}

@@ -197,6 +197,9 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 		// interactive session on the terminal.
 		opts.Command, opts.Agent = p.Command(req.Prompt, req.Prompt == ""), req.Agent
 		opts.Env = maps.Clone(p.Env)
+		if p.Rationale.JSONField != "" && req.Prompt != "" {
+			opts.FinalMessage = p.FinalMessage
+		}
 	}
 	if s.Network != nil {
 		n, err := s.Network(req.Project, p)
@@ -272,7 +275,15 @@ func (s *StoreService) Summary(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return sb.Summary()
+	summary, err := sb.Summary()
+	if err != nil || summary != "" {
+		return summary, err
+	}
+	final, err := sb.FinalMessage()
+	if err != nil || final == "" {
+		return "", err
+	}
+	return "*The agent wrote no summary; its final message:*\n\n" + final, nil
 }
 
 func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Staleness, error) {
@@ -314,6 +325,9 @@ func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.
 			return nil, err
 		}
 		opts.Command, opts.Agent, opts.Env = p.ContinueCommand(prompt), m.Agent, maps.Clone(p.Env)
+		if p.Rationale.JSONField != "" {
+			opts.FinalMessage = p.FinalMessage
+		}
 	}
 	if s.Network != nil {
 		if opts.Network, err = s.Network(m.Project, p); err != nil {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,5 +163,50 @@ sed -i -e "s/^line $a\$/line $a by attempt $AIRLOCK_ATTEMPT/" -e "s/^line $b\$/l
 	want[2], want[10] = "line 2 by attempt 1", "line 10 by attempt 2"
 	if string(got) != strings.Join(want, "\n")+"\n" {
 		t.Errorf("project after picking a hunk from each attempt:\n%s", got)
+	}
+}
+
+func TestCapWriter(t *testing.T) {
+	var pass strings.Builder
+	c := &capWriter{w: &pass, max: 10}
+	c.Write([]byte(`{"a":`))
+	c.Write([]byte(`"b"}`))
+	if c.over || c.buf.String() != `{"a":"b"}` || pass.String() != `{"a":"b"}` {
+		t.Errorf("captured %q, passed %q", c.buf.String(), pass.String())
+	}
+	c.Write([]byte("more than ten"))
+	if !c.over || c.buf.Len() != 0 || pass.Len() != 22 {
+		t.Errorf("over %v, kept %d, passed %d", c.over, c.buf.Len(), pass.Len())
+	}
+}
+
+// TestFinalMessageKept: an agent's final message, read from what it
+// printed, is kept with the sandbox and with its round; output past the
+// cap gives none.
+func TestFinalMessageKept(t *testing.T) {
+	s := newStore(t)
+	project := newProject(t)
+	read := func(b []byte) (string, bool) {
+		var v struct{ Result string }
+		if json.Unmarshal(b, &v) != nil {
+			return "", false
+		}
+		return v.Result, v.Result != ""
+	}
+	m := &localMachine{root: t.TempDir()}
+	res, err := s.Run(context.Background(), RunOptions{
+		Project: project, Script: []byte(`echo '{"result": "Added stop words."}'`), ScriptName: "agent.sh",
+		Image: "minimal", Arch: "amd64", FinalMessage: read,
+		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+		Transfer: localTransfer{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinalMessage != "Added stop words." {
+		t.Errorf("final message %q", res.FinalMessage)
+	}
+	if got, err := res.Sandbox.FinalMessage(); err != nil || got != "Added stop words." {
+		t.Errorf("kept final message %q, %v", got, err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // RoundsDir keeps each finished round of a sandbox (rounds/N/: its
-// guest manifest, summary and verify output) once a reply starts the
+// guest manifest, summary, final message and verify output) once a reply starts the
 // next one; the sandbox's own files are always the latest round.
 const RoundsDir = "rounds"
 
@@ -184,6 +184,7 @@ func (s *Store) Reply(ctx context.Context, id, message string, o RunOptions) (*R
 		return nil, err
 	}
 	_ = os.Remove(sb.Path(SummaryFile))
+	_ = os.Remove(sb.Path(FinalFile))
 	_ = os.Remove(sb.Path(VerifyFile))
 	if err := sb.Audit(Event{Event: EventReply, Data: map[string]any{"round": round + 1, "message": message, "prompt_sha256": fmt.Sprintf("%x", sha256.Sum256([]byte(prompt)))}}); err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func (sb *Sandbox) keepRound(n int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	for _, name := range []string{GuestFile, SummaryFile, VerifyFile} {
+	for _, name := range []string{GuestFile, SummaryFile, FinalFile, VerifyFile} {
 		data, err := os.ReadFile(sb.Path(name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

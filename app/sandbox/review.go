@@ -104,6 +104,16 @@ func (sb *Sandbox) Summary() (string, error) {
 	return string(data), err
 }
 
+// FinalMessage returns the agent's final message, read from its output
+// (an agent preset's JSON), or "" if there is none.
+func (sb *Sandbox) FinalMessage() (string, error) {
+	data, err := os.ReadFile(sb.Path(FinalFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(data), err
+}
+
 func statsOf(cs *review.Changeset) ChangeStats {
 	var st ChangeStats
 	for _, f := range cs.Files {

@@ -148,6 +148,11 @@ type RunOptions struct {
 	// Agent names the agent preset that made Command, if any (a reply
 	// continues the conversation with the same preset).
 	Agent string
+	// FinalMessage, if set, reads the agent's final message from what the
+	// command printed on stdout (up to MaxAgentOutput; nothing is read
+	// from more); the message is kept with the sandbox (final.md) and
+	// shown as the rationale when the agent wrote no summary.
+	FinalMessage func(stdout []byte) (string, bool)
 	// Network, if set, gives the guest its only way out: the egress proxy
 	// (see Network). Nil leaves the guest without any.
 	Network *Network
@@ -197,7 +202,13 @@ type RunResult struct {
 	ExitCode int
 	// Summary is the agent's .airlock/summary.md, if it wrote one.
 	Summary string
+	// FinalMessage is the agent's final message, read from its output by
+	// RunOptions.FinalMessage ("" if none).
+	FinalMessage string
 }
+
+// MaxAgentOutput caps the command's stdout kept for its final message.
+const MaxAgentOutput = 8 << 20
 
 // Run makes a new sandbox from the project and runs the command in it:
 // snapshot (walk + content store), boot, push into /workspace, run with
@@ -676,9 +687,15 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
 	}
 	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + Workspace})
+	stdout := teeWriter(r.o.Stdout, tr)
+	var captured *capWriter // the agent's stdout, for its final message
+	if r.o.FinalMessage != nil {
+		captured = &capWriter{w: stdout, max: MaxAgentOutput}
+		stdout = captured
+	}
 	cmd := client.Command{
 		Args: args, Dir: Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin,
-		Stdout: teeWriter(r.o.Stdout, tr), Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
+		Stdout: stdout, Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx
 	if r.o.Timeout > 0 {
@@ -711,6 +728,11 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
 	}
 	r.res.ExitCode = code
+	if captured != nil {
+		if err := r.keepFinalMessage(captured); err != nil {
+			return 0, ms, err
+		}
+	}
 	ev := map[string]any{"exit_code": code, "run_ms": ms}
 	if timedOut {
 		ev["timed_out"] = r.o.Timeout.String()
@@ -846,6 +868,47 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // teeWriter writes to the live stream (if any) and the transcript; a
 // failing live stream does not stop the transcript.
+// keepFinalMessage reads the agent's final message from its captured
+// stdout and keeps it with the sandbox.
+func (r *runner) keepFinalMessage(c *capWriter) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.over {
+		return nil
+	}
+	msg, ok := r.o.FinalMessage(c.buf.Bytes())
+	if !ok || strings.TrimSpace(msg) == "" {
+		return nil
+	}
+	if err := atomicfile.WriteFile(r.sb.Path(FinalFile), []byte(msg), 0o600); err != nil {
+		return fmt.Errorf("store the agent's final message: %w", err)
+	}
+	r.res.FinalMessage = msg
+	return nil
+}
+
+// capWriter passes writes on to w and keeps the first max bytes; over is
+// set once more came.
+type capWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.over && c.buf.Len()+len(p) <= c.max {
+		c.buf.Write(p)
+	} else {
+		c.over = true
+		c.buf.Reset()
+	}
+	c.mu.Unlock()
+	return c.w.Write(p)
+}
+
 func teeWriter(live io.Writer, transcript io.Writer) io.Writer {
 	if live == nil {
 		return transcript

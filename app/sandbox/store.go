@@ -97,6 +97,7 @@ const (
 	GuestFile      = "guest.json"
 	TranscriptFile = "transcript.log"
 	SummaryFile    = "summary.md"
+	FinalFile      = "final.md" // the agent's final message, from its output
 	ScriptFile     = "script"
 	appliesDir     = "applies"
 )
