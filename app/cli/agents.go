@@ -26,16 +26,16 @@ func loadAgents() (map[string]agent.Preset, error) {
 	return agent.Load(dir)
 }
 
-// agentFlags are run's --agent, --prompt and --prompt-file.
+// agentFlags are run's --agent (repeatable), --prompt and --prompt-file.
 type agentFlags struct {
-	name       string
+	names      []string
 	prompt     string
 	promptFile string
 }
 
 func (f *agentFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.name, "agent", "", "run an agent preset (airlock agents lists them) on --prompt instead of a command after --")
+	fl.StringSliceVar(&f.names, "agent", nil, "run an agent preset (airlock agents lists them) on --prompt instead of a command after --; several (--agent claude --agent codex, or claude,codex) run side by side from one snapshot")
 	fl.StringVar(&f.prompt, "prompt", "", "the task for --agent")
 	fl.StringVar(&f.promptFile, "prompt-file", "", "read the task for --agent from FILE (- for standard input)")
 }
@@ -47,24 +47,32 @@ type agentRun struct {
 }
 
 // resolve checks the agent flags against the rest of the command line
-// and builds the preset's command; nil without --agent.
-func (f *agentFlags) resolve(e *env, args []string, dash int, script string) (*agentRun, error) {
-	if f.name == "" {
+// and builds each preset's command; nil without --agent.
+func (f *agentFlags) resolve(e *env, args []string, dash int, script string) ([]*agentRun, error) {
+	if len(f.names) == 0 {
 		if f.prompt != "" || f.promptFile != "" {
 			return nil, errors.New("--prompt and --prompt-file go with --agent NAME (airlock agents lists the agents)")
 		}
 		return nil, nil
 	}
+	shown := strings.Join(f.names, ",")
 	if dash >= 0 || len(args) > 0 || script != "" {
-		return nil, fmt.Errorf("--agent %s runs the agent's own command: give either --agent NAME --prompt TEXT, or a command after -- (or --script FILE), not both", f.name)
+		return nil, fmt.Errorf("--agent %s runs the agent's own command: give either --agent NAME --prompt TEXT, or a command after -- (or --script FILE), not both", shown)
 	}
 	presets, err := loadAgents()
 	if err != nil {
 		return nil, err
 	}
-	p, ok := presets[f.name]
-	if !ok {
-		return nil, fmt.Errorf("no agent %q: known agents are %s (add your own in %s next to config.toml)", f.name, strings.Join(agent.Names(presets), ", "), agent.FileName)
+	var ps []agent.Preset
+	for _, name := range f.names {
+		p, ok := presets[name]
+		if !ok {
+			return nil, fmt.Errorf("no agent %q: known agents are %s (add your own in %s next to config.toml)", name, strings.Join(agent.Names(presets), ", "), agent.FileName)
+		}
+		if slices.ContainsFunc(ps, func(q agent.Preset) bool { return q.Name == name }) {
+			return nil, fmt.Errorf("--agent %s is given twice: for several attempts of one agent use --fan-out N", name)
+		}
+		ps = append(ps, p)
 	}
 	prompt := f.prompt
 	switch {
@@ -89,12 +97,16 @@ func (f *agentFlags) resolve(e *env, args []string, dash int, script string) (*a
 		prompt = string(b)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return nil, fmt.Errorf("--agent %s needs a task: --prompt TEXT or --prompt-file FILE", f.name)
+		return nil, fmt.Errorf("--agent %s needs a task: --prompt TEXT or --prompt-file FILE", shown)
 	}
 	if strings.ContainsRune(prompt, 0) {
 		return nil, errors.New("the prompt contains a NUL byte, which cannot be passed as an argument")
 	}
-	return &agentRun{preset: p, command: p.Command(prompt, false)}, nil
+	ars := make([]*agentRun, len(ps))
+	for i, p := range ps {
+		ars[i] = &agentRun{preset: p, command: p.Command(prompt, false)}
+	}
+	return ars, nil
 }
 
 // maxPrompt caps a prompt: it becomes one argument of the agent's command.

@@ -57,6 +57,10 @@ func TestRunAgentFlags(t *testing.T) {
 		{[]string{"run", "--agent", "claude", "--prompt", "x", "--", "echo"}, []string{"not both"}},
 		{[]string{"run", "--agent", "claude", "--prompt", "x", "--"}, []string{"not both"}},
 		{[]string{"run", "--agent", "nope", "--prompt", "x"}, []string{`no agent "nope"`, "claude, codex, demo, gemini"}},
+		{[]string{"run", "--agent", "claude,nope", "--prompt", "x"}, []string{`no agent "nope"`}},
+		{[]string{"run", "--agent", "claude", "--agent", "claude", "--prompt", "x"}, []string{"given twice", "--fan-out"}},
+		{[]string{"run", "--agent", "claude,codex,gemini", "--fan-out", "6", "--prompt", "x"}, []string{"3 agents × --fan-out 6", "at most 16"}},
+		{[]string{"run", "--agent", "claude,codex", "--prompt", "x", "-i"}, []string{"cannot share standard input"}},
 		{[]string{"run", "--agent", "codex"}, []string{"--prompt TEXT or --prompt-file FILE"}},
 		{[]string{"run", "--agent", "codex", "--prompt-file", "/nonexistent/task.md"}, []string{"--prompt-file"}},
 		{[]string{"run", "--prompt", "x", "--", "echo"}, []string{"go with --agent"}},
@@ -92,12 +96,13 @@ func TestRunAgentNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &agentFlags{name: "claude", prompt: "fix it"}
+	f := &agentFlags{names: []string{"claude"}, prompt: "fix it"}
 	e := &env{stderr: &strings.Builder{}, quiet: true}
-	ar, err := f.resolve(e, nil, -1, "")
+	ars, err := f.resolve(e, nil, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ar := ars[0]
 	if got := strings.Join(ar.command, " "); got != strings.Join(presets["claude"].Command("fix it", false), " ") || !strings.HasPrefix(got, "claude -p --output-format json --dangerously-skip-permissions fix it\n") {
 		t.Errorf("command %q", got)
 	}
@@ -127,15 +132,16 @@ func TestAgentPromptFile(t *testing.T) {
 	}
 	e := &env{stdin: strings.NewReader("from stdin")}
 	for _, tt := range []struct{ file, want string }{{task, "from a file"}, {"-", "from stdin"}} {
-		ar, err := (&agentFlags{name: "gemini", promptFile: tt.file}).resolve(e, nil, -1, "")
+		ars, err := (&agentFlags{names: []string{"gemini"}, promptFile: tt.file}).resolve(e, nil, -1, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last := ar.command[len(ar.command)-1]; !strings.HasPrefix(last, tt.want+"\n") || ar.command[len(ar.command)-2] != "-p" {
-			t.Errorf("%s: command %q", tt.file, ar.command)
+		cmd := ars[0].command
+		if last := cmd[len(cmd)-1]; !strings.HasPrefix(last, tt.want+"\n") || cmd[len(cmd)-2] != "-p" {
+			t.Errorf("%s: command %q", tt.file, cmd)
 		}
 	}
-	if _, err := (&agentFlags{name: "gemini", prompt: "a", promptFile: task}).resolve(e, nil, -1, ""); err == nil {
+	if _, err := (&agentFlags{names: []string{"gemini"}, prompt: "a", promptFile: task}).resolve(e, nil, -1, ""); err == nil {
 		t.Error("--prompt and --prompt-file together accepted")
 	}
 }

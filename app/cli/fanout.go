@@ -22,21 +22,26 @@ type fanOutResult struct {
 	Attempts []runResult `json:"attempts"`
 }
 
-// runFanOut runs opts n times from one baseline, at most parallel at
+// runFanOut runs each of opts from one baseline, at most parallel at
 // once, each attempt's output prefixed with its number, then compares
-// them. The exit code is 0 when every attempt ran and exited 0, else 1
-// (or ExitError when Airlock itself failed for every one).
-func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts sandbox.RunOptions, n, parallel int, lim config.Limits) error {
+// them. errw is the one writer of everything on stderr (the proxies'
+// request lines too). The exit code is 0 when every attempt ran and
+// exited 0, else 1 (or ExitError when Airlock itself failed for every one).
+func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []sandbox.RunOptions, parallel int, lim config.Limits, errw *syncWriter) error {
+	n := len(opts)
 	out := &syncWriter{w: e.stdout}
-	errw := &syncWriter{w: e.stderr}
 	// The runs' progress notes come from several goroutines at once.
 	defer func(w io.Writer) { e.stderr = w }(e.stderr)
 	e.stderr = errw
 	runs := make([]sandbox.RunOptions, n)
 	var flush []func()
 	for i := range runs {
-		o := opts
+		o := opts[i]
 		k := i + 1
+		who := ""
+		if o.Agent != "" {
+			who = " (" + o.Agent + ")"
+		}
 		o.Stdin = nil
 		if e.json {
 			o.Stdout, o.Stderr = nil, nil
@@ -52,7 +57,7 @@ func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts sandbox.R
 					e.note("%s (once, for %d attempts)", ev.Message, n)
 				}
 			case sandbox.StepCreated:
-				e.note("[%d] sandbox %s", k, ev.Sandbox)
+				e.note("[%d] sandbox %s%s", k, ev.Sandbox, who)
 			case sandbox.StepBoot, sandbox.StepRun:
 				e.note("[%d] %s", k, ev.Message)
 			case sandbox.StepReady:

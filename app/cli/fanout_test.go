@@ -34,8 +34,8 @@ echo "attempt $AIRLOCK_ATTEMPT done"
 	code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--memory", "256MiB", "--disk", "none",
 		"--project", project, "--script", script, "--fan-out", "3", "--parallel", "3",
 		"--verify", `grep -q "idea 2" TODO.md && echo verified`)
-	if code != 0 || !regexp.MustCompile(`(?m)^2 +[0-9a-f]{8} +ready for review +0 +passed`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^1 +[0-9a-f]{8} +ready for review +0 +FAILED \(exit 1\)`).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`(?m)^2 +[0-9a-f]{8} +- +ready for review +0 +passed`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^1 +[0-9a-f]{8} +- +ready for review +0 +FAILED \(exit 1\)`).MatchString(out) {
 		t.Fatalf("run --fan-out 3: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	for k := 1; k <= 3; k++ {
@@ -98,5 +98,55 @@ echo "attempt $AIRLOCK_ATTEMPT done"
 	code, out, _ = airlockCLI(t, home, "compare", rows[0].ID[:6], rows[2].ID)
 	if code != 0 || !strings.Contains(out, "RATIONALE") || !strings.Contains(out, "Attempt 3: one idea") || strings.Contains(out, "Attempt 2") {
 		t.Errorf("compare of two IDs: exit %d\n%s", code, out)
+	}
+}
+
+// TestFanOutAgents runs two agents on one prompt side by side, in two real
+// VMs from one snapshot: the demo agent (its fake model through the
+// proxy) and a preset of the user's agents.toml; compare names the agent
+// of each attempt and its rationale (the summary, or else the final
+// message from its JSON output).
+func TestFanOutAgents(t *testing.T) {
+	testenv.SkipIfShort(t)
+	cfg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfg)
+	os.MkdirAll(filepath.Join(cfg, "airlock"), 0o700)
+	if err := os.WriteFile(filepath.Join(cfg, "airlock", "agents.toml"), []byte(`[scribe]
+command = ["sh", "-c", "echo \"$1\" > SCRIBE.txt; echo '{\"result\": \"Wrote the task down.\"}'", "sh", "{prompt}"]
+interactive = ["sh"]
+hosts = []
+user = "root"
+rationale = { json_field = "result" }
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := vmHome(t)
+	project := t.TempDir()
+	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
+
+	code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--memory", "256MiB", "--disk", "none",
+		"--project", project, "--agent", "demo,scribe", "--prompt", "Add stop words", "--parallel", "2", "--json")
+	var res fanOutResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Attempts) != 2 {
+		t.Fatalf("run --agent demo,scribe: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	code, out, errOut = airlockCLI(t, home, "compare", res.Group, "--json")
+	var rows []sandbox.Comparison
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 2 {
+		t.Fatalf("compare --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if rows[0].Agent != "demo" || !strings.Contains(rows[0].Rationale, "Add stop words") || rows[0].Changes == nil {
+		t.Errorf("demo attempt: %+v", rows[0])
+	}
+	if rows[1].Agent != "scribe" || rows[1].Rationale != "Wrote the task down." || rows[1].Changes == nil || rows[1].Changes.Added != 1 {
+		t.Errorf("scribe attempt: %+v", rows[1])
+	}
+	code, diff, _ := airlockCLI(t, home, "diff", rows[1].ID, "SCRIBE.txt")
+	if code != 0 || !strings.Contains(diff, "+Add stop words") {
+		t.Errorf("the scribe's change: exit %d\n%s", code, diff)
+	}
+	code, out, _ = airlockCLI(t, home, "compare", res.Group)
+	if code != 0 || !regexp.MustCompile(`(?m)^2 +[0-9a-f]{8} +scribe +ready for review`).MatchString(out) {
+		t.Errorf("compare: exit %d\n%s", code, out)
 	}
 }

@@ -62,7 +62,7 @@ The limits and network flags are those of airlock run.`,
 			if f.arch == "" {
 				f.arch = m.Arch
 			}
-			var ar *agentRun
+			var ars []*agentRun
 			if m.Agent != "" {
 				presets, err := loadAgents()
 				if err != nil {
@@ -76,10 +76,9 @@ The limits and network flags are those of airlock run.`,
 				if err != nil {
 					return err
 				}
-				ar = &agentRun{preset: p, command: p.ContinueCommand(prompt)}
-				f.agent.name = m.Agent
+				ars = []*agentRun{{preset: p, command: p.ContinueCommand(prompt)}}
 			}
-			return runRun(ctx, e, &f, nil, ar)
+			return runRun(ctx, e, &f, nil, ars)
 		},
 	}
 	f.bootFlags.register(cmd)

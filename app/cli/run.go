@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -125,7 +126,7 @@ inspection (airlock logs ID).`,
   airlock run --project . --agent claude --prompt "fix the failing test"
   airlock run --project . --agent codex --prompt-file task.md`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && f.script == "" && f.agent.name == "" {
+			if len(args) == 0 && f.script == "" && len(f.agent.names) == 0 {
 				return errors.New("no command: give --agent NAME --prompt TEXT, a command after --, or --script FILE")
 			}
 			return nil
@@ -134,11 +135,11 @@ inspection (airlock logs ID).`,
 			if f.agent.promptFile == "-" && f.interactive {
 				return errors.New("--prompt-file - reads the prompt from standard input, which -i also gives the command: use one of them")
 			}
-			ar, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
+			ars, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
 			if err != nil {
 				return err
 			}
-			return runRun(cmd.Context(), e, &f, args, ar)
+			return runRun(cmd.Context(), e, &f, args, ars)
 		},
 	}
 	f.bootFlags.register(cmd)
@@ -160,39 +161,31 @@ inspection (airlock logs ID).`,
 	return cmd
 }
 
-func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRun) error {
-	if f.fanOut < 1 || f.fanOut > sandbox.MaxFanOut {
+// runRun runs args, or each agent of ars (--fan-out times each), in new
+// sandboxes; several attempts start from one snapshot and are compared.
+func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agentRun) error {
+	n := f.fanOut * max(len(ars), 1)
+	if f.fanOut < 1 || n > sandbox.MaxFanOut {
+		if len(ars) > 1 {
+			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", len(ars), f.fanOut, sandbox.MaxFanOut)
+		}
 		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
 	}
-	if f.fanOut > 1 && f.interactive {
-		return errors.New("--fan-out runs attempts side by side: it cannot pass standard input (-i) to each")
+	if n > 1 && f.interactive {
+		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
 	}
 	envMap, err := parseEnv(f.env)
 	if err != nil {
 		return err
 	}
-	if ar != nil && ar.preset.Name == demoAgent {
-		stop, err := startFakeModel(e, ar)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	if ar != nil {
-		args = ar.command
-		// The preset's environment, under what --env sets.
-		for k, v := range ar.preset.Env {
-			if _, set := envMap[k]; !set {
-				if envMap == nil {
-					envMap = map[string]string{}
-				}
-				envMap[k] = v
+	for _, ar := range ars {
+		if ar.preset.Name == demoAgent {
+			stop, err := startFakeModel(e, ar)
+			if err != nil {
+				return err
 			}
+			defer stop()
 		}
-		if f.netFlags.preset, err = ar.preset.Rules(); err != nil {
-			return err
-		}
-		f.netFlags.presetSecrets = ar.preset.Secrets()
 	}
 	mode, err := sandbox.ParseSyncMode(f.sync)
 	if err != nil {
@@ -222,11 +215,40 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 		return err
 	}
 	errw := &syncWriter{w: e.stderr}
-	var network *sandbox.Network // an open network has no proxy
-	if !eff.OpenNetwork {
-		if network, err = e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw); err != nil {
+	// Each agent's run: its command, its environment under what --env
+	// sets, and its network (its hosts and API key); the command after --
+	// without one. An open network has no proxy.
+	variants := make([]runVariant, 0, max(len(ars), 1))
+	for _, ar := range ars {
+		v := runVariant{agent: ar, args: ar.command, env: maps.Clone(envMap)}
+		for k, val := range ar.preset.Env {
+			if _, set := envMap[k]; !set {
+				if v.env == nil {
+					v.env = map[string]string{}
+				}
+				v.env[k] = val
+			}
+		}
+		nf := f.netFlags
+		if nf.preset, err = ar.preset.Rules(); err != nil {
 			return err
 		}
+		nf.presetSecrets = ar.preset.Secrets()
+		if !eff.OpenNetwork {
+			if v.network, err = e.networkFor(h, f.project, &nf, f.trustProject, errw); err != nil {
+				return err
+			}
+		}
+		variants = append(variants, v)
+	}
+	if len(ars) == 0 {
+		v := runVariant{args: args, env: envMap}
+		if !eff.OpenNetwork {
+			if v.network, err = e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw); err != nil {
+				return err
+			}
+		}
+		variants = append(variants, v)
 	}
 	backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
 	if err != nil {
@@ -242,8 +264,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	}
 	if eff.OpenNetwork {
 		e.warnOpenNetwork()
-		if ar != nil && len(ar.preset.Secret) > 0 {
-			e.note("open network: no proxy, so agent %s gets no API key from Airlock (set it with --env)", ar.preset.Name)
+		for _, ar := range ars {
+			if len(ar.preset.Secret) > 0 {
+				e.note("open network: no proxy, so agent %s gets no API key from Airlock (set it with --env)", ar.preset.Name)
+			}
 		}
 	}
 	p := e.newProgress()
@@ -251,9 +275,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	var excluded, skipped []manifest.Exclusion
 	lim := eff.Limits
 	opts := sandbox.RunOptions{
-		Project: f.project, Command: args, Script: script, Image: image, Arch: arch, Env: envMap, Sync: mode,
+		Project: f.project, Script: script, Image: image, Arch: arch, Sync: mode,
 		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
-		Network: network, Verify: f.verify, NoVerify: f.noVerify, Agent: f.agent.name,
+		Verify: f.verify, NoVerify: f.noVerify,
 		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout: e.stdout, Stderr: errw,
 		Progress: func(ev sandbox.Progress) {
@@ -298,16 +322,21 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	if f.interactive {
 		opts.Stdin = e.stdin
 	}
-	if ar != nil && ar.preset.Rationale.JSONField != "" {
-		opts.FinalMessage = ar.preset.FinalMessage
-	}
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	if f.fanOut > 1 {
+	if n > 1 {
 		p.Done("")
-		return runFanOut(ctx, e, store, opts, f.fanOut, fanOutParallel(f.parallel, f.fanOut, lim), lim)
+		var runs []sandbox.RunOptions
+		for _, v := range variants {
+			for range f.fanOut {
+				runs = append(runs, v.apply(opts))
+			}
+		}
+		return runFanOut(ctx, e, store, runs, fanOutParallel(f.parallel, n, lim), lim, errw)
 	}
+	opts = variants[0].apply(opts)
+	ar := variants[0].agent
 	var res *sandbox.RunResult
 	if f.replyTo != "" {
 		res, err = store.Reply(ctx, f.replyTo, f.message, opts)
@@ -357,6 +386,28 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	printRunSummary(e, res)
 	e.exitCode = res.ExitCode
 	return nil
+}
+
+// runVariant is what differs between the attempts of one airlock run:
+// the agent (nil for a command), its command line, environment and
+// network.
+type runVariant struct {
+	agent   *agentRun
+	args    []string
+	env     map[string]string
+	network *sandbox.Network
+}
+
+// apply makes the run of v from the options every attempt shares.
+func (v runVariant) apply(o sandbox.RunOptions) sandbox.RunOptions {
+	o.Command, o.Env, o.Network = v.args, v.env, v.network
+	if v.agent != nil {
+		o.Agent = v.agent.preset.Name
+		if v.agent.preset.Rationale.JSONField != "" {
+			o.FinalMessage = v.agent.preset.FinalMessage
+		}
+	}
+	return o
 }
 
 // note prints a line for people on stderr, unless --quiet or --json.

@@ -22,7 +22,7 @@ type CompareWindow struct {
 }
 
 // compareHeader names the columns: Comparison.Cells, then the Review button.
-var compareHeader = []string{"#", "Sandbox", "Status", "Exit", "Verify", "Files", "Lines", "Rationale", ""}
+var compareHeader = []string{"#", "Sandbox", "Agent", "Status", "Exit", "Verify", "Files", "Lines", "Rationale", ""}
 
 // NewCompareWindow loads the sandboxes that ids name (a group ID names
 // every attempt of a fan-out) and builds the window (not shown); review
@@ -39,8 +39,9 @@ func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, revie
 	}
 	for _, r := range rows {
 		cells := r.Cells()
-		cells[6] = strings.Replace(cells[6], " -", " −", 1)
-		why := cells[7]
+		last := len(cells) - 1 // the rationale; the lines changed before it
+		cells[last-1] = strings.Replace(cells[last-1], " -", " −", 1)
+		why := cells[last]
 		rationale := widget.NewLabel(why)
 		rationale.Truncation = fyne.TextTruncateEllipsis
 		id := r.ID
@@ -49,7 +50,7 @@ func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, revie
 			btn.Disable()
 		}
 		c.Review = append(c.Review, btn)
-		for _, cell := range cells[:7] {
+		for _, cell := range cells[:last] {
 			grid.Add(widget.NewLabel(cell))
 		}
 		grid.Add(rationale)

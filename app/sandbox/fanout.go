@@ -85,25 +85,31 @@ type Comparison struct {
 	ID      string `json:"id"`
 	Group   string `json:"group,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
-	Status  Status `json:"status"`
+	// Agent is the agent preset that ran, if any.
+	Agent  string `json:"agent,omitempty"`
+	Status Status `json:"status"`
 	// ExitCode is the command's, once it ran.
 	ExitCode *int          `json:"exit_code,omitempty"`
 	Verify   *VerifyResult `json:"verify,omitempty"`
 	Changes  *ChangeStats  `json:"changes,omitempty"`
-	// Rationale is the first line of the agent's summary ("" if none).
+	// Rationale is the first line of the agent's summary, or else of its
+	// final message ("" if neither).
 	Rationale string `json:"rationale,omitempty"`
 	Command   string `json:"command"`
 	Error     string `json:"error,omitempty"`
 }
 
 // CompareHeader names the columns of Comparison.Cells.
-var CompareHeader = []string{"#", "ID", "STATUS", "EXIT", "VERIFY", "FILES", "LINES", "RATIONALE"}
+var CompareHeader = []string{"#", "ID", "AGENT", "STATUS", "EXIT", "VERIFY", "FILES", "LINES", "RATIONALE"}
 
 // Cells is the comparison as one row of text, in CompareHeader's order
 // ("-" where there is nothing to say); a failed sandbox's rationale is its
 // error.
 func (c Comparison) Cells() []string {
-	attempt, exit, files, lines := "-", "-", "-", "-"
+	attempt, agent, exit, files, lines := "-", "-", "-", "-", "-"
+	if c.Agent != "" {
+		agent = c.Agent
+	}
 	if c.Attempt > 0 {
 		attempt = fmt.Sprint(c.Attempt)
 	}
@@ -118,7 +124,7 @@ func (c Comparison) Cells() []string {
 	if c.Error != "" {
 		why = "failed: " + c.Error
 	}
-	return []string{attempt, c.ID, string(c.Status), exit, c.Verify.String(), files, lines, why}
+	return []string{attempt, c.ID, agent, string(c.Status), exit, c.Verify.String(), files, lines, why}
 }
 
 // Compare describes each sandbox for a side-by-side comparison. An ID
@@ -136,10 +142,12 @@ func (s *Store) Compare(ids []string) ([]Comparison, error) {
 			return
 		}
 		seen[m.ID] = true
-		c := Comparison{ID: m.ID, Group: m.Group, Attempt: m.Attempt, Status: m.Status, ExitCode: m.ExitCode, Verify: m.Verify,
+		c := Comparison{ID: m.ID, Group: m.Group, Attempt: m.Attempt, Agent: m.Agent, Status: m.Status, ExitCode: m.ExitCode, Verify: m.Verify,
 			Changes: m.Changes, Command: m.CommandLine(), Error: m.Error}
-		if sum, err := sb.Summary(); err == nil {
+		if sum, err := sb.Summary(); err == nil && sum != "" {
 			c.Rationale = firstLine(sum)
+		} else if final, err := sb.FinalMessage(); err == nil {
+			c.Rationale = firstLine(final)
 		}
 		out = append(out, c)
 	}

@@ -270,9 +270,19 @@ func watchExit(t *testing.T, pid int) func() {
 		t.Helper()
 		defer unix.Close(fd)
 		// A pidfd becomes readable when its process exits.
+		// A signal to the test process (the Go runtime's preemption, a
+		// child's SIGCHLD) interrupts the poll: poll again for the rest.
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, int((30 * time.Second).Milliseconds())); err != nil || n != 1 {
-			t.Errorf("process %d did not exit (poll: %d, %v)", pid, n, err)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := unix.Poll(fds, int(max(time.Until(deadline), 0).Milliseconds()))
+			if errors.Is(err, unix.EINTR) && time.Now().Before(deadline) {
+				continue
+			}
+			if err != nil || n != 1 {
+				t.Errorf("process %d did not exit (poll: %d, %v)", pid, n, err)
+			}
+			return
 		}
 	}
 }
