@@ -86,14 +86,7 @@ func TestGUICommand(t *testing.T) {
 func TestGUIRunWithATTY(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := vmHome(t)
-	var setup GUISetup
-	var out, errOut bytes.Buffer
-	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
-		setup = s
-		return nil
-	})); code != 0 {
-		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
-	}
+	setup := guiSetup(t, home)
 	var term bytes.Buffer
 	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
 		Project: t.TempDir(), Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
@@ -125,14 +118,7 @@ func TestGUIRunWithATTY(t *testing.T) {
 func TestGUIAgentDemo(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := vmHome(t)
-	var setup GUISetup
-	var out, errOut bytes.Buffer
-	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
-		setup = s
-		return nil
-	})); code != 0 {
-		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
-	}
+	setup := guiSetup(t, home)
 	if setup.Agent == nil || setup.Network == nil || len(setup.Agents) < 4 {
 		t.Fatalf("the GUI got no agents: %d presets", len(setup.Agents))
 	}
@@ -169,4 +155,18 @@ func TestGUIAgentDemo(t *testing.T) {
 	if f := cs.File("NOTES.md"); f == nil || !strings.Contains(string(f.NewContent()), "Task: Add stop words") {
 		t.Errorf("changes %+v", cs.Files)
 	}
+}
+
+// guiSetup is what airlock gui hands the desktop app for home.
+func guiSetup(t *testing.T, home string) GUISetup {
+	t.Helper()
+	var setup GUISetup
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--home", home, "gui"}, strings.NewReader(""), &out, &errOut, WithGUI(func(_ context.Context, s GUISetup) error {
+		setup = s
+		return nil
+	})); code != 0 {
+		t.Fatalf("airlock gui: exit %d: %s", code, errOut.String())
+	}
+	return setup
 }
