@@ -109,10 +109,10 @@ func (s *sshServer) globalRequests(reqs <-chan *ssh.Request) {
 // session is one session channel: what its requests asked for before the
 // command starts, and the command once it runs.
 type session struct {
-	a    *Agent
-	ch   ssh.Channel
-	env  map[string]string
-	dir  string
+	a   *Agent
+	ch  ssh.Channel
+	env map[string]string
+	dir string
 	// dirSet: a workdir request chose dir, so a user request keeps it.
 	dirSet bool
 	// user, when a user request named one, runs the command as that
