@@ -177,3 +177,12 @@ func startFakeModel(e *env, ar *agentRun) (stop func(), err error) {
 	e.note("demo agent: its fake model listens on %s (no API key needed)", srv.Addr)
 	return func() { srv.Close() }, nil
 }
+
+// presetUser is the guest user an agent preset runs as; "" (the image's
+// default user) without a preset or when the preset names none.
+func presetUser(ar *agentRun) string {
+	if ar == nil {
+		return ""
+	}
+	return ar.preset.User
+}
