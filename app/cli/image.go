@@ -58,7 +58,7 @@ func infoOf(im *image.Image) imageInfo {
 	if r := im.Meta.Rootfs; r != nil {
 		i.RootfsBytes, i.RootfsAllocated, i.User, i.Node = r.Size, r.Allocated, r.User, r.Node
 		if fi, err := os.Stat(im.Rootfs); err == nil {
-			i.RootfsAllocated = allocated(fi)
+			i.RootfsAllocated = allocatedBytes(fi)
 		}
 		i.DebianPackages = len(r.Debian)
 		i.Agents = map[string]string{}
@@ -73,8 +73,8 @@ func infoOf(im *image.Image) imageInfo {
 	return i
 }
 
-// allocated is how much of the host's disk a file takes.
-func allocated(fi os.FileInfo) int64 {
+// allocatedBytes is how much of the host's disk a file takes.
+func allocatedBytes(fi os.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int64(st.Blocks) * 512
 	}

@@ -259,7 +259,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 		Network: network, Verify: f.verify, NoVerify: f.noVerify, Agent: f.agent.name,
 		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout: e.stdout, Stderr: errw,
-		User:   presetUser(ar),
+		User: presetUser(ar),
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
 			case sandbox.StepCreated:

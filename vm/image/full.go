@@ -98,7 +98,7 @@ type RootfsMeta struct {
 	FileMeta
 	// Allocated is the bytes of the host's disk the image took when built
 	// (it is sparse).
-	Allocated int64 `toml:"allocated"`
+	Allocated int64  `toml:"allocated"`
 	Suite     string `toml:"suite"`
 	// Mirror is the Debian mirror the packages came from (the host apt's).
 	Mirror string `toml:"mirror"`
