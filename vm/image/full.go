@@ -365,8 +365,16 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	if err != nil {
 		return nil, err
 	}
+	// bin/node, and include/node: native addons (gemini's node-pty) are
+	// built against these headers, not the host's.
 	if err := extractNpmTarball(nodeTgz, func(name string) (string, bool) {
-		return filepath.Join(local, "bin", "node"), name == "package/bin/node"
+		rel, _ := strings.CutPrefix(name, "package/")
+		for _, dir := range []string{"bin/", "include/", "share/", "lib/"} {
+			if strings.HasPrefix(rel, dir) {
+				return filepath.Join(local, filepath.FromSlash(rel)), true
+			}
+		}
+		return "", false
 	}); err != nil {
 		return nil, fmt.Errorf("node from %s: %w", spec.Node, err)
 	}
@@ -398,7 +406,10 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	// version does not matter and their install scripts run under the
 	// node they will run on.
 	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(npmDir, "bin", "npm-cli.js")}, npmInstallArgs(spec, local, npmCache)...)...)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(local, "bin")+":"+os.Getenv("PATH"), "npm_config_update_notifier=false")
+	cmd.Env = npmEnv(os.Environ(), local, filepath.Join(work, "npmrc"))
+	if err := os.WriteFile(filepath.Join(work, "npmrc"), nil, 0o644); err != nil {
+		return nil, err
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("npm install %s: %w%s", agentList(spec.Agents), err, outputTail(out))
 	}
@@ -431,6 +442,28 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 		meta.Allocated = allocatedBytes(fi)
 	}
 	return meta, nil
+}
+
+// npmEnv is the environment npm installs the agent CLIs in: the tree's
+// node first on PATH, native addons built against the tree's node headers
+// (nodedir), and none of the host user's npm configuration (userconfig:
+// an empty file), which could point elsewhere.
+func npmEnv(env []string, local, npmrc string) []string {
+	out := make([]string, 0, len(env)+4)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "PATH" || strings.HasPrefix(strings.ToLower(k), "npm_config_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	path := filepath.Join(local, "bin")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok && v != "" {
+			path += ":" + v
+		}
+	}
+	return append(out, "PATH="+path, "npm_config_nodedir="+local, "npm_config_userconfig="+npmrc, "npm_config_update_notifier=false")
 }
 
 func agentList(ps []NpmPackage) string {

@@ -189,3 +189,11 @@ func TestCheckFullHost(t *testing.T) {
 		}
 	}
 }
+
+func TestNpmEnv(t *testing.T) {
+	got := npmEnv([]string{"HOME=/root", "PATH=/usr/bin:/bin", "npm_config_nodedir=/usr", "NPM_CONFIG_PREFIX=/x"}, "/t/usr/local", "/w/npmrc")
+	want := []string{"HOME=/root", "PATH=/t/usr/local/bin:/usr/bin:/bin", "npm_config_nodedir=/t/usr/local", "npm_config_userconfig=/w/npmrc", "npm_config_update_notifier=false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
