@@ -128,7 +128,19 @@ them), and builds only for the host's own architecture.`,
 			}
 			im, err := image.Build(cmd.Context(), image.BuildOptions{
 				Home: h, Name: args[0], Arch: vm.Arch(arch), GuestBinary: guestBin,
-				Progress: func(ev image.Progress) { p.Update(buildMessage(ev)) },
+				Progress: func(ev image.Progress) {
+					// The full image's slow steps (minutes) get a line
+					// of their own, on a terminal or not.
+					if slowBuildStep(ev.Step) {
+						if p.enabled {
+							p.Step(buildMessage(ev))
+						} else {
+							e.note("%s", buildMessage(ev))
+						}
+						return
+					}
+					p.Update(buildMessage(ev))
+				},
 			})
 			p.Done("")
 			if err != nil {
@@ -149,6 +161,16 @@ them), and builds only for the host's own architecture.`,
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	return cmd
+}
+
+// slowBuildStep reports whether a build step takes long enough to be shown
+// as a line of its own: the full image's root disk steps.
+func slowBuildStep(s image.Step) bool {
+	switch s {
+	case image.StepDebian, image.StepNode, image.StepAgents, image.StepFilesystem, image.StepHash:
+		return true
+	}
+	return false
 }
 
 func buildMessage(ev image.Progress) string {
