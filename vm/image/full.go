@@ -149,7 +149,7 @@ func checkFullHost(arch vm.Arch, euid int, goarch string) (fullHost, error) {
 		errs = append(errs, fmt.Errorf("%w (mmdebstrap runs dpkg in a chroot of the new tree, and its files must be owned by root): run it as root, e.g. sudo airlock image build full", ErrNeedsRoot))
 	}
 	if string(arch) != goarch {
-		errs = append(errs, fmt.Errorf("building the full image for %s on a %s host is not supported: the Debian packages' scripts and the agent CLIs' install scripts must run on %s, which needs qemu-user-static with binfmt_misc in the chroot; build it on a %s Linux machine (the minimal image builds for both)", arch, goarch, arch, arch))
+		errs = append(errs, fmt.Errorf("building the full image for %s on an %s host is not supported: the Debian packages' scripts and the agent CLIs' install scripts must run on %s, which needs qemu-user-static with binfmt_misc in the chroot; build it on an %s Linux machine (the minimal image builds for both)", arch, goarch, arch, arch))
 	}
 	var err error
 	if h.mmdebstrap, err = exec.LookPath("mmdebstrap"); err != nil {

@@ -183,7 +183,7 @@ func TestCheckFullHost(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a non-root arm64 build on amd64")
 	}
-	for _, want := range []string{"needs root", "sudo airlock image build full", "arm64 on a amd64 host is not supported", "qemu-user-static"} {
+	for _, want := range []string{"needs root", "sudo airlock image build full", "arm64 on an amd64 host is not supported", "qemu-user-static"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
