@@ -503,6 +503,15 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	}
 
 	// Push.
+	if staging == "" && len(disks) == 0 {
+		// Without a workspace disk, /workspace is on the machine's own
+		// root: a root disk clone (full image) keeps the last round's
+		// tree there, which must not mix with what is pushed now.
+		var stderr bytes.Buffer
+		if err := m.Exec(ctx, "if [ -d "+Workspace+" ]; then find "+Workspace+" -mindepth 1 -delete; fi", nil, nil, &stderr); err != nil {
+			return fmt.Errorf("empty %s in the VM: %w (%s)", Workspace, err, strings.TrimSpace(stderr.String()))
+		}
+	}
 	if staging == "" {
 		if pushMS, known, err = r.push(ctx, tr, m, report, Workspace); err != nil {
 			return err
