@@ -229,6 +229,9 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		}
 		s.user = u
 		if !s.dirSet {
+			// The user's home, or / when it has none: the agent's own
+			// home (/root) is not the user's to enter.
+			s.dir = "/"
 			if fi, err := os.Stat(u.home); err == nil && fi.IsDir() {
 				s.dir = u.home
 			}
