@@ -197,3 +197,44 @@ func TestNpmEnv(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestLoadFullImage: an image with a root disk loads with its path and
+// default user, round-trips the root disk's metadata through image.toml,
+// verifies its hash, and is refused when the root disk is truncated.
+func TestLoadFullImage(t *testing.T) {
+	home := t.TempDir()
+	im := writeTestImage(t, home, FullName, vm.AMD64)
+	rootfs := []byte("an ext4 root disk")
+	os.WriteFile(filepath.Join(im.Dir, RootfsFile), rootfs, 0o644)
+	im.Meta.Cmdline = DefaultCmdline + " " + guestRootArg + "=" + RootDevice
+	im.Meta.Rootfs = &RootfsMeta{
+		FileMeta: hashBytes(rootfs), Allocated: 4096, Suite: "bookworm", Mirror: "http://deb.debian.org/debian",
+		Builder: "mmdebstrap 1.3.5", User: "agent", UID: 1000, Node: "v22.23.3",
+		Npm:    []NpmPackage{{"@openai/codex", "0.169.0"}, {"@openai/codex", "0.169.0-linux-x64"}},
+		Debian: []DebMeta{{"git", "1:2.39.5-0+deb12u2", "amd64"}},
+	}
+	if err := writeMeta(filepath.Join(im.Dir, MetaFile), im.Meta); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(home, FullName, vm.AMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rootfs != filepath.Join(im.Dir, RootfsFile) || got.User() != "agent" || !strings.HasSuffix(got.Cmdline, " airlock.root=vda") {
+		t.Errorf("Rootfs %q, User %q, Cmdline %q", got.Rootfs, got.User(), got.Cmdline)
+	}
+	if diff := cmp.Diff(im.Meta.Rootfs, got.Meta.Rootfs); diff != "" {
+		t.Errorf("rootfs meta (-want +got):\n%s", diff)
+	}
+	if err := got.Verify(); err != nil {
+		t.Error(err)
+	}
+	min := writeTestImage(t, home, DefaultName, vm.AMD64)
+	if min.User() != "" || min.Rootfs != "" {
+		t.Errorf("minimal image: User %q Rootfs %q", min.User(), min.Rootfs)
+	}
+	os.WriteFile(got.Rootfs, rootfs[:5], 0o644)
+	if _, err := Load(home, FullName, vm.AMD64); err == nil || !strings.Contains(err.Error(), "rebuild it with `airlock image build --arch amd64 full`") {
+		t.Errorf("truncated root disk: %v", err)
+	}
+}
