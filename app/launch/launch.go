@@ -243,17 +243,33 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 // there, or a new copy-on-write clone of the image's root disk (a reflink
 // or clonefile; a qcow2 overlay where the backend is QEMU, which is every
 // backend but macOS's).
+//
+// A qcow2 overlay reads what it has not written from the image's root
+// disk, so it is only good with the image it was made on: the image's
+// root disk hash is kept beside the clone (path + ".base") and a clone
+// whose image was rebuilt since is refused rather than booted corrupt.
 func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logger) (vm.Disk, error) {
+	base := img.Meta.Rootfs.SHA256
 	if _, err := os.Stat(path); err == nil {
 		format, err := disk.Format(path)
 		if err != nil {
 			return vm.Disk{}, fmt.Errorf("root disk: %w", err)
+		}
+		if format == disk.QCOW2 {
+			if b, err := os.ReadFile(path + ".base"); err != nil || strings.TrimSpace(string(b)) != base {
+				return vm.Disk{}, fmt.Errorf("root disk %s: the image %s was rebuilt since this clone was made on it (a qcow2 overlay needs the root disk it was made on); remove the sandbox, or its %s to start from the new image's root disk",
+					path, img.Name, filepath.Base(path))
+			}
 		}
 		return vm.Disk{Path: path, Format: format}, nil
 	}
 	res, err := disk.Clone(ctx, img.Rootfs, path, disk.Options{Overlay: runtime.GOOS != "darwin"})
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
+	}
+	if err := os.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
+		os.Remove(path)
+		return vm.Disk{}, fmt.Errorf("root disk: %w", err)
 	}
 	log.Info("root disk cloned", "image", img.Rootfs, "clone", path, "method", res.Method)
 	return vm.Disk{Path: path, Format: res.Format}, nil
