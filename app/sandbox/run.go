@@ -858,7 +858,7 @@ func chownWorkspace(ctx context.Context, m Machine, user string) error {
 	}
 	var stderr bytes.Buffer
 	if err := m.Exec(ctx, "chown -R -h "+user+": "+Workspace, nil, nil, &stderr); err != nil {
-		return fmt.Errorf("give %s to %s in the VM: %w (%s)", Workspace, user, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("give %s to %s in the VM: %w (%s); the minimal image has no user but root, the full image has agent (--image full)", Workspace, user, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
