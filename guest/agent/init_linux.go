@@ -94,11 +94,12 @@ func Init(ctx context.Context) error {
 		// finds no root disk mounted on / and says so.
 		if l, bb, err := switchRoot(rootDev, later); err != nil {
 			log.Error("switch root", "dev", rootDev, "err", err)
+			go installApplets()
 		} else {
 			later, busybox = l, bb
 			log.Info("switched root", "dev", rootDev)
+			close(busyboxReady) // a root disk brings its own tools
 		}
-		close(busyboxReady) // a root disk brings its own tools
 	}
 	mountShares(string(cmdline), log)
 	mountDisks(string(cmdline), log)
