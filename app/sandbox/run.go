@@ -508,7 +508,9 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 		// root: a root disk clone (full image) keeps the last round's
 		// tree there, which must not mix with what is pushed now.
 		var stderr bytes.Buffer
-		if err := m.Exec(ctx, "if [ -d "+Workspace+" ]; then find "+Workspace+" -mindepth 1 -delete; fi", nil, nil, &stderr); err != nil {
+		// (busybox's find has no -delete; a glob that matches nothing
+		// stays as it is, which rm -f ignores.)
+		if err := m.Exec(ctx, "if cd "+Workspace+" 2>/dev/null; then rm -rf -- ./* ./.[!.]* ./..?*; fi", nil, nil, &stderr); err != nil {
 			return fmt.Errorf("empty %s in the VM: %w (%s)", Workspace, err, strings.TrimSpace(stderr.String()))
 		}
 	}
