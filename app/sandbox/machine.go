@@ -23,6 +23,10 @@ import (
 // they are mounted before it returns.
 func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, error) {
 	return func(ctx context.Context, a Attach) (Machine, error) {
+		// Each machine its own options: fan-out boots several at once,
+		// and a backend wrapped for one machine's disks must not wrap
+		// the next one's too.
+		o := o
 		o.Name = a.ID
 		if a.Root != "" {
 			o.RootDisk = a.Root
