@@ -98,6 +98,18 @@ const (
 	NetArg = "airlock.net"
 	// NetDHCP is NetArg's one value.
 	NetDHCP = "dhcp"
+	// RootArg on the kernel command line, as RootArg=DEV, makes PID 1 (in
+	// the initramfs, once the modules are loaded) mount the ext4 block
+	// device /dev/DEV read-write as the root file system and switch to it:
+	// the system mounts move over, a copy of the running agent goes to
+	// RuntimeDir (a tmpfs), /init in the new root becomes a link to it,
+	// and the same process goes on as PID 1 there. The root disk is the
+	// sandbox's own copy-on-write clone of the image's root disk.
+	RootArg = "airlock.root"
+	// RuntimeDir holds, on a machine that switched root, the agent binary
+	// (RuntimeDir/init, which /init links to), busybox and the modules
+	// loaded late. It is on the /run tmpfs, readable by every user.
+	RuntimeDir = "/run/airlock-guest"
 )
 
 // SSH request and subsystem names that are Airlock's own.
@@ -108,6 +120,10 @@ const (
 	// RequestWorkdir (session request, payload: ssh string) sets the working
 	// directory of the command the session will run.
 	RequestWorkdir = "workdir@airlock"
+	// RequestUser (session request, payload: ssh string) runs the
+	// session's command as that user of the guest's /etc/passwd, with its
+	// groups, HOME and working directory its home.
+	RequestUser = "user@airlock"
 )
 
 // The egress proxy: the host asks the guest agent (SSH "tcpip-forward",

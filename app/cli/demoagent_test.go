@@ -19,12 +19,20 @@ import (
 // second round is reviewed and applied.
 func TestDemoAgentLoop(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	demoAgentLoop(t, vmHome(t), "--disk", "none")
+}
+
+// demoAgentLoop runs the demo agent's loop in home (run with runFlags,
+// review, reply, diff of round 2, apply) and returns the sandbox and the
+// output of its reply.
+func demoAgentLoop(t *testing.T, home string, runFlags ...string) (sb *sandbox.Sandbox, replyOut string) {
+	t.Helper()
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 
-	code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--disk", "none", "--project", project,
-		"--agent", "demo", "--prompt", "Add stop words to the counter")
+	args := append([]string{"run", "--arch", "amd64"}, runFlags...)
+	args = append(args, "--project", project, "--agent", "demo", "--prompt", "Add stop words to the counter")
+	code, out, errOut := airlockCLI(t, home, args...)
 	if code != 0 {
 		t.Fatalf("run --agent demo: exit %d\n%s%s", code, out, errOut)
 	}
@@ -38,7 +46,7 @@ func TestDemoAgentLoop(t *testing.T) {
 	}
 	st, _ := sandbox.Open(home)
 	list, _ := st.List()
-	sb, _ := st.Get(list[0].ID)
+	sb, _ = st.Get(list[0].ID)
 	cs, err := sb.Changeset(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +65,7 @@ func TestDemoAgentLoop(t *testing.T) {
 	if code != 0 || !strings.Contains(out+errOut, "Took the review into account") {
 		t.Fatalf("reply: exit %d\n%s%s", code, out, errOut)
 	}
+	replyOut = out + errOut
 	cs, _ = sb.Changeset(t.Context())
 	body := string(cs.File("NOTES.md").NewContent())
 	for _, want := range []string{"Task: Add stop words", "## After review", "List the stop words: a, an, the.", "NOTES.md: too vague", "was rejected: name the stop words"} {
@@ -74,4 +83,5 @@ func TestDemoAgentLoop(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(project, "NOTES.md")); string(got) != body {
 		t.Errorf("NOTES.md applied:\n%s", got)
 	}
+	return sb, replyOut
 }

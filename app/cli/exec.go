@@ -173,7 +173,9 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	for k, v := range envMap {
 		netEnv[k] = v
 	}
-	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, Stdout: e.stdout, Stderr: errw}
+	// The image's default user (the full image's "agent"; root on the
+	// minimal image).
+	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, User: g.Image.User(), Stdout: e.stdout, Stderr: errw}
 	var stdout, stderr bytes.Buffer
 	if e.json {
 		c.Stdout, c.Stderr = &limitedBuffer{buf: &stdout}, &limitedBuffer{buf: &stderr}

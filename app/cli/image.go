@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -34,15 +37,48 @@ type imageInfo struct {
 	InitrdBytes int64     `json:"initrd_bytes"`
 	Modules     int       `json:"modules"`
 	Created     time.Time `json:"created"`
+	// The root disk (full image): its apparent size and what it takes of
+	// the host's disk now (it is sparse), its default user, and the
+	// versions of node and the agent CLIs in it.
+	RootfsBytes     int64             `json:"rootfs_bytes,omitempty"`
+	RootfsAllocated int64             `json:"rootfs_allocated_bytes,omitempty"`
+	User            string            `json:"user,omitempty"`
+	Node            string            `json:"node,omitempty"`
+	Agents          map[string]string `json:"agents,omitempty"`
+	DebianPackages  int               `json:"debian_packages,omitempty"`
 }
 
 func infoOf(im *image.Image) imageInfo {
-	return imageInfo{
+	i := imageInfo{
 		Name: im.Name, Arch: im.Arch, Dir: im.Dir,
 		Kernel:      im.Meta.Kernel.Package + " " + im.Meta.Kernel.Version,
 		KernelBytes: im.Meta.Kernel.Size, InitrdBytes: im.Meta.Initrd.Size,
 		Modules: len(im.Meta.Modules), Created: im.Meta.Created,
 	}
+	if r := im.Meta.Rootfs; r != nil {
+		i.RootfsBytes, i.RootfsAllocated, i.User, i.Node = r.Size, r.Allocated, r.User, r.Node
+		if fi, err := os.Stat(im.Rootfs); err == nil {
+			i.RootfsAllocated = allocatedBytes(fi)
+		}
+		i.DebianPackages = len(r.Debian)
+		i.Agents = map[string]string{}
+		for _, p := range image.FullSpec(im.Arch).Agents {
+			for _, q := range r.Npm {
+				if q.Name == p.Name && !strings.Contains(q.Version, "-") {
+					i.Agents[q.Name] = q.Version
+				}
+			}
+		}
+	}
+	return i
+}
+
+// allocatedBytes is how much of the host's disk a file takes.
+func allocatedBytes(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int64(st.Blocks) * 512
+	}
+	return fi.Size()
 }
 
 func newImageBuildCmd(e *env) *cobra.Command {
@@ -50,20 +86,31 @@ func newImageBuildCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "build [--arch amd64|arm64] NAME",
 		Short: "Build a guest image from Debian packages",
-		Long: `build makes a guest image from Debian packages: the cloud kernel, busybox and
-the Airlock guest agent, in an initramfs the VM boots straight into.
-Downloaded packages are cached, so a rebuild is quick. Today the one image
-is "minimal".
+		Long: `build makes a guest image from Debian packages. Two images can be built:
 
-Building needs apt-get (Debian or Ubuntu). For arm64 images on an amd64 host,
-arm64 must be a dpkg foreign architecture:
-  sudo dpkg --add-architecture arm64 && sudo apt-get update`,
+  minimal  the cloud kernel, busybox and the Airlock guest agent, in an
+           initramfs the VM boots straight into (seconds to build).
+  full     the same kernel and initramfs, plus an 8 GiB sparse ext4 root disk
+           holding Debian 12 (git, curl, build-essential, python3, ripgrep),
+           Node.js 22 and npm, and the agent CLIs claude, codex and gemini at
+           pinned versions; commands run as the user "agent" (uid 1000,
+           home /home/agent). Every sandbox boots its own copy-on-write clone
+           of the root disk. Building takes several minutes the first time.
+
+Downloaded packages are cached under the Airlock home's cache/, so a
+rebuild is quicker. Building needs apt-get (Debian or Ubuntu). For arm64
+images on an amd64 host, arm64 must be a dpkg foreign architecture:
+  sudo dpkg --add-architecture arm64 && sudo apt-get update
+The full image also needs root, mmdebstrap, npm (from the npm registry:
+node and the agent CLIs) and mkfs.ext4 (scripts/setup-debian installs
+them), and builds only for the host's own architecture.`,
 		Example: `  airlock image build minimal
-  airlock image build --arch arm64 minimal`,
+  airlock image build --arch arm64 minimal
+  sudo airlock image build full`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != image.DefaultName {
-				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s", args[0], image.DefaultName)
+			if args[0] != image.DefaultName && args[0] != image.FullName {
+				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s", args[0], image.DefaultName, image.FullName)
 			}
 			if arch == "" {
 				arch = runtime.GOARCH
@@ -81,7 +128,19 @@ arm64 must be a dpkg foreign architecture:
 			}
 			im, err := image.Build(cmd.Context(), image.BuildOptions{
 				Home: h, Name: args[0], Arch: vm.Arch(arch), GuestBinary: guestBin,
-				Progress: func(ev image.Progress) { p.Update(buildMessage(ev)) },
+				Progress: func(ev image.Progress) {
+					// The full image's slow steps (minutes) get a line
+					// of their own, on a terminal or not.
+					if slowBuildStep(ev.Step) {
+						if p.enabled {
+							p.Step(buildMessage(ev))
+						} else {
+							e.note("%s", buildMessage(ev))
+						}
+						return
+					}
+					p.Update(buildMessage(ev))
+				},
 			})
 			p.Done("")
 			if err != nil {
@@ -93,11 +152,25 @@ arm64 must be a dpkg foreign architecture:
 			}
 			fmt.Fprintf(e.stdout, "built image %s (%s) in %s\n  kernel  %s, %s\n  initrd  %s, %d modules\n",
 				im.Name, im.Arch, im.Dir, info.Kernel, mib(info.KernelBytes), mib(info.InitrdBytes), info.Modules)
+			if im.Rootfs != "" {
+				fmt.Fprintf(e.stdout, "  rootfs  %s (%s on disk), %d Debian packages, node %s, user %s\n",
+					mib(info.RootfsBytes), mib(info.RootfsAllocated), info.DebianPackages, info.Node, info.User)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	return cmd
+}
+
+// slowBuildStep reports whether a build step takes long enough to be shown
+// as a line of its own: the full image's root disk steps.
+func slowBuildStep(s image.Step) bool {
+	switch s {
+	case image.StepDebian, image.StepNode, image.StepAgents, image.StepFilesystem, image.StepHash:
+		return true
+	}
+	return false
 }
 
 func buildMessage(ev image.Progress) string {
@@ -147,7 +220,11 @@ func newImageLsCmd(e *env) *cobra.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tARCH\tKERNEL\tSIZE\tBUILT")
 			for _, i := range infos {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, i.Kernel, mib(i.KernelBytes+i.InitrdBytes), i.Created.Local().Format("2006-01-02 15:04"))
+				size := mib(i.KernelBytes + i.InitrdBytes)
+				if i.RootfsBytes > 0 {
+					size = fmt.Sprintf("%s (root disk %s, %s on disk)", mib(i.KernelBytes+i.InitrdBytes+i.RootfsAllocated), mib(i.RootfsBytes), mib(i.RootfsAllocated))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, i.Kernel, size, i.Created.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()
 		},

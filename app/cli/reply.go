@@ -56,10 +56,12 @@ The limits and network flags are those of airlock run.`,
 				return err
 			}
 			f.project, f.replyTo = m.Project, sb.ID
-			if f.image == "" {
+			// The round runs on the sandbox's image (its root disk clone
+			// too) unless a flag says otherwise: --image has a default.
+			if !cmd.Flags().Changed("image") && m.Image != "" {
 				f.image = m.Image
 			}
-			if f.arch == "" {
+			if !cmd.Flags().Changed("arch") && m.Arch != "" {
 				f.arch = m.Arch
 			}
 			var ars []*agentRun

@@ -402,7 +402,7 @@ type runVariant struct {
 func (v runVariant) apply(o sandbox.RunOptions) sandbox.RunOptions {
 	o.Command, o.Env, o.Network = v.args, v.env, v.network
 	if v.agent != nil {
-		o.Agent = v.agent.preset.Name
+		o.Agent, o.User = v.agent.preset.Name, v.agent.preset.User
 		if v.agent.preset.Rationale.JSONField != "" {
 			o.FinalMessage = v.agent.preset.FinalMessage
 		}

@@ -195,7 +195,7 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 		}
 		// A prompt runs the agent on that task; no prompt opens its own
 		// interactive session on the terminal.
-		opts.Command, opts.Agent = p.Command(req.Prompt, req.Prompt == ""), req.Agent
+		opts.Command, opts.Agent, opts.User = p.Command(req.Prompt, req.Prompt == ""), req.Agent, p.User
 		opts.Env = maps.Clone(p.Env)
 		if p.Rationale.JSONField != "" && req.Prompt != "" {
 			opts.FinalMessage = p.FinalMessage
@@ -324,7 +324,7 @@ func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.
 		if err != nil {
 			return nil, err
 		}
-		opts.Command, opts.Agent, opts.Env = p.ContinueCommand(prompt), m.Agent, maps.Clone(p.Env)
+		opts.Command, opts.Agent, opts.Env, opts.User = p.ContinueCommand(prompt), m.Agent, maps.Clone(p.Env), p.User
 		if p.Rationale.JSONField != "" {
 			opts.FinalMessage = p.FinalMessage
 		}

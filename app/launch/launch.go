@@ -8,6 +8,7 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
 )
 
@@ -73,6 +75,12 @@ type Options struct {
 	Link vm.LinkKind
 	// Network is the network mode; empty means none.
 	Network vm.NetworkMode
+	// RootDisk is where this machine's copy-on-write clone of the image's
+	// root disk lives, for an image that has one (the full image): cloned
+	// from the image (vm/disk) when the file does not exist, booted as it
+	// is when it does (a sandbox's later rounds). Empty means a clone in
+	// the run directory, removed with it.
+	RootDisk string
 	// Backend starts the machine.
 	Backend vm.Backend
 	// BootTimeout bounds boot to guest-ready; zero means DefaultBootTimeout.
@@ -151,6 +159,20 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		Network:   o.Network,
 		StateDir:  dir,
 	}
+	if img.Rootfs != "" {
+		root := o.RootDisk
+		if root == "" {
+			root = filepath.Join(dir, image.RootfsFile)
+		}
+		d, err := rootDisk(ctx, img, root, logger)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		// The root disk is the first disk: the image's command line
+		// names it (vda).
+		spec.Disks = []vm.Disk{d}
+	}
 	if o.Network == vm.NetworkNAT {
 		// The guest agent brings the device up by DHCP (vz NAT and QEMU
 		// user networking both serve it).
@@ -194,6 +216,16 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		}
 		return nil, err
 	}
+	if img.Rootfs != "" {
+		if err := checkRoot(ctx, c); err != nil {
+			c.Close()
+			if mux != nil {
+				mux.Close()
+			}
+			stopNow(m)
+			return nil, err
+		}
+	}
 	if _, supervised := vmhost.SupervisorOf(m); supervised {
 		// Another process may attach to this machine later (Attach).
 		if err := saveIdentity(dir, id, priv, c.Welcome().HostKey); err != nil {
@@ -205,6 +237,58 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
 	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
 	return g, nil
+}
+
+// rootDisk returns the machine's root disk at path: the clone already
+// there, or a new copy-on-write clone of the image's root disk (a reflink
+// or clonefile; a qcow2 overlay where the backend is QEMU, which is every
+// backend but macOS's).
+//
+// A qcow2 overlay reads what it has not written from the image's root
+// disk, so it is only good with the image it was made on: the image's
+// root disk hash is kept beside the clone (path + ".base") and a clone
+// whose image was rebuilt since is refused rather than booted corrupt.
+func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logger) (vm.Disk, error) {
+	base := img.Meta.Rootfs.SHA256
+	if _, err := os.Stat(path); err == nil {
+		format, err := disk.Format(path)
+		if err != nil {
+			return vm.Disk{}, fmt.Errorf("root disk: %w", err)
+		}
+		if format == disk.QCOW2 {
+			if b, err := os.ReadFile(path + ".base"); err != nil || strings.TrimSpace(string(b)) != base {
+				return vm.Disk{}, fmt.Errorf("root disk %s: the image %s was rebuilt since this clone was made on it (a qcow2 overlay needs the root disk it was made on); remove the sandbox, or its %s to start from the new image's root disk",
+					path, img.Name, filepath.Base(path))
+			}
+		}
+		return vm.Disk{Path: path, Format: format}, nil
+	}
+	res, err := disk.Clone(ctx, img.Rootfs, path, disk.Options{Overlay: runtime.GOOS != "darwin"})
+	if err != nil {
+		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
+	}
+	if err := os.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
+		os.Remove(path)
+		return vm.Disk{}, fmt.Errorf("root disk: %w", err)
+	}
+	log.Info("root disk cloned", "image", img.Rootfs, "clone", path, "method", res.Method)
+	return vm.Disk{Path: path, Format: res.Format}, nil
+}
+
+// checkRoot makes sure the guest switched to its root disk: a command must
+// never run in the initramfs when the image's tools were asked for.
+func checkRoot(ctx context.Context, c *client.Client) error {
+	var out bytes.Buffer
+	if err := c.Run(ctx, client.Command{Script: "cat /proc/mounts", Stdout: &out}); err != nil {
+		return fmt.Errorf("check the guest's root disk: %w", err)
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[0] == "/dev/"+image.RootDevice && f[1] == "/" && f[2] == "ext4" {
+			return nil
+		}
+	}
+	return fmt.Errorf("the guest did not switch to its root disk (/dev/%s is not mounted on /); its console log says why", image.RootDevice)
 }
 
 // connect waits for the guest agent's welcome, giving up when the timeout

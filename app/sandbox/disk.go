@@ -32,7 +32,17 @@ type Attach struct {
 	Shares []Share
 	// Disks are ext4 disks (the workspace disk in copy mode).
 	Disks []Disk
+	// Root is where the sandbox's copy-on-write clone of its image's root
+	// disk lives (RootDiskFile), for an image that has one: made on the
+	// first boot, booted again by every later round, removed with the
+	// sandbox.
+	Root string
 }
+
+// RootDiskFile is the sandbox's clone of its image's root disk (the full
+// image): the agent's home and everything it installed outside
+// /workspace survive from one round to the next in it.
+const RootDiskFile = "root.img"
 
 // mkfsCandidates are where mkfs.ext4 is looked for beyond PATH: Debian
 // keeps it in /sbin, outside an ordinary user's PATH; Homebrew's

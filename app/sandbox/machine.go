@@ -23,8 +23,14 @@ import (
 // they are mounted before it returns.
 func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, error) {
 	return func(ctx context.Context, a Attach) (Machine, error) {
-		o := o // one copy per boot: fan-out boots several at once
+		// Each machine its own options: fan-out boots several at once,
+		// and a backend wrapped for one machine's disks must not wrap
+		// the next one's too.
+		o := o
 		o.Name = a.ID
+		if a.Root != "" {
+			o.RootDisk = a.Root
+		}
 		if len(a.Shares) > 0 || len(a.Disks) > 0 {
 			if o.Backend == nil {
 				return nil, fmt.Errorf("launch: no backend")
@@ -124,8 +130,9 @@ func GuestMachine(g *launch.Guest) Machine { return guestMachine{g} }
 type guestMachine struct{ g *launch.Guest }
 
 var (
-	_ Machine = guestMachine{}
-	_ Killer  = guestMachine{}
+	_ Machine       = guestMachine{}
+	_ Killer        = guestMachine{}
+	_ DefaultUserer = guestMachine{}
 )
 
 func (m guestMachine) SFTP(opts ...sftp.ClientOption) (*sftp.Client, error) {
@@ -141,6 +148,9 @@ func (m guestMachine) Run(ctx context.Context, cmd client.Command) error {
 }
 
 func (m guestMachine) Shutdown(ctx context.Context) error { return m.g.Shutdown(ctx) }
+
+// DefaultUser is the image's user for commands (DefaultUserer).
+func (m guestMachine) DefaultUser() string { return m.g.Image.User() }
 
 // Kill forces the VM off at once (Killer).
 func (m guestMachine) Kill() { m.g.Kill() }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +122,10 @@ type RunOptions struct {
 	Image, Arch string
 	// Sync is how the project reaches the VM; empty means SyncCopy.
 	Sync SyncMode
+	// User runs the command (and the verify step) as that user of the
+	// guest, owner of /workspace; empty means the image's default user
+	// (the full image's "agent"; root on the minimal image).
+	User string
 	// Boot starts the machine of sandbox a.ID; it is called after the
 	// snapshot (and, in virtiofs mode, after the staging clone). The
 	// machine must share every one of a.Shares into the guest, attach
@@ -359,6 +364,7 @@ type runner struct {
 	progress func(Progress)
 	log      *slog.Logger
 	netEnv   map[string]string // the network's variables (placeholders, CA)
+	user     string            // the guest user the command runs as ("" root)
 }
 
 func (r *runner) setStatus(st Status, timing func(*Timings)) error {
@@ -464,7 +470,7 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	}
 	t = time.Now()
 	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx, Attach{ID: r.sb.ID, Shares: shares, Disks: disks})
+	m, err := r.o.Boot(ctx, Attach{ID: r.sb.ID, Shares: shares, Disks: disks, Root: r.sb.Path(RootDiskFile)})
 	if err != nil {
 		return fmt.Errorf("boot: %w", err)
 	}
@@ -508,6 +514,17 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	}
 
 	// Push.
+	if staging == "" && len(disks) == 0 {
+		// Without a workspace disk, /workspace is on the machine's own
+		// root: a root disk clone (full image) keeps the last round's
+		// tree there, which must not mix with what is pushed now.
+		var stderr bytes.Buffer
+		// (busybox's find has no -delete; a glob that matches nothing
+		// stays as it is, which rm -f ignores.)
+		if err := m.Exec(ctx, "if cd "+Workspace+" 2>/dev/null; then rm -rf -- ./* ./.[!.]* ./..?*; fi", nil, nil, &stderr); err != nil {
+			return fmt.Errorf("empty %s in the VM: %w (%s)", Workspace, err, strings.TrimSpace(stderr.String()))
+		}
+	}
 	if staging == "" {
 		if pushMS, known, err = r.push(ctx, tr, m, report, Workspace); err != nil {
 			return err
@@ -515,6 +532,17 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	}
 	if r.o.Script != nil {
 		if err := putScript(ctx, m, r.o.Script); err != nil {
+			return err
+		}
+	}
+	r.user = r.o.User
+	if r.user == "" {
+		if d, ok := m.(DefaultUserer); ok {
+			r.user = d.DefaultUser()
+		}
+	}
+	if r.user != "" && staging == "" {
+		if err := chownWorkspace(ctx, m, r.user); err != nil {
 			return err
 		}
 	}
@@ -694,7 +722,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		stdout = captured
 	}
 	cmd := client.Command{
-		Args: args, Dir: Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin,
+		Args: args, Dir: Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
 		Stdout: stdout, Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx
@@ -837,6 +865,28 @@ func withoutMeta(m *manifest.Manifest) *manifest.Manifest {
 }
 
 // putScript copies a --script into the guest, outside /workspace.
+// userName is what an account name may be (as useradd allows by default).
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+
+// DefaultUserer is a Machine whose image names the user commands run as
+// by default.
+type DefaultUserer interface {
+	DefaultUser() string
+}
+
+// chownWorkspace gives the pushed /workspace to user (the push wrote it as
+// root), so the command, run as user, can change it.
+func chownWorkspace(ctx context.Context, m Machine, user string) error {
+	if !userName.MatchString(user) {
+		return fmt.Errorf("user %q: not a valid account name", user)
+	}
+	var stderr bytes.Buffer
+	if err := m.Exec(ctx, "chown -R -h "+user+": "+Workspace, nil, nil, &stderr); err != nil {
+		return fmt.Errorf("give %s to %s in the VM: %w (%s); the minimal image has no user but root, the full image has agent (--image full)", Workspace, user, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
 func putScript(ctx context.Context, m Machine, script []byte) error {
 	var stderr bytes.Buffer
 	if err := m.Exec(ctx, "cat > "+scriptPath, bytes.NewReader(script), nil, &stderr); err != nil {

@@ -66,7 +66,7 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 	}
 	t := time.Now()
 	err = m.Run(runCtx, client.Command{
-		Args: []string{"sh", "-c", r.o.Verify}, Dir: Workspace, Env: r.commandEnv(),
+		Args: []string{"sh", "-c", r.o.Verify}, Dir: Workspace, Env: r.commandEnv(), User: r.user,
 		Stdout: teeWriter(r.o.Stdout, out), Stderr: teeWriter(r.o.Stderr, out),
 	})
 	res := &VerifyResult{Command: r.o.Verify, DurationMS: time.Since(t).Milliseconds()}

@@ -51,16 +51,17 @@ func mountDisk(m diskMount) error {
 }
 
 // udhcpcScript applies the lease busybox udhcpc obtained (it passes the
-// lease in the environment).
+// lease in the environment). $BB is the busybox binary: a root disk has
+// no applet links.
 const udhcpcScript = `#!/bin/sh
 case "$1" in
 deconfig)
-	ifconfig "$interface" 0.0.0.0 up
+	$BB ifconfig "$interface" 0.0.0.0 up
 	;;
 bound|renew)
-	ifconfig "$interface" "$ip" netmask "${subnet:-255.255.255.0}" up
+	$BB ifconfig "$interface" "$ip" netmask "${subnet:-255.255.255.0}" up
 	if [ -n "$router" ]; then
-		for r in $router; do route add default gw "$r" dev "$interface" && break; done
+		for r in $router; do $BB route add default gw "$r" dev "$interface" && break; done
 	fi
 	if [ -n "$dns" ]; then
 		: > /etc/resolv.conf
@@ -72,9 +73,9 @@ exit 0
 `
 
 // configureNetwork brings the machine's network device up as the kernel
-// command line says (guest.NetArg). Only open-network machines have a
-// network device; the busybox applets must be installed.
-func configureNetwork(cmdline string, r *Reaper, log *slog.Logger) {
+// command line says (guest.NetArg) with busybox's udhcpc. Only
+// open-network machines have a network device.
+func configureNetwork(cmdline, busybox string, r *Reaper, log *slog.Logger) {
 	mode := netMode(cmdline)
 	switch mode {
 	case "":
@@ -89,7 +90,11 @@ func configureNetwork(cmdline string, r *Reaper, log *slog.Logger) {
 		log.Warn("network", "err", err)
 		return
 	}
-	if err := dhcp(r, ifname); err != nil {
+	if busybox == "" {
+		log.Warn("network: no busybox for its DHCP client", "interface", ifname)
+		return
+	}
+	if err := dhcp(r, busybox, ifname); err != nil {
 		log.Warn("network", "interface", ifname, "err", err)
 		return
 	}
@@ -111,7 +116,7 @@ func firstEthernet() (string, error) {
 }
 
 // dhcp runs busybox's DHCP client once on ifname and applies the lease.
-func dhcp(r *Reaper, ifname string) error {
+func dhcp(r *Reaper, busybox, ifname string) error {
 	dir := "/run/airlock"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -120,7 +125,8 @@ func dhcp(r *Reaper, ifname string) error {
 		return err
 	}
 	script := filepath.Join(dir, "udhcpc.script")
-	if err := os.WriteFile(script, []byte(udhcpcScript), 0o700); err != nil {
+	text := strings.Replace(udhcpcScript, "#!/bin/sh\n", "#!/bin/sh\nBB="+busybox+"\n", 1)
+	if err := os.WriteFile(script, []byte(text), 0o700); err != nil {
 		return err
 	}
 	out, err := os.CreateTemp(dir, "udhcpc.log")
@@ -131,7 +137,7 @@ func dhcp(r *Reaper, ifname string) error {
 	defer out.Close()
 	// -f: foreground; -q: exit once bound; -n: exit when no lease comes;
 	// -t/-T: 5 discovers, 1 s apart.
-	_, wait, err := r.Start("/bin/busybox", []string{"udhcpc", "-f", "-q", "-n", "-t", "5", "-T", "1", "-i", ifname, "-s", script},
+	_, wait, err := r.Start(busybox, []string{"udhcpc", "-f", "-q", "-n", "-t", "5", "-T", "1", "-i", ifname, "-s", script},
 		&os.ProcAttr{Files: []*os.File{nil, out, out}})
 	if err != nil {
 		return fmt.Errorf("udhcpc: %w", err)

@@ -62,14 +62,26 @@ func Init(ctx context.Context) error {
 	// meanwhile (commands wait for them), modules for devices this machine
 	// lacks are not loaded at all, and the power button's are loaded once
 	// the first command runs.
+	//
+	// A machine with a root disk (guest.RootArg) switches to it once the
+	// modules are loaded; nothing may start a process before then, since
+	// the switch changes the whole process's root.
+	rootDev, badRoot := rootDevice(string(cmdline))
+	if badRoot != "" {
+		log.Warn("root: ignored malformed kernel argument", "arg", badRoot)
+	}
+	busybox := "/bin/busybox"
 	busyboxReady, commandsReady := make(chan struct{}), make(chan struct{})
-	go func() {
+	installApplets := func() {
 		defer close(busyboxReady)
 		if err := installBusybox(reaper); err != nil {
 			log.Warn("busybox", "err", err)
 		}
 		log.Debug("busybox installed")
-	}()
+	}
+	if rootDev == "" {
+		go installApplets()
+	}
 	mods, err := readModuleList(guest.ModulesOrder)
 	if err != nil {
 		log.Warn("modules", "err", err)
@@ -77,13 +89,25 @@ func Init(ctx context.Context) error {
 	now, later := splitModules(mods, deferredModules)
 	n := loadModules(now, presentVirtioDevices, log)
 	log.Info("modules loaded", "count", n)
+	if rootDev != "" {
+		// A failed switch leaves the initramfs as the root: the host
+		// finds no root disk mounted on / and says so.
+		if l, bb, err := switchRoot(rootDev, later); err != nil {
+			log.Error("switch root", "dev", rootDev, "err", err)
+			go installApplets()
+		} else {
+			later, busybox = l, bb
+			log.Info("switched root", "dev", rootDev)
+			close(busyboxReady) // a root disk brings its own tools
+		}
+	}
 	mountShares(string(cmdline), log)
 	mountDisks(string(cmdline), log)
 	// The open network (if asked for) is up before the first command.
 	go func() {
 		defer close(commandsReady)
 		<-busyboxReady
-		configureNetwork(string(cmdline), reaper, log)
+		configureNetwork(string(cmdline), busybox, reaper, log)
 	}()
 	if err := loopbackUp(); err != nil {
 		log.Warn("loopback", "err", err)

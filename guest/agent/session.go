@@ -109,10 +109,15 @@ func (s *sshServer) globalRequests(reqs <-chan *ssh.Request) {
 // session is one session channel: what its requests asked for before the
 // command starts, and the command once it runs.
 type session struct {
-	a    *Agent
-	ch   ssh.Channel
-	env  map[string]string
-	dir  string
+	a   *Agent
+	ch  ssh.Channel
+	env map[string]string
+	dir string
+	// dirSet: a workdir request chose dir, so a user request keeps it.
+	dirSet bool
+	// user, when a user request named one, runs the command as that
+	// account; nil runs it as the agent's own.
+	user *account
 	term string
 	ptmx *os.File // nil without a pty-req
 	tty  *os.File // the pty's child end, until the command starts
@@ -208,7 +213,29 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		} else if !fi.IsDir() {
 			return false, fmt.Errorf("workdir %q is not a directory", r.Dir)
 		}
-		s.dir = r.Dir
+		s.dir, s.dirSet = r.Dir, true
+		return false, nil
+	case guest.RequestUser:
+		var r struct{ Name string }
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if s.proc != nil || s.done != nil {
+			return false, errStarted
+		}
+		u, err := lookupAccount(r.Name)
+		if err != nil {
+			return false, err
+		}
+		s.user = u
+		if !s.dirSet {
+			// The user's home, or / when it has none: the agent's own
+			// home (/root) is not the user's to enter.
+			s.dir = "/"
+			if fi, err := os.Stat(u.home); err == nil && fi.IsDir() {
+				s.dir = u.home
+			}
+		}
 		return false, nil
 	case "pty-req":
 		var r ptyRequest
@@ -306,6 +333,9 @@ func setWinsize(ptmx *os.File, rows, cols, wpx, hpx uint32) error {
 // requests, sorted.
 func (s *session) environ() []string {
 	env := map[string]string{"PATH": defaultPath, "HOME": s.a.cfg.Home}
+	if s.user != nil {
+		env["HOME"], env["USER"], env["LOGNAME"] = s.user.home, s.user.name, s.user.name
+	}
 	if s.a.proxyForwards.Load() > 0 {
 		// The host's egress proxy is reachable: point HTTP clients at it.
 		for k, v := range guest.ProxyEnv() {
@@ -342,6 +372,13 @@ func (s *session) run(req *ssh.Request, argv []string) {
 		}
 	}
 	attr := &os.ProcAttr{Dir: s.dir, Env: s.environ(), Sys: &syscall.SysProcAttr{Setsid: true}}
+	if s.user != nil {
+		attr.Sys.Credential = s.user.credential()
+		if s.tty != nil {
+			// The command's terminal is its own, as login makes it.
+			_ = s.tty.Chown(int(s.user.uid), int(s.user.gid))
+		}
+	}
 	var (
 		childEnd       []*os.File // closed in the agent once the child has them
 		stdin          *os.File   // written from the channel

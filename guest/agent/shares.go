@@ -79,3 +79,20 @@ func netMode(cmdline string) string {
 	}
 	return mode
 }
+
+// rootDevice reads guest.RootArg from a kernel command line: the device to
+// switch root to, "" when the argument is absent; a malformed value is
+// returned as bad.
+func rootDevice(cmdline string) (dev, bad string) {
+	for _, f := range strings.Fields(cmdline) {
+		v, ok := strings.CutPrefix(f, guest.RootArg+"=")
+		if !ok {
+			continue
+		}
+		if !validDevName(v) {
+			return "", f
+		}
+		dev = v
+	}
+	return dev, ""
+}

@@ -62,3 +62,19 @@ func TestNetMode(t *testing.T) {
 		}
 	}
 }
+
+func TestRootDevice(t *testing.T) {
+	tests := []struct{ cmdline, dev, bad string }{
+		{"console=ttyS0 panic=-1", "", ""},
+		{"airlock.root=vda quiet", "vda", ""},
+		{"airlock.root=../sda", "", "airlock.root=../sda"},
+		{"airlock.root=", "", "airlock.root="},
+		{"airlock.rootx=vda", "", ""},
+	}
+	for _, tt := range tests {
+		dev, bad := rootDevice(tt.cmdline)
+		if dev != tt.dev || bad != tt.bad {
+			t.Errorf("rootDevice(%q) = %q, %q; want %q, %q", tt.cmdline, dev, bad, tt.dev, tt.bad)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -588,5 +589,50 @@ func TestConnectContext(t *testing.T) {
 	defer cancel()
 	if _, err := client.Connect(ctx, dial, client.Config{Identity: id}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Connect = %v, want DeadlineExceeded", err)
+	}
+}
+
+// TestRunAsUser runs commands as another account of the guest's
+// /etc/passwd (the host's, here): uid, groups, HOME, USER and the home as
+// the working directory unless Dir says otherwise. Switching user needs
+// root, which CI has.
+func TestRunAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching user needs root")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody:", err)
+	}
+	c, _ := connect(t, startPipeGuest(t))
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if err := c.Run(ctx, client.Command{Script: `printf '%s|%s|%s|%s' "$(id -u)" "$HOME" "$USER" "$(pwd)"`, User: "nobody", Stdout: &out, Stderr: &errOut}); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	home := u.HomeDir
+	if fi, err := os.Stat(home); err != nil || !fi.IsDir() {
+		home = "/" // no such directory: the working directory is /
+	}
+	got := strings.Split(out.String(), "|")
+	if len(got) != 4 || got[0] != u.Uid || got[1] != u.HomeDir || got[2] != "nobody" || got[3] != home {
+		t.Errorf("as nobody: %q (uid %s, home %s)", out.String(), u.Uid, u.HomeDir)
+	}
+	out.Reset()
+	dir, err := os.MkdirTemp("", "airlock-user-") // t.TempDir's parent is root's only
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	if err := c.Run(ctx, client.Command{Script: "pwd", User: "nobody", Dir: dir, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out.String()) != dir {
+		t.Errorf("Dir with User: pwd = %q, want %q", out.String(), dir)
+	}
+	err = c.Run(ctx, client.Command{Script: "true", User: "no-such-user-airlock"})
+	if err == nil || !strings.Contains(err.Error(), "no such user") {
+		t.Errorf("unknown user: %v", err)
 	}
 }

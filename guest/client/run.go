@@ -39,8 +39,13 @@ type Command struct {
 	// Env is added to the guest's default environment (PATH, HOME, and
 	// TERM with a TTY).
 	Env map[string]string
-	// Dir is the absolute working directory; empty means the guest's HOME.
+	// Dir is the absolute working directory; empty means the guest's HOME
+	// (User's home when User is set).
 	Dir string
+	// User, if set, runs the command as that user of the guest (its uid,
+	// groups and HOME from the guest's /etc/passwd); empty runs it as the
+	// agent's own user (root in a VM).
+	User string
 	// Stdin, if set, is copied to the command's input, which gets EOF when
 	// Stdin does. Run does not wait for Stdin to be read to its end: a
 	// copy blocked on Stdin may outlive Run.
@@ -193,6 +198,15 @@ func setup(s *ssh.Session, cmd Command) error {
 		}
 		if !ok {
 			return fmt.Errorf("set working directory: the guest has no directory %s", cmd.Dir)
+		}
+	}
+	if cmd.User != "" {
+		ok, err := s.SendRequest(guest.RequestUser, true, ssh.Marshal(struct{ Name string }{cmd.User}))
+		if err != nil {
+			return fmt.Errorf("run as %s: %w", cmd.User, err)
+		}
+		if !ok {
+			return fmt.Errorf("run as %s: the guest has no such user (the minimal image has root only; the full image has agent)", cmd.User)
 		}
 	}
 	if t := cmd.TTY; t != nil {

@@ -89,6 +89,36 @@ func Image(t testing.TB, arch vm.Arch) *image.Image {
 	return im
 }
 
+// FullImage returns the full image for arch in the shared test home,
+// built from this tree's guest agent: a Debian root disk with node and
+// the agent CLIs (image.FullSpec), built once per test home (minutes on a
+// fresh machine; the .debs and npm packages are cached in the home) and
+// rebuilt when the agent binary changed. Building needs root, mmdebstrap
+// and npm (scripts/setup-debian); without them the test fails saying so.
+func FullImage(t testing.TB, arch vm.Arch) *image.Image {
+	t.Helper()
+	h := Home(t)
+	unlock := lock(t, filepath.Join(h, ".build-full.lock"))
+	defer unlock()
+
+	guest := GuestBinary(t, arch)
+	sum, err := fileSHA256(guest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, err := image.Load(h, image.FullName, arch); err == nil && im.Meta.Guest.SHA256 == sum {
+		return im
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	t.Logf("building the full %s image into %s (minutes on a fresh machine)", arch, h)
+	im, err := image.Build(ctx, image.BuildOptions{Home: h, Name: image.FullName, Arch: arch, GuestBinary: guest})
+	if err != nil {
+		t.Fatalf("build the full %s test image (needs root, mmdebstrap and npm: scripts/setup-debian): %v", arch, err)
+	}
+	return im
+}
+
 // builderNewer reports whether the image builder's source changed after
 // built, so a developer's cached test image is rebuilt with it.
 func builderNewer(t testing.TB, built time.Time) bool {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ type BuildOptions struct {
 	GuestBinary string
 	// CacheDir keeps downloaded .debs; empty means Home/cache/debs.
 	CacheDir string
+	// Rootfs, if set, gives the image a root disk with this content;
+	// nil means FullSpec for the image named FullName, none otherwise.
+	Rootfs *RootfsSpec
 	// Progress receives typed progress events; nil discards them.
 	Progress func(Progress)
 	// Logger receives diagnostics; nil discards them.
@@ -94,6 +98,9 @@ type builder struct {
 	progress func(Progress)
 	apt      *apt
 	wanted   []WantedModule
+	// rootfs is the root disk's content (the full image); nil builds an
+	// image that runs from its initramfs.
+	rootfs *RootfsSpec
 }
 
 func newBuilder(opts BuildOptions) (*builder, error) {
@@ -129,6 +136,12 @@ func newBuilder(opts BuildOptions) (*builder, error) {
 	}
 	b.apt = newApt(cache, b.log)
 	b.wanted = MinimalModules(opts.Arch)
+	if opts.Rootfs != nil {
+		b.rootfs = opts.Rootfs
+	} else if b.name == FullName {
+		spec := FullSpec(opts.Arch)
+		b.rootfs = &spec
+	}
 	return b, nil
 }
 
@@ -151,6 +164,12 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 	}
 	if err := b.apt.check(ctx, arch); err != nil {
 		return nil, err
+	}
+	var host fullHost
+	if b.rootfs != nil {
+		if host, err = checkFullHost(arch, os.Geteuid(), runtime.GOARCH); err != nil {
+			return nil, err
+		}
 	}
 
 	b.progress(Progress{Step: StepResolve, Item: kernelMetaPackage(arch) + ", " + busyboxPackage})
@@ -254,12 +273,24 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 	if err := os.RemoveAll(scratch); err != nil {
 		return nil, err
 	}
+	cmdline := DefaultCmdline
+	var rootfs *RootfsMeta
+	if b.rootfs != nil {
+		rootfs, err = b.buildRootfs(ctx, host, *b.rootfs, scratch, filepath.Join(tmp, RootfsFile))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(scratch); err != nil {
+			return nil, err
+		}
+		cmdline += " " + guestRootArg + "=" + RootDevice
+	}
 	meta := Meta{
 		Format:  MetaFormat,
 		Name:    b.name,
 		Arch:    arch,
 		Created: time.Now().UTC().Truncate(time.Second),
-		Cmdline: DefaultCmdline,
+		Cmdline: cmdline,
 		Kernel: KernelMeta{
 			MetaPackage: kmeta.Name + " " + kmeta.Version,
 			Package:     kpkg.Name,
@@ -274,6 +305,7 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 		Modules:        names,
 		BuiltinModules: sel.builtin,
 		MissingModules: sel.missing,
+		Rootfs:         rootfs,
 	}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err

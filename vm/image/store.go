@@ -45,6 +45,10 @@ type Image struct {
 	Initrd string
 	// Cmdline is the kernel command line, without console=.
 	Cmdline string
+	// Rootfs is the path of the image's root disk (a raw ext4 image that
+	// each sandbox boots a copy-on-write clone of, as the machine's first
+	// disk); empty when the image runs from its initramfs (minimal).
+	Rootfs string
 	// Meta is what image.toml says about how the image was built.
 	Meta Meta
 }
@@ -71,6 +75,8 @@ type Meta struct {
 	// MissingModules are optional wanted modules this kernel lacks
 	// altogether (neither a module nor built in).
 	MissingModules []string `toml:"missing_modules,omitempty"`
+	// Rootfs describes the root disk, when the image has one (full).
+	Rootfs *RootfsMeta `toml:"rootfs,omitempty"`
 }
 
 // KernelMeta says which kernel an image boots.
@@ -151,11 +157,19 @@ func Load(home, name string, arch vm.Arch) (*Image, error) {
 		Cmdline: meta.Cmdline,
 		Meta:    meta,
 	}
-	var errs []error
-	for _, f := range []struct {
+	files := []struct {
 		path string
 		want int64
-	}{{im.Kernel, meta.Kernel.Size}, {im.Initrd, meta.Initrd.Size}} {
+	}{{im.Kernel, meta.Kernel.Size}, {im.Initrd, meta.Initrd.Size}}
+	if meta.Rootfs != nil {
+		im.Rootfs = filepath.Join(dir, RootfsFile)
+		files = append(files, struct {
+			path string
+			want int64
+		}{im.Rootfs, meta.Rootfs.Size})
+	}
+	var errs []error
+	for _, f := range files {
 		st, err := os.Stat(f.path)
 		switch {
 		case err != nil:
@@ -211,15 +225,31 @@ func List(home string) ([]*Image, error) {
 	return out, nil
 }
 
-// Verify hashes the image's kernel and initrd and compares them with
+// User is the account commands run as by default on this image: the
+// root disk's unprivileged user, "" (the agent's own, root) without one.
+func (im *Image) User() string {
+	if im.Meta.Rootfs != nil {
+		return im.Meta.Rootfs.User
+	}
+	return ""
+}
+
+// Verify hashes the image's kernel, initrd and root disk and compares them with
 // image.toml. It reads every byte, so it is for `airlock doctor` and
 // tests, not for every boot.
 func (im *Image) Verify() error {
 	var errs []error
-	for _, f := range []struct {
+	files := []struct {
 		path string
 		want FileMeta
-	}{{im.Kernel, im.Meta.Kernel.FileMeta}, {im.Initrd, im.Meta.Initrd}} {
+	}{{im.Kernel, im.Meta.Kernel.FileMeta}, {im.Initrd, im.Meta.Initrd}}
+	if im.Meta.Rootfs != nil {
+		files = append(files, struct {
+			path string
+			want FileMeta
+		}{im.Rootfs, im.Meta.Rootfs.FileMeta})
+	}
+	for _, f := range files {
 		got, err := hashFile(f.path)
 		if err != nil {
 			errs = append(errs, err)

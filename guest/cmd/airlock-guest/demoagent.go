@@ -34,6 +34,13 @@ func demoAgent(args []string) error {
 	if api == "" || *prompt == "" {
 		return errors.New("demo-agent needs -p PROMPT and AIRLOCK_DEMO_API")
 	}
+	// Like a real agent, it keeps its conversation in its home: on the
+	// full image that is the sandbox's own root disk, which the next round
+	// boots again.
+	rounds := conversation(*prompt)
+	if *cont {
+		fmt.Fprintf(os.Stderr, "demo-agent: continuing a conversation of %d earlier rounds\n", rounds)
+	}
 	req := map[string]any{"prompt": *prompt, "continue": *cont}
 	if data, err := os.ReadFile("NOTES.md"); err == nil && len(data) < 1<<20 {
 		req["files"] = map[string]string{"NOTES.md": string(data)}
@@ -95,4 +102,29 @@ func demoAgent(args []string) error {
 	out, _ := json.Marshal(map[string]string{"result": ans.Message})
 	fmt.Println(string(out))
 	return nil
+}
+
+// conversation appends prompt to $HOME/.airlock-demo/conversation and
+// returns how many prompts were there before. Without a usable home it is
+// 0.
+func conversation(prompt string) int {
+	home := os.Getenv("HOME")
+	if home == "" {
+		return 0
+	}
+	dir := filepath.Join(home, ".airlock-demo")
+	file := filepath.Join(dir, "conversation")
+	old, _ := os.ReadFile(file)
+	n := bytes.Count(old, []byte("\n"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return n
+	}
+	line, _ := json.Marshal(prompt)
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return n
+	}
+	defer f.Close()
+	_, _ = f.Write(append(line, '\n'))
+	return n
 }
