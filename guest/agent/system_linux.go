@@ -50,8 +50,9 @@ func SetClock(t time.Time) error {
 }
 
 // AddEntropy mixes seed into the kernel's random pool and credits it
-// (RNDADDENTROPY on /dev/urandom). Without the privilege to credit, it
-// writes seed to /dev/urandom, which mixes it in without credit.
+// (RNDADDENTROPY on /dev/urandom), then reseeds the CRNG from it
+// (RNDRESEEDCRNG). Without the privilege to credit, it writes seed to
+// /dev/urandom, which mixes it in without credit.
 func AddEntropy(seed []byte) error {
 	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
 	if err != nil {
@@ -74,6 +75,17 @@ func AddEntropy(seed []byte) error {
 		return fmt.Errorf("add entropy: %w", err)
 	}
 	if errno == 0 {
+		// Reseed the kernel's CRNG from the pool now, instead of within a
+		// minute: guests restored from one snapshot start with one CRNG
+		// state, and must part ways before anything random is drawn.
+		if err := rc.Control(func(fd uintptr) {
+			_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, unix.RNDRESEEDCRNG, 0)
+		}); err != nil {
+			return fmt.Errorf("add entropy: reseed: %w", err)
+		}
+		if errno != 0 {
+			return fmt.Errorf("add entropy: reseed: %w", errno)
+		}
 		return nil
 	}
 	if _, err := f.Write(seed); err != nil {
@@ -426,4 +438,34 @@ func mountShares(cmdline string, log *slog.Logger) {
 		}
 		log.Info("virtiofs mounted", "tag", m.Tag, "dir", m.Dir)
 	}
+}
+
+// ZeroFreeMemory drops the kernel's clean caches and has it zero most of
+// its free memory, by mapping it, populated, and unmapping it: a saved
+// machine's free pages are then zero pages, which QEMU's migration
+// stream holds as a flag each.
+func ZeroFreeMemory(log *slog.Logger) {
+	_ = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return
+	}
+	var free int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemFree:"); ok {
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &free)
+		}
+	}
+	// Leave some free memory, so that nothing is pushed out meanwhile.
+	n := (free - 16<<10) << 10
+	if n <= 0 {
+		return
+	}
+	mem, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE|unix.MAP_NORESERVE)
+	if err != nil {
+		log.Debug("zero free memory", "err", err)
+		return
+	}
+	_ = unix.Munmap(mem)
+	log.Debug("zeroed free memory", "bytes", n)
 }
