@@ -32,7 +32,9 @@ type bootFlags struct {
 	link        string
 	bootTimeout time.Duration
 	openNetwork bool
+	cold        bool
 	network     vm.NetworkMode // set from the resolved limits
+	notice      func(string)   // why a boot is cold; nil discards
 }
 
 func (f *bootFlags) register(cmd *cobra.Command) {
@@ -45,12 +47,14 @@ func (f *bootFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.openNetwork, "open-network", false, "give the VM an unprotected network device (NAT): no proxy, no allow-list, no request log")
 	fl.StringVar(&f.link, "link", "", "guest link: vsock or serial (default: vsock where the host has it)")
 	fl.DurationVar(&f.bootTimeout, "boot-timeout", launch.DefaultBootTimeout, "give up when the guest has not answered after this long")
+	fl.BoolVar(&f.cold, "cold", false, "boot the VM cold instead of restoring the image's warm snapshot (the first boot of an image and machine size saves one)")
 }
 
 func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
 	return launch.Options{
 		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory.MiB(),
 		Link: vm.LinkKind(f.link), Network: f.network, Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
+		Warm: !f.cold, Notice: f.notice,
 	}
 }
 
@@ -71,9 +75,11 @@ type execResult struct {
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
 	BootMS   int64  `json:"boot_ms"`
-	RunMS    int64  `json:"run_ms"`
-	Kernel   string `json:"kernel"`
-	Link     string `json:"link"`
+	// Warm says the VM was restored from the image's warm snapshot.
+	Warm   bool   `json:"warm"`
+	RunMS  int64  `json:"run_ms"`
+	Kernel string `json:"kernel"`
+	Link   string `json:"link"`
 	// Network is "open" when the VM had an unprotected network device.
 	Network string `json:"network"`
 }
@@ -143,6 +149,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		e.warnOpenNetwork()
 	}
 	p := e.newProgress()
+	f.notice = func(s string) { e.note("%s", s) }
 	g, err := launch.Boot(ctx, f.options(h, backend, func(ev launch.Event) {
 		switch ev.Step {
 		case launch.StepBooting:
@@ -198,7 +205,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	started := time.Now()
 	runErr := g.Client.Run(runCtx, c)
 	res := execResult{
-		BootMS: g.BootTime.Milliseconds(), RunMS: time.Since(started).Milliseconds(),
+		BootMS: g.BootTime.Milliseconds(), Warm: g.Warm, RunMS: time.Since(started).Milliseconds(),
 		Kernel: g.Client.Welcome().Kernel, Link: string(g.Machine.LinkKind()), Network: "none",
 	}
 	if eff.OpenNetwork {

@@ -251,6 +251,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ar *agentRu
 	}
 	p := e.newProgress()
 	defer p.Done("")
+	f.notice = func(s string) { e.note("%s", s) }
 	var excluded, skipped []manifest.Exclusion
 	lim := eff.Limits
 	opts := sandbox.RunOptions{
