@@ -70,9 +70,8 @@ type Config struct {
 	MountDisks func(disks []string) error
 
 	// BeforeSnapshot, when not nil, is called before a probe is answered
-	// (the host may save the machine then): PID 1 zeroes the free memory,
-	// which a saved state then holds as zero pages, small and fast to
-	// load, and free of whatever boot left there.
+	// (the host may save the machine then): PID 1 drops the kernel's
+	// clean caches, so that the saved state is smaller.
 	BeforeSnapshot func()
 
 	// PowerOff is called after the agent acknowledged a

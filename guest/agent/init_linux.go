@@ -105,7 +105,7 @@ func Init(ctx context.Context) error {
 		SetClock:       SetClock,
 		AddEntropy:     AddEntropy,
 		MountDisks:     MountDisks,
-		BeforeSnapshot: func() { ZeroFreeMemory(log) },
+		BeforeSnapshot: func() { DropCaches(log) },
 		PowerOff:       func() error { requestOff("requested by host"); return nil },
 		Reaper:         reaper,
 		Ready:          commandsReady,

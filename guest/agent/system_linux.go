@@ -440,32 +440,12 @@ func mountShares(cmdline string, log *slog.Logger) {
 	}
 }
 
-// ZeroFreeMemory drops the kernel's clean caches and has it zero most of
-// its free memory, by mapping it, populated, and unmapping it: a saved
-// machine's free pages are then zero pages, which QEMU's migration
-// stream holds as a flag each.
-func ZeroFreeMemory(log *slog.Logger) {
-	_ = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return
+// DropCaches has the kernel drop its clean caches (page cache, dentries
+// and inodes), so that a machine saved now carries less. Zeroing the free
+// memory as well was measured: it shrank a 512 MiB guest's state by a
+// sixth, but took 20 s under TCG for a 2 GiB guest.
+func DropCaches(log *slog.Logger) {
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		log.Debug("drop caches", "err", err)
 	}
-	var free int64
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "MemFree:"); ok {
-			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &free)
-		}
-	}
-	// Leave some free memory, so that nothing is pushed out meanwhile.
-	n := (free - 16<<10) << 10
-	if n <= 0 {
-		return
-	}
-	mem, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE|unix.MAP_NORESERVE)
-	if err != nil {
-		log.Debug("zero free memory", "err", err)
-		return
-	}
-	_ = unix.Munmap(mem)
-	log.Debug("zeroed free memory", "bytes", n)
 }
