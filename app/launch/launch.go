@@ -362,6 +362,19 @@ func (g *Guest) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Detach leaves a supervised machine running after this process: it
+// closes the link and unties the machine from Boot's context, so that it
+// lives on under its supervisor (and its idle TTL) for Attach to find. It
+// fails for a machine without a supervisor, which lives in this process.
+func (g *Guest) Detach() error {
+	if _, ok := vmhost.SupervisorOf(g.Machine); !ok {
+		return errors.New("detach: the machine runs in this process, not under a supervisor")
+	}
+	g.closeLink()
+	vmhost.Detach(g.Machine)
+	return nil
+}
+
 // Kill forces the machine off at once and removes its runtime directory.
 func (g *Guest) Kill() {
 	g.closeLink()

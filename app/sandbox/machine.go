@@ -86,8 +86,9 @@ func GuestMachine(g *launch.Guest) Machine { return guestMachine{g} }
 type guestMachine struct{ g *launch.Guest }
 
 var (
-	_ Machine = guestMachine{}
-	_ Killer  = guestMachine{}
+	_ Machine  = guestMachine{}
+	_ Killer   = guestMachine{}
+	_ Detacher = guestMachine{}
 )
 
 func (m guestMachine) SFTP(opts ...sftp.ClientOption) (*sftp.Client, error) {
@@ -103,6 +104,9 @@ func (m guestMachine) Run(ctx context.Context, cmd client.Command) error {
 }
 
 func (m guestMachine) Shutdown(ctx context.Context) error { return m.g.Shutdown(ctx) }
+
+// Detach leaves the VM running under its supervisor (Detacher).
+func (m guestMachine) Detach() error { return m.g.Detach() }
 
 // Kill forces the VM off at once (Killer).
 func (m guestMachine) Kill() { m.g.Kill() }

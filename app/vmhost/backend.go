@@ -110,6 +110,7 @@ func (b *Backend) spawn(ctx context.Context, spec vm.Spec, restore string) (vm.M
 	stop := context.AfterFunc(ctx, func() {
 		_, _ = c.Kill(context.Background())
 	})
+	m.detach = func() { stop() }
 	go func() {
 		<-m.done
 		stop()
@@ -204,6 +205,9 @@ type machine struct {
 	st   Status // as of Start or Attach
 	done chan struct{}
 	err  error // Wait's result, once done is closed
+	// detach, when set, unties the machine from the context it was
+	// started with.
+	detach func()
 }
 
 var _ vm.Machine = (*machine)(nil)
@@ -277,6 +281,21 @@ func (m *machine) State() vm.State {
 func (m *machine) LinkKind() vm.LinkKind { return m.st.Link }
 
 func (m *machine) ConsoleLog() string { return m.st.Console }
+
+// Detach unties m, started by a Backend, from the context it was started
+// with: the machine then outlives that context, under its supervisor and
+// its idle TTL, like one whose starter died. It reports whether m was
+// such a machine.
+func Detach(m vm.Machine) bool {
+	sm, ok := m.(*machine)
+	if !ok {
+		return false
+	}
+	if sm.detach != nil {
+		sm.detach()
+	}
+	return true
+}
 
 // SupervisorOf returns the client of the supervisor that runs m, when a
 // Backend or Attach made it.
