@@ -30,8 +30,9 @@ import (
 // that reseeds its kernel's CRNG, and the disks to mount.
 //
 // A snapshot lives in HOME/cache/warm/<image>/<arch>/<shape>/: the state,
-// the hypervisor's description of it, and warm.json (WarmRecord: what it
-// depends on). It is used only while everything it depends on is
+// what the hypervisor keeps next to it (QEMU: its command line; vz: the
+// machine identifier the restore needs, vzconfig.SaveIdentity), and
+// warm.json (WarmRecord: what it depends on). It is used only while everything it depends on is
 // unchanged; otherwise the boot is cold and says why.
 
 // warmVersion is the version of WarmRecord's format.
@@ -252,9 +253,19 @@ func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPla
 		return err
 	}
 	boot := time.Since(bootStart)
-	for _, f := range []string{warmRecordFile, warmStateFile, warmStateFile + ".qemu.json"} {
-		if err := os.Remove(filepath.Join(p.dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+	// The record first: without it the rest is never used.
+	if err := os.Remove(filepath.Join(p.dir, warmRecordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	old, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range old {
+		if e.Name() != warmLockFile {
+			if err := os.RemoveAll(filepath.Join(p.dir, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
 	tmp, err := os.MkdirTemp(p.dir, ".saving-")
