@@ -118,3 +118,31 @@ func TestCheckpointRollback(t *testing.T) {
 		}
 	}
 }
+
+// TestExecWarmAndCold: exec restores the image's warm snapshot once one is
+// saved, and --cold boots cold.
+func TestExecWarmAndCold(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := vmHome(t)
+	exec := func(args ...string) bool {
+		t.Helper()
+		code, out, errOut := airlockCLI(t, home, append([]string{"--json", "exec"}, append(args, "--", "cat", "/proc/sys/kernel/random/uuid")...)...)
+		var res struct {
+			Warm   bool   `json:"warm"`
+			BootMS int64  `json:"boot_ms"`
+			Stdout string `json:"stdout"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(strings.TrimSpace(res.Stdout)) != 36 {
+			t.Fatalf("exec %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		t.Logf("exec %v: warm %v, boot %d ms", args, res.Warm, res.BootMS)
+		return res.Warm
+	}
+	exec() // saves the snapshot if there is none yet
+	if !exec() {
+		t.Error("exec after a snapshot was saved booted cold")
+	}
+	if exec("--cold") {
+		t.Error("exec --cold restored the warm snapshot")
+	}
+}

@@ -201,3 +201,29 @@ func TestWarmStart(t *testing.T) {
 		t.Errorf("cold boot: /workspace not mounted: %q", m)
 	}
 }
+
+// TestWarmStartVirtiofsBootsCold: a machine with a virtio-fs share cannot
+// be snapshotted; a warm boot of one says so and boots cold, and no
+// snapshot is saved.
+func TestWarmStartVirtiofsBootsCold(t *testing.T) {
+	testenv.SkipIfShort(t)
+	if _, err := os.Stat("/usr/lib/qemu/virtiofsd"); err != nil {
+		t.Skipf("no virtiofsd: %v", err)
+	}
+	home := warmHome(t)
+	share := t.TempDir()
+	if err := os.WriteFile(filepath.Join(share, "hello"), []byte("shared\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, n := warmBoot(t, home, launch.Options{Warm: true,
+		Shares: []launch.Share{{Share: vm.Share{Tag: "workspace", HostPath: share}, Mount: "/workspace"}}})
+	if g.Warm || !strings.Contains(n.String(), "virtio-fs share (workspace)") || !strings.Contains(n.String(), "cannot be snapshotted") {
+		t.Errorf("warm boot with a share: warm %v, notices %q; want a cold boot saying a virtio-fs machine cannot be snapshotted", g.Warm, n.String())
+	}
+	if got := sh(t, g, "cat /workspace/hello"); got != "shared" {
+		t.Errorf("share: %q", got)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(launch.WarmDir(home, "minimal", vm.AMD64), "*", "warm.json")); len(recs) != 0 {
+		t.Errorf("a snapshot was saved of a machine with a share: %q", recs)
+	}
+}
