@@ -1,7 +1,9 @@
 // Package launch boots a guest image on a vm.Backend and connects to its
 // guest agent: the one sequence that `airlock exec`, `airlock run` and the
-// GUI share. It reports typed progress events and turns a guest that never
-// answers into a vm.BootError carrying the last console lines.
+// GUI share. It restores the image's warm snapshot instead of booting when
+// a current one exists, and saves one on a cold boot's way (warm.go). It
+// reports typed progress events and turns a guest that never answers into
+// a vm.BootError carrying the last console lines.
 //
 // It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
 // backend is handed in.

@@ -21,6 +21,7 @@ import (
 // checks they are mounted before it returns.
 func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, error) {
 	return func(ctx context.Context, a Attach) (Machine, error) {
+		o := o // fan-out boots several at once
 		o.Name = a.ID
 		o.Shares, o.Disks = nil, nil
 		for _, sh := range a.Shares {
