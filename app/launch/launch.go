@@ -171,8 +171,8 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	spec := vm.Spec{
 		Name:      "airlock-" + filepath.Base(dir),
 		Arch:      arch,
-		Kernel:    img.Kernel,
-		Initrd:    img.Initrd,
+		Kernel:    realPath(img.Kernel),
+		Initrd:    realPath(img.Initrd),
 		Cmdline:   img.Cmdline,
 		CPUs:      o.CPUs,
 		MemoryMiB: o.MemoryMiB,
@@ -449,6 +449,16 @@ func attach(spec *vm.Spec, shares []Share, disks []Disk) (diskArgs []string) {
 
 // blockDevice is the guest's name of the i-th virtio block device.
 func blockDevice(i int) string { return "vd" + string(rune('a'+i)) }
+
+// realPath is path with symbolic links resolved (path itself when that
+// fails): the image files' paths are part of a warm snapshot's machine, and
+// homes that link to one image store (test homes) then share snapshots.
+func realPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
+}
 
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -176,10 +176,10 @@ func readWarmRecord(dir string) *WarmRecord {
 func wantRecord(ctx context.Context, b vm.Backend, img *image.Image, shape WarmShape) (WarmRecord, error) {
 	r := WarmRecord{Version: warmVersion, Shape: shape, Guest: img.Meta.Guest.SHA256, Backend: b.Name()}
 	var err error
-	if r.Kernel, err = stampFile(img.Kernel, img.Meta.Kernel.SHA256); err != nil {
+	if r.Kernel, err = stampFile(realPath(img.Kernel), img.Meta.Kernel.SHA256); err != nil {
 		return r, err
 	}
-	if r.Initrd, err = stampFile(img.Initrd, img.Meta.Initrd.SHA256); err != nil {
+	if r.Initrd, err = stampFile(realPath(img.Initrd), img.Meta.Initrd.SHA256); err != nil {
 		return r, err
 	}
 	d, ok := b.(vm.Describer)
