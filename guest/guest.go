@@ -33,6 +33,22 @@ const (
 	MaxMessage = 64 << 10
 	// Magic opens every link connection, before the Hello.
 	Magic = "AIRLOCK1"
+	// ProbeMagic opens a link connection that only asks whether the agent
+	// is ready: the agent waits until it could run a command, answers
+	// with a Welcome without a host key and closes the connection. It
+	// sets no identity, so a machine saved after a probe (a warm
+	// snapshot) still awaits its one first contact.
+	ProbeMagic = "AIRLOCK?"
+	// SessionMagic opens every yamux session on a serial link, in both
+	// directions: the host writes it before its first frame, the agent
+	// answers with it before its own. The agent recognises it between
+	// two frames of a session it still serves and starts a fresh one
+	// (a host whose machine was restored, or rolled back, finds the
+	// guest still holding the session that was saved); the host skips
+	// whatever precedes the agent's answer (bytes of that saved session).
+	// Its first byte is no valid yamux version, so it can never be read as
+	// a frame header.
+	SessionMagic = "\xffAIRLOCK-SESSION1\n"
 )
 
 // Hello is the first message on every link connection, host to guest.
@@ -52,6 +68,11 @@ type Hello struct {
 	Hostname  string    `json:"hostname,omitempty"`
 	Time      time.Time `json:"time"`
 	Entropy   []byte    `json:"entropy,omitempty"` // mixed into the guest's pool
+	// Disks, on first contact only, are block devices to mount as the
+	// DiskArg kernel argument would (each "DEV:DIR"): a machine restored
+	// from a warm snapshot was booted with its disks attached but not
+	// mounted, and the guest drops what it had read of them first.
+	Disks []string `json:"disks,omitempty"`
 }
 
 // Welcome is the guest's answer. After it, the connection carries SSH, with

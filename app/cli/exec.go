@@ -32,7 +32,9 @@ type bootFlags struct {
 	link        string
 	bootTimeout time.Duration
 	openNetwork bool
+	cold        bool
 	network     vm.NetworkMode // set from the resolved limits
+	notice      func(string)   // why a boot is cold; nil discards
 }
 
 func (f *bootFlags) register(cmd *cobra.Command) {
@@ -45,12 +47,14 @@ func (f *bootFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.openNetwork, "open-network", false, "give the VM an unprotected network device (NAT): no proxy, no allow-list, no request log")
 	fl.StringVar(&f.link, "link", "", "guest link: vsock or serial (default: vsock where the host has it)")
 	fl.DurationVar(&f.bootTimeout, "boot-timeout", launch.DefaultBootTimeout, "give up when the guest has not answered after this long")
+	fl.BoolVar(&f.cold, "cold", false, "boot the VM cold instead of restoring the image's warm snapshot (the first boot of an image and machine size saves one)")
 }
 
 func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
 	return launch.Options{
 		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory.MiB(),
 		Link: vm.LinkKind(f.link), Network: f.network, Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
+		Warm: !f.cold, Notice: f.notice,
 	}
 }
 
@@ -71,9 +75,11 @@ type execResult struct {
 	Stdout   string `json:"stdout"`
 	Stderr   string `json:"stderr"`
 	BootMS   int64  `json:"boot_ms"`
-	RunMS    int64  `json:"run_ms"`
-	Kernel   string `json:"kernel"`
-	Link     string `json:"link"`
+	// Warm says the VM was restored from the image's warm snapshot.
+	Warm   bool   `json:"warm"`
+	RunMS  int64  `json:"run_ms"`
+	Kernel string `json:"kernel"`
+	Link   string `json:"link"`
 	// Network is "open" when the VM had an unprotected network device.
 	Network string `json:"network"`
 }
@@ -81,10 +87,17 @@ type execResult struct {
 func newExecCmd(e *env) *cobra.Command {
 	var f execFlags
 	cmd := &cobra.Command{
-		Use:   "exec [flags] -- COMMAND [ARG...]",
-		Short: "Boot a fresh VM, run one command in it, and tear it down",
+		Use:   "exec [ID] [flags] -- COMMAND [ARG...]",
+		Short: "Boot a fresh VM, run one command in it, and tear it down; or run one in a kept sandbox's VM",
 		Long: `exec boots a fresh VM from a guest image, runs COMMAND in it with live
-output, and tears the VM down. airlock exits with the command's exit code
+output, and tears the VM down. The VM is restored from the image's warm
+snapshot when there is a current one (the first boot saves it); --cold
+boots it instead.
+
+With a sandbox ID before --, COMMAND runs in that sandbox's VM, which must
+still run (airlock run --keep), in /workspace unless -w says otherwise; the
+VM keeps running afterwards. Boot, limit and network flags do not apply
+there, and the VM has no network proxy after its run. airlock exits with the command's exit code
 (128+N when a signal N killed it, 127 when the command was not found), or 125
 when Airlock itself failed.
 
@@ -93,10 +106,20 @@ with its exit code and timings.`,
 		Example: `  airlock exec -- uname -a
   airlock exec --arch arm64 -- cat /proc/cpuinfo
   echo hi | airlock exec -i -- tr a-z A-Z
-  airlock exec -t -- sh`,
+  airlock exec -t -- sh
+  airlock exec 3f2a -- ls /workspace`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExec(cmd.Context(), e, &f, args)
+			switch cmd.ArgsLenAtDash() {
+			case -1, 0:
+				return runExec(cmd.Context(), e, &f, "", args)
+			case 1:
+				if len(args) < 2 {
+					return errors.New("exec ID: no command after --")
+				}
+				return runExec(cmd.Context(), e, &f, args[0], args[1:])
+			}
+			return errors.New("exec takes at most one sandbox ID before --")
 		},
 	}
 	f.bootFlags.register(cmd)
@@ -110,13 +133,16 @@ with its exit code and timings.`,
 	return cmd
 }
 
-func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
+func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args []string) error {
 	envMap, err := parseEnv(f.env)
 	if err != nil {
 		return err
 	}
 	if f.tty && e.json {
 		return errors.New("--tty and --json do not go together: a terminal session has no separate output to collect")
+	}
+	if sandboxID != "" {
+		return runExecIn(ctx, e, f, sandboxID, envMap, args)
 	}
 	eff, err := e.resolveLimits("", &f.bootFlags, &f.limits)
 	if err != nil {
@@ -143,6 +169,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 		e.warnOpenNetwork()
 	}
 	p := e.newProgress()
+	f.notice = func(s string) { e.note("%s", s) }
 	g, err := launch.Boot(ctx, f.options(h, backend, func(ev launch.Event) {
 		switch ev.Step {
 		case launch.StepBooting:
@@ -173,9 +200,41 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	for k, v := range envMap {
 		netEnv[k] = v
 	}
-	// The image's default user (the full image's "agent"; root on the
-	// minimal image).
-	c := client.Command{Args: args, Env: netEnv, Dir: f.workdir, User: g.Image.User(), Stdout: e.stdout, Stderr: errw}
+	return execIn(ctx, e, f, g, netEnv, f.workdir, timeout, eff.OpenNetwork, args)
+}
+
+// runExecIn runs a command in the kept VM of a sandbox.
+func runExecIn(ctx context.Context, e *env, f *execFlags, id string, env map[string]string, args []string) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	st, err := e.sandboxes()
+	if err != nil {
+		return err
+	}
+	sb, err := st.Get(id)
+	if err != nil {
+		return err
+	}
+	g, err := launch.Attach(ctx, launch.Options{Home: h, Name: sb.ID, BootTimeout: f.bootTimeout})
+	if err != nil {
+		return fmt.Errorf("%w (airlock run --keep keeps a sandbox's VM running)", err)
+	}
+	defer g.Client.Close()
+	dir := f.workdir
+	if dir == "" {
+		dir = sandbox.Workspace
+	}
+	return execIn(ctx, e, f, g, env, dir, f.limits.timeout.Std(), false, args)
+}
+
+// execIn runs args in g with the terminal, output and exit code handling
+// of exec, as the image's default user (the full image's "agent"; root on
+// the minimal image).
+func execIn(ctx context.Context, e *env, f *execFlags, g *launch.Guest, env map[string]string, dir string, timeout time.Duration, open bool, args []string) error {
+	errw := &syncWriter{w: e.stderr}
+	c := client.Command{Args: args, Env: env, Dir: dir, User: g.Image.User(), Stdout: e.stdout, Stderr: errw}
 	var stdout, stderr bytes.Buffer
 	if e.json {
 		c.Stdout, c.Stderr = &limitedBuffer{buf: &stdout}, &limitedBuffer{buf: &stderr}
@@ -200,10 +259,10 @@ func runExec(ctx context.Context, e *env, f *execFlags, args []string) error {
 	started := time.Now()
 	runErr := g.Client.Run(runCtx, c)
 	res := execResult{
-		BootMS: g.BootTime.Milliseconds(), RunMS: time.Since(started).Milliseconds(),
+		BootMS: g.BootTime.Milliseconds(), Warm: g.Warm, RunMS: time.Since(started).Milliseconds(),
 		Kernel: g.Client.Welcome().Kernel, Link: string(g.Machine.LinkKind()), Network: "none",
 	}
-	if eff.OpenNetwork {
+	if open {
 		res.Network = "open"
 	}
 	var exit *client.ExitError

@@ -33,6 +33,7 @@ type runFlags struct {
 	parallel     int
 	verify       string
 	noVerify     bool
+	keep         bool
 	// replyTo and message make runRun a reply round of that sandbox.
 	replyTo, message string
 	agent            agentFlags
@@ -155,6 +156,7 @@ inspection (airlock logs ID).`,
 	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", sandbox.MaxFanOut))
 	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
 	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
 	f.agent.register(cmd)
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
@@ -272,6 +274,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	}
 	p := e.newProgress()
 	defer p.Done("")
+	f.notice = func(s string) { e.note("%s", s) }
 	var excluded, skipped []manifest.Exclusion
 	lim := eff.Limits
 	opts := sandbox.RunOptions{
@@ -315,6 +318,10 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	}
 	if lim.Disk > 0 {
 		opts.DiskSize = int64(lim.Disk)
+	}
+	opts.Keep = f.keep
+	if f.keep && f.fanOut > 1 {
+		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
 	}
 	if f.script != "" {
 		opts.ScriptName = filepath.Base(f.script)

@@ -51,7 +51,7 @@ func newLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List sandboxes: ID, status, VM, age, sync mode, network, changed files, project, command",
+		Short:   "List sandboxes: ID, status, VM (and checkpoints), age, sync mode, network, changed files, project, command",
 		Long: `ls lists sandboxes, newest first. The VM column says whether a sandbox's VM
 is running, as its supervisor reports it (it keeps running when the airlock
 that started it dies; airlock stop ID stops it). With --quiet it prints only
@@ -74,6 +74,10 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 			rows := make([]lsRow, len(list))
 			for i, s := range list {
 				rows[i] = lsRow{Info: s, VM: vmState(cmd.Context(), h, s.ID)}
+				if sb, err := st.Get(s.ID); err == nil {
+					cps, _ := sb.Checkpoints()
+					rows[i].Checkpoints = len(cps)
+				}
 			}
 			if e.json {
 				return e.printJSON(rows)
@@ -103,6 +107,9 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if vmCol == "" {
 					vmCol = "-"
 				}
+				if s.Checkpoints > 0 {
+					vmCol += fmt.Sprintf(" (%d checkpoints)", s.Checkpoints)
+				}
 				network := "none"
 				if s.Network.Open() {
 					network = "OPEN (unprotected)"
@@ -120,6 +127,8 @@ type lsRow struct {
 	// VM is the state of the sandbox's VM ("running", "paused", …) as its
 	// supervisor reports it; empty when none runs.
 	VM string `json:"vm,omitempty"`
+	// Checkpoints counts the sandbox's checkpoints (airlock checkpoints ID).
+	Checkpoints int `json:"checkpoints"`
 }
 
 // syncMode names a sandbox's sync mode; sandboxes from before the mode was

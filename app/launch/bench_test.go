@@ -59,7 +59,7 @@ func BenchmarkBootToReady(b *testing.B) {
 			b.Fatalf("build airlock: %v\n%s", err, out)
 		}
 		for b.Loop() {
-			cmd := exec.Command(bin, "exec", "-q", "--", "true")
+			cmd := exec.Command(bin, "exec", "-q", "--cold", "--", "true")
 			cmd.Env = append(os.Environ(), "AIRLOCK_HOME="+home)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("airlock exec -- true: %v\n%s", err, out)

@@ -1,7 +1,9 @@
 // Package launch boots a guest image on a vm.Backend and connects to its
 // guest agent: the one sequence that `airlock exec`, `airlock run` and the
-// GUI share. It reports typed progress events and turns a guest that never
-// answers into a vm.BootError carrying the last console lines.
+// GUI share. It restores the image's warm snapshot instead of booting when
+// a current one exists, and saves one on a cold boot's way (warm.go). It
+// reports typed progress events and turns a guest that never answers into
+// a vm.BootError carrying the last console lines.
 //
 // It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
 // backend is handed in.
@@ -85,10 +87,35 @@ type Options struct {
 	Backend vm.Backend
 	// BootTimeout bounds boot to guest-ready; zero means DefaultBootTimeout.
 	BootTimeout time.Duration
+	// Disks are attached as virtio-blk devices (vda, vdb, … in order) and
+	// mounted by the guest agent; Shares are virtio-fs shares it mounts.
+	Disks  []Disk
+	Shares []Share
+	// Warm restores the machine from the warm snapshot of its image and
+	// shape when there is a current one, and otherwise boots cold and
+	// saves one on the way (see WarmRecord); a cold boot says why on
+	// Notice. Machines with shares or an open network always boot cold.
+	Warm bool
+	// Notice receives one-line notices for people (why a boot was cold);
+	// nil discards them.
+	Notice func(string)
 	// Progress receives events; nil discards them.
 	Progress func(Event)
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+}
+
+// Disk is a raw disk image attached to the machine and mounted by the
+// guest agent (ext4, nosuid, nodev) on Mount.
+type Disk struct {
+	Path  string
+	Mount string
+}
+
+// Share is a virtio-fs share the guest agent mounts on Mount.
+type Share struct {
+	vm.Share
+	Mount string
 }
 
 // Guest is a booted machine with a connected guest agent.
@@ -101,8 +128,10 @@ type Guest struct {
 	Identity client.Identity
 	// Dir holds the machine's runtime files (sockets, console.log).
 	Dir string
-	// BootTime is from Start to the guest agent's welcome.
+	// BootTime is from Start (or Restore) to the guest agent's welcome.
 	BootTime time.Duration
+	// Warm says the machine was restored from a warm snapshot.
+	Warm bool
 
 	dial     client.DialFunc
 	mux      *client.Mux // serial links only
@@ -150,8 +179,8 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	spec := vm.Spec{
 		Name:      "airlock-" + filepath.Base(dir),
 		Arch:      arch,
-		Kernel:    img.Kernel,
-		Initrd:    img.Initrd,
+		Kernel:    realPath(img.Kernel),
+		Initrd:    realPath(img.Initrd),
 		Cmdline:   img.Cmdline,
 		CPUs:      o.CPUs,
 		MemoryMiB: o.MemoryMiB,
@@ -178,8 +207,58 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		// user networking both serve it).
 		spec.Cmdline = strings.TrimSpace(spec.Cmdline + " " + guest.NetArg + "=" + guest.NetDHCP)
 	}
-	progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", name, arch)})
-	m, err := o.Backend.Start(ctx, spec)
+	diskArgs := attach(&spec, o.Shares, o.Disks)
+	notice := func(msg string) {
+		if o.Notice != nil {
+			o.Notice(msg)
+		}
+	}
+	timeout := o.BootTimeout
+	if timeout == 0 {
+		timeout = DefaultBootTimeout
+	}
+
+	// Warm start: the machine's disks are attached at boot but mounted at
+	// first contact, so that one snapshot serves every sandbox of a shape.
+	var plan warmPlan
+	if o.Warm {
+		plan = planWarmBoot(ctx, o, img, spec)
+		switch {
+		case plan.ok:
+		case plan.save:
+			notice("cold boot: " + plan.reason + "; saving one on the way")
+		default:
+			notice("cold boot: " + plan.reason)
+		}
+	}
+	warm := plan.ok || plan.save
+	if !warm {
+		for _, d := range diskArgs {
+			spec.Cmdline += " " + guest.DiskArg + "=" + d
+		}
+	}
+	spec.Cmdline = strings.TrimSpace(spec.Cmdline)
+
+	var m vm.Machine
+	restored := false
+	if plan.ok {
+		progress(Event{Step: StepBooting, Message: fmt.Sprintf("restoring %s (%s) from its warm snapshot", name, arch)})
+		m, err = o.Backend.(vm.Restorer).Restore(ctx, spec, filepath.Join(plan.dir, warmStateFile))
+		switch {
+		case err == nil:
+			restored = true
+			logger.Debug("restored", "machine", spec.Name, "in", time.Since(start))
+		case ctx.Err() == nil:
+			notice("cold boot: the warm snapshot did not restore (" + oneLine(err) + "); saving a new one on the way")
+			plan.save = true
+			m = nil
+		}
+	}
+	if m == nil && ctx.Err() == nil {
+		progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", name, arch)})
+		start = time.Now()
+		m, err = o.Backend.Start(ctx, spec)
+	}
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s VM: %w", o.Backend.Name(), err)
@@ -189,10 +268,6 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		stopNow(m)
 		os.RemoveAll(dir)
 		return nil, err
-	}
-	timeout := o.BootTimeout
-	if timeout == 0 {
-		timeout = DefaultBootTimeout
 	}
 	// A serial link is one stream: a yamux session over it gives one
 	// stream per connection, as the guest agent expects there. A VM
@@ -204,7 +279,23 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		mux = client.NewMux(m.DialLink)
 		dial = mux.Dial
 	}
-	c, err := connect(ctx, m, dial, timeout, client.Config{Identity: id, Logger: logger})
+	cfg := client.Config{Identity: id, Logger: logger}
+	if warm {
+		cfg.Disks = diskArgs
+	}
+	if plan.save && !restored {
+		// The agent is waited for without an identity and the state
+		// saved; then the first contact is made as after a restore.
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		err := saveWarm(sctx, m, dial, plan, start)
+		cancel()
+		logger.Debug("warm snapshot", "machine", spec.Name, "saved", err == nil, "after", time.Since(start))
+		if err != nil && ctx.Err() == nil {
+			notice("no warm snapshot saved: " + oneLine(err))
+		}
+	}
+	c, err := connect(ctx, m, dial, timeout, cfg)
+	logger.Debug("first contact", "machine", spec.Name, "after", time.Since(start))
 	if err != nil {
 		if mux != nil {
 			mux.Close()
@@ -234,8 +325,12 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 			return nil, err
 		}
 	}
-	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), progress: progress, start: start}
-	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s)", c.Welcome().Kernel, m.LinkKind()), Elapsed: g.BootTime})
+	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), Warm: restored, progress: progress, start: start}
+	how := "booted"
+	if restored {
+		how = "restored"
+	}
+	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s, %s)", c.Welcome().Kernel, m.LinkKind(), how), Elapsed: g.BootTime})
 	return g, nil
 }
 
@@ -353,6 +448,19 @@ func (g *Guest) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// Detach leaves a supervised machine running after this process: it
+// closes the link and unties the machine from Boot's context, so that it
+// lives on under its supervisor (and its idle TTL) for Attach to find. It
+// fails for a machine without a supervisor, which lives in this process.
+func (g *Guest) Detach() error {
+	if _, ok := vmhost.SupervisorOf(g.Machine); !ok {
+		return errors.New("detach: the machine runs in this process, not under a supervisor")
+	}
+	g.closeLink()
+	vmhost.Detach(g.Machine)
+	return nil
+}
+
 // Kill forces the machine off at once and removes its runtime directory.
 func (g *Guest) Kill() {
 	g.closeLink()
@@ -403,4 +511,64 @@ func newRunDir(ctx context.Context, parent, name string) (string, error) {
 		return "", fmt.Errorf("create run directory: %w", err)
 	}
 	return dir, nil
+}
+
+// attach adds shares and disks to spec, with the kernel arguments that
+// have the guest agent mount the shares, and returns the disks' mounts as
+// DEV:DIR (guest.DiskArg's value) for the kernel command line of a cold
+// boot or the first contact of a warm one.
+func attach(spec *vm.Spec, shares []Share, disks []Disk) (diskArgs []string) {
+	for _, sh := range shares {
+		spec.Shares = append(spec.Shares, sh.Share)
+		spec.Cmdline += " " + guest.VirtiofsArg + "=" + sh.Tag + ":" + sh.Mount
+	}
+	for _, d := range disks {
+		// Disks are vda, vdb, … in the order of spec.Disks.
+		diskArgs = append(diskArgs, blockDevice(len(spec.Disks))+":"+d.Mount)
+		spec.Disks = append(spec.Disks, vm.Disk{Path: d.Path, Format: "raw"})
+	}
+	spec.Cmdline = strings.TrimSpace(spec.Cmdline)
+	return diskArgs
+}
+
+// blockDevice is the guest's name of the i-th virtio block device.
+func blockDevice(i int) string { return "vd" + string(rune('a'+i)) }
+
+// realPath is path with symbolic links resolved (path itself when that
+// fails): the image files' paths are part of a warm snapshot's machine, and
+// homes that link to one image store (test homes) then share snapshots.
+func realPath(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// planWarmBoot decides how a warm boot of spec goes.
+func planWarmBoot(ctx context.Context, o Options, img *image.Image, spec vm.Spec) warmPlan {
+	switch {
+	case len(spec.Shares) > 0:
+		return warmPlan{reason: fmt.Sprintf("the machine has a virtio-fs share (%s), and a machine with one cannot be snapshotted (its file system state lives in virtiofsd, outside the VM); the copy sync mode starts warm", spec.Shares[0].Tag)}
+	case spec.Network == vm.NetworkNAT:
+		return warmPlan{reason: "a machine with the open network is not snapshotted (its DHCP lease and NAT state belong to one machine)"}
+	case img.Rootfs != "":
+		// The guest has its root disk mounted from boot on: a saved
+		// machine's memory holds that file system's state, which only the
+		// disk it was saved with matches, not a fresh clone of the image.
+		return warmPlan{reason: "the " + img.Name + " image boots from its own root disk, whose state a saved machine cannot share with a fresh clone"}
+	}
+	d := spec.WithDefaults(spec.Arch)
+	shape := WarmShape{Image: img.Name, Arch: spec.Arch, CPUs: d.CPUs, MemoryMiB: d.MemoryMiB,
+		Cmdline: strings.TrimSpace(spec.Cmdline), Link: spec.Link.Kind, Network: d.Network}
+	for _, disk := range spec.Disks {
+		fi, err := os.Stat(disk.Path)
+		if err != nil {
+			return warmPlan{reason: "cannot size the disk: " + err.Error()}
+		}
+		shape.DiskSizes = append(shape.DiskSizes, fi.Size())
+	}
+	return planWarm(ctx, o, img, shape)
 }

@@ -10,32 +10,28 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/airlock-dev/airlock/app/launch"
-	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // LaunchBoot returns a RunOptions.Boot that boots a VM with launch.Boot,
 // named after the sandbox (its run directory is run/<a.ID>, where airlock
-// ls and airlock stop find its supervisor). Shares and disks are added to
-// the machine's spec, and the guest agent is told on the kernel command
-// line (guest.VirtiofsArg, guest.DiskArg) where to mount them; Boot checks
-// they are mounted before it returns.
+// ls and airlock stop find its supervisor). Shares and disks are handed to
+// launch, which attaches them and has the guest agent mount them (on the
+// kernel command line, or at first contact after a warm start); Boot
+// checks they are mounted before it returns.
 func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, error) {
 	return func(ctx context.Context, a Attach) (Machine, error) {
-		// Each machine its own options: fan-out boots several at once,
-		// and a backend wrapped for one machine's disks must not wrap
-		// the next one's too.
-		o := o
+		o := o // fan-out boots several at once
 		o.Name = a.ID
 		if a.Root != "" {
 			o.RootDisk = a.Root
 		}
-		if len(a.Shares) > 0 || len(a.Disks) > 0 {
-			if o.Backend == nil {
-				return nil, fmt.Errorf("launch: no backend")
-			}
-			o.Backend = attachingBackend{Backend: o.Backend, attach: a}
+		o.Shares, o.Disks = nil, nil
+		for _, sh := range a.Shares {
+			o.Shares = append(o.Shares, launch.Share{Share: sh.Share, Mount: sh.Mount})
+		}
+		for _, d := range a.Disks {
+			o.Disks = append(o.Disks, launch.Disk{Path: d.Path, Mount: d.Mount})
 		}
 		g, err := launch.Boot(ctx, o)
 		if err != nil {
@@ -48,42 +44,6 @@ func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, 
 		}
 		return m, nil
 	}
-}
-
-// attachingBackend adds shares and disks to every machine it starts, with
-// the kernel arguments that have the guest agent mount them.
-type attachingBackend struct {
-	vm.Backend
-	attach Attach
-}
-
-func (b attachingBackend) with(spec vm.Spec) vm.Spec {
-	spec.Shares = append([]vm.Share(nil), spec.Shares...)
-	spec.Disks = append([]vm.Disk(nil), spec.Disks...)
-	args := []string{spec.Cmdline}
-	for _, sh := range b.attach.Shares {
-		spec.Shares = append(spec.Shares, sh.Share)
-		args = append(args, guest.VirtiofsArg+"="+sh.Tag+":"+sh.Mount)
-	}
-	for _, d := range b.attach.Disks {
-		// Disks are vda, vdb, … in the order of spec.Disks.
-		dev := blockDevice(len(spec.Disks))
-		spec.Disks = append(spec.Disks, vm.Disk{Path: d.Path, Format: "raw"})
-		args = append(args, guest.DiskArg+"="+dev+":"+d.Mount)
-	}
-	spec.Cmdline = strings.TrimSpace(strings.Join(args, " "))
-	return spec
-}
-
-// blockDevice is the guest's name of the i-th virtio block device.
-func blockDevice(i int) string { return "vd" + string(rune('a'+i)) }
-
-func (b attachingBackend) Validate(ctx context.Context, spec vm.Spec) error {
-	return b.Backend.Validate(ctx, b.with(spec))
-}
-
-func (b attachingBackend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
-	return b.Backend.Start(ctx, b.with(spec))
 }
 
 // checkMounts makes sure each share is mounted in the guest as virtiofs
@@ -133,6 +93,7 @@ var (
 	_ Machine       = guestMachine{}
 	_ Killer        = guestMachine{}
 	_ DefaultUserer = guestMachine{}
+	_ Detacher      = guestMachine{}
 )
 
 func (m guestMachine) SFTP(opts ...sftp.ClientOption) (*sftp.Client, error) {
@@ -151,6 +112,9 @@ func (m guestMachine) Shutdown(ctx context.Context) error { return m.g.Shutdown(
 
 // DefaultUser is the image's user for commands (DefaultUserer).
 func (m guestMachine) DefaultUser() string { return m.g.Image.User() }
+
+// Detach leaves the VM running under its supervisor (Detacher).
+func (m guestMachine) Detach() error { return m.g.Detach() }
 
 // Kill forces the VM off at once (Killer).
 func (m guestMachine) Kill() { m.g.Kill() }

@@ -174,6 +174,11 @@ type RunOptions struct {
 	// sandbox directory, which is the workspace's quota, removed once the
 	// changes are collected. Zero keeps /workspace in the guest's memory.
 	DiskSize int64
+	// Keep leaves the VM running after a successful run (copy mode
+	// only), under its supervisor with its idle TTL, with its workspace
+	// disk: airlock exec ID, checkpoint and rollback work on it. The
+	// network proxy ends with the run.
+	Keep bool
 	// OpenNetwork records that Boot gives the machine an unprotected
 	// network device: it is written to sandbox.json and the audit log.
 	OpenNetwork bool
@@ -262,6 +267,9 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	if r.o.Sync, err = ParseSyncMode(string(o.Sync)); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
+	}
+	if o.Keep && (r.o.Sync == SyncVirtiofs || o.DiskSize <= 0) {
+		return nil, errors.New("keep: a kept VM needs the copy sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
 	}
 	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
 		Network: NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent}
@@ -462,7 +470,9 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 		if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
 			return err
 		}
-		defer r.removeDisk(path)
+		if !r.o.Keep {
+			defer r.removeDisk(path)
+		}
 		disks = []Disk{{Path: path, Mount: Workspace}}
 	}
 	if err := r.sb.Audit(Event{Event: EventLimits, Data: r.limitsEvent()}); err != nil {
@@ -475,8 +485,12 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 		return fmt.Errorf("boot: %w", err)
 	}
 	var stopOnce sync.Once
+	kept := false
 	stop := func() {
 		stopOnce.Do(func() {
+			if kept {
+				return
+			}
 			r.progress(Progress{Step: StepStop, Message: "stopping the VM"})
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 			defer cancel()
@@ -602,9 +616,28 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	if staging == "" {
 		// After the collect, so the review holds the agent's changes only,
 		// not what the verify command leaves behind (caches, builds).
-		return r.verify(ctx, m)
+		if err := r.verify(ctx, m); err != nil {
+			return err
+		}
+		if r.o.Keep {
+			d, ok := m.(Detacher)
+			if !ok {
+				return errors.New("keep: this machine cannot outlive the run")
+			}
+			if err := d.Detach(); err != nil {
+				return fmt.Errorf("keep: %w", err)
+			}
+			kept = true
+			r.progress(Progress{Step: StepStop, Message: "the VM keeps running (airlock stop " + r.sb.ID + " stops it)"})
+		}
 	}
 	return nil
+}
+
+// Detacher is an optional Machine capability: leave the VM running after
+// the run, under its supervisor.
+type Detacher interface {
+	Detach() error
 }
 
 // Killer is an optional Machine capability: force the machine off at

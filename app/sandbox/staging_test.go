@@ -346,25 +346,6 @@ func TestMounted(t *testing.T) {
 	}
 }
 
-func TestAttachingBackendSpec(t *testing.T) {
-	b := attachingBackend{attach: Attach{Shares: []Share{{Share: vm.Share{Tag: "workspace", HostPath: "/s/staging"}, Mount: "/workspace"}}}}
-	got := b.with(vm.Spec{Cmdline: "panic=-1 quiet"})
-	want := vm.Spec{Cmdline: "panic=-1 quiet airlock.virtiofs=workspace:/workspace",
-		Shares: []vm.Share{{Tag: "workspace", HostPath: "/s/staging"}}}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("spec (-want +got):\n%s", diff)
-	}
-
-	// Disks follow the spec's own: here the image's root disk is vda.
-	b = attachingBackend{attach: Attach{Disks: []Disk{{Path: "/s/disk.img", Mount: "/workspace"}}}}
-	got = b.with(vm.Spec{Cmdline: "quiet", Disks: []vm.Disk{{Path: "/img/rootfs.img", ReadOnly: true}}})
-	want = vm.Spec{Cmdline: "quiet airlock.disk=vdb:/workspace",
-		Disks: []vm.Disk{{Path: "/img/rootfs.img", ReadOnly: true}, {Path: "/s/disk.img", Format: "raw"}}}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("spec with a disk (-want +got):\n%s", diff)
-	}
-}
-
 func TestMountedExt4(t *testing.T) {
 	proc := "rootfs / rootfs rw 0 0\n/dev/vda /workspace ext4 rw,nosuid,nodev,relatime 0 0\n"
 	if !mounted(proc, "", "/workspace", "ext4") || mounted(proc, "", "/workspace", "virtiofs") {

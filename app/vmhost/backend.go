@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -34,7 +35,11 @@ type Backend struct {
 	Logger *slog.Logger
 }
 
-var _ vm.Backend = (*Backend)(nil)
+var (
+	_ vm.Backend   = (*Backend)(nil)
+	_ vm.Restorer  = (*Backend)(nil)
+	_ vm.Describer = (*Backend)(nil)
+)
 
 func (b *Backend) Name() string { return b.Hypervisor.Name() }
 
@@ -47,6 +52,32 @@ func (b *Backend) Validate(ctx context.Context, spec vm.Spec) error {
 // promises, the machine is forced off when ctx ends; a process that dies
 // without ending ctx leaves it running.
 func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
+	return b.spawn(ctx, spec, "")
+}
+
+// Restore is Start for a machine restored from the state saved at path
+// (vm.Restorer): the supervisor starts from it instead of booting.
+func (b *Backend) Restore(ctx context.Context, spec vm.Spec, path string) (vm.Machine, error) {
+	if _, ok := b.Hypervisor.(vm.Restorer); !ok {
+		return nil, fmt.Errorf("restore %s VM: the backend cannot restore saved state: %w", b.Name(), vm.ErrNotSupported)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return b.spawn(ctx, spec, path)
+}
+
+// Describe is the hypervisor's (vm.Describer), when it has one.
+func (b *Backend) Describe(ctx context.Context, arch vm.Arch) (vm.HostReport, error) {
+	d, ok := b.Hypervisor.(vm.Describer)
+	if !ok {
+		return vm.HostReport{}, fmt.Errorf("describe %s: %w", b.Name(), vm.ErrNotSupported)
+	}
+	return d.Describe(ctx, arch)
+}
+
+func (b *Backend) spawn(ctx context.Context, spec vm.Spec, restore string) (vm.Machine, error) {
 	if b.Command == nil {
 		return nil, errors.New("start supervisor: no command")
 	}
@@ -56,6 +87,14 @@ func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, SpecFile), data, 0o600); err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	if restore != "" {
+		err = os.WriteFile(filepath.Join(dir, RestoreFile), []byte(restore), 0o600)
+	} else if err = os.Remove(filepath.Join(dir, RestoreFile)); errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	c, st, err := Spawn(ctx, dir, b.Command(dir))
@@ -71,6 +110,7 @@ func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 	stop := context.AfterFunc(ctx, func() {
 		_, _ = c.Kill(context.Background())
 	})
+	m.detach = func() { stop() }
 	go func() {
 		<-m.done
 		stop()
@@ -165,6 +205,9 @@ type machine struct {
 	st   Status // as of Start or Attach
 	done chan struct{}
 	err  error // Wait's result, once done is closed
+	// detach, when set, unties the machine from the context it was
+	// started with.
+	detach func()
 }
 
 var _ vm.Machine = (*machine)(nil)
@@ -238,6 +281,21 @@ func (m *machine) State() vm.State {
 func (m *machine) LinkKind() vm.LinkKind { return m.st.Link }
 
 func (m *machine) ConsoleLog() string { return m.st.Console }
+
+// Detach unties m, started by a Backend, from the context it was started
+// with: the machine then outlives that context, under its supervisor and
+// its idle TTL, like one whose starter died. It reports whether m was
+// such a machine.
+func Detach(m vm.Machine) bool {
+	sm, ok := m.(*machine)
+	if !ok {
+		return false
+	}
+	if sm.detach != nil {
+		sm.detach()
+	}
+	return true
+}
 
 // SupervisorOf returns the client of the supervisor that runs m, when a
 // Backend or Attach made it.

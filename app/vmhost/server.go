@@ -449,6 +449,12 @@ func Supervise(ctx context.Context, dir string, backend vm.Backend, idleTTL time
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return fmt.Errorf("read machine spec: %w", err)
 	}
+	var restore string
+	if b, err := os.ReadFile(filepath.Join(dir, RestoreFile)); err == nil {
+		restore = string(b)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read the state to restore: %w", err)
+	}
 	var ready *os.File
 	if fd := os.Getenv(ReadyFDEnv); fd != "" {
 		n, err := strconv.Atoi(fd)
@@ -461,7 +467,7 @@ func Supervise(ctx context.Context, dir string, backend vm.Backend, idleTTL time
 		syscall.CloseOnExec(n)
 	}
 	return Serve(ctx, Config{
-		Dir: dir, Backend: backend, Spec: spec, IdleTTL: idleTTL, Logger: log,
+		Dir: dir, Backend: backend, Spec: spec, RestoreFrom: restore, IdleTTL: idleTTL, Logger: log,
 		Ready: func(st Status) {
 			if ready == nil {
 				return

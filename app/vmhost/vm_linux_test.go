@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/guest"
@@ -377,15 +378,11 @@ func TestStartLatency(t *testing.T) {
 }
 
 // TestSupervisorRestoreQEMU saves a supervised machine with a guest agent,
-// stops it and has a new supervisor restore it from the saved state.
-//
-// It does not talk to the restored guest agent: over a serial link the
-// guest keeps the saved machine's yamux session until it sees the host
-// hang up, which QEMU tells it only once the restored guest runs. A new
-// session that reaches the guest before that is not answered (seen here:
-// connect straight after Ready timed out; 3 s later the agent answered in
-// 0.6 s). The agent starting a new session when a new host session opens
-// would close that race.
+// stops it and has a new supervisor restore it from the saved state, then
+// resumes the guest agent at once. Over a serial link the restored guest
+// still holds the saved machine's yamux session; the session magic the
+// host opens its new session with makes the agent start a fresh one, so
+// it answers without waiting to see the host hang up.
 func TestSupervisorRestoreQEMU(t *testing.T) {
 	spec := testSpec(t)
 	m := start(t, spec)
@@ -394,9 +391,10 @@ func TestSupervisorRestoreQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	c1 := connect(t, m.DialLink, client.Config{Identity: id})
-	if got := runIn(t, c1, "echo one"); got != "one" {
+	if got := runIn(t, c1, "echo one | tee /tmp/saved"); got != "one" {
 		t.Errorf("before save: %q", got)
 	}
+	hostKey := c1.Welcome().HostKey
 	c1.Close()
 	sc, _ := SupervisorOf(m)
 	state := filepath.Join(t.TempDir(), "state")
@@ -432,10 +430,27 @@ func TestSupervisorRestoreQEMU(t *testing.T) {
 	if st := mustState(t, m2); st.State != vm.StateRunning {
 		t.Errorf("restored: %s, want running", st.State)
 	}
-	// A power button pressed within the first moments after the restore
-	// was seen to go unanswered (the stop then kills the machine after
-	// its timeout); a few seconds later the guest powers off cleanly.
-	time.Sleep(5 * time.Second)
+	// The restored guest answers a resume at once, with the same host key
+	// and the state it was saved with.
+	cctx, ccancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer ccancel()
+	t1 := time.Now()
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(hostKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := client.Connect(cctx, m2.DialLink, client.Config{Identity: id, Resume: true, HostKey: key})
+	if err != nil {
+		t.Fatalf("resume the restored guest: %v", err)
+	}
+	t.Logf("restored guest answered after %s", time.Since(t1).Round(time.Millisecond))
+	if got := runIn(t, c2, "cat /tmp/saved"); got != "one" {
+		t.Errorf("after restore: %q", got)
+	}
+	if err := c2.PowerOff(t.Context()); err != nil {
+		t.Errorf("power off: %v", err)
+	}
+	c2.Close()
 	stop()
 	if err := <-served; err != nil {
 		t.Errorf("Serve after stopping the restored machine: %v", err)

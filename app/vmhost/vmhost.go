@@ -36,6 +36,9 @@ const (
 	// SpecFile is the machine's vm.Spec as JSON, written by whoever starts
 	// the supervisor.
 	SpecFile = "vmhost.json"
+	// RestoreFile, when present, holds the path of the saved state the
+	// supervisor restores its machine from instead of booting it.
+	RestoreFile = "vmhost-restore"
 	// LogFile receives the supervisor's standard output and error.
 	LogFile = "vmhost.log"
 )

@@ -63,6 +63,17 @@ type Config struct {
 	SetClock    func(t time.Time) error
 	AddEntropy  func(seed []byte) error
 
+	// MountDisks mounts the disks a first contact names (guest.Hello's
+	// Disks, each DEV:DIR). Nil refuses a hello that names any. PID 1
+	// sets it to drop the kernel's cached blocks of each device and mount
+	// it as guest.DiskArg would.
+	MountDisks func(disks []string) error
+
+	// BeforeSnapshot, when not nil, is called before a probe is answered
+	// (the host may save the machine then): PID 1 drops the kernel's
+	// clean caches, so that the saved state is smaller.
+	BeforeSnapshot func()
+
 	// PowerOff is called after the agent acknowledged a
 	// guest.RequestPowerOff. Nil refuses power-off requests.
 	PowerOff func() error
@@ -183,7 +194,10 @@ func (a *Agent) ServeConn(ctx context.Context, conn net.Conn) error {
 	// Deadlines are best effort: a link without them (a file) is bounded
 	// by ctx alone.
 	_ = conn.SetDeadline(time.Now().Add(a.cfg.HandshakeTimeout))
-	id, err := a.handshake(conn)
+	id, err := a.handshake(ctx, conn)
+	if errors.Is(err, errProbed) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -197,8 +211,11 @@ func (a *Agent) ServeConn(ctx context.Context, conn net.Conn) error {
 
 // handshake reads the magic and the Hello from conn, applies or checks the
 // identity, and writes the Welcome.
-func (a *Agent) handshake(conn io.ReadWriter) (*identity, error) {
+func (a *Agent) handshake(ctx context.Context, conn io.ReadWriter) (*identity, error) {
 	hello, err := readHello(conn)
+	if errors.Is(err, errProbe) {
+		return nil, a.probe(ctx, conn)
+	}
 	a.log.Debug("hello read", "resume", hello.Resume)
 	if errors.Is(err, errBadMagic) {
 		// Not our protocol: there is no one to explain it to.
@@ -226,6 +243,38 @@ func (a *Agent) handshake(conn io.ReadWriter) (*identity, error) {
 
 var errBadMagic = errors.New("bad magic: the peer does not speak the airlock guest protocol")
 
+// errProbe is readHello's answer to guest.ProbeMagic; errProbed ends a
+// probe connection that was answered.
+var (
+	errProbe  = errors.New("probe")
+	errProbed = errors.New("probe answered")
+)
+
+// probe answers a guest.ProbeMagic connection once the agent could run a
+// command, with everything a first command would load already loaded, so
+// that a machine saved now (a warm snapshot) needs no more of that work
+// after a restore. It changes no identity.
+func (a *Agent) probe(ctx context.Context, conn io.Writer) error {
+	if a.cfg.Ready != nil {
+		select {
+		case <-a.cfg.Ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if a.cfg.AfterFirstCommand != nil {
+		a.firstCommand.Do(a.cfg.AfterFirstCommand)
+	}
+	if a.cfg.BeforeSnapshot != nil {
+		a.cfg.BeforeSnapshot()
+	}
+	if err := guest.WriteMessage(conn, a.welcome()); err != nil {
+		return fmt.Errorf("answer probe: %w", err)
+	}
+	a.log.Debug("probe answered")
+	return errProbed
+}
+
 // readHello reads guest.Magic and one Hello from r and checks that the Hello
 // is well formed. It reads nothing past the Hello.
 func readHello(r io.Reader) (guest.Hello, error) {
@@ -233,6 +282,9 @@ func readHello(r io.Reader) (guest.Hello, error) {
 	magic := make([]byte, len(guest.Magic))
 	if _, err := io.ReadFull(r, magic); err != nil {
 		return h, fmt.Errorf("read magic: %w", err)
+	}
+	if string(magic) == guest.ProbeMagic {
+		return h, errProbe
 	}
 	if string(magic) != guest.Magic {
 		return h, fmt.Errorf("%w (got %q)", errBadMagic, magic)
@@ -262,8 +314,19 @@ func readHelloMessage(r io.Reader) (guest.Hello, error) {
 	if h.Hostname != "" && !validHostname(h.Hostname) {
 		return h, fmt.Errorf("hello: hostname %q is not a valid host name", h.Hostname)
 	}
+	if len(h.Disks) > maxHelloDisks {
+		return h, fmt.Errorf("hello: %d disks, at most %d", len(h.Disks), maxHelloDisks)
+	}
+	for _, d := range h.Disks {
+		if _, bad := diskMounts(guest.DiskArg + "=" + d); len(bad) > 0 || strings.ContainsAny(d, " \t\n") {
+			return h, fmt.Errorf("hello: disk %q is not DEV:DIR", d)
+		}
+	}
 	return h, nil
 }
+
+// maxHelloDisks bounds the disks one hello may ask to mount.
+const maxHelloDisks = 16
 
 // validHostname accepts RFC 1123 host names of at most 64 bytes (the
 // kernel's limit).
@@ -317,6 +380,14 @@ func (a *Agent) accept(h guest.Hello) (*identity, error) {
 	if h.Hostname != "" && a.cfg.SetHostname != nil {
 		if err := a.cfg.SetHostname(h.Hostname); err != nil {
 			a.log.Warn("set hostname", "hostname", h.Hostname, "err", err)
+		}
+	}
+	if len(h.Disks) > 0 {
+		if a.cfg.MountDisks == nil {
+			return nil, errors.New("first contact: this agent does not mount disks")
+		}
+		if err := a.cfg.MountDisks(h.Disks); err != nil {
+			return nil, fmt.Errorf("first contact: %w", err)
 		}
 	}
 	a.id = &identity{clientKey: key, hostKey: signer, hostname: h.Hostname}

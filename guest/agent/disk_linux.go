@@ -32,6 +32,40 @@ func mountDisks(cmdline string, log *slog.Logger) {
 	}
 }
 
+// MountDisks mounts the disks a first contact names (guest.Hello's Disks,
+// each DEV:DIR) as mountDisks does, after dropping what the kernel cached
+// of each device: a machine restored from a warm snapshot probed its
+// disk when it booted, and the disk now attached is another file.
+func MountDisks(disks []string) error {
+	mounts, bad := diskMounts(guest.DiskArg + "=" + strings.Join(disks, " "+guest.DiskArg+"="))
+	if len(bad) > 0 {
+		return fmt.Errorf("mount disks: malformed %q", bad)
+	}
+	for _, m := range mounts {
+		if err := flushBlockDevice("/dev/" + m.Dev); err != nil {
+			return err
+		}
+		if err := mountDisk(m); err != nil {
+			return fmt.Errorf("mount disk %s on %s: %w", m.Dev, m.Dir, err)
+		}
+	}
+	return nil
+}
+
+// flushBlockDevice drops the kernel's buffered blocks of the device at
+// path (BLKFLSBUF), so that mount reads the disk attached now.
+func flushBlockDevice(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("flush %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := unix.IoctlSetInt(int(f.Fd()), unix.BLKFLSBUF, 0); err != nil {
+		return fmt.Errorf("flush %s: %w", path, err)
+	}
+	return nil
+}
+
 func mountDisk(m diskMount) error {
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		return err

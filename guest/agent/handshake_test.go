@@ -187,3 +187,85 @@ func FuzzReadHello(f *testing.F) {
 		}
 	})
 }
+
+// TestProbeThenFirstContact: a probe is answered once the agent is ready,
+// without a host key and without taking an identity; the first contact
+// that follows mounts the disks it names, and a second one is refused.
+func TestProbeThenFirstContact(t *testing.T) {
+	ready := make(chan struct{})
+	var mounted []string
+	afterFirst, snapshotted := 0, 0
+	a := New(Config{Ready: ready, AfterFirstCommand: func() { afterFirst++ }, BeforeSnapshot: func() { snapshotted++ },
+		MountDisks: func(d []string) error { mounted = append(mounted, d...); return nil }})
+
+	host, guestEnd := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- a.ServeConn(context.Background(), guestEnd) }()
+	if _, err := host.Write([]byte(guest.ProbeMagic)); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan guest.Welcome, 1)
+	go func() {
+		var w guest.Welcome
+		guest.ReadMessage(host, &w)
+		answered <- w
+	}()
+	select {
+	case <-answered:
+		t.Fatal("the probe was answered before the agent was ready")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(ready)
+	w := <-answered
+	if err := <-done; err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if w.Version != guest.ProtocolVersion || w.HostKey != "" || w.Error != "" {
+		t.Errorf("probe answer %+v, want a version and no host key", w)
+	}
+	if afterFirst != 1 || snapshotted != 1 {
+		t.Errorf("probe ran the deferred work %d times and the snapshot hook %d times, want 1 and 1", afterFirst, snapshotted)
+	}
+	if a.id != nil {
+		t.Fatal("the probe set an identity")
+	}
+
+	id, err := a.accept(guest.Hello{Version: guest.ProtocolVersion, ClientKey: testClientKey(t), Disks: []string{"vdb:/workspace"}})
+	if err != nil || id == nil {
+		t.Fatalf("first contact after a probe: %v", err)
+	}
+	if diff := cmp.Diff([]string{"vdb:/workspace"}, mounted); diff != "" {
+		t.Errorf("mounted (-want +got):\n%s", diff)
+	}
+	if _, err := a.accept(guest.Hello{Version: guest.ProtocolVersion, ClientKey: testClientKey(t)}); err == nil {
+		t.Error("a second first contact was accepted")
+	}
+}
+
+func TestHelloDisks(t *testing.T) {
+	key := testClientKey(t)
+	for _, tt := range []struct {
+		disks []string
+		ok    bool
+	}{
+		{[]string{"vda:/workspace"}, true},
+		{[]string{"vda:/workspace", "vdb:/data"}, true},
+		{[]string{"vda"}, false},
+		{[]string{"../vda:/workspace"}, false},
+		{[]string{"vda:relative"}, false},
+		{[]string{"vda:/"}, false},
+		{[]string{"vda:/a/../b"}, false},
+		{[]string{"vda:/w airlock.disk=vdb:/x"}, false},
+		{make([]string, maxHelloDisks+1), false},
+	} {
+		_, err := readHello(bytes.NewReader(helloBytes(t, guest.Hello{Version: guest.ProtocolVersion, ClientKey: key, Disks: tt.disks})))
+		if (err == nil) != tt.ok {
+			t.Errorf("disks %q: %v, want ok %v", tt.disks, err, tt.ok)
+		}
+	}
+	// An agent that cannot mount refuses a hello naming disks.
+	a := New(Config{})
+	if _, err := a.accept(guest.Hello{Version: guest.ProtocolVersion, ClientKey: key, Disks: []string{"vda:/workspace"}}); err == nil {
+		t.Error("an agent without MountDisks accepted disks")
+	}
+}

@@ -124,13 +124,15 @@ func Init(ctx context.Context) error {
 		}
 	}
 	a := New(Config{
-		Logger:      log,
-		SetHostname: SetHostname,
-		SetClock:    SetClock,
-		AddEntropy:  AddEntropy,
-		PowerOff:    func() error { requestOff("requested by host"); return nil },
-		Reaper:      reaper,
-		Ready:       commandsReady,
+		Logger:         log,
+		SetHostname:    SetHostname,
+		SetClock:       SetClock,
+		AddEntropy:     AddEntropy,
+		MountDisks:     MountDisks,
+		BeforeSnapshot: func() { DropCaches(log) },
+		PowerOff:       func() error { requestOff("requested by host"); return nil },
+		Reaper:         reaper,
+		Ready:          commandsReady,
 		AfterFirstCommand: func() {
 			n := loadModules(later, presentVirtioDevices, log)
 			log.Debug("deferred modules loaded", "count", n)

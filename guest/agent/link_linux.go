@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/yamux"
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/guest"
 )
 
 // ListenVsock listens on the vsock port, if the machine has a working
@@ -104,6 +106,7 @@ func (a *Agent) ServeSerial(ctx context.Context, dev string) error {
 	defer f.Close()
 	stop := context.AfterFunc(ctx, func() { f.Close() })
 	defer stop()
+	in := newSessionReader(f)
 	for {
 		if err := waitHostConnected(ctx, f); err != nil {
 			if ctx.Err() != nil {
@@ -111,12 +114,27 @@ func (a *Agent) ServeSerial(ctx context.Context, dev string) error {
 			}
 			return fmt.Errorf("serve serial link: %w", err)
 		}
-		a.log.Debug("serial link connected", "dev", dev)
+		// Every session starts with guest.SessionMagic; what precedes it
+		// is the tail of a session that is gone.
+		if err := in.Start(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.log.Debug("serial link: no session", "err", err)
+			in.Drop()
+			continue
+		}
+		a.log.Debug("serial link session", "dev", dev)
 		// The port is one stream with no connection boundaries, so it
 		// carries a yamux session (guest.SerialPortName's contract): each
 		// link connection is a stream of it, any number at once, and a
 		// connection's end can never swallow the next one's bytes.
-		pc := newPortConn(dev, f)
+		pc := newPortConn(dev, f, in)
+		if _, err := pc.Write([]byte(guest.SessionMagic)); err != nil {
+			pc.Close()
+			in.Drop()
+			continue
+		}
 		sess, err := yamux.Server(pc, muxConfig())
 		if err != nil {
 			pc.Close()
@@ -127,6 +145,13 @@ func (a *Agent) ServeSerial(ctx context.Context, dev string) error {
 		}
 		sess.Close()
 		pc.Close()
+		if in.reset {
+			// The host started a new session (its machine was restored
+			// or rolled back): the next one is already waiting.
+			a.log.Debug("serial link: new session", "dev", dev)
+			continue
+		}
+		in.Drop()
 		a.log.Debug("serial link host hung up", "dev", dev)
 	}
 }
@@ -137,12 +162,13 @@ func (a *Agent) ServeSerial(ctx context.Context, dev string) error {
 // connection's bytes, and clears the deadlines.
 type portConn struct {
 	*fileConn
+	in       io.Reader  // the port's reader for this session
 	rmu, wmu sync.Mutex // held across each Read and Write
 	closed   atomic.Bool
 }
 
-func newPortConn(name string, f *os.File) *portConn {
-	return &portConn{fileConn: &fileConn{r: f, w: f, addr: fileAddr(name)}}
+func newPortConn(name string, f *os.File, in io.Reader) *portConn {
+	return &portConn{fileConn: &fileConn{r: f, w: f, addr: fileAddr(name)}, in: in}
 }
 
 func (c *portConn) Read(b []byte) (int, error) {
@@ -151,7 +177,7 @@ func (c *portConn) Read(b []byte) (int, error) {
 	if c.closed.Load() {
 		return 0, net.ErrClosed
 	}
-	return c.r.Read(b)
+	return c.in.Read(b)
 }
 
 func (c *portConn) Write(b []byte) (int, error) {

@@ -50,8 +50,9 @@ func SetClock(t time.Time) error {
 }
 
 // AddEntropy mixes seed into the kernel's random pool and credits it
-// (RNDADDENTROPY on /dev/urandom). Without the privilege to credit, it
-// writes seed to /dev/urandom, which mixes it in without credit.
+// (RNDADDENTROPY on /dev/urandom), then reseeds the CRNG from it
+// (RNDRESEEDCRNG). Without the privilege to credit, it writes seed to
+// /dev/urandom, which mixes it in without credit.
 func AddEntropy(seed []byte) error {
 	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
 	if err != nil {
@@ -74,6 +75,17 @@ func AddEntropy(seed []byte) error {
 		return fmt.Errorf("add entropy: %w", err)
 	}
 	if errno == 0 {
+		// Reseed the kernel's CRNG from the pool now, instead of within a
+		// minute: guests restored from one snapshot start with one CRNG
+		// state, and must part ways before anything random is drawn.
+		if err := rc.Control(func(fd uintptr) {
+			_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, unix.RNDRESEEDCRNG, 0)
+		}); err != nil {
+			return fmt.Errorf("add entropy: reseed: %w", err)
+		}
+		if errno != 0 {
+			return fmt.Errorf("add entropy: reseed: %w", errno)
+		}
 		return nil
 	}
 	if _, err := f.Write(seed); err != nil {
@@ -425,5 +437,15 @@ func mountShares(cmdline string, log *slog.Logger) {
 			continue
 		}
 		log.Info("virtiofs mounted", "tag", m.Tag, "dir", m.Dir)
+	}
+}
+
+// DropCaches has the kernel drop its clean caches (page cache, dentries
+// and inodes), so that a machine saved now carries less. Zeroing the free
+// memory as well was measured: it shrank a 512 MiB guest's state by a
+// sixth, but took 20 s under TCG for a 2 GiB guest.
+func DropCaches(log *slog.Logger) {
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
+		log.Debug("drop caches", "err", err)
 	}
 }

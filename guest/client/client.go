@@ -59,6 +59,9 @@ type Config struct {
 	// Welcome of a resumed connection must carry the same key. Nil pins
 	// whatever key the Welcome carries.
 	HostKey ssh.PublicKey
+	// Disks, at first contact, are disks for the guest to mount (each
+	// "DEV:DIR", guest.Hello's Disks).
+	Disks []string
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -134,6 +137,7 @@ func handshake(ctx context.Context, conn net.Conn, cfg Config, log *slog.Logger)
 	if !cfg.Resume {
 		hello.ClientKey = string(bytes.TrimSpace(ssh.MarshalAuthorizedKey(cfg.Identity.Signer.PublicKey())))
 		hello.Hostname = cfg.Identity.Hostname
+		hello.Disks = cfg.Disks
 	}
 	if _, err := conn.Write([]byte(guest.Magic)); err != nil {
 		return nil, fmt.Errorf("write magic: %w", err)
@@ -186,6 +190,39 @@ func handshake(ctx context.Context, conn net.Conn, cfg Config, log *slog.Logger)
 		ssh:     ssh.NewClient(sshConn, chans, reqs),
 		closed:  make(chan struct{}),
 	}, nil
+}
+
+// Probe asks the guest agent whether it is ready (guest.ProbeMagic)
+// without giving it an identity, and returns its answer, which has no host
+// key. It returns once the agent could run a command, or when ctx ends.
+func Probe(ctx context.Context, dial DialFunc) (guest.Welcome, error) {
+	var w guest.Welcome
+	conn, err := dial(ctx)
+	if err != nil {
+		return w, fmt.Errorf("probe guest: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte(guest.ProbeMagic)); err != nil {
+		return w, fmt.Errorf("probe guest: %w", err)
+	}
+	if err := guest.ReadMessage(conn, &w); err != nil {
+		if ctx.Err() != nil {
+			return w, fmt.Errorf("probe guest: %w (%w)", ctx.Err(), err)
+		}
+		return w, fmt.Errorf("probe guest: %w", err)
+	}
+	if w.Error != "" {
+		return w, fmt.Errorf("probe guest: %w: %s", ErrRefused, w.Error)
+	}
+	if w.Version != guest.ProtocolVersion {
+		return w, fmt.Errorf("probe guest: guest speaks protocol version %d, this host %d; rebuild the guest image", w.Version, guest.ProtocolVersion)
+	}
+	return w, nil
 }
 
 // Welcome returns the guest's answer to the hello: its host key, kernel

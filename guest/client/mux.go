@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/airlock-dev/airlock/guest"
 )
 
 // Mux turns a single-stream link (a virtio-serial port) into one that can be
@@ -52,7 +54,14 @@ func (m *Mux) session(ctx context.Context) (*yamux.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := yamux.Client(raw, muxConfig())
+	// The magic starts a fresh session in the agent, even one that still
+	// serves a session of a machine that was saved (a restore, a
+	// rollback); the agent's answer marks where its frames begin.
+	if _, err := raw.Write([]byte(guest.SessionMagic)); err != nil {
+		raw.Close()
+		return nil, fmt.Errorf("start link session: %w", err)
+	}
+	sess, err := yamux.Client(&sessionConn{Conn: raw}, muxConfig())
 	if err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("start link session: %w", err)
@@ -88,4 +97,50 @@ func muxConfig() *yamux.Config {
 	c.MaxStreamWindowSize = 4 << 20
 	c.LogOutput = io.Discard
 	return c
+}
+
+// maxSessionSkip bounds what the host skips before the agent's session
+// magic: the tail of a saved session is small; more is a broken guest.
+const maxSessionSkip = 16 << 20
+
+// sessionConn is the raw link of one session: its first Read skips
+// everything up to and including the agent's guest.SessionMagic, one byte
+// at a time so that nothing after it is taken from yamux.
+type sessionConn struct {
+	net.Conn
+	started bool
+}
+
+func (c *sessionConn) Read(b []byte) (int, error) {
+	if !c.started {
+		if err := skipToMagic(c.Conn); err != nil {
+			return 0, err
+		}
+		c.started = true
+	}
+	return c.Conn.Read(b)
+}
+
+// skipToMagic reads r up to and including guest.SessionMagic.
+func skipToMagic(r io.Reader) error {
+	magic := []byte(guest.SessionMagic)
+	var c [1]byte
+	matched := 0
+	for n := 0; matched < len(magic); n++ {
+		if n > maxSessionSkip {
+			return fmt.Errorf("link session: no session magic from the guest in its first %d bytes", maxSessionSkip)
+		}
+		if _, err := io.ReadFull(r, c[:]); err != nil {
+			return err
+		}
+		switch {
+		case c[0] == magic[matched]:
+			matched++
+		case c[0] == magic[0]:
+			matched = 1
+		default:
+			matched = 0
+		}
+	}
+	return nil
 }

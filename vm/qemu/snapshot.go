@@ -61,7 +61,40 @@ func errShares(n int) error {
 	return fmt.Errorf("%w: the machine has %d virtio-fs share(s), and QEMU cannot migrate vhost-user-fs devices (the file system state lives in virtiofsd, outside QEMU); use a machine without shares", vm.ErrNotSupported, n)
 }
 
-var cidArg = regexp.MustCompile(`^(vhost-vsock-pci,guest-cid=)\d+$`)
+var (
+	cidArg     = regexp.MustCompile(`^(vhost-vsock-pci,guest-cid=)\d+$`)
+	consoleArg = regexp.MustCompile(`^(file,id=console,path=)(?:[^,]|,,)*$`)
+	driveArg   = regexp.MustCompile(`^(if=none,id=disk\d+,format=\w+,file=)(?:[^,]|,,)*((?:,readonly=on)?)$`)
+)
+
+// migrationArgs is a QEMU command line with what a migration stream does
+// not depend on masked: the vsock cid (the guest rereads it), the
+// machine's name, the console log's path and the disks' files. A machine
+// restores into another run directory (a warm snapshot restored for each
+// sandbox) with other disk files: whoever restores vouches for what they
+// hold (vm.Restorer).
+func migrationArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch {
+		case i > 0 && args[i-1] == "-name":
+			a = "*"
+		default:
+			a = cidArg.ReplaceAllString(a, "${1}*")
+			a = consoleArg.ReplaceAllString(a, "${1}*")
+			a = driveArg.ReplaceAllString(a, "${1}*${2}")
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
+}
 
 // RestoreArgs is the command line that restores the machine saved as
 // saved from spec (defaults applied), with vsock guest cid cid, and the
@@ -82,16 +115,10 @@ func RestoreArgs(spec vm.Spec, saved SavedMachine, cid uint32, goos string) ([]s
 	if err != nil {
 		return nil, Host{}, err
 	}
-	norm := func(s string) string { return cidArg.ReplaceAllString(s, "${1}*") }
-	for i := 0; i < max(len(args), len(saved.Args)); i++ {
-		var got, want string
-		if i < len(args) {
-			got = args[i]
-		}
-		if i < len(saved.Args) {
-			want = saved.Args[i]
-		}
-		if norm(got) != norm(want) {
+	got, want := migrationArgs(args), migrationArgs(saved.Args)
+	for i := 0; i < max(len(got), len(want)); i++ {
+		var got, want = at(got, i), at(want, i)
+		if got != want {
 			return nil, Host{}, fmt.Errorf("the spec does not describe the saved machine: QEMU argument %d is %q, the saved machine had %q; restore with the spec it was started with", i, got, want)
 		}
 	}
@@ -265,10 +292,13 @@ func (b *Backend) restore(ctx context.Context, spec vm.Spec, path string) (*mach
 		return nil, err
 	}
 	b.log.Info("restoring qemu", "machine", spec.Name, "accel", host.Accel, "state", path)
+	t0 := time.Now()
 	m, err := b.start(ctx, prog, spec, host, true)
 	if err != nil {
 		return nil, err
 	}
+	b.log.Debug("qemu waiting for the saved state", "machine", spec.Name, "after", time.Since(t0))
+	defer func() { b.log.Debug("qemu restored", "machine", spec.Name, "after", time.Since(t0)) }()
 	if err := m.load(ctx, path); err != nil {
 		m.kill("its restore failed")
 		<-m.done

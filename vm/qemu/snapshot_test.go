@@ -75,6 +75,38 @@ func TestRestoreArgs(t *testing.T) {
 		t.Errorf("vsock restore: cid %d, args %q; want cid 1234", gotHost.CID, got)
 	}
 
+	// Another run directory, name and disk file restore: the stream does
+	// not depend on them. Another disk count or a read-only disk does.
+	dspec := spec
+	dspec.Disks = []vm.Disk{{Path: "/warm/disk,1.img"}}
+	dargs, err := Args(dspec, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsaved := saved
+	dsaved.Args = dargs
+	moved := dspec
+	moved.Name, moved.StateDir, moved.Disks = "t2", "/run/other", []vm.Disk{{Path: "/sandboxes/x/disk.img"}}
+	if got, _, err = RestoreArgs(moved, dsaved, 0, "linux"); err != nil {
+		t.Errorf("restore into another run dir with another disk file: %v", err)
+	} else if j := strings.Join(got, " "); !strings.Contains(j, "file=/sandboxes/x/disk.img") || !strings.Contains(j, "/run/other/console.log") {
+		t.Errorf("restore args keep the saved paths: %q", got)
+	}
+	for name, change := range map[string]func(*vm.Spec){
+		"read-only disk": func(s *vm.Spec) { s.Disks = []vm.Disk{{Path: "/d", ReadOnly: true}} },
+		"no disk":        func(s *vm.Spec) { s.Disks = nil },
+		"two disks":      func(s *vm.Spec) { s.Disks = []vm.Disk{{Path: "/d"}, {Path: "/e"}} },
+		"qcow2 disk":     func(s *vm.Spec) { s.Disks = []vm.Disk{{Path: "/d", Format: "qcow2"}} },
+		"kernel":         func(s *vm.Spec) { s.Kernel = "/other/vmlinux" },
+		"cmdline":        func(s *vm.Spec) { s.Cmdline += " airlock.disk=vda:/workspace" },
+	} {
+		c := dspec
+		change(&c)
+		if _, _, err := RestoreArgs(c, dsaved, 0, "linux"); err == nil {
+			t.Errorf("%s: restore accepted", name)
+		}
+	}
+
 	// Another spec, format or shares: refused, saying why.
 	other := spec
 	other.MemoryMiB = spec.MemoryMiB * 2

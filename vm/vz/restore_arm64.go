@@ -14,9 +14,9 @@ import (
 )
 
 // Restore starts a machine from the state Save wrote to path, on this Mac
-// (the file is encrypted with a key bound to it). spec must be the saved
-// machine's, with the same StateDir: the restore needs the machine
-// identifier persisted there. The machine comes back running; guest-link
+// (the file is encrypted with a key bound to it). spec must describe the
+// saved machine; its StateDir may be another one: the identifier and MAC
+// saved with the state are installed there (vzconfig.RestoreIdentity). The machine comes back running; guest-link
 // connections of the saved machine are gone.
 func (b *Backend) Restore(ctx context.Context, spec vm.Spec, path string) (vm.Machine, error) {
 	// Below macOS 14 the framework's save/restore check raises an
@@ -31,8 +31,11 @@ func (b *Backend) Restore(ctx context.Context, spec vm.Spec, path string) (vm.Ma
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("restore vz %s: saved state: %w", spec.Name, err)
 	}
-	if _, err := os.Stat(vzconfig.MachineIDPath(spec)); err != nil {
-		return nil, fmt.Errorf("restore vz %s: no machine identifier in %s (%w): restore with the state dir of the machine that was saved", spec.Name, spec.StateDir, err)
+	// The saved machine's identifier (and MAC), kept next to the state,
+	// go into this state directory: the framework restores only into the
+	// machine that was saved.
+	if err := vzconfig.RestoreIdentity(spec, path); err != nil {
+		return nil, fmt.Errorf("restore vz %s: %w", spec.Name, err)
 	}
 	m, err := b.create(spec)
 	if err != nil {

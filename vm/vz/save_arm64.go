@@ -29,7 +29,8 @@ func saveNote(v vzconfig.OSVersion) string {
 // Save writes the machine's state to path, which must not exist. A running
 // machine is paused for the save and resumed after it. The file is
 // encrypted with a key bound to this Mac, and open guest-link connections
-// do not survive a restore of it.
+// do not survive a restore of it. The machine identifier and MAC are kept
+// next to it (vzconfig.SaveIdentity).
 func (m *machine) Save(ctx context.Context, path string) error {
 	// Below macOS 14, ValidateSaveRestoreSupport raises an Objective-C
 	// exception that ends the process: our own check comes first.
@@ -77,6 +78,12 @@ func (m *machine) Save(ctx context.Context, path string) error {
 		}
 	}
 	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save vz %s: %w", m.name, err)
+	}
+	// The identity the restore needs goes with the state, so that it can
+	// be restored into another state directory (a warm snapshot).
+	if err := vzconfig.SaveIdentity(m.spec, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("save vz %s: %w", m.name, err)
 	}

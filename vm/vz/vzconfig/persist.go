@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 // LoadOrCreate returns the contents of the file at path, first creating it
@@ -68,4 +69,66 @@ func LoadOrCreateMAC(path string, random io.Reader) (net.HardwareAddr, error) {
 		return nil, fmt.Errorf("read %s: %s is not a unicast Ethernet address; delete the file to make a new one", path, mac)
 	}
 	return mac, nil
+}
+
+// A saved state restores only into a machine with the saved machine's
+// identifier (and, with NAT, its MAC). Save keeps copies of them next to
+// the state file (SavedIdentityFiles), so that the state can be restored
+// into another state directory: a warm snapshot restored for each
+// sandbox, a checkpoint restored after its run directory was replaced.
+
+// savedIdentityFiles are the files next to state file path that hold the
+// saved machine's persisted identity, each with the file of spec's state
+// directory it stands for.
+func savedIdentityFiles(spec vm.Spec, path string) map[string]string {
+	return map[string]string{
+		path + "." + machineIDName: MachineIDPath(spec),
+		path + "." + macName:       MACPath(spec),
+	}
+}
+
+// SaveIdentity copies the persisted identity of the machine configured as
+// c (its identifier, and its MAC when it has one) next to the state file
+// path.
+func SaveIdentity(c Config, path string) error {
+	for name, live := range map[string]string{machineIDName: c.MachineIDPath, macName: c.MACPath} {
+		if live == "" {
+			continue
+		}
+		data, err := os.ReadFile(live)
+		if err != nil {
+			return fmt.Errorf("keep the machine's identity with its state: %w", err)
+		}
+		if err := atomicfile.WriteFile(path+"."+name, data, 0o600); err != nil {
+			return fmt.Errorf("keep the machine's identity with its state: %w", err)
+		}
+	}
+	return nil
+}
+
+// RestoreIdentity installs the identity saved next to state file path
+// into spec's state directory, replacing what is there: the machine
+// restored from path is the saved one. A state saved without it (before
+// Airlock kept it) needs the state directory to hold the saved machine's
+// identifier already.
+func RestoreIdentity(spec vm.Spec, path string) error {
+	for saved, live := range savedIdentityFiles(spec, path) {
+		data, err := os.ReadFile(saved)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("restore the machine's identity: %w", err)
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("restore the machine's identity: %s is empty", saved)
+		}
+		if err := atomicfile.WriteFile(live, data, 0o600); err != nil {
+			return fmt.Errorf("restore the machine's identity: %w", err)
+		}
+	}
+	if _, err := os.Stat(MachineIDPath(spec)); err != nil {
+		return fmt.Errorf("no machine identifier saved with %s nor in %s (%w): restore with the state dir of the machine that was saved", path, spec.StateDir, err)
+	}
+	return nil
 }

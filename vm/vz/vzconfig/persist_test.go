@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlock-dev/airlock/vm"
 )
 
 func TestLoadOrCreate(t *testing.T) {
@@ -64,5 +66,43 @@ func TestLoadOrCreateMAC(t *testing.T) {
 		if _, err := LoadOrCreateMAC(p, nil); err == nil {
 			t.Errorf("%s accepted", name)
 		}
+	}
+}
+
+func TestSaveRestoreIdentity(t *testing.T) {
+	saved := vm.Spec{StateDir: t.TempDir()}
+	if _, err := LoadOrCreate(MachineIDPath(saved), func() ([]byte, error) { return []byte("id-of-the-saved-machine"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	if err := SaveIdentity(Config{MachineIDPath: MachineIDPath(saved)}, state); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(state + ".vz-mac"); !os.IsNotExist(err) {
+		t.Errorf("a machine without a MAC saved one: %v", err)
+	}
+
+	// Another run directory, empty or with another machine's identifier:
+	// the saved one is installed.
+	for _, other := range []string{"", "id-of-another-machine"} {
+		into := vm.Spec{StateDir: t.TempDir()}
+		if other != "" {
+			os.WriteFile(MachineIDPath(into), []byte(other), 0o600)
+		}
+		if err := RestoreIdentity(into, state); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(MachineIDPath(into)); string(b) != "id-of-the-saved-machine" {
+			t.Errorf("restored identifier %q", b)
+		}
+	}
+
+	// A state without one restores only where the identifier is.
+	bare := filepath.Join(t.TempDir(), "state")
+	if err := RestoreIdentity(vm.Spec{StateDir: t.TempDir()}, bare); err == nil {
+		t.Error("restore with no identifier anywhere worked")
+	}
+	if err := RestoreIdentity(saved, bare); err != nil {
+		t.Errorf("restore into the saved machine's own directory: %v", err)
 	}
 }

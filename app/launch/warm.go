@@ -1,0 +1,317 @@
+package launch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// Warm start: the first boot of an image in a given machine shape saves
+// the machine's state once its agent is ready and before it has been given
+// any identity (a probe, guest.ProbeMagic, tells when); later boots of that
+// shape restore the state instead of booting. The restored guest awaits
+// its first contact exactly as a fresh boot does, and the first contact
+// gives it everything that must differ between sandboxes: SSH keys (the
+// guest generates its host key then), hostname, clock, an entropy seed
+// that reseeds its kernel's CRNG, and the disks to mount.
+//
+// A snapshot lives in HOME/cache/warm/<image>/<arch>/<shape>/: the state,
+// what the hypervisor keeps next to it (QEMU: its command line; vz: the
+// machine identifier the restore needs, vzconfig.SaveIdentity), and
+// warm.json (WarmRecord: what it depends on). It is used only while everything it depends on is
+// unchanged; otherwise the boot is cold and says why.
+
+// warmVersion is the version of WarmRecord's format.
+const warmVersion = 1
+
+// Files of a warm snapshot's directory.
+const (
+	warmRecordFile = "warm.json"
+	warmStateFile  = "state"
+	warmLockFile   = "lock"
+)
+
+// WarmShape is the part of a machine that a saved state depends on,
+// without what differs between sandboxes (names, run directory, disk
+// files). Two boots with the same shape can share a snapshot.
+type WarmShape struct {
+	Image     string         `json:"image"`
+	Arch      vm.Arch        `json:"arch"`
+	CPUs      int            `json:"cpus"`
+	MemoryMiB int            `json:"memory_mib"`
+	Cmdline   string         `json:"cmdline"`
+	Link      vm.LinkKind    `json:"link,omitempty"`
+	Network   vm.NetworkMode `json:"network,omitempty"`
+	// DiskSizes are the sizes of the attached disks, in order: the guest
+	// learns a disk's size when it boots.
+	DiskSizes []int64 `json:"disk_sizes,omitempty"`
+}
+
+// key names the shape's directory: a hash of it.
+func (s WarmShape) key() string {
+	b, _ := json.Marshal(s)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// String describes the shape for notices.
+func (s WarmShape) String() string {
+	d := "no disk"
+	if len(s.DiskSizes) > 0 {
+		var sizes []string
+		for _, n := range s.DiskSizes {
+			sizes = append(sizes, fmt.Sprintf("%.3g GiB", float64(n)/(1<<30)))
+		}
+		d = "disk " + strings.Join(sizes, ", ")
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs, %d MiB, %s", s.Image, s.Arch, s.CPUs, s.MemoryMiB, d)
+}
+
+// FileStamp identifies a file's content cheaply: its size and
+// modification time, with the hash the image recorded for it.
+type FileStamp struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ns"`
+	SHA256  string `json:"sha256,omitempty"`
+}
+
+func stampFile(path, sha string) (FileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return FileStamp{}, err
+	}
+	return FileStamp{Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), SHA256: sha}, nil
+}
+
+// WarmRecord is what a warm snapshot depends on, written next to it.
+type WarmRecord struct {
+	Version int       `json:"version"`
+	Shape   WarmShape `json:"shape"`
+	// Kernel and Initrd are the image's files (the guest agent is inside
+	// the initrd; Guest is its hash as the image recorded it).
+	Kernel FileStamp `json:"kernel"`
+	Initrd FileStamp `json:"initrd"`
+	Guest  string    `json:"guest_sha256"`
+	// Hypervisor and Accelerator are the backend's account of itself
+	// (program and version).
+	Backend     string    `json:"backend"`
+	Hypervisor  string    `json:"hypervisor"`
+	Accelerator string    `json:"accelerator"`
+	Saved       time.Time `json:"saved"`
+	// SaveMS is how long the save took; BootMS the cold boot to ready.
+	SaveMS int64 `json:"save_ms"`
+	BootMS int64 `json:"boot_ms"`
+}
+
+// Stale says why a snapshot recorded as have cannot stand in for a boot
+// that would be recorded as want, or "" when it can. have nil means there
+// is no snapshot.
+func Stale(have *WarmRecord, want WarmRecord) string {
+	switch {
+	case have == nil:
+		return "no warm snapshot of " + want.Shape.String() + " yet"
+	case have.Version != want.Version:
+		return fmt.Sprintf("the warm snapshot's format is %d, this Airlock writes %d", have.Version, want.Version)
+	case have.Shape.key() != want.Shape.key():
+		return "the warm snapshot is of another machine (" + have.Shape.String() + ")"
+	case have.Kernel != want.Kernel:
+		return "the image's kernel changed since the warm snapshot (" + want.Kernel.Path + ")"
+	case have.Initrd != want.Initrd:
+		return "the image's initrd changed since the warm snapshot (" + want.Initrd.Path + ")"
+	case have.Guest != want.Guest:
+		return "the guest agent changed since the warm snapshot"
+	case have.Backend != want.Backend:
+		return fmt.Sprintf("the warm snapshot was saved by %s, this boot uses %s", have.Backend, want.Backend)
+	case have.Hypervisor != want.Hypervisor:
+		return fmt.Sprintf("the hypervisor changed since the warm snapshot (%s, now %s)", have.Hypervisor, want.Hypervisor)
+	case have.Accelerator != want.Accelerator:
+		return fmt.Sprintf("the accelerator changed since the warm snapshot (%s, now %s)", have.Accelerator, want.Accelerator)
+	}
+	return ""
+}
+
+// warmDir is the directory of the snapshots of shape under home.
+func warmDir(home string, shape WarmShape) string {
+	return filepath.Join(home, "cache", "warm", shape.Image, string(shape.Arch), shape.key())
+}
+
+// WarmDir is where the warm snapshots of image name for arch live.
+func WarmDir(home, name string, arch vm.Arch) string {
+	return filepath.Join(home, "cache", "warm", name, string(arch))
+}
+
+// readWarmRecord reads dir's record; nil when there is none or it is
+// unreadable (a snapshot that cannot be checked is not used).
+func readWarmRecord(dir string) *WarmRecord {
+	b, err := os.ReadFile(filepath.Join(dir, warmRecordFile))
+	if err != nil || len(b) > 1<<20 {
+		return nil
+	}
+	var r WarmRecord
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, warmStateFile)); err != nil {
+		return nil
+	}
+	return &r
+}
+
+// wantRecord is the record a snapshot of this boot would have.
+func wantRecord(ctx context.Context, b vm.Backend, img *image.Image, shape WarmShape) (WarmRecord, error) {
+	r := WarmRecord{Version: warmVersion, Shape: shape, Guest: img.Meta.Guest.SHA256, Backend: b.Name()}
+	var err error
+	if r.Kernel, err = stampFile(realPath(img.Kernel), img.Meta.Kernel.SHA256); err != nil {
+		return r, err
+	}
+	if r.Initrd, err = stampFile(realPath(img.Initrd), img.Meta.Initrd.SHA256); err != nil {
+		return r, err
+	}
+	d, ok := b.(vm.Describer)
+	if !ok {
+		return r, fmt.Errorf("the %s backend cannot describe itself: %w", b.Name(), vm.ErrNotSupported)
+	}
+	rep, err := d.Describe(ctx, shape.Arch)
+	if err != nil {
+		return r, err
+	}
+	r.Hypervisor, r.Accelerator = rep.Hypervisor, rep.Accelerator
+	return r, nil
+}
+
+// warmPlan is what a warm boot decided.
+type warmPlan struct {
+	dir    string
+	want   WarmRecord
+	ok     bool   // restore from dir
+	reason string // why not, for the notice
+	save   bool   // save a snapshot on the way (none, or a stale one)
+}
+
+// planWarm decides between a restore and a cold boot that saves.
+func planWarm(ctx context.Context, o Options, img *image.Image, shape WarmShape) warmPlan {
+	p := warmPlan{dir: warmDir(o.Home, shape)}
+	if _, ok := o.Backend.(vm.Restorer); !ok {
+		p.reason = fmt.Sprintf("the %s backend cannot restore saved state", o.Backend.Name())
+		return p
+	}
+	want, err := wantRecord(ctx, o.Backend, img, shape)
+	if err != nil {
+		p.reason = "cannot tell whether a warm snapshot is current: " + err.Error()
+		return p
+	}
+	p.want = want
+	p.reason = Stale(readWarmRecord(p.dir), want)
+	p.ok = p.reason == ""
+	p.save = !p.ok
+	return p
+}
+
+// lockWarm takes dir's lock without waiting; ok is false when another boot
+// holds it (saving the same snapshot).
+func lockWarm(dir string) (unlock func(), ok bool) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false
+	}
+	f, err := os.OpenFile(filepath.Join(dir, warmLockFile), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
+}
+
+// saveWarm waits for the agent of the freshly booted m (no first contact
+// yet) and saves its state as the snapshot of p.dir. The old snapshot is
+// removed first; the new one is written beside and renamed into place,
+// its record last, so a reader sees a whole snapshot or none.
+func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPlan, bootStart time.Time) error {
+	unlock, ok := lockWarm(p.dir)
+	if !ok {
+		return errors.New("another boot is saving it")
+	}
+	defer unlock()
+	if _, err := client.Probe(ctx, dial); err != nil {
+		return err
+	}
+	boot := time.Since(bootStart)
+	// The record first: without it the rest is never used.
+	if err := os.Remove(filepath.Join(p.dir, warmRecordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	old, err := os.ReadDir(p.dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range old {
+		if e.Name() != warmLockFile {
+			if err := os.RemoveAll(filepath.Join(p.dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp(p.dir, ".saving-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	t0 := time.Now()
+	if err := saveMachine(ctx, m, filepath.Join(tmp, warmStateFile)); err != nil {
+		return err
+	}
+	rec := p.want
+	rec.Saved, rec.SaveMS, rec.BootMS = time.Now().UTC(), time.Since(t0).Milliseconds(), boot.Milliseconds()
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(tmp, e.Name()), filepath.Join(p.dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(filepath.Join(p.dir, warmRecordFile), append(b, '\n'))
+}
+
+// saveMachine saves m's state to path: through its supervisor, or the
+// machine's own vm.Snapshotter.
+func saveMachine(ctx context.Context, m vm.Machine, path string) error {
+	if c, ok := vmhost.SupervisorOf(m); ok {
+		return c.Save(ctx, path)
+	}
+	s, ok := m.(vm.Snapshotter)
+	if !ok {
+		return fmt.Errorf("save: %w", vm.ErrNotSupported)
+	}
+	return s.Save(ctx, path)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,229 @@
+package launch_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// warmHome is a home of its own holding a copy of the test image, so that
+// the test may change the image's files.
+func warmHome(t *testing.T) string {
+	t.Helper()
+	img := testenv.Image(t, vm.AMD64)
+	home := t.TempDir()
+	dst := image.Dir(home, img.Name, img.Arch)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", img.Dir+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy the image: %v\n%s", err, out)
+	}
+	return home
+}
+
+// workspaceDisk makes a sparse ext4 disk of size bytes, as a sandbox's.
+func workspaceDisk(t *testing.T, size int64) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,root_owner=0:0", p).CombinedOutput(); err != nil {
+		t.Skipf("mkfs.ext4: %v\n%s", err, out)
+	}
+	return p
+}
+
+type notices struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (n *notices) add(s string) {
+	n.mu.Lock()
+	n.msgs = append(n.msgs, s)
+	n.mu.Unlock()
+}
+
+func (n *notices) String() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.msgs, "\n")
+}
+
+// warmBoot boots with Warm set and a fresh workspace disk.
+func warmBoot(t *testing.T, home string, o launch.Options) (*launch.Guest, *notices) {
+	t.Helper()
+	var n notices
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	o.Home, o.Arch, o.Backend, o.Notice = home, vm.AMD64, backend(t, home), n.add
+	g, err := launch.Boot(ctx, o)
+	if err != nil {
+		t.Fatalf("boot: %v (notices: %s)", err, n.String())
+	}
+	t.Logf("ready in %s (warm %v); notices: %q", g.BootTime.Round(time.Millisecond), g.Warm, n.msgs)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := g.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return g, &n
+}
+
+func withDisk(t *testing.T) launch.Options {
+	return launch.Options{Warm: true, Disks: []launch.Disk{{Path: workspaceDisk(t, 256<<20), Mount: "/workspace"}}}
+}
+
+func sh(t *testing.T, g *launch.Guest, script string) string {
+	t.Helper()
+	out, errOut, err := run(t, g, client.Command{Script: script})
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+// TestWarmStart saves a warm snapshot on a first boot, restores two
+// machines from it that answer at once and share no identity or random
+// state, mount their own disks, and goes back to a cold boot when the
+// image changed or when asked.
+func TestWarmStart(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := warmHome(t)
+
+	// First boot: no snapshot yet; it boots cold and saves one.
+	g0, n0 := warmBoot(t, home, withDisk(t))
+	if g0.Warm || !strings.Contains(n0.String(), "no warm snapshot") || !strings.Contains(n0.String(), "saving one") {
+		t.Fatalf("first boot: warm %v, notices %q; want a cold boot that saves a snapshot", g0.Warm, n0.String())
+	}
+	if m := sh(t, g0, "grep ' /workspace ' /proc/mounts"); !strings.Contains(m, "ext4") {
+		t.Fatalf("first boot: /workspace not mounted: %q", m)
+	}
+	recs, _ := filepath.Glob(filepath.Join(launch.WarmDir(home, "minimal", vm.AMD64), "*", "warm.json"))
+	if len(recs) != 1 {
+		t.Fatalf("warm records after the first boot: %q", recs)
+	}
+
+	// Two sandboxes restored from the one snapshot.
+	type facts struct{ hostKey, hostname, uuid, random, disk string }
+	var got []facts
+	for i := range 2 {
+		g, n := warmBoot(t, home, withDisk(t))
+		if !g.Warm || n.String() != "" {
+			t.Fatalf("restore %d: warm %v, notices %q; want a restore", i, g.Warm, n.String())
+		}
+		sh(t, g, "echo sandbox"+string(rune('A'+i))+" > /workspace/mark")
+		got = append(got, facts{
+			hostKey:  g.Client.Welcome().HostKey,
+			hostname: sh(t, g, "hostname"),
+			uuid:     sh(t, g, "cat /proc/sys/kernel/random/uuid"),
+			random:   sh(t, g, "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'"),
+			disk:     sh(t, g, "grep ' /workspace ' /proc/mounts; ls -A /workspace; cat /workspace/mark"),
+		})
+	}
+	a, b := got[0], got[1]
+	t.Logf("restored: %+v\n%+v", a, b)
+	if a.hostKey == b.hostKey || a.hostKey == g0.Client.Welcome().HostKey {
+		t.Errorf("restored guests share a host key: %s", a.hostKey)
+	}
+	if a.hostname == b.hostname {
+		t.Errorf("restored guests share the hostname %q", a.hostname)
+	}
+	if a.uuid == b.uuid || a.random == b.random || len(a.random) != 64 {
+		t.Errorf("restored guests share random state: uuid %s / %s, urandom %s / %s", a.uuid, b.uuid, a.random, b.random)
+	}
+	for i, f := range got {
+		want := "sandbox" + string(rune('A'+i))
+		if !strings.Contains(f.disk, "ext4") || !strings.HasSuffix(f.disk, "mark\n"+want) && !strings.HasSuffix(f.disk, want) {
+			t.Errorf("restore %d: workspace %q, want its own ext4 disk holding only mark=%s", i, f.disk, want)
+		}
+		if strings.Contains(f.disk, "lost+found") {
+			t.Errorf("restore %d: lost+found left in the workspace: %q", i, f.disk)
+		}
+	}
+
+	// A snapshot of another shape is another snapshot: no disk here.
+	g1, n1 := warmBoot(t, home, launch.Options{Warm: true})
+	if g1.Warm || !strings.Contains(n1.String(), "no warm snapshot") {
+		t.Errorf("other shape: warm %v, notices %q; want a cold boot saving its own", g1.Warm, n1.String())
+	}
+
+	// The image's initrd rewritten: the snapshot is stale.
+	img, err := image.Load(home, "minimal", vm.AMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(img.Initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a later modification time
+	if err := os.WriteFile(img.Initrd, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g2, n2 := warmBoot(t, home, withDisk(t))
+	if g2.Warm || !strings.Contains(n2.String(), "initrd changed") {
+		t.Errorf("changed image: warm %v, notices %q; want a cold boot saying the initrd changed", g2.Warm, n2.String())
+	}
+	g3, n3 := warmBoot(t, home, withDisk(t))
+	if !g3.Warm || n3.String() != "" {
+		t.Errorf("after the new snapshot: warm %v, notices %q; want a restore", g3.Warm, n3.String())
+	}
+
+	// Warm unset (airlock --cold): a cold boot, no notice.
+	o := withDisk(t)
+	o.Warm = false
+	g4, n4 := warmBoot(t, home, o)
+	if g4.Warm || n4.String() != "" {
+		t.Errorf("cold: warm %v, notices %q", g4.Warm, n4.String())
+	}
+	if m := sh(t, g4, "grep ' /workspace ' /proc/mounts"); !strings.Contains(m, "ext4") {
+		t.Errorf("cold boot: /workspace not mounted: %q", m)
+	}
+}
+
+// TestWarmStartVirtiofsBootsCold: a machine with a virtio-fs share cannot
+// be snapshotted; a warm boot of one says so and boots cold, and no
+// snapshot is saved.
+func TestWarmStartVirtiofsBootsCold(t *testing.T) {
+	testenv.SkipIfShort(t)
+	if _, err := os.Stat("/usr/lib/qemu/virtiofsd"); err != nil {
+		t.Skipf("no virtiofsd: %v", err)
+	}
+	home := warmHome(t)
+	share := t.TempDir()
+	if err := os.WriteFile(filepath.Join(share, "hello"), []byte("shared\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, n := warmBoot(t, home, launch.Options{Warm: true,
+		Shares: []launch.Share{{Share: vm.Share{Tag: "workspace", HostPath: share}, Mount: "/workspace"}}})
+	if g.Warm || !strings.Contains(n.String(), "virtio-fs share (workspace)") || !strings.Contains(n.String(), "cannot be snapshotted") {
+		t.Errorf("warm boot with a share: warm %v, notices %q; want a cold boot saying a virtio-fs machine cannot be snapshotted", g.Warm, n.String())
+	}
+	if got := sh(t, g, "cat /workspace/hello"); got != "shared" {
+		t.Errorf("share: %q", got)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(launch.WarmDir(home, "minimal", vm.AMD64), "*", "warm.json")); len(recs) != 0 {
+		t.Errorf("a snapshot was saved of a machine with a share: %q", recs)
+	}
+}

@@ -1,0 +1,363 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// Checkpoints of a sandbox whose VM is live (airlock run --keep):
+// sandboxes/<id>/checkpoints/<name>/ holds the machine's saved state
+// (state, and the hypervisor's description of it), a copy of the
+// workspace disk taken while the machine was paused for the save
+// (disk.img: reflinked where the file system can, else copied sparsely),
+// the collected workspace manifest of that moment (guest.json, when the
+// sandbox has one) and checkpoint.json. A rollback puts the disk and the
+// manifest back and restores the machine from the state in a new
+// supervisor, in place of the running one: processes, memory and files
+// come back as they were.
+
+// Files of a checkpoint directory.
+const (
+	CheckpointsDir  = "checkpoints"
+	checkpointFile  = "checkpoint.json"
+	checkpointState = "state"
+	checkpointLock  = "checkpoint.lock"
+)
+
+// Audit events of checkpoints.
+const (
+	EventCheckpoint EventKind = "checkpoint"
+	EventRollback   EventKind = "rollback"
+)
+
+// ErrNoVM means the sandbox's VM is not running: checkpoints need a live
+// one (airlock run --keep).
+var ErrNoVM = errors.New("the sandbox's VM is not running")
+
+// Checkpoint describes one saved checkpoint.
+type Checkpoint struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	// SaveMS is how long the machine was paused: the state saved and the
+	// disk copied.
+	SaveMS int64 `json:"save_ms"`
+	// StateBytes is the saved state's size; DiskBytes the host space the
+	// disk copy takes (a reflinked copy shares it with the disk).
+	StateBytes int64 `json:"state_bytes"`
+	DiskBytes  int64 `json:"disk_bytes"`
+	Reflinked  bool  `json:"reflinked"`
+	Manifest   bool  `json:"manifest"`
+}
+
+// RunDir is the run directory of the sandbox's VM, where its supervisor
+// serves (run/<id> in the home).
+func (sb *Sandbox) RunDir() string {
+	return filepath.Join(filepath.Dir(sb.store.dir), "run", sb.ID)
+}
+
+// validCheckpointName accepts one plain path element of letters, digits,
+// '-', '_' and '.', not starting with '.' or '-'.
+func validCheckpointName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("checkpoint name %q: 1 to 64 characters", name)
+	}
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok || i == 0 && (r == '.' || r == '-') {
+			return fmt.Errorf("checkpoint name %q: use letters, digits, '-', '_' and '.', not starting with '.' or '-'", name)
+		}
+	}
+	return nil
+}
+
+// lockCheckpoints serialises checkpoints and rollbacks of the sandbox.
+func (sb *Sandbox) lockCheckpoints() (func(), error) {
+	f, err := os.OpenFile(sb.Path(checkpointLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// Checkpoint saves the sandbox's running VM and its workspace disk as
+// checkpoint name. The VM is paused while its state is saved and its disk
+// copied, and runs on afterwards.
+func (sb *Sandbox) Checkpoint(ctx context.Context, name string) (Checkpoint, error) {
+	cp, err := sb.checkpoint(ctx, name)
+	if err != nil {
+		return cp, fmt.Errorf("checkpoint %s of %s: %w", name, sb.ID, err)
+	}
+	return cp, nil
+}
+
+func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, error) {
+	cp := Checkpoint{Name: name}
+	if err := validCheckpointName(name); err != nil {
+		return cp, err
+	}
+	unlock, err := sb.lockCheckpoints()
+	if err != nil {
+		return cp, err
+	}
+	defer unlock()
+	c, err := vmhost.Dial(ctx, sb.RunDir())
+	if err != nil {
+		return cp, fmt.Errorf("%w (keep it running with airlock run --keep): %w", ErrNoVM, err)
+	}
+	st, err := c.State(ctx)
+	if err != nil {
+		return cp, err
+	}
+	if !slices.Contains(st.Can, vmhost.OpSave) {
+		return cp, fmt.Errorf("the %s backend cannot save this machine: %w", st.Backend, vm.ErrNotSupported)
+	}
+	spec, err := readSpec(sb.RunDir())
+	if err != nil {
+		return cp, err
+	}
+	if len(spec.Shares) > 0 {
+		return cp, fmt.Errorf("the VM has a virtio-fs share (%s), and a machine with one cannot be saved (its file system state lives in virtiofsd, outside the VM): %w", spec.Shares[0].Tag, vm.ErrNotSupported)
+	}
+	dir := sb.Path(filepath.Join(CheckpointsDir, name))
+	if _, err := os.Stat(dir); err == nil {
+		return cp, fmt.Errorf("checkpoint %s exists (airlock checkpoints %s lists them)", name, sb.ID)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return cp, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+name+"-")
+	if err != nil {
+		return cp, err
+	}
+	defer os.RemoveAll(tmp)
+
+	t0 := time.Now()
+	if err := c.Pause(ctx); err != nil {
+		return cp, err
+	}
+	resumed := false
+	resume := func() error {
+		if resumed {
+			return nil
+		}
+		resumed = true
+		return c.Resume(context.WithoutCancel(ctx))
+	}
+	defer resume()
+	// Paused, the saved memory and the disk copy are of one moment.
+	if err := c.Save(ctx, filepath.Join(tmp, checkpointState)); err != nil {
+		return cp, err
+	}
+	for i, d := range spec.Disks {
+		if d.ReadOnly {
+			continue
+		}
+		if i > 0 {
+			return cp, errors.New("the VM has more than one writable disk")
+		}
+		if cp.Reflinked, err = copyDisk(d.Path, filepath.Join(tmp, DiskFile)); err != nil {
+			return cp, fmt.Errorf("copy the workspace disk: %w", err)
+		}
+	}
+	if err := resume(); err != nil {
+		return cp, fmt.Errorf("resume the VM: %w", err)
+	}
+	cp.SaveMS = time.Since(t0).Milliseconds()
+	if err := copyFileIfExists(sb.Path(GuestFile), filepath.Join(tmp, GuestFile)); err == nil {
+		cp.Manifest = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return cp, err
+	}
+	if fi, err := os.Stat(filepath.Join(tmp, checkpointState)); err == nil {
+		cp.StateBytes = fi.Size()
+	}
+	if fi, err := os.Stat(filepath.Join(tmp, DiskFile)); err == nil {
+		cp.DiskBytes = allocated(fi)
+	}
+	cp.Created = time.Now().UTC()
+	b, _ := json.MarshalIndent(cp, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, checkpointFile), append(b, '\n'), 0o600); err != nil {
+		return cp, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return cp, err
+	}
+	if err := sb.Audit(Event{Event: EventCheckpoint, Data: map[string]any{"name": name, "save_ms": cp.SaveMS,
+		"state_bytes": cp.StateBytes, "disk_bytes": cp.DiskBytes, "reflinked": cp.Reflinked}}); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+// Checkpoints lists the sandbox's checkpoints, oldest first.
+func (sb *Sandbox) Checkpoints() ([]Checkpoint, error) {
+	des, err := os.ReadDir(sb.Path(CheckpointsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Checkpoint
+	for _, de := range des {
+		if !de.IsDir() || validCheckpointName(de.Name()) != nil {
+			continue
+		}
+		b, err := os.ReadFile(sb.Path(filepath.Join(CheckpointsDir, de.Name(), checkpointFile)))
+		if err != nil {
+			continue
+		}
+		var cp Checkpoint
+		if json.Unmarshal(b, &cp) != nil || cp.Name != de.Name() {
+			continue
+		}
+		out = append(out, cp)
+	}
+	slices.SortFunc(out, func(a, b Checkpoint) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Rollback takes the sandbox back to checkpoint name: its running VM (if
+// any) is killed, the workspace disk and the collected manifest are put
+// back, and a new supervisor restores the machine from the checkpoint's
+// state through restorer (the supervised backend). The restored machine
+// runs on under its supervisor, detached from ctx.
+func (sb *Sandbox) Rollback(ctx context.Context, name string, restorer vm.Restorer) (time.Duration, error) {
+	d, err := sb.rollback(ctx, name, restorer)
+	if err != nil {
+		return d, fmt.Errorf("roll %s back to %s: %w", sb.ID, name, err)
+	}
+	return d, nil
+}
+
+func (sb *Sandbox) rollback(ctx context.Context, name string, restorer vm.Restorer) (time.Duration, error) {
+	if err := validCheckpointName(name); err != nil {
+		return 0, err
+	}
+	unlock, err := sb.lockCheckpoints()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	dir := sb.Path(filepath.Join(CheckpointsDir, name))
+	if _, err := os.Stat(filepath.Join(dir, checkpointFile)); err != nil {
+		return 0, fmt.Errorf("no checkpoint %s (airlock checkpoints %s lists them)", name, sb.ID)
+	}
+	run := sb.RunDir()
+	spec, err := readSpec(run)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if c, err := vmhost.Dial(ctx, run); err == nil {
+		if _, err := c.Kill(ctx); err != nil && !errors.Is(err, vmhost.ErrNoSupervisor) {
+			return 0, fmt.Errorf("stop the running VM: %w", err)
+		}
+	}
+	for _, d := range spec.Disks {
+		if d.ReadOnly {
+			continue
+		}
+		tmp := d.Path + ".rollback"
+		if _, err := copyDisk(filepath.Join(dir, DiskFile), tmp); err != nil {
+			os.Remove(tmp)
+			return 0, fmt.Errorf("put the workspace disk back: %w", err)
+		}
+		if err := os.Rename(tmp, d.Path); err != nil {
+			return 0, err
+		}
+	}
+	if err := copyFileIfExists(filepath.Join(dir, GuestFile), sb.Path(GuestFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if _, err := restorer.Restore(context.WithoutCancel(ctx), spec, filepath.Join(dir, checkpointState)); err != nil {
+		return 0, err
+	}
+	d := time.Since(t0)
+	if err := sb.Audit(Event{Event: EventRollback, Data: map[string]any{"name": name, "rollback_ms": d.Milliseconds()}}); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// readSpec reads the machine spec a supervisor was started with.
+func readSpec(run string) (vm.Spec, error) {
+	var spec vm.Spec
+	b, err := os.ReadFile(filepath.Join(run, vmhost.SpecFile))
+	if err != nil {
+		return spec, fmt.Errorf("%w: no machine spec in %s (keep it running with airlock run --keep)", ErrNoVM, run)
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return spec, fmt.Errorf("machine spec %s: %w", filepath.Join(run, vmhost.SpecFile), err)
+	}
+	return spec, nil
+}
+
+// copyDisk copies the disk image src to dst (which must not exist):
+// reflinked where the file system can, else only its data, leaving holes
+// as holes (SEEK_DATA/SEEK_HOLE).
+func copyDisk(src, dst string) (reflinked bool, err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	if reflink(out, in) == nil {
+		return true, nil
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return false, err
+	}
+	if err := out.Truncate(fi.Size()); err != nil {
+		return false, err
+	}
+	return false, copyData(out, in, fi.Size())
+}
+
+// copyFileIfExists copies a small file, replacing dst.
+func copyFileIfExists(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// copyRange copies n bytes at off from in to out.
+func copyRange(out, in *os.File, off, n int64) error {
+	_, err := io.Copy(io.NewOffsetWriter(out, off), io.NewSectionReader(in, off, n))
+	return err
+}
