@@ -66,6 +66,9 @@ type Preset struct {
 	PromptTemplate string `toml:"prompt_template" json:"prompt_template,omitempty"`
 	// User is the guest account the agent runs as.
 	User string `toml:"user" json:"user,omitempty"`
+	// Image is the guest image the agent's CLI is on ("full"); a run
+	// without --image uses it. Empty: the run's image (minimal by default).
+	Image string `toml:"image" json:"image,omitempty"`
 	// Source is "builtin" or the path of the file that last set a key.
 	Source string `toml:"-" json:"source"`
 }
@@ -81,7 +84,7 @@ type Rationale struct {
 }
 
 // keys are the keys a preset table may hold, for error messages.
-const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header), rationale (json_field, summary_file), prompt_template, user"
+const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header), rationale (json_field, summary_file), prompt_template, user, image"
 
 // UserDir is the user's configuration directory: where config.toml is
 // (config.UserPath).
@@ -182,6 +185,9 @@ func parse(data []byte, source string, base map[string]Preset) (map[string]Prese
 		if set("user") {
 			p.User = u.User
 		}
+		if set("image") {
+			p.Image = u.Image
+		}
 		p.Name, p.Source = n, source
 		if err := p.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("agent %s: %w", n, err))
@@ -253,6 +259,9 @@ func (p Preset) Validate() error {
 	}
 	if p.User != "" && !userRE.MatchString(p.User) {
 		errs = append(errs, fmt.Errorf("user %q: not a valid account name", p.User))
+	}
+	if p.Image != "" && !nameRE.MatchString(p.Image) {
+		errs = append(errs, fmt.Errorf("image %q: not an image name (airlock image ls lists them)", p.Image))
 	}
 	return errors.Join(errs...)
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 type runFlags struct {
@@ -94,8 +97,10 @@ codex, gemini, and yours from agents.toml) on the task given by --prompt or
 --prompt-file: its non-interactive command with the task as one argument,
 its environment, its API hosts allowed through the proxy and its API key
 (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY) kept on the host. The
-agent's CLI must be in the image. --agent and a command after -- exclude
-each other.
+agent's CLI must be in the image: without --image, the preset's image is
+used (full for claude, codex and gemini: airlock image build full). --agent
+and a command after -- exclude each other. Several agents (--agent
+claude,codex) run side by side from one snapshot, and are compared.
 
 The agent may explain itself in .airlock/summary.md in the workspace: it is
 kept with the sandbox and shown, and .airlock/ is never part of the changes.
@@ -139,6 +144,9 @@ inspection (airlock logs ID).`,
 			ars, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("image") {
+				f.image = "" // the agent preset's image, else minimal
 			}
 			return runRun(cmd.Context(), e, &f, args, ars)
 		},
@@ -260,10 +268,19 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	if arch == "" {
 		arch = runtime.GOARCH
 	}
-	image := f.image
-	if image == "" {
-		image = "minimal"
+	// Each variant's image: --image, else its agent preset's (the one its
+	// CLI is on), else the minimal one.
+	for i := range variants {
+		v := &variants[i]
+		v.image = f.image
+		if v.image == "" && v.agent != nil {
+			v.image = v.agent.preset.Image
+		}
+		if v.image == "" {
+			v.image = "minimal"
+		}
 	}
+
 	if eff.OpenNetwork {
 		e.warnOpenNetwork()
 		for _, ar := range ars {
@@ -278,10 +295,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	var excluded, skipped []manifest.Exclusion
 	lim := eff.Limits
 	opts := sandbox.RunOptions{
-		Project: f.project, Script: script, Image: image, Arch: arch, Sync: mode,
+		Project: f.project, Script: script, Arch: arch, Sync: mode,
 		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
 		Verify: f.verify, NoVerify: f.noVerify,
-		Boot:   sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {})),
 		Stdout: e.stdout, Stderr: errw,
 		Progress: func(ev sandbox.Progress) {
 			switch ev.Step {
@@ -318,6 +334,17 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	}
 	if lim.Disk > 0 {
 		opts.DiskSize = int64(lim.Disk)
+	}
+	for i := range variants {
+		v := &variants[i]
+		bf := f.bootFlags
+		bf.image = v.image
+		v.boot = sandbox.LaunchBoot(bf.options(h, backend, func(launch.Event) {}))
+		// An image that is not built stops the run before a sandbox is made.
+		v.preflight = func() error {
+			_, err := image.Find(append([]string{h}, home.BundleImageRoots()...), v.image, vm.Arch(arch))
+			return err
+		}
 	}
 	opts.Keep = f.keep
 	if f.keep && f.fanOut > 1 {
@@ -396,18 +423,21 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 }
 
 // runVariant is what differs between the attempts of one airlock run:
-// the agent (nil for a command), its command line, environment and
-// network.
+// the agent (nil for a command), its command line, environment, network
+// and image.
 type runVariant struct {
-	agent   *agentRun
-	args    []string
-	env     map[string]string
-	network *sandbox.Network
+	agent     *agentRun
+	args      []string
+	env       map[string]string
+	network   *sandbox.Network
+	image     string
+	boot      func(context.Context, sandbox.Attach) (sandbox.Machine, error)
+	preflight func() error
 }
 
 // apply makes the run of v from the options every attempt shares.
 func (v runVariant) apply(o sandbox.RunOptions) sandbox.RunOptions {
-	o.Command, o.Env, o.Network = v.args, v.env, v.network
+	o.Command, o.Env, o.Network, o.Image, o.Boot, o.Preflight = v.args, v.env, v.network, v.image, v.boot, v.preflight
 	if v.agent != nil {
 		o.Agent, o.User = v.agent.preset.Name, v.agent.preset.User
 		if v.agent.preset.Rationale.JSONField != "" {

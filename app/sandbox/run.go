@@ -153,6 +153,10 @@ type RunOptions struct {
 	// Agent names the agent preset that made Command, if any (a reply
 	// continues the conversation with the same preset).
 	Agent string
+	// Preflight, if set, runs once the options are checked and before the
+	// sandbox is made: its error (an image that is not built) stops the
+	// run with nothing left behind.
+	Preflight func() error
 	// FinalMessage, if set, reads the agent's final message from what the
 	// command printed on stdout (up to MaxAgentOutput; nothing is read
 	// from more); the message is kept with the sandbox (final.md) and
@@ -270,6 +274,11 @@ func (s *Store) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}
 	if o.Keep && (r.o.Sync == SyncVirtiofs || o.DiskSize <= 0) {
 		return nil, errors.New("keep: a kept VM needs the copy sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
+	}
+	if o.Preflight != nil {
+		if err := o.Preflight(); err != nil {
+			return nil, err
+		}
 	}
 	meta := Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
 		Network: NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent}
