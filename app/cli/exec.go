@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // bootFlags are the flags of every command that boots a VM.
@@ -222,6 +223,13 @@ func runExecIn(ctx context.Context, e *env, f *execFlags, id string, env map[str
 		return fmt.Errorf("%w (airlock run --keep keeps a sandbox's VM running)", err)
 	}
 	defer g.Client.Close()
+	if g.Image == nil {
+		// An attached machine does not say which image it booted: the
+		// sandbox does, for its default user.
+		if m, err := sb.Meta(); err == nil && m.Image != "" {
+			g.Image, _ = image.Find(append([]string{h}, home.BundleImageRoots()...), m.Image, vm.Arch(m.Arch))
+		}
+	}
 	dir := f.workdir
 	if dir == "" {
 		dir = sandbox.Workspace

@@ -226,9 +226,10 @@ func List(home string) ([]*Image, error) {
 }
 
 // User is the account commands run as by default on this image: the
-// root disk's unprivileged user, "" (the agent's own, root) without one.
+// root disk's unprivileged user, "" (the agent's own, root) without one
+// or for a nil image.
 func (im *Image) User() string {
-	if im.Meta.Rootfs != nil {
+	if im != nil && im.Meta.Rootfs != nil {
 		return im.Meta.Rootfs.User
 	}
 	return ""
