@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,45 @@ func TestFullImageDemoLoop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(clone)); !os.IsNotExist(err) {
 		t.Errorf("rm left the sandbox's directory with its clone: %v", err)
+	}
+}
+
+// TestFullImageCheckpointRollback: on the full image the root disk is
+// written too (the agent's home), so a checkpoint keeps it with the
+// workspace disk and a rollback puts both back, with the processes.
+func TestFullImageCheckpointRollback(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home, _ := fullHome(t)
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "a.txt"), []byte("v0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := airlockCLI(t, home, "--json", "run", "--image", "full", "--keep", "--project", proj, "--", "sh", "-c", "echo v1 > a.txt; echo h1 > ~/note.txt")
+	var res struct {
+		Sandbox string `json:"sandbox"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Sandbox == "" {
+		t.Fatalf("run --keep: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id := res.Sandbox
+	t.Cleanup(func() { airlockCLI(t, home, "stop", "--kill", id) })
+	sh := func(script string) string {
+		t.Helper()
+		code, out, errOut := airlockCLI(t, home, "exec", id, "--", "sh", "-c", script)
+		if code != 0 {
+			t.Fatalf("exec %s %q: exit %d\n%s\n%s", id, script, code, out, errOut)
+		}
+		return strings.TrimSpace(out)
+	}
+	sh("setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > ~/sleep.pid")
+	if code, out, errOut := airlockCLI(t, home, "checkpoint", id, "before"); code != 0 {
+		t.Fatalf("checkpoint: exit %d\n%s\n%s", code, out, errOut)
+	}
+	sh("kill $(cat ~/sleep.pid); echo v2 > a.txt; echo h2 > ~/note.txt; sync")
+	if code, out, errOut := airlockCLI(t, home, "rollback", id, "before"); code != 0 {
+		t.Fatalf("rollback: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := sh("cat a.txt ~/note.txt; kill -0 $(cat ~/sleep.pid) && echo alive; whoami"); got != "v1\nh1\nalive\nagent" {
+		t.Errorf("after the rollback: %q, want a.txt v1, ~/note.txt h1, the sleep alive, as agent", got)
 	}
 }

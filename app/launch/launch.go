@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -188,11 +189,14 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		Network:   o.Network,
 		StateDir:  dir,
 	}
+	rootFresh := false // the root disk is a new clone of the image's
 	if img.Rootfs != "" {
 		root := o.RootDisk
 		if root == "" {
 			root = filepath.Join(dir, image.RootfsFile)
 		}
+		_, serr := os.Stat(root)
+		rootFresh = errors.Is(serr, fs.ErrNotExist)
 		d, err := rootDisk(ctx, img, root, logger)
 		if err != nil {
 			os.RemoveAll(dir)
@@ -222,7 +226,7 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 	// first contact, so that one snapshot serves every sandbox of a shape.
 	var plan warmPlan
 	if o.Warm {
-		plan = planWarmBoot(ctx, o, img, spec)
+		plan = planWarmBoot(ctx, o, img, spec, rootFresh)
 		switch {
 		case plan.ok:
 		case plan.save:
@@ -241,6 +245,14 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 
 	var m vm.Machine
 	restored := false
+	if plan.ok && img.Rootfs != "" {
+		// The saved machine has its root disk mounted as it was then: boot
+		// a clone of that disk instead of the fresh clone of the image's.
+		if err := warmRoot(ctx, &spec.Disks[0], plan.dir); err != nil {
+			notice("cold boot: " + oneLine(err))
+			plan.ok = false
+		}
+	}
 	if plan.ok {
 		progress(Event{Step: StepBooting, Message: fmt.Sprintf("restoring %s (%s) from its warm snapshot", name, arch)})
 		m, err = o.Backend.(vm.Restorer).Restore(ctx, spec, filepath.Join(plan.dir, warmStateFile))
@@ -252,6 +264,15 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 			notice("cold boot: the warm snapshot did not restore (" + oneLine(err) + "); saving a new one on the way")
 			plan.save = true
 			m = nil
+			if img.Rootfs != "" {
+				// Back to a fresh clone of the image's root disk.
+				root := spec.Disks[0].Path
+				os.Remove(root)
+				if spec.Disks[0], err = rootDisk(ctx, img, root, logger); err != nil {
+					os.RemoveAll(dir)
+					return nil, err
+				}
+			}
 		}
 	}
 	if m == nil && ctx.Err() == nil {
@@ -287,7 +308,11 @@ func Boot(ctx context.Context, o Options) (*Guest, error) {
 		// The agent is waited for without an identity and the state
 		// saved; then the first contact is made as after a restore.
 		sctx, cancel := context.WithTimeout(ctx, timeout)
-		err := saveWarm(sctx, m, dial, plan, start)
+		root := ""
+		if img.Rootfs != "" {
+			root = spec.Disks[0].Path
+		}
+		err := saveWarm(sctx, m, dial, plan, root, start)
 		cancel()
 		logger.Debug("warm snapshot", "machine", spec.Name, "saved", err == nil, "after", time.Since(start))
 		if err != nil && ctx.Err() == nil {
@@ -534,6 +559,26 @@ func attach(spec *vm.Spec, shares []Share, disks []Disk) (diskArgs []string) {
 // blockDevice is the guest's name of the i-th virtio block device.
 func blockDevice(i int) string { return "vd" + string(rune('a'+i)) }
 
+// warmRoot makes root a copy of the root disk kept with the warm snapshot
+// in dir, in place of the fresh clone of the image's. It is a copy of that
+// (small) overlay or a clone of that raw disk, never an overlay on it: the
+// sandbox keeps its disk for later rounds, and the snapshot may be
+// replaced meanwhile.
+func warmRoot(ctx context.Context, root *vm.Disk, dir string) error {
+	tmp := root.Path + ".warm"
+	os.Remove(tmp)
+	res, err := disk.Keep(ctx, filepath.Join(dir, warmRootFile), tmp)
+	if err != nil {
+		return fmt.Errorf("the warm snapshot's root disk: %w", err)
+	}
+	if err := os.Rename(tmp, root.Path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	root.Format = res.Format
+	return nil
+}
+
 // realPath is path with symbolic links resolved (path itself when that
 // fails): the image files' paths are part of a warm snapshot's machine, and
 // homes that link to one image store (test homes) then share snapshots.
@@ -547,24 +592,29 @@ func realPath(path string) string {
 // oneLine is err's message on one line.
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
-// planWarmBoot decides how a warm boot of spec goes.
-func planWarmBoot(ctx context.Context, o Options, img *image.Image, spec vm.Spec) warmPlan {
+// planWarmBoot decides how a warm boot of spec goes. rootFresh says the
+// machine's root disk (an image with one) is a new clone of the image's.
+func planWarmBoot(ctx context.Context, o Options, img *image.Image, spec vm.Spec, rootFresh bool) warmPlan {
 	switch {
 	case len(spec.Shares) > 0:
 		return warmPlan{reason: fmt.Sprintf("the machine has a virtio-fs share (%s), and a machine with one cannot be snapshotted (its file system state lives in virtiofsd, outside the VM); the copy sync mode starts warm", spec.Shares[0].Tag)}
 	case spec.Network == vm.NetworkNAT:
 		return warmPlan{reason: "a machine with the open network is not snapshotted (its DHCP lease and NAT state belong to one machine)"}
-	case img.Rootfs != "":
-		// The guest has its root disk mounted from boot on: a saved
-		// machine's memory holds that file system's state, which only the
-		// disk it was saved with matches, not a fresh clone of the image.
-		return warmPlan{reason: "the " + img.Name + " image boots from its own root disk, whose state a saved machine cannot share with a fresh clone"}
+	case img.Rootfs != "" && !rootFresh:
+		// A saved machine's memory holds its root disk's file system as
+		// it was saved; this sandbox's disk has moved on since (an
+		// earlier round), so it boots as it is.
+		return warmPlan{reason: "this sandbox's root disk holds its earlier rounds, which no saved machine has"}
 	}
 	d := spec.WithDefaults(spec.Arch)
 	shape := WarmShape{Image: img.Name, Arch: spec.Arch, CPUs: d.CPUs, MemoryMiB: d.MemoryMiB,
 		Cmdline: strings.TrimSpace(spec.Cmdline), Link: spec.Link.Kind, Network: d.Network}
-	for _, disk := range spec.Disks {
-		fi, err := os.Stat(disk.Path)
+	for i, d := range spec.Disks {
+		path := d.Path
+		if i == 0 && img.Rootfs != "" {
+			path = img.Rootfs // the clone's own file may be a small overlay
+		}
+		fi, err := os.Stat(path)
 		if err != nil {
 			return warmPlan{reason: "cannot size the disk: " + err.Error()}
 		}

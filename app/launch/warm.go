@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
 )
 
@@ -43,6 +44,11 @@ const (
 	warmRecordFile = "warm.json"
 	warmStateFile  = "state"
 	warmLockFile   = "lock"
+	// warmRootFile is the root disk as it was when the state was saved,
+	// for an image with one: the saved memory holds that file system
+	// mounted, so a restored machine boots a clone of this disk, never a
+	// fresh clone of the image's.
+	warmRootFile = "root.img"
 )
 
 // WarmShape is the part of a machine that a saved state depends on,
@@ -106,6 +112,8 @@ type WarmRecord struct {
 	// the initrd; Guest is its hash as the image recorded it).
 	Kernel FileStamp `json:"kernel"`
 	Initrd FileStamp `json:"initrd"`
+	// Rootfs is the image's root disk, for an image with one.
+	Rootfs FileStamp `json:"rootfs,omitzero"`
 	Guest  string    `json:"guest_sha256"`
 	// Hypervisor and Accelerator are the backend's account of itself
 	// (program and version).
@@ -133,6 +141,8 @@ func Stale(have *WarmRecord, want WarmRecord) string {
 		return "the image's kernel changed since the warm snapshot (" + want.Kernel.Path + ")"
 	case have.Initrd != want.Initrd:
 		return "the image's initrd changed since the warm snapshot (" + want.Initrd.Path + ")"
+	case have.Rootfs != want.Rootfs:
+		return "the image's root disk changed since the warm snapshot (" + want.Rootfs.Path + ")"
 	case have.Guest != want.Guest:
 		return "the guest agent changed since the warm snapshot"
 	case have.Backend != want.Backend:
@@ -182,6 +192,11 @@ func wantRecord(ctx context.Context, b vm.Backend, img *image.Image, shape WarmS
 	if r.Initrd, err = stampFile(realPath(img.Initrd), img.Meta.Initrd.SHA256); err != nil {
 		return r, err
 	}
+	if img.Rootfs != "" {
+		if r.Rootfs, err = stampFile(realPath(img.Rootfs), img.Meta.Rootfs.SHA256); err != nil {
+			return r, err
+		}
+	}
 	d, ok := b.(vm.Describer)
 	if !ok {
 		return r, fmt.Errorf("the %s backend cannot describe itself: %w", b.Name(), vm.ErrNotSupported)
@@ -217,6 +232,11 @@ func planWarm(ctx context.Context, o Options, img *image.Image, shape WarmShape)
 	}
 	p.want = want
 	p.reason = Stale(readWarmRecord(p.dir), want)
+	if p.reason == "" && img.Rootfs != "" {
+		if _, err := os.Stat(filepath.Join(p.dir, warmRootFile)); err != nil {
+			p.reason = "the warm snapshot has no root disk"
+		}
+	}
 	p.ok = p.reason == ""
 	p.save = !p.ok
 	return p
@@ -243,7 +263,11 @@ func lockWarm(dir string) (unlock func(), ok bool) {
 // yet) and saves its state as the snapshot of p.dir. The old snapshot is
 // removed first; the new one is written beside and renamed into place,
 // its record last, so a reader sees a whole snapshot or none.
-func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPlan, bootStart time.Time) error {
+//
+// root, if set, is the machine's root disk: the machine is paused, its
+// state saved and the disk kept as it is then (disk.Keep) beside the
+// state, and the machine runs on.
+func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPlan, root string, bootStart time.Time) error {
 	unlock, ok := lockWarm(p.dir)
 	if !ok {
 		return errors.New("another boot is saving it")
@@ -274,7 +298,11 @@ func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPla
 	}
 	defer os.RemoveAll(tmp)
 	t0 := time.Now()
-	if err := saveMachine(ctx, m, filepath.Join(tmp, warmStateFile)); err != nil {
+	if root == "" {
+		if err := saveMachine(ctx, m, filepath.Join(tmp, warmStateFile)); err != nil {
+			return err
+		}
+	} else if err := saveWithDisk(ctx, m, tmp, root); err != nil {
 		return err
 	}
 	rec := p.want
@@ -293,6 +321,46 @@ func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPla
 		}
 	}
 	return writeFileAtomic(filepath.Join(p.dir, warmRecordFile), append(b, '\n'))
+}
+
+// saveWithDisk saves m's state into dir with its root disk as it is at
+// that moment: the machine stays paused from before the save until the
+// disk is kept (the save flushes the disk's writes), then runs on.
+func saveWithDisk(ctx context.Context, m vm.Machine, dir, root string) (err error) {
+	if err := pauseMachine(ctx, m, true); err != nil {
+		return fmt.Errorf("pause to save with the root disk: %w", err)
+	}
+	defer func() {
+		if rerr := pauseMachine(context.WithoutCancel(ctx), m, false); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("resume after saving: %w", rerr))
+		}
+	}()
+	if err := saveMachine(ctx, m, filepath.Join(dir, warmStateFile)); err != nil {
+		return err
+	}
+	if _, err := disk.Keep(ctx, root, filepath.Join(dir, warmRootFile)); err != nil {
+		return fmt.Errorf("keep the root disk with the warm snapshot: %w", err)
+	}
+	return nil
+}
+
+// pauseMachine pauses m (or resumes it, with pause false): through its
+// supervisor, or the machine's own vm.Pauser.
+func pauseMachine(ctx context.Context, m vm.Machine, pause bool) error {
+	if c, ok := vmhost.SupervisorOf(m); ok {
+		if pause {
+			return c.Pause(ctx)
+		}
+		return c.Resume(ctx)
+	}
+	p, ok := m.(vm.Pauser)
+	if !ok {
+		return fmt.Errorf("pause: %w", vm.ErrNotSupported)
+	}
+	if pause {
+		return p.Pause(ctx)
+	}
+	return p.Resume(ctx)
 }
 
 // saveMachine saves m's state to path: through its supervisor, or the

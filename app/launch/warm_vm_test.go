@@ -227,3 +227,64 @@ func TestWarmStartVirtiofsBootsCold(t *testing.T) {
 		t.Errorf("a snapshot was saved of a machine with a share: %q", recs)
 	}
 }
+
+// TestWarmStartFullImage: the full image boots from its own root disk, so
+// its warm snapshot keeps that disk as it was when saved, and a restored
+// sandbox boots a copy of it: the restored guest's root file system works
+// (reads, writes, no ext4 errors), two restored sandboxes do not share
+// what they write, and a sandbox whose root disk already holds an earlier
+// round boots cold and says why.
+func TestWarmStartFullImage(t *testing.T) {
+	testenv.SkipIfShort(t)
+	img := testenv.FullImage(t, vm.AMD64)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "images", img.Name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(img.Dir, image.Dir(home, img.Name, img.Arch)); err != nil {
+		t.Fatal(err)
+	}
+	roots := t.TempDir()
+	full := func(root string) launch.Options {
+		o := withDisk(t)
+		o.Image, o.RootDisk = img.Name, filepath.Join(roots, root)
+		return o
+	}
+
+	g0, n0 := warmBoot(t, home, full("0.img"))
+	if g0.Warm || !strings.Contains(n0.String(), "saving one") {
+		t.Fatalf("first boot: warm %v, notices %q; want a cold boot that saves a snapshot", g0.Warm, n0.String())
+	}
+	const check = "grep ' / ' /proc/mounts; echo sandbox > /home/agent/probe.txt && sync && cat /home/agent/probe.txt; node --version >/dev/null && echo node-ok; dmesg | grep -ci 'ext4.*error' || true"
+	for _, name := range []string{"1.img", "2.img"} {
+		g, n := warmBoot(t, home, full(name))
+		if !g.Warm {
+			t.Fatalf("%s: not restored; notices %q", name, n.String())
+		}
+		out := sh(t, g, "test ! -e /home/agent/probe.txt && echo fresh; "+check)
+		for _, want := range []string{"fresh", "/dev/vda / ext4 rw", "sandbox", "node-ok"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s restored: %q lacks %q", name, out, want)
+			}
+		}
+		if !strings.HasSuffix(out, "\n0") {
+			t.Errorf("%s restored: ext4 errors in the kernel log: %q", name, out)
+		}
+		// Off before its disk boots again below.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		if err := g.Shutdown(ctx); err != nil {
+			t.Errorf("%s: shutdown: %v", name, err)
+		}
+		cancel()
+	}
+
+	// A later round of sandbox 1: its disk has moved on, so it boots cold,
+	// and what the first round wrote is there.
+	g3, n3 := warmBoot(t, home, full("1.img"))
+	if g3.Warm || !strings.Contains(n3.String(), "earlier rounds") {
+		t.Errorf("a later round: warm %v, notices %q; want a cold boot that says why", g3.Warm, n3.String())
+	}
+	if out := sh(t, g3, "cat /home/agent/probe.txt"); out != "sandbox" {
+		t.Errorf("a later round: /home/agent/probe.txt = %q", out)
+	}
+}

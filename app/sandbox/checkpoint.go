@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // Checkpoints of a sandbox whose VM is live (airlock run --keep):
@@ -168,11 +169,8 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 		if d.ReadOnly {
 			continue
 		}
-		if i > 0 {
-			return cp, errors.New("the VM has more than one writable disk")
-		}
-		if cp.Reflinked, err = copyDisk(d.Path, filepath.Join(tmp, DiskFile)); err != nil {
-			return cp, fmt.Errorf("copy the workspace disk: %w", err)
+		if cp.Reflinked, err = keepDisk(ctx, d.Path, filepath.Join(tmp, checkpointDisk(i))); err != nil {
+			return cp, fmt.Errorf("copy the VM's disk %s: %w", filepath.Base(d.Path), err)
 		}
 	}
 	if err := resume(); err != nil {
@@ -187,8 +185,10 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 	if fi, err := os.Stat(filepath.Join(tmp, checkpointState)); err == nil {
 		cp.StateBytes = fi.Size()
 	}
-	if fi, err := os.Stat(filepath.Join(tmp, DiskFile)); err == nil {
-		cp.DiskBytes = allocated(fi)
+	for i := range spec.Disks {
+		if fi, err := os.Stat(filepath.Join(tmp, checkpointDisk(i))); err == nil {
+			cp.DiskBytes += allocated(fi)
+		}
 	}
 	cp.Created = time.Now().UTC()
 	b, _ := json.MarshalIndent(cp, "", "  ")
@@ -270,14 +270,15 @@ func (sb *Sandbox) rollback(ctx context.Context, name string, restorer vm.Restor
 			return 0, fmt.Errorf("stop the running VM: %w", err)
 		}
 	}
-	for _, d := range spec.Disks {
+	for i, d := range spec.Disks {
 		if d.ReadOnly {
 			continue
 		}
 		tmp := d.Path + ".rollback"
-		if _, err := copyDisk(filepath.Join(dir, DiskFile), tmp); err != nil {
+		os.Remove(tmp)
+		if _, err := keepDisk(ctx, filepath.Join(dir, checkpointDisk(i)), tmp); err != nil {
 			os.Remove(tmp)
-			return 0, fmt.Errorf("put the workspace disk back: %w", err)
+			return 0, fmt.Errorf("put the VM's disk %s back: %w", filepath.Base(d.Path), err)
 		}
 		if err := os.Rename(tmp, d.Path); err != nil {
 			return 0, err
@@ -294,6 +295,31 @@ func (sb *Sandbox) rollback(ctx context.Context, name string, restorer vm.Restor
 		return d, err
 	}
 	return d, nil
+}
+
+// checkpointDisk is the file of a checkpoint that keeps the VM's i-th
+// disk: disk.img for the first (the workspace disk on the minimal image,
+// the root disk on the full one), disk.N.img for the others.
+func checkpointDisk(i int) string {
+	if i == 0 {
+		return DiskFile
+	}
+	return fmt.Sprintf("disk.%d.img", i)
+}
+
+// keepDisk copies the disk src to dst as it is now: a qcow2 overlay (a
+// sandbox's root disk where the file system cannot clone) is small and
+// copied whole (disk.Keep), a raw disk reflinked or copied sparsely.
+func keepDisk(ctx context.Context, src, dst string) (reflinked bool, err error) {
+	format, err := disk.Format(src)
+	if err != nil {
+		return false, err
+	}
+	if format == disk.QCOW2 {
+		_, err := disk.Keep(ctx, src, dst)
+		return false, err
+	}
+	return copyDisk(src, dst)
 }
 
 // readSpec reads the machine spec a supervisor was started with.

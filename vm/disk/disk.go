@@ -62,8 +62,8 @@ type cloner struct {
 	clone  func(ctx context.Context, src, dst string) error
 }
 
-// Clone makes dst a copy-on-write clone of the raw image src. dst must not
-// exist. It tries each method of plan in order and returns the first that
+// Clone makes dst a copy-on-write clone of the image src (raw, or a qcow2
+// overlay, which only an overlay of it can clone). dst must not exist. It tries each method of plan in order and returns the first that
 // works; the errors of all of them when none does, wrapping ErrNoClone.
 // A failed attempt leaves no dst behind.
 func Clone(ctx context.Context, src, dst string, o Options) (Result, error) {
@@ -121,7 +121,11 @@ func overlay(ctx context.Context, qemuImg, src, dst string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, qemuImg, OverlayArgs(abs, dst)...)
+	format, err := Format(abs)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, qemuImg, overlayArgs(format, abs, dst)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -132,8 +136,47 @@ func overlay(ctx context.Context, qemuImg, src, dst string) error {
 
 // OverlayArgs is qemu-img's command line for a qcow2 overlay at dst backed
 // by the raw image base (an absolute path).
-func OverlayArgs(base, dst string) []string {
-	return []string{"create", "-q", "-f", QCOW2, "-F", Raw, "-b", base, dst}
+func OverlayArgs(base, dst string) []string { return overlayArgs(Raw, base, dst) }
+
+func overlayArgs(format, base, dst string) []string {
+	return []string{"create", "-q", "-f", QCOW2, "-F", format, "-b", base, dst}
+}
+
+// Keep makes dst a lasting copy of the disk src as it is now, cheaply: a
+// qcow2 overlay is small (only what was written on its base) and is
+// copied; a raw image is cloned (reflink or clonefile), never copied
+// whole. src must not change meanwhile (its machine paused, its block
+// layer flushed). dst must not exist.
+func Keep(ctx context.Context, src, dst string) (Result, error) {
+	format, err := Format(src)
+	if err != nil {
+		return Result{}, err
+	}
+	if format == Raw {
+		return Clone(ctx, src, dst, Options{})
+	}
+	if err := copyFile(src, dst); err != nil {
+		os.Remove(dst)
+		return Result{}, fmt.Errorf("keep %s: %w", src, err)
+	}
+	return Result{Method: "copy", Format: QCOW2}, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").

@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -160,4 +161,42 @@ func Allocated(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Blocks * 512
+}
+
+// TestKeepAndCloneAnOverlay: a qcow2 overlay is kept as a copy of itself,
+// and a clone of the kept overlay is an overlay on it that reads the same.
+func TestKeepAndCloneAnOverlay(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		t.Skip("qemu-img not installed")
+	}
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	if err := os.WriteFile(base, bytes.Repeat([]byte("base"), 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(dir, "first.img")
+	if _, err := cloneWith(t.Context(), base, first, plan(Options{Overlay: true})[len(plan(Options{Overlay: true}))-1:]); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", "write -P 0x61 0 4096", first).CombinedOutput(); err != nil {
+		t.Skipf("qemu-io: %v %s", err, out)
+	}
+	kept := filepath.Join(dir, "kept.img")
+	res, err := Keep(t.Context(), first, kept)
+	if err != nil || res.Format != QCOW2 {
+		t.Fatalf("Keep = %+v, %v", res, err)
+	}
+	clone := filepath.Join(dir, "clone.img")
+	res, err = Clone(t.Context(), kept, clone, Options{Overlay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Method == MethodOverlay {
+		if out, err := exec.Command("qemu-img", "info", clone).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("backing file format: qcow2")) {
+			t.Errorf("clone of an overlay: %v\n%s", err, out)
+		}
+	}
+	if out, err := exec.Command("qemu-img", "compare", first, clone).CombinedOutput(); err != nil {
+		t.Errorf("the clone of the kept overlay differs from the overlay: %v\n%s", err, out)
+	}
 }
