@@ -28,7 +28,7 @@ const (
 	// connection is one stream of it and begins with Magic, as on vsock.
 	SerialPortName = "airlock.link"
 	// ProtocolVersion is bumped on any incompatible change to this file.
-	ProtocolVersion = 1
+	ProtocolVersion = 2
 	// MaxMessage caps one handshake message.
 	MaxMessage = 64 << 10
 	// Magic opens every link connection, before the Hello.
