@@ -31,11 +31,7 @@ cannot be checkpointed.`,
   airlock rollback 3f2a before-tests`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			sb, err := st.Get(args[0])
+			sb, err := e.openSandbox(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -90,11 +86,7 @@ sandbox can be rolled back to it again.`,
 			if err != nil {
 				return err
 			}
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			sb, err := st.Get(args[0])
+			sb, err := e.openSandbox(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -130,11 +122,7 @@ func newCheckpointsCmd(e *env) *cobra.Command {
 		Long:  `checkpoints lists the checkpoints of a sandbox, oldest first: name, when, how long the VM was paused, the saved state's size and the disk copy's.`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			sb, err := st.Get(args[0])
+			sb, err := e.openSandbox(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -49,14 +49,7 @@ func TestCheckpointRollback(t *testing.T) {
 	}
 	id := res.Sandbox
 	t.Cleanup(func() { airlockCLI(t, home, "stop", "--kill", id) })
-	sh := func(script string) string {
-		t.Helper()
-		code, out, errOut := airlockCLI(t, home, "exec", id, "--", "sh", "-c", script)
-		if code != 0 {
-			t.Fatalf("exec %s %q: exit %d\n%s\n%s", id, script, code, out, errOut)
-		}
-		return strings.TrimSpace(out)
-	}
+	sh := shellIn(t, home, id)
 	if got := sh("cat a.txt; pwd"); got != "v1\n/workspace" {
 		t.Fatalf("kept VM: %q, want the run's file in /workspace", got)
 	}
@@ -144,5 +137,18 @@ func TestExecWarmAndCold(t *testing.T) {
 	}
 	if exec("--cold") {
 		t.Error("exec --cold restored the warm snapshot")
+	}
+}
+
+// shellIn runs shell scripts in the kept VM of sandbox id (airlock exec
+// ID) and returns their output, trimmed; a failure ends the test.
+func shellIn(t *testing.T, home, id string) func(script string) string {
+	return func(script string) string {
+		t.Helper()
+		code, out, errOut := airlockCLI(t, home, "exec", id, "--", "sh", "-c", script)
+		if code != 0 {
+			t.Fatalf("exec %s %q: exit %d\n%s\n%s", id, script, code, out, errOut)
+		}
+		return strings.TrimSpace(out)
 	}
 }

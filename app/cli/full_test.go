@@ -116,14 +116,7 @@ func TestFullImageCheckpointRollback(t *testing.T) {
 	}
 	id := res.Sandbox
 	t.Cleanup(func() { airlockCLI(t, home, "stop", "--kill", id) })
-	sh := func(script string) string {
-		t.Helper()
-		code, out, errOut := airlockCLI(t, home, "exec", id, "--", "sh", "-c", script)
-		if code != 0 {
-			t.Fatalf("exec %s %q: exit %d\n%s\n%s", id, script, code, out, errOut)
-		}
-		return strings.TrimSpace(out)
-	}
+	sh := shellIn(t, home, id)
 	sh("setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > ~/sleep.pid")
 	if code, out, errOut := airlockCLI(t, home, "checkpoint", id, "before"); code != 0 {
 		t.Fatalf("checkpoint: exit %d\n%s\n%s", code, out, errOut)
