@@ -52,9 +52,11 @@ done
 // Guest programs for the tests.
 const (
 	initPowerOff = initPrologue + "echo HELLO-INIT\npoweroff -f\n"
-	// initEcho says READY on the link, then echoes it back.
+	// initEcho says READY on the link, then echoes it back. A read of the
+	// port while the host is not connected is end of file, so cat ends
+	// when the host hangs up between two of its reads: it starts again.
 	initEcho = initPrologue + powerButton + `echo "HELLO-ECHO $port"
-exec 3<>$port; echo READY >&3; cat <&3 >&3; while :; do sleep 3600; done
+exec 3<>$port; echo READY >&3; while :; do cat <&3 >&3; sleep 1; done
 `
 	// initDeaf says READY on the link and ignores the power button.
 	initDeaf = initPrologue + `exec 3<>$port; echo READY >&3; while :; do sleep 3600; done
