@@ -13,8 +13,11 @@ import (
 
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // GUI opens the desktop app and returns when it is closed. This package
@@ -43,6 +46,8 @@ type GUISetup struct {
 	// does (the demo agent's fake model is started; stop it with the
 	// function returned once the run is over).
 	Agent func(name string) (agent.Preset, func(), error)
+	// CheckImage says why image name cannot boot here (not built), or nil.
+	CheckImage func(name string) error
 	// Project, if set, is a folder to open the run dialog for, as if it
 	// were dropped on the window; with Start the run starts at once with
 	// the first agent and the default settings.
@@ -121,6 +126,10 @@ review window of a sandbox, at --file PATH if given.`,
 				// The app still opens, with the built-in presets; it says why.
 				e.note("%v; the desktop app offers the built-in agents only", setup.AgentsErr)
 				setup.Agents, _ = agent.Load("")
+			}
+			setup.CheckImage = func(name string) error {
+				_, err := image.Find(append([]string{h}, home.BundleImageRoots()...), name, vm.Arch(runtime.GOARCH))
+				return err
 			}
 			setup.Agent = func(name string) (agent.Preset, func(), error) {
 				p, ok := setup.Agents[name]

@@ -134,3 +134,24 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 		t.Error("an unknown agent ran")
 	}
 }
+
+// TestStoreServiceChecksTheImage: an image that is not built stops the
+// run before a sandbox is made, with the reason.
+func TestStoreServiceChecksTheImage(t *testing.T) {
+	store, err := sandbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &StoreService{Store: store, Arch: "amd64",
+		Boot: func(string, int, int) func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
+			return func(context.Context, sandbox.Attach) (sandbox.Machine, error) { return nil, errors.New("unreached") }
+		},
+		CheckImage: func(name string) error { return errors.New("image " + name + " is not built") },
+	}
+	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}, Image: FullImage}); err == nil || err.Error() != "image full is not built" {
+		t.Errorf("run on an image that is not built: %v", err)
+	}
+	if infos, _ := svc.List(); len(infos) != 0 {
+		t.Errorf("a sandbox was made: %+v", infos)
+	}
+}

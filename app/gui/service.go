@@ -158,6 +158,9 @@ type StoreService struct {
 	Network func(project string, agent *agent.Preset) (*sandbox.Network, error)
 	// Agent readies an agent preset for a run; nil offers none.
 	Agent AgentFunc
+	// CheckImage, if set, says why an image cannot boot (not built):
+	// the run then stops before a sandbox is made.
+	CheckImage func(name string) error
 }
 
 var _ Service = (*StoreService)(nil)
@@ -200,6 +203,9 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 		if p.Rationale.JSONField != "" && req.Prompt != "" {
 			opts.FinalMessage = p.FinalMessage
 		}
+	}
+	if s.CheckImage != nil {
+		opts.Preflight = func() error { return s.CheckImage(image) }
 	}
 	if s.Network != nil {
 		n, err := s.Network(req.Project, p)
