@@ -16,7 +16,7 @@ import (
 
 // fullHome is an Airlock home of its own that shares the test images,
 // with the full image built.
-func fullHome(t *testing.T) (string, *image.Image) {
+func fullHome(t testing.TB) (string, *image.Image) {
 	t.Helper()
 	im := testenv.FullImage(t, vm.AMD64)
 	return vmHome(t), im
