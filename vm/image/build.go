@@ -167,7 +167,7 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 	}
 	var host fullHost
 	if b.rootfs != nil {
-		if host, err = checkFullHost(arch, os.Geteuid(), runtime.GOARCH); err != nil {
+		if host, err = checkFullHost(arch, os.Geteuid(), runtime.GOARCH, binfmtEnabled); err != nil {
 			return nil, err
 		}
 	}

@@ -179,13 +179,32 @@ func TestInstalledNpmAndCheckAgents(t *testing.T) {
 }
 
 func TestCheckFullHost(t *testing.T) {
-	_, err := checkFullHost(vm.ARM64, 1000, "amd64")
+	no := func(vm.Arch) bool { return false }
+	_, err := checkFullHost(vm.ARM64, 1000, "amd64", no)
 	if err == nil {
 		t.Fatal("no error for a non-root arm64 build on amd64")
 	}
-	for _, want := range []string{"needs root", "sudo airlock image build full", "arm64 on an amd64 host is not supported", "qemu-user-static"} {
+	for _, want := range []string{"needs root", "sudo airlock image build full", "arm64 on an amd64 host needs the kernel to run arm64 programs", "qemu-user-static"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	// With qemu-user registered for arm64, only root is missing.
+	_, err = checkFullHost(vm.ARM64, 1000, "amd64", func(a vm.Arch) bool { return a == vm.ARM64 })
+	if err == nil || strings.Contains(err.Error(), "arm64 programs") {
+		t.Errorf("arm64 with binfmt: %v", err)
+	}
+}
+
+func TestBinfmtUsable(t *testing.T) {
+	for entry, want := range map[string]bool{
+		"enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: PF\noffset 0\n": true,
+		"enabled\ninterpreter /usr/bin/qemu-aarch64\nflags: \noffset 0\n":                       false, // not usable in a chroot
+		"disabled\ninterpreter /usr/bin/qemu-aarch64-static\nflags: F\n":                        false,
+		"": false,
+	} {
+		if got := binfmtUsable(entry); got != want {
+			t.Errorf("binfmtUsable(%q) = %v, want %v", entry, got, want)
 		}
 	}
 }
