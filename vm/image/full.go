@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -423,7 +424,15 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 		}
 	}
 	node := filepath.Join(local, "bin", "node")
-	nv, err := runCommand(ctx, "", node, "--version")
+	// A foreign arch's node runs through qemu-user, which must find its
+	// dynamic linker and libraries in the tree (QEMU_LD_PREFIX).
+	var foreign []string
+	if string(arch) != runtime.GOARCH {
+		foreign = []string{"QEMU_LD_PREFIX=" + tree}
+	}
+	vcmd := exec.CommandContext(ctx, node, "--version")
+	vcmd.Env = append(os.Environ(), foreign...)
+	nv, err := vcmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("run the image's node: %w%s", err, outputTail(nv))
 	}
@@ -434,7 +443,7 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	// version does not matter and their install scripts run under the
 	// node they will run on.
 	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(npmDir, "bin", "npm-cli.js")}, npmInstallArgs(spec, local, npmCache)...)...)
-	cmd.Env = npmEnv(os.Environ(), local, filepath.Join(work, "npmrc"))
+	cmd.Env = append(npmEnv(os.Environ(), local, filepath.Join(work, "npmrc")), foreign...)
 	if err := os.WriteFile(filepath.Join(work, "npmrc"), nil, 0o644); err != nil {
 		return nil, err
 	}
