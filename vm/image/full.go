@@ -429,6 +429,18 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	var foreign []string
 	if string(arch) != runtime.GOARCH {
 		foreign = []string{"QEMU_LD_PREFIX=" + tree}
+		// qemu-user looks every absolute path up in the tree first, so a
+		// CA bundle the host adds for node (NODE_EXTRA_CA_CERTS) would be
+		// the tree's file of the same name: hand node a copy outside it.
+		if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
+			if data, err := os.ReadFile(ca); err == nil {
+				hostCA := filepath.Join(work, "host-extra-ca.pem")
+				if err := os.WriteFile(hostCA, data, 0o644); err != nil {
+					return nil, err
+				}
+				foreign = append(foreign, "NODE_EXTRA_CA_CERTS="+hostCA)
+			}
+		}
 	}
 	vcmd := exec.CommandContext(ctx, node, "--version")
 	vcmd.Env = append(os.Environ(), foreign...)
