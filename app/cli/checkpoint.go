@@ -90,11 +90,7 @@ sandbox can be rolled back to it again.`,
 			if err != nil {
 				return err
 			}
-			eff, err := e.resolveLimits("", &bootFlags{}, &limitFlags{})
-			if err != nil {
-				return err
-			}
-			backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
+			backend, err := e.userBackend(h)
 			if err != nil {
 				return err
 			}

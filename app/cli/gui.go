@@ -97,12 +97,8 @@ review window of a sandbox, at --file PATH if given.`,
 			if err != nil {
 				return err
 			}
-			eff, err := e.resolveLimits("", &bootFlags{}, &limitFlags{})
-			if err != nil {
-				return err
-			}
 			// The app's VMs outlive a restart of the app, for the idle TTL.
-			backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
+			backend, err := e.userBackend(h)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,17 @@ import (
 	"github.com/airlock-dev/airlock/vm"
 )
 
+// userBackend is supervisedBackend with the idle TTL of the user's
+// configuration (no project or flags): for commands that start VMs outside
+// a run (the desktop app, rollback).
+func (e *env) userBackend(h string) (vm.Backend, error) {
+	eff, err := e.resolveLimits("", &bootFlags{}, &limitFlags{})
+	if err != nil {
+		return nil, err
+	}
+	return supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
+}
+
 // supervisedBackend starts each VM under its own supervisor process: this
 // program's hidden vmhost command, running this OS's backend. A VM left
 // without a client for idleTTL (its airlock died) is stopped; zero keeps
