@@ -15,7 +15,7 @@ import (
 // windowing system); a build without cgo has only the commands.
 func guiOption() []cli.Option {
 	return []cli.Option{cli.WithGUI(func(ctx context.Context, s cli.GUISetup) error {
-		svc := &gui.StoreService{Store: s.Store, Boot: s.Boot, Arch: s.Arch, Network: s.Network, Agent: s.Agent, CheckImage: s.CheckImage}
+		svc := &gui.StoreService{Store: s.Store, Planner: s.Planner}
 		st := gui.Startup{Project: s.Project, Start: s.Start, Review: s.Review, File: s.File}
 		if s.AgentsErr != nil {
 			st.Notice = s.AgentsErr.Error() + " (the built-in agents are offered)"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/agent"
-	"github.com/airlock-dev/airlock/app/agent/fakemodel"
 )
 
 // loadAgents loads the agent presets: the built-ins and the user's
@@ -40,73 +38,54 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.promptFile, "prompt-file", "", "read the task for --agent from FILE (- for standard input)")
 }
 
-// agentRun is what a preset adds to a run.
-type agentRun struct {
-	preset  agent.Preset
-	command []string
-}
-
 // resolve checks the agent flags against the rest of the command line
-// and builds each preset's command; nil without --agent.
-func (f *agentFlags) resolve(e *env, args []string, dash int, script string) ([]*agentRun, error) {
+// and reads the prompt: the agents to run and their task (none without
+// --agent).
+func (f *agentFlags) resolve(e *env, args []string, dash int, script string) (names []string, prompt string, err error) {
 	if len(f.names) == 0 {
 		if f.prompt != "" || f.promptFile != "" {
-			return nil, errors.New("--prompt and --prompt-file go with --agent NAME (airlock agents lists the agents)")
+			return nil, "", errors.New("--prompt and --prompt-file go with --agent NAME (airlock agents lists the agents)")
 		}
-		return nil, nil
+		return nil, "", nil
 	}
 	shown := strings.Join(f.names, ",")
 	if dash >= 0 || len(args) > 0 || script != "" {
-		return nil, fmt.Errorf("--agent %s runs the agent's own command: give either --agent NAME --prompt TEXT, or a command after -- (or --script FILE), not both", shown)
+		return nil, "", fmt.Errorf("--agent %s runs the agent's own command: give either --agent NAME --prompt TEXT, or a command after -- (or --script FILE), not both", shown)
 	}
-	presets, err := loadAgents()
-	if err != nil {
-		return nil, err
-	}
-	var ps []agent.Preset
-	for _, name := range f.names {
-		p, ok := presets[name]
-		if !ok {
-			return nil, fmt.Errorf("no agent %q: known agents are %s (add your own in %s next to config.toml)", name, strings.Join(agent.Names(presets), ", "), agent.FileName)
+	for i, name := range f.names {
+		if slices.Contains(f.names[:i], name) {
+			return nil, "", fmt.Errorf("--agent %s is given twice: for several attempts of one agent use --fan-out N", name)
 		}
-		if slices.ContainsFunc(ps, func(q agent.Preset) bool { return q.Name == name }) {
-			return nil, fmt.Errorf("--agent %s is given twice: for several attempts of one agent use --fan-out N", name)
-		}
-		ps = append(ps, p)
 	}
-	prompt := f.prompt
+	prompt = f.prompt
 	switch {
 	case f.prompt != "" && f.promptFile != "":
-		return nil, errors.New("give --prompt or --prompt-file, not both")
+		return nil, "", errors.New("give --prompt or --prompt-file, not both")
 	case f.promptFile == "-":
 		b, err := readCapped(e.stdin, maxPrompt)
 		if err != nil {
-			return nil, fmt.Errorf("read the prompt from standard input: %w", err)
+			return nil, "", fmt.Errorf("read the prompt from standard input: %w", err)
 		}
 		prompt = string(b)
 	case f.promptFile != "":
 		fh, err := os.Open(f.promptFile)
 		if err != nil {
-			return nil, fmt.Errorf("read --prompt-file: %w", err)
+			return nil, "", fmt.Errorf("read --prompt-file: %w", err)
 		}
 		b, err := readCapped(fh, maxPrompt)
 		fh.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read --prompt-file %s: %w", f.promptFile, err)
+			return nil, "", fmt.Errorf("read --prompt-file %s: %w", f.promptFile, err)
 		}
 		prompt = string(b)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return nil, fmt.Errorf("--agent %s needs a task: --prompt TEXT or --prompt-file FILE", shown)
+		return nil, "", fmt.Errorf("--agent %s needs a task: --prompt TEXT or --prompt-file FILE", shown)
 	}
 	if strings.ContainsRune(prompt, 0) {
-		return nil, errors.New("the prompt contains a NUL byte, which cannot be passed as an argument")
+		return nil, "", errors.New("the prompt contains a NUL byte, which cannot be passed as an argument")
 	}
-	ars := make([]*agentRun, len(ps))
-	for i, p := range ps {
-		ars[i] = &agentRun{preset: p, command: p.Command(prompt, false)}
-	}
-	return ars, nil
+	return f.names, prompt, nil
 }
 
 // maxPrompt caps a prompt: it becomes one argument of the agent's command.
@@ -165,26 +144,4 @@ config.toml, or the environment; the VM sees only a placeholder).`,
 			return tw.Flush()
 		},
 	}
-}
-
-// demoAgent is the preset whose model is Airlock's own fake one.
-const demoAgent = "demo"
-
-// startFakeModel starts the demo agent's fake model on the host's
-// loopback for this run, allows exactly its address through the proxy,
-// and tells the agent where it is (AIRLOCK_DEMO_API).
-func startFakeModel(e *env, ar *agentRun) (stop func(), err error) {
-	srv, err := fakemodel.Start()
-	if err != nil {
-		return nil, err
-	}
-	ar.preset.Hosts = append(slices.Clone(ar.preset.Hosts), srv.Addr)
-	env := maps.Clone(ar.preset.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	env["AIRLOCK_DEMO_API"] = srv.URL
-	ar.preset.Env = env
-	e.note("demo agent: its fake model listens on %s (no API key needed)", srv.Addr)
-	return func() { srv.Close() }, nil
 }

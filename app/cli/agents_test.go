@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 func TestAgentsCmd(t *testing.T) {
@@ -98,24 +103,25 @@ func TestRunAgentNetwork(t *testing.T) {
 	}
 	f := &agentFlags{names: []string{"claude"}, prompt: "fix it"}
 	e := &env{stderr: &strings.Builder{}, quiet: true}
-	ars, err := f.resolve(e, nil, -1, "")
+	names, prompt, err := f.resolve(e, nil, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar := ars[0]
-	if got := strings.Join(ar.command, " "); got != strings.Join(presets["claude"].Command("fix it", false), " ") || !strings.HasPrefix(got, "claude -p --output-format json --dangerously-skip-permissions fix it\n") {
+	pl, err := e.planner(home, &syncWriter{w: e.stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.Backend = func(time.Duration) (vm.Backend, error) { return nil, nil }
+	pn, err := pl.Run(context.Background(), plan.Request{Project: project, Agents: names, Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pn.Close()
+	o := pn.Runs[0]
+	if got := strings.Join(o.Command, " "); got != strings.Join(presets["claude"].Command("fix it", false), " ") || !strings.HasPrefix(got, "claude -p --output-format json --dangerously-skip-permissions fix it\n") {
 		t.Errorf("command %q", got)
 	}
-	var nf netFlags
-	if nf.preset, err = ar.preset.Rules(); err != nil {
-		t.Fatal(err)
-	}
-	nf.presetSecrets = ar.preset.Secrets()
-	network, err := e.networkFor(home, project, &nf, false, &syncWriter{w: e.stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := network.Policy
+	pol := o.Network.Policy
 	if len(pol.Allow) != 1 || pol.Allow[0].Host != "api.anthropic.com" || pol.Allow[0].Source != "preset" {
 		t.Errorf("allow %+v", pol.Allow)
 	}
@@ -131,17 +137,22 @@ func TestAgentPromptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{stdin: strings.NewReader("from stdin")}
+	presets, err := loadAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gemini := presets["gemini"]
 	for _, tt := range []struct{ file, want string }{{task, "from a file"}, {"-", "from stdin"}} {
-		ars, err := (&agentFlags{names: []string{"gemini"}, promptFile: tt.file}).resolve(e, nil, -1, "")
+		_, prompt, err := (&agentFlags{names: []string{"gemini"}, promptFile: tt.file}).resolve(e, nil, -1, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := ars[0].command
+		cmd := gemini.Command(prompt, false)
 		if last := cmd[len(cmd)-1]; !strings.HasPrefix(last, tt.want+"\n") || cmd[len(cmd)-2] != "-p" {
 			t.Errorf("%s: command %q", tt.file, cmd)
 		}
 	}
-	if _, err := (&agentFlags{names: []string{"gemini"}, prompt: "a", promptFile: task}).resolve(e, nil, -1, ""); err == nil {
+	if _, _, err := (&agentFlags{names: []string{"gemini"}, prompt: "a", promptFile: task}).resolve(e, nil, -1, ""); err == nil {
 		t.Error("--prompt and --prompt-file together accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,10 +19,10 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
-	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // bootFlags are the flags of every command that boots a VM.
@@ -142,43 +143,39 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 	if f.tty && e.json {
 		return errors.New("--tty and --json do not go together: a terminal session has no separate output to collect")
 	}
-	if sandboxID != "" {
-		return runExecIn(ctx, e, f, sandboxID, envMap, args)
-	}
-	eff, err := e.resolveLimits("", &f.bootFlags, &f.limits)
-	if err != nil {
-		return err
-	}
-	applyLimits(&f.bootFlags, eff)
-	timeout := eff.Limits.Timeout.Std()
 	h, err := e.home()
 	if err != nil {
 		return err
 	}
 	errw := &syncWriter{w: e.stderr}
-	var network *sandbox.Network // an open network has no proxy
-	if !eff.OpenNetwork {
-		if network, err = e.networkFor(h, "", &f.netFlags, false, errw); err != nil {
-			return err
-		}
-	}
-	backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
+	pl, err := e.planner(h, errw)
 	if err != nil {
 		return err
 	}
-	if eff.OpenNetwork {
+	pn, err := pl.Exec(ctx, plan.ExecRequest{
+		Sandbox: sandboxID, Image: f.image, Arch: f.arch, Env: envMap, Limits: f.limits.request(&f.bootFlags),
+		OpenNetwork: f.openNetwork, Allow: f.allow, Link: vm.LinkKind(f.link), BootTimeout: f.bootTimeout, Cold: f.cold,
+	})
+	if err != nil {
+		return cliError(err)
+	}
+	if pn.Sandbox != nil {
+		return runExecIn(ctx, e, f, pn, args)
+	}
+	if pn.OpenNetwork {
 		e.warnOpenNetwork()
 	}
 	p := e.newProgress()
-	f.notice = func(s string) { e.note("%s", s) }
-	g, err := launch.Boot(ctx, f.options(h, backend, func(ev launch.Event) {
+	o := pn.Launch
+	o.Progress = func(ev launch.Event) {
 		switch ev.Step {
 		case launch.StepBooting:
 			p.Step(ev.Message)
 		case launch.StepReady:
 			p.Done("")
 		}
-	}))
+	}
+	g, err := launch.Boot(ctx, o)
 	p.Done("")
 	if err != nil {
 		return err
@@ -189,36 +186,22 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 		_ = g.Shutdown(sctx)
 	}()
 
-	netEnv := map[string]string{}
-	if network != nil {
-		env, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), network, filepath.Base(g.Dir), nil)
+	env := map[string]string{}
+	if pn.Network != nil {
+		netEnv, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), pn.Network, filepath.Base(g.Dir), nil)
 		if err != nil {
 			return err
 		}
 		defer stopNet()
-		netEnv = env
+		env = netEnv
 	}
-	for k, v := range envMap {
-		netEnv[k] = v
-	}
-	return execIn(ctx, e, f, g, netEnv, f.workdir, timeout, eff.OpenNetwork, args)
+	maps.Copy(env, pn.Env)
+	return execIn(ctx, e, f, g, env, f.workdir, pn.Timeout, pn.OpenNetwork, args)
 }
 
 // runExecIn runs a command in the kept VM of a sandbox.
-func runExecIn(ctx context.Context, e *env, f *execFlags, id string, env map[string]string, args []string) error {
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
-	st, err := e.sandboxes()
-	if err != nil {
-		return err
-	}
-	sb, err := st.Get(id)
-	if err != nil {
-		return err
-	}
-	g, err := launch.Attach(ctx, launch.Options{Home: h, Name: sb.ID, BootTimeout: f.bootTimeout})
+func runExecIn(ctx context.Context, e *env, f *execFlags, pn *plan.ExecPlan, args []string) error {
+	g, err := launch.Attach(ctx, pn.Launch)
 	if err != nil {
 		return fmt.Errorf("%w (airlock run --keep keeps a sandbox's VM running)", err)
 	}
@@ -226,15 +209,13 @@ func runExecIn(ctx context.Context, e *env, f *execFlags, id string, env map[str
 	if g.Image == nil {
 		// An attached machine does not say which image it booted: the
 		// sandbox does, for its default user.
-		if m, err := sb.Meta(); err == nil && m.Image != "" {
-			g.Image, _ = image.Find(append([]string{h}, home.BundleImageRoots()...), m.Image, vm.Arch(m.Arch))
-		}
+		g.Image = pn.Image
 	}
 	dir := f.workdir
 	if dir == "" {
 		dir = sandbox.Workspace
 	}
-	return execIn(ctx, e, f, g, env, dir, f.limits.timeout.Std(), false, args)
+	return execIn(ctx, e, f, g, pn.Env, dir, pn.Timeout, false, args)
 }
 
 // execIn runs args in g with the terminal, output and exit code handling

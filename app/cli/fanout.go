@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -202,34 +201,4 @@ func (p *prefixWriter) Flush() {
 		io.WriteString(p.w, p.prefix+strings.TrimRight(p.buf.String(), "\n")+"\n")
 		p.buf.Reset()
 	}
-}
-
-// fanOutParallel is how many attempts run at once: the flag when given,
-// else as many VMs as half the host's available memory holds (at least
-// one), never more than there are attempts.
-func fanOutParallel(flag, n int, lim config.Limits) int {
-	if flag > 0 {
-		return min(flag, n)
-	}
-	avail := availableMemory()
-	if avail <= 0 || lim.Memory <= 0 {
-		return n
-	}
-	return max(1, min(n, int(avail/2/int64(lim.Memory))))
-}
-
-// availableMemory reads MemAvailable from /proc/meminfo (Linux); 0 when
-// it cannot tell (macOS: the attempts all start, vz clamps memory).
-func availableMemory() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		var kb int64
-		if _, err := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); err == nil {
-			return kb * 1024
-		}
-	}
-	return 0
 }

@@ -3,21 +3,15 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/agent"
-	"github.com/airlock-dev/airlock/app/config"
-	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/vm"
-	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // GUI opens the desktop app and returns when it is closed. This package
@@ -29,25 +23,18 @@ type GUI func(ctx context.Context, s GUISetup) error
 // boot a machine (the per-OS backend is chosen here, as for run), and
 // where the demo agent's script is ("" if not found).
 type GUISetup struct {
-	Store      *sandbox.Store
-	Boot       func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
-	Arch       string
+	Store *sandbox.Store
+	// Planner plans the app's runs and Send back rounds exactly as
+	// airlock run and airlock reply plan theirs: the same limits (the
+	// user's config.toml and the project's airlock.toml), network, agent
+	// presets, images and backend. Its notes and each request of a run's
+	// proxy go to airlock's stderr.
+	Planner    *plan.Planner
 	DemoScript string
-	// Network returns a run's network for a project and agent preset (nil
-	// for none), as airlock run builds it (the preset's hosts and API key,
-	// the user's configuration; a project's widening only once confirmed
-	// with airlock trust).
-	Network func(project string, p *agent.Preset) (*sandbox.Network, error)
 	// Agents are the agent presets (built-in and the user's agents.toml);
 	// AgentsErr says why the user's file was left out, if it was.
 	Agents    map[string]agent.Preset
 	AgentsErr error
-	// Agent readies the preset name for one run, as airlock run --agent
-	// does (the demo agent's fake model is started; stop it with the
-	// function returned once the run is over).
-	Agent func(name string) (agent.Preset, func(), error)
-	// CheckImage says why image name cannot boot here (not built), or nil.
-	CheckImage func(name string) error
 	// Project, if set, is a folder to open the run dialog for, as if it
 	// were dropped on the window; with Start the run starts at once with
 	// the first agent and the default settings.
@@ -65,6 +52,11 @@ type Option func(*env)
 // WithGUI makes `airlock gui` (and airlock started from a desktop with no
 // arguments) open the desktop app g.
 func WithGUI(g GUI) Option { return func(e *env) { e.gui = g } }
+
+// WithPlanHook has f see the plan of every run before it starts; an
+// error from f stops the run with that error. Tests compare what
+// different ways of starting a run plan.
+func WithPlanHook(f func(*plan.Plan) error) Option { return func(e *env) { e.onPlan = f } }
 
 func newGUICmd(e *env) *cobra.Command {
 	var start bool
@@ -98,49 +90,16 @@ review window of a sandbox, at --file PATH if given.`,
 				return err
 			}
 			// The app's VMs outlive a restart of the app, for the idle TTL.
-			backend, err := e.userBackend(h)
+			pl, err := e.planner(h, &syncWriter{w: e.stderr})
 			if err != nil {
 				return err
 			}
-			boot := func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error) {
-				f := bootFlags{image: image, cpus: cpus, memory: memoryFlag{config.Size(memoryMiB) * config.MiB}, bootTimeout: launch.DefaultBootTimeout}
-				return sandbox.LaunchBoot(f.options(h, backend, func(launch.Event) {}))
-			}
-			setup := GUISetup{Store: store, Boot: boot, Arch: runtime.GOARCH, DemoScript: findDemoScript(), Start: start, File: file}
-			setup.Network = func(project string, p *agent.Preset) (*sandbox.Network, error) {
-				var nf netFlags
-				if p != nil {
-					rules, err := p.Rules()
-					if err != nil {
-						return nil, err
-					}
-					nf.preset, nf.presetSecrets = rules, p.Secrets()
-				}
-				return e.networkFor(h, project, &nf, false, &syncWriter{w: e.stderr})
-			}
+			setup := GUISetup{Store: store, Planner: pl, DemoScript: findDemoScript(), Start: start, File: file}
 			if setup.Agents, setup.AgentsErr = loadAgents(); setup.AgentsErr != nil {
 				// The app still opens, with the built-in presets; it says why.
 				e.note("%v; the desktop app offers the built-in agents only", setup.AgentsErr)
 				setup.Agents, _ = agent.Load("")
-			}
-			setup.CheckImage = func(name string) error {
-				_, err := image.Find(append([]string{h}, home.BundleImageRoots()...), name, vm.Arch(runtime.GOARCH))
-				return err
-			}
-			setup.Agent = func(name string) (agent.Preset, func(), error) {
-				p, ok := setup.Agents[name]
-				if !ok {
-					return agent.Preset{}, nil, fmt.Errorf("no agent %q: known agents are %s", name, strings.Join(agent.Names(setup.Agents), ", "))
-				}
-				ar := &agentRun{preset: p}
-				if name != demoAgent {
-					return ar.preset, func() {}, nil
-				}
-				stop, err := startFakeModel(e, ar)
-				if err != nil {
-					return agent.Preset{}, nil, err
-				}
-				return ar.preset, stop, nil
+				pl.Agents = func() (map[string]agent.Preset, error) { return setup.Agents, nil }
 			}
 			if len(args) == 1 {
 				if setup.Project, err = filepath.Abs(args[0]); err != nil {

@@ -9,7 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -71,29 +72,32 @@ func TestGUICommand(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut.String())
 		}
-		if got.Store == nil || got.Boot == nil || got.Arch == "" {
+		if got.Store == nil || got.Planner == nil || got.Planner.Backend == nil || got.Planner.Arch == "" {
 			t.Errorf("the GUI got %+v", got)
-		}
-		if got.Boot("minimal", 1, 512) == nil {
-			t.Error("Boot returned no boot function")
 		}
 	})
 }
 
-// TestGUIRunWithATTY runs a command the way the desktop app does: through
-// the GUISetup's boot function, under a pseudo-terminal of the terminal
+// TestGUIRunWithATTY runs a command the way the desktop app does: planned
+// by the GUISetup's planner, under a pseudo-terminal of the terminal
 // widget's size, with what is typed as input.
 func TestGUIRunWithATTY(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := vmHome(t)
 	setup := guiSetup(t, home)
-	var term bytes.Buffer
-	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
-		Project: t.TempDir(), Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
+	pn, err := setup.Planner.Run(t.Context(), plan.Request{
+		Project: t.TempDir(), Limits: config.Limits{CPUs: 1, Memory: 512 * config.MiB},
 		Command: []string{"sh", "-c", "stty size; read x; echo got:$x > typed.txt; echo got:$x"},
-		Stdin:   strings.NewReader("hello\r"), Stdout: &term, Stderr: &term,
-		TTY: &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pn.Close()
+	var term bytes.Buffer
+	o := pn.Runs[0]
+	o.Stdin, o.Stdout, o.Stderr = strings.NewReader("hello\r"), &term, &term
+	o.TTY = &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70}
+	res, err := setup.Store.Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}
@@ -111,37 +115,32 @@ func TestGUIRunWithATTY(t *testing.T) {
 }
 
 // TestGUIAgentDemo runs the demo agent preset the way the desktop app
-// does: the GUISetup readies the preset (its fake model on the host's
-// loopback) and builds the network with it, and the run goes through the
-// setup's boot function in a real VM; the agent reaches its model through
-// the proxy and its edits and summary come back.
+// does: the GUISetup's planner readies the preset (its fake model on the
+// host's loopback) and builds the network with it, and the run boots a
+// real VM; the agent reaches its model through the proxy and its edits
+// and summary come back.
 func TestGUIAgentDemo(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := vmHome(t)
 	setup := guiSetup(t, home)
-	if setup.Agent == nil || setup.Network == nil || len(setup.Agents) < 4 {
+	if setup.Planner == nil || len(setup.Agents) < 4 {
 		t.Fatalf("the GUI got no agents: %d presets", len(setup.Agents))
 	}
-	if _, _, err := setup.Agent("nope"); err == nil || !strings.Contains(err.Error(), "claude, codex, demo, gemini") {
-		t.Errorf("an unknown agent: %v", err)
-	}
-	p, stop, err := setup.Agent("demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
-	n, err := setup.Network(project, &p)
+	small := config.Limits{CPUs: 1, Memory: 512 * config.MiB}
+	if _, err := setup.Planner.Run(t.Context(), plan.Request{Project: project, Agents: []string{"nope"}, Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "claude, codex, demo, gemini") {
+		t.Errorf("an unknown agent: %v", err)
+	}
+	pn, err := setup.Planner.Run(t.Context(), plan.Request{Project: project, Agents: []string{"demo"}, Prompt: "Add stop words", Limits: small})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer pn.Close()
 	var term bytes.Buffer
-	res, err := setup.Store.Run(context.Background(), sandbox.RunOptions{
-		Project: project, Image: "minimal", Arch: setup.Arch, Boot: setup.Boot("minimal", 1, 512),
-		Command: p.Command("Add stop words", false), Env: p.Env, Agent: p.Name, Network: n,
-		Stdout: &term, Stderr: &term,
-	})
+	o := pn.Runs[0]
+	o.Stdout, o.Stderr = &term, &term
+	res, err := setup.Store.Run(context.Background(), o)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}

@@ -2,15 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/airlock-dev/airlock/app/config"
-	"github.com/airlock-dev/airlock/sync/manifest"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // memoryFlag is --memory: a size (2G, 512M), or a bare number of MiB as
@@ -49,58 +45,6 @@ func (l *limitFlags) registerRun(fl *pflag.FlagSet) {
 	fl.Var(&l.maxPullBytes, "max-pull-bytes", "cap on the bytes of the files collected from /workspace (default: [limits] max_pull_bytes, "+d.MaxPullBytes.String()+")")
 	fl.IntVar(&l.maxFiles, "max-files", 0, fmt.Sprintf("cap on the files collected from /workspace (default: [limits] max_files, %d)", d.MaxFiles))
 	fl.Var(&l.maxFileSize, "max-file-size", "cap on one collected file (default: [limits] max_file_size, "+d.MaxFileSize.String()+")")
-}
-
-// resolveLimits merges Airlock's defaults, the user's config.toml, the
-// project's airlock.toml (which may only narrow; project is empty for a
-// command without one) and the flags, and tells the user what was ignored.
-func (e *env) resolveLimits(project string, b *bootFlags, l *limitFlags) (config.Effective, error) {
-	src := config.Sources{
-		Flags: config.Limits{
-			CPUs: b.cpus, Memory: b.memory.Size, Disk: l.disk, Timeout: l.timeout,
-			MaxPullBytes: l.maxPullBytes, MaxFiles: l.maxFiles, MaxFileSize: l.maxFileSize,
-		},
-		OpenNetworkFlag: b.openNetwork,
-		HostCPUs:        runtime.NumCPU(),
-		// The trust-confirmation mechanism plugs in here
-		// (config.Sources.ConfirmWiden); until then a project file only
-		// narrows.
-		ConfirmWiden: nil,
-	}
-	path, err := config.UserPath(os.Getenv)
-	if err != nil {
-		return config.Effective{}, err
-	}
-	if src.User, err = config.LoadUser(path); err != nil {
-		return config.Effective{}, err
-	}
-	if project != "" {
-		if src.Project, err = config.Load(project); err != nil {
-			return config.Effective{}, err
-		}
-	}
-	eff, err := config.Resolve(src)
-	if err != nil {
-		return config.Effective{}, err
-	}
-	for _, n := range eff.Notes {
-		e.note("%s", n)
-	}
-	return eff, nil
-}
-
-// applyLimits sizes the machine of a launch.
-func applyLimits(b *bootFlags, eff config.Effective) {
-	b.cpus, b.memory.Size = eff.Limits.CPUs, eff.Limits.Memory
-	b.network = vm.NetworkNone
-	if eff.OpenNetwork {
-		b.network = vm.NetworkNAT
-	}
-}
-
-// manifestLimits are the caps of eff as the collect step takes them.
-func manifestLimits(l config.Limits) manifest.Limits {
-	return manifest.Limits{MaxTotalBytes: int64(l.MaxPullBytes), MaxEntries: l.MaxFiles, MaxFileSize: int64(l.MaxFileSize)}
 }
 
 // openNetworkWarning is printed when a VM gets an open network.

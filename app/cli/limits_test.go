@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/config"
-	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 func TestMemoryFlag(t *testing.T) {
@@ -20,16 +19,6 @@ func TestMemoryFlag(t *testing.T) {
 	var m memoryFlag
 	if err := m.Set("lots"); err == nil {
 		t.Error("--memory lots: no error")
-	}
-}
-
-func TestManifestLimits(t *testing.T) {
-	l := config.DefaultLimits()
-	l.MaxPullBytes, l.MaxFiles = config.Unlimited, 10
-	got := manifestLimits(l)
-	want := manifest.Limits{MaxTotalBytes: -1, MaxEntries: 10, MaxFileSize: 1 << 30}
-	if got != want {
-		t.Errorf("manifestLimits = %+v, want %+v", got, want)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -29,19 +28,6 @@ func (f *netFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "let the guest reach HOST[:PORT] through Airlock's proxy (repeatable; *.example.com for subdomains, HOST:* for any port; default ports 443 for HTTPS, 80 for HTTP)")
 }
 
-func (f *netFlags) rules() ([]egress.Rule, error) {
-	var out []egress.Rule
-	for _, a := range f.allow {
-		r, err := egress.ParseRule(a)
-		if err != nil {
-			return nil, fmt.Errorf("--allow: %w", err)
-		}
-		r.Source = "flag"
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // userConfig loads the user's config.toml.
 func userConfig() (config.User, string, error) {
 	path, err := config.UserPath(os.Getenv)
@@ -50,69 +36,6 @@ func userConfig() (config.User, string, error) {
 	}
 	u, err := config.LoadUser(path)
 	return u, path, err
-}
-
-// networkFor builds the network of a sandbox: the user's configuration,
-// --allow, and the project's airlock.toml (project is "" for exec). What
-// the project would widen needs the user's confirmation of that exact
-// file (trust.json, airlock trust DIR, or --trust-project, which records
-// it); without it, airlock refuses, listing what the project asks for.
-//
-// Each request is a line on lines (unless --quiet), which the caller also
-// gives the command's stderr: one writer, safe for both.
-func (e *env) networkFor(h, project string, f *netFlags, trustProject bool, lines *syncWriter) (*sandbox.Network, error) {
-	flags, err := f.rules()
-	if err != nil {
-		return nil, err
-	}
-	user, _, err := userConfig()
-	if err != nil {
-		return nil, err
-	}
-	in := config.PolicyInput{Preset: f.preset, PresetSecrets: f.presetSecrets, User: user, Flags: flags, Lookup: func(name string) (string, error) {
-		v, _, err := egress.LookupSecret(name, user.Secrets, os.Getenv)
-		return v, err
-	}}
-	if project != "" {
-		abs, err := filepath.Abs(project)
-		if err != nil {
-			return nil, err
-		}
-		proj, err := config.Load(abs)
-		if err != nil {
-			return nil, err
-		}
-		in.Project = proj
-		if asks := config.Widening(user.Network, proj.Network, flags); len(asks) > 0 {
-			trust := config.Trust{Path: filepath.Join(h, config.TrustFileName)}
-			ok, err := trust.Trusted(abs, proj.SHA256)
-			if err != nil {
-				return nil, err
-			}
-			if !ok && !trustProject {
-				return nil, untrustedError(abs, asks)
-			}
-			if !ok {
-				if err := trust.Confirm(abs, proj.SHA256); err != nil {
-					return nil, err
-				}
-				e.note("confirmed %s (SHA-256 %s): %s", filepath.Join(abs, config.FileName), proj.SHA256[:12], strings.Join(asks, "; "))
-			}
-			in.ProjectTrusted = true
-		}
-	}
-	pol, err := config.Policy(in)
-	if err != nil {
-		return nil, err
-	}
-	return &sandbox.Network{
-		Policy: pol,
-		OnRequest: func(r egress.Record) {
-			if !e.quiet {
-				fmt.Fprintf(lines, "airlock: net: %s\n", r)
-			}
-		},
-	}, nil
 }
 
 // syncWriter serialises writes from several goroutines (the command's
@@ -126,19 +49,6 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-func untrustedError(project string, asks []string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s asks for more network access than you allow:\n", filepath.Join(project, config.FileName))
-	for _, a := range asks {
-		fmt.Fprintf(&b, "  %s\n", a)
-	}
-	b.WriteString("A project's configuration is untrusted input (it comes with the repository), so Airlock widens nothing\n")
-	b.WriteString("until you confirm this exact file. Nothing was run. To confirm it:\n")
-	fmt.Fprintf(&b, "  airlock trust %s        (or run again with --trust-project)\n", project)
-	b.WriteString("Changing the file needs a new confirmation.")
-	return fmt.Errorf("%s", b.String())
 }
 
 // egressDetail renders an audited request (an egress.Record read back).

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/plan"
 )
 
 func newReplyCmd(e *env) *cobra.Command {
@@ -51,36 +53,13 @@ The limits and network flags are those of airlock run.`,
 			if err != nil {
 				return err
 			}
-			m, err := sb.Meta()
-			if err != nil {
-				return err
+			// The round runs on the sandbox's project, image and arch
+			// (its root disk clone too) unless a flag says otherwise.
+			f.replyTo = sb.ID
+			if !cmd.Flags().Changed("image") {
+				f.image = ""
 			}
-			f.project, f.replyTo = m.Project, sb.ID
-			// The round runs on the sandbox's image (its root disk clone
-			// too) unless a flag says otherwise: --image has a default.
-			if !cmd.Flags().Changed("image") && m.Image != "" {
-				f.image = m.Image
-			}
-			if !cmd.Flags().Changed("arch") && m.Arch != "" {
-				f.arch = m.Arch
-			}
-			var ars []*agentRun
-			if m.Agent != "" {
-				presets, err := loadAgents()
-				if err != nil {
-					return err
-				}
-				p, ok := presets[m.Agent]
-				if !ok {
-					return fmt.Errorf("sandbox %s ran agent %q, which is no longer among the presets (airlock agents)", sb.ID, m.Agent)
-				}
-				prompt, err := sb.ReplyPrompt(ctx, f.message)
-				if err != nil {
-					return err
-				}
-				ars = []*agentRun{{preset: p, command: p.ContinueCommand(prompt)}}
-			}
-			return runRun(ctx, e, &f, nil, ars)
+			return runRun(ctx, e, &f, plan.Request{})
 		},
 	}
 	f.bootFlags.register(cmd)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/guestbin"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/plan"
 )
 
 // Exit codes of airlock itself, chosen like docker's so that they do not
@@ -48,6 +49,9 @@ type env struct {
 	exitCode int
 	// gui opens the desktop app; nil in a build without it.
 	gui GUI
+	// onPlan, if set, sees every run's plan before it starts; its error
+	// stops the run (tests compare plans with it).
+	onPlan func(*plan.Plan) error
 }
 
 func (e *env) home() (string, error) {

@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
-	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/vm"
-	"github.com/airlock-dev/airlock/vm/image"
 )
 
 type runFlags struct {
@@ -141,14 +137,15 @@ inspection (airlock logs ID).`,
 			if f.agent.promptFile == "-" && f.interactive {
 				return errors.New("--prompt-file - reads the prompt from standard input, which -i also gives the command: use one of them")
 			}
-			ars, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
+			names, prompt, err := f.agent.resolve(e, args, cmd.ArgsLenAtDash(), f.script)
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("image") {
 				f.image = "" // the agent preset's image, else minimal
 			}
-			return runRun(cmd.Context(), e, &f, args, ars)
+			req := plan.Request{Agents: names, Prompt: prompt, Command: args}
+			return runRun(cmd.Context(), e, &f, req)
 		},
 	}
 	f.bootFlags.register(cmd)
@@ -171,51 +168,41 @@ inspection (airlock logs ID).`,
 	return cmd
 }
 
-// runRun runs args, or each agent of ars (--fan-out times each), in new
-// sandboxes; several attempts start from one snapshot and are compared.
-func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agentRun) error {
-	n := f.fanOut * max(len(ars), 1)
+// runRun plans req with the flags (a run, its fan-out, or with
+// f.replyTo a reply round) and runs it: several attempts start from one
+// snapshot and are compared.
+func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
+	n := max(f.fanOut, 1) * max(len(req.Agents), 1)
 	if f.fanOut < 1 || n > sandbox.MaxFanOut {
-		if len(ars) > 1 {
-			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", len(ars), f.fanOut, sandbox.MaxFanOut)
+		if len(req.Agents) > 1 {
+			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", len(req.Agents), f.fanOut, sandbox.MaxFanOut)
 		}
 		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
 	}
 	if n > 1 && f.interactive {
 		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
 	}
-	envMap, err := parseEnv(f.env)
-	if err != nil {
-		return err
+	if f.keep && f.fanOut > 1 {
+		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
 	}
-	for _, ar := range ars {
-		if ar.preset.Name == demoAgent {
-			stop, err := startFakeModel(e, ar)
-			if err != nil {
-				return err
-			}
-			defer stop()
-		}
-	}
-	mode, err := sandbox.ParseSyncMode(f.sync)
-	if err != nil {
+	if _, err := sandbox.ParseSyncMode(f.sync); err != nil {
 		return fmt.Errorf("--sync: %w", err)
 	}
-	var script []byte
+	var err error
+	if req.Env, err = parseEnv(f.env); err != nil {
+		return err
+	}
 	if f.script != "" {
-		if script, err = os.ReadFile(f.script); err != nil {
+		if req.Script, err = os.ReadFile(f.script); err != nil {
 			return fmt.Errorf("read --script: %w", err)
 		}
+		req.ScriptName = filepath.Base(f.script)
 	}
-	project, err := filepath.Abs(f.project)
-	if err != nil {
-		return err
-	}
-	eff, err := e.resolveLimits(project, &f.bootFlags, &f.limits)
-	if err != nil {
-		return err
-	}
-	applyLimits(&f.bootFlags, eff)
+	req.Project, req.Image, req.Arch, req.Sync = f.project, f.image, f.arch, f.sync
+	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
+	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
+	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold
+	req.Reply, req.Message = f.replyTo, f.message
 	h, err := e.home()
 	if err != nil {
 		return err
@@ -225,167 +212,87 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 		return err
 	}
 	errw := &syncWriter{w: e.stderr}
-	// Each agent's run: its command, its environment under what --env
-	// sets, and its network (its hosts and API key); the command after --
-	// without one. An open network has no proxy.
-	variants := make([]runVariant, 0, max(len(ars), 1))
-	for _, ar := range ars {
-		v := runVariant{agent: ar, args: ar.command, env: maps.Clone(envMap)}
-		for k, val := range ar.preset.Env {
-			if _, set := envMap[k]; !set {
-				if v.env == nil {
-					v.env = map[string]string{}
-				}
-				v.env[k] = val
-			}
-		}
-		nf := f.netFlags
-		if nf.preset, err = ar.preset.Rules(); err != nil {
-			return err
-		}
-		nf.presetSecrets = ar.preset.Secrets()
-		if !eff.OpenNetwork {
-			if v.network, err = e.networkFor(h, f.project, &nf, f.trustProject, errw); err != nil {
-				return err
-			}
-		}
-		variants = append(variants, v)
-	}
-	if len(ars) == 0 {
-		v := runVariant{args: args, env: envMap}
-		if !eff.OpenNetwork {
-			if v.network, err = e.networkFor(h, f.project, &f.netFlags, f.trustProject, errw); err != nil {
-				return err
-			}
-		}
-		variants = append(variants, v)
-	}
-	backend, err := supervisedBackend(e, h, eff.Limits.IdleTTL.Std())
+	pl, err := e.planner(h, errw)
 	if err != nil {
 		return err
 	}
-	arch := f.arch
-	if arch == "" {
-		arch = runtime.GOARCH
+	pn, err := pl.Run(ctx, req)
+	if err != nil {
+		return cliError(err)
 	}
-	// Each variant's image: --image, else its agent preset's (the one its
-	// CLI is on), else the minimal one.
-	for i := range variants {
-		v := &variants[i]
-		v.image = f.image
-		if v.image == "" && v.agent != nil {
-			v.image = v.agent.preset.Image
-		}
-		if v.image == "" {
-			v.image = "minimal"
-		}
-	}
-
-	if eff.OpenNetwork {
-		e.warnOpenNetwork()
-		for _, ar := range ars {
-			if len(ar.preset.Secret) > 0 {
-				e.note("open network: no proxy, so agent %s gets no API key from Airlock (set it with --env)", ar.preset.Name)
-			}
-		}
-	}
-	p := e.newProgress()
-	defer p.Done("")
-	f.notice = func(s string) { e.note("%s", s) }
-	var excluded, skipped []manifest.Exclusion
-	lim := eff.Limits
-	opts := sandbox.RunOptions{
-		Project: f.project, Script: script, Arch: arch, Sync: mode,
-		Timeout: lim.Timeout.Std(), Limits: manifestLimits(lim), OpenNetwork: eff.OpenNetwork, Resources: &lim,
-		Verify: f.verify, NoVerify: f.noVerify,
-		Stdout: e.stdout, Stderr: errw,
-		Progress: func(ev sandbox.Progress) {
-			switch ev.Step {
-			case sandbox.StepCreated:
-				e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
-			case sandbox.StepSnapshot:
-				p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
-			case sandbox.StepExcluded:
-				p.Done(ev.Message)
-				excluded = ev.Excluded
-				if !e.json {
-					printExclusions(e, ev.Excluded)
-				}
-			case sandbox.StepBoot:
-				p.Step(ev.Message)
-			case sandbox.StepPush:
-				p.stepOrUpdate("push", counted(ev.Message, ev.Done, ev.Total))
-			case sandbox.StepRun:
-				p.Done("")
-				e.note("%s", ev.Message)
-			case sandbox.StepCollect:
-				if len(ev.Excluded) > 0 {
-					skipped = ev.Excluded
-					e.note("%s", ev.Message)
-					break
-				}
-				p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
-			case sandbox.StepStop:
-				p.stepOrUpdate("stop", ev.Message)
-			case sandbox.StepReady:
-				p.Done("")
-			}
-		},
-	}
-	if lim.Disk > 0 {
-		opts.DiskSize = int64(lim.Disk)
-	}
-	for i := range variants {
-		v := &variants[i]
-		bf := f.bootFlags
-		bf.image = v.image
-		v.boot = sandbox.LaunchBoot(bf.options(h, backend, func(launch.Event) {}))
-		// An image that is not built stops the run before a sandbox is made.
-		v.preflight = func() error {
-			_, err := image.Find(append([]string{h}, home.BundleImageRoots()...), v.image, vm.Arch(arch))
+	defer pn.Close()
+	if e.onPlan != nil {
+		if err := e.onPlan(pn); err != nil {
 			return err
 		}
 	}
-	opts.Keep = f.keep
-	if f.keep && f.fanOut > 1 {
-		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
+	if pn.OpenNetwork {
+		e.warnOpenNetwork()
 	}
-	if f.script != "" {
-		opts.ScriptName = filepath.Base(f.script)
+	if len(pn.Runs) > 1 {
+		for i := range pn.Runs {
+			pn.Runs[i].Stderr = errw
+		}
+		return runFanOut(ctx, e, store, pn.Runs, pn.Parallel, pn.Limits, errw)
 	}
+	p := e.newProgress()
+	defer p.Done("")
+	var excluded, skipped []manifest.Exclusion
+	opts := pn.Runs[0]
+	opts.Stdout, opts.Stderr = e.stdout, errw
 	if f.interactive {
 		opts.Stdin = e.stdin
 	}
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	if n > 1 {
-		p.Done("")
-		var runs []sandbox.RunOptions
-		for _, v := range variants {
-			for range f.fanOut {
-				runs = append(runs, v.apply(opts))
+	opts.Progress = func(ev sandbox.Progress) {
+		switch ev.Step {
+		case sandbox.StepCreated:
+			e.note("sandbox %s (sync: %s)", ev.Sandbox, opts.Sync)
+		case sandbox.StepSnapshot:
+			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
+		case sandbox.StepExcluded:
+			p.Done(ev.Message)
+			excluded = ev.Excluded
+			if !e.json {
+				printExclusions(e, ev.Excluded)
 			}
+		case sandbox.StepBoot:
+			p.Step(ev.Message)
+		case sandbox.StepPush:
+			p.stepOrUpdate("push", counted(ev.Message, ev.Done, ev.Total))
+		case sandbox.StepRun:
+			p.Done("")
+			e.note("%s", ev.Message)
+		case sandbox.StepCollect:
+			if len(ev.Excluded) > 0 {
+				skipped = ev.Excluded
+				e.note("%s", ev.Message)
+				break
+			}
+			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
+		case sandbox.StepStop:
+			p.stepOrUpdate("stop", ev.Message)
+		case sandbox.StepReady:
+			p.Done("")
 		}
-		return runFanOut(ctx, e, store, runs, fanOutParallel(f.parallel, n, lim), lim, errw)
 	}
-	opts = variants[0].apply(opts)
-	ar := variants[0].agent
 	var res *sandbox.RunResult
-	if f.replyTo != "" {
-		res, err = store.Reply(ctx, f.replyTo, f.message, opts)
+	if pn.Reply != "" {
+		res, err = store.Reply(ctx, pn.Reply, pn.Message, opts)
 	} else {
 		res, err = store.Run(ctx, opts)
 	}
 	p.Done("")
 	if res == nil {
-		return err
+		return cliError(err)
 	}
 	final := res.FinalMessage
 	if e.json {
 		out := runResult{FinalMessage: final, Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
-			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: lim, Verify: res.Meta.Verify}
-		if eff.OpenNetwork {
+			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: res.Meta.Verify}
+		if pn.OpenNetwork {
 			out.Network = sandbox.NetworkOpen
 		}
 		if out.Excluded == nil {
@@ -409,10 +316,14 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, res.Sandbox.ID, res.Sandbox.ID)
+		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", cliError(err), res.Sandbox.ID, res.Sandbox.ID)
 	}
 	if final != "" && res.Summary == "" {
-		fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", ar.preset.Rationale.JSONField)
+		field := "its final message"
+		if presets, err := loadAgents(); err == nil && presets[opts.Agent].Rationale.JSONField != "" {
+			field = presets[opts.Agent].Rationale.JSONField
+		}
+		fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", field)
 		for _, l := range strings.Split(strings.TrimRight(final, "\n"), "\n") {
 			fmt.Fprintln(e.stdout, "  "+l)
 		}
@@ -420,31 +331,6 @@ func runRun(ctx context.Context, e *env, f *runFlags, args []string, ars []*agen
 	printRunSummary(e, res)
 	e.exitCode = res.ExitCode
 	return nil
-}
-
-// runVariant is what differs between the attempts of one airlock run:
-// the agent (nil for a command), its command line, environment, network
-// and image.
-type runVariant struct {
-	agent     *agentRun
-	args      []string
-	env       map[string]string
-	network   *sandbox.Network
-	image     string
-	boot      func(context.Context, sandbox.Attach) (sandbox.Machine, error)
-	preflight func() error
-}
-
-// apply makes the run of v from the options every attempt shares.
-func (v runVariant) apply(o sandbox.RunOptions) sandbox.RunOptions {
-	o.Command, o.Env, o.Network, o.Image, o.Boot, o.Preflight = v.args, v.env, v.network, v.image, v.boot, v.preflight
-	if v.agent != nil {
-		o.Agent, o.User = v.agent.preset.Name, v.agent.preset.User
-		if v.agent.preset.Rationale.JSONField != "" {
-			o.FinalMessage = v.agent.preset.FinalMessage
-		}
-	}
-	return o
 }
 
 // note prints a line for people on stderr, unless --quiet or --json.

@@ -729,5 +729,5 @@ func removeSandbox(ctx context.Context, h string, st *sandbox.Store, id string, 
 			return fmt.Errorf("remove %s: %w", id, err)
 		}
 	}
-	return st.Remove(id, force)
+	return cliError(st.Remove(id, force))
 }

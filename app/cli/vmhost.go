@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/vm"
@@ -21,7 +22,11 @@ import (
 // configuration (no project or flags): for commands that start VMs outside
 // a run (the desktop app, rollback).
 func (e *env) userBackend(h string) (vm.Backend, error) {
-	eff, err := e.resolveLimits("", &bootFlags{}, &limitFlags{})
+	pl, err := e.planner(h, &syncWriter{w: e.stderr})
+	if err != nil {
+		return nil, err
+	}
+	eff, err := pl.Limits("", config.Limits{})
 	if err != nil {
 		return nil, err
 	}

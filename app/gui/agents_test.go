@@ -3,14 +3,19 @@ package gui
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 func builtinAgents(t *testing.T) map[string]agent.Preset {
@@ -74,34 +79,27 @@ func TestRunDialogAgentPreset(t *testing.T) {
 // when the run ends, even a failed one. Without a prompt the agent's
 // interactive command runs.
 func TestStoreServiceRunsAgentPresets(t *testing.T) {
-	store, err := sandbox.Open(t.TempDir())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
+	h := t.TempDir()
+	store, err := sandbox.Open(h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	presets := builtinAgents(t)
 	var netFor []string
-	released := 0
 	svc := &StoreService{
-		Store: store, Arch: "amd64",
-		Boot: func(string, int, int) func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
-			return func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
-				return nil, errors.New("no machines in this test")
+		Store:   store,
+		Planner: testPlanner(h),
+		OnPlan: func(p *plan.Plan) error {
+			for i := range p.Runs {
+				o := &p.Runs[i]
+				netFor = append(netFor, o.Agent+":"+o.Network.Policy.Allow[0].Host)
+				o.Preflight = nil
+				o.Boot = func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
+					return nil, errors.New("no machines in this test")
+				}
 			}
-		},
-		Network: func(project string, p *agent.Preset) (*sandbox.Network, error) {
-			name := "none"
-			if p != nil {
-				name = p.Name + ":" + p.Hosts[0]
-			}
-			netFor = append(netFor, name)
-			return nil, nil
-		},
-		Agent: func(name string) (agent.Preset, func(), error) {
-			p, ok := presets[name]
-			if !ok {
-				return agent.Preset{}, nil, errors.New("no such agent")
-			}
-			return p, func() { released++ }, nil
+			return nil
 		},
 	}
 	project := t.TempDir()
@@ -127,11 +125,17 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 	if diff := cmp.Diff([]string{"claude:api.anthropic.com", "claude:api.anthropic.com"}, netFor); diff != "" {
 		t.Errorf("networks asked for (-want +got):\n%s", diff)
 	}
-	if released != 2 {
-		t.Errorf("the preset was released %d times, want 2", released)
-	}
 	if _, err := svc.Run(context.Background(), RunRequest{Project: project, Agent: "nope", Prompt: "x"}); err == nil {
 		t.Error("an unknown agent ran")
+	}
+}
+
+// testPlanner plans runs in home with no user configuration and a
+// backend that is never started.
+func testPlanner(home string) *plan.Planner {
+	return &plan.Planner{
+		Home: home, Arch: "amd64", Getenv: os.Getenv,
+		Backend: func(time.Duration) (vm.Backend, error) { return nil, nil }, // never started: the tests replace each run's Boot
 	}
 }
 
@@ -142,13 +146,8 @@ func TestStoreServiceChecksTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &StoreService{Store: store, Arch: "amd64",
-		Boot: func(string, int, int) func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
-			return func(context.Context, sandbox.Attach) (sandbox.Machine, error) { return nil, errors.New("unreached") }
-		},
-		CheckImage: func(name string) error { return errors.New("image " + name + " is not built") },
-	}
-	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}, Image: FullImage}); err == nil || err.Error() != "image full is not built" {
+	svc := &StoreService{Store: store, Planner: testPlanner(t.TempDir())}
+	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}, Image: FullImage}); err == nil || !strings.Contains(err.Error(), "airlock image build --arch amd64 full") {
 		t.Errorf("run on an image that is not built: %v", err)
 	}
 	if infos, _ := svc.List(); len(infos) != 0 {

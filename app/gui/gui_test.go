@@ -475,7 +475,7 @@ func TestRunFromDialog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.ScriptName != "demo-agent.sh" || string(req.Script) != "echo hi\n" || req.Prompt != "add stop words" || req.MemoryMiB != 512 || req.CPUs != 1 {
+	if req.ScriptName != "demo-agent.sh" || string(req.Script) != "echo hi\n" || req.Prompt != "add stop words" || req.MemoryMiB != 0 || req.CPUs != 0 || req.Timeout != 0 {
 		t.Errorf("request = %+v", req)
 	}
 	test.AssertNotificationSent(t, fyne.NewNotification("Airlock run finished", filepath.Base(project)+": 6 files changed, ready for review"), d.Start)

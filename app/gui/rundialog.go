@@ -44,11 +44,16 @@ const (
 // commandPrompt is the prompt's placeholder for a script or a command.
 const commandPrompt = "What should the agent do? (given to it as $AIRLOCK_PROMPT)"
 
-// Memory sizes and time limits offered, as shown.
+// Memory sizes and time limits offered, as shown. fromSettings, first
+// and selected, takes the user's configured limit ([limits] of
+// config.toml, narrowed by the project's airlock.toml), as airlock run
+// does without a flag.
 var (
-	memoryChoices = []string{"512 MiB", "1024 MiB", "2048 MiB", "4096 MiB"}
-	limitChoices  = []string{"none", "5m", "15m", "30m", "1h", "2h"}
+	memoryChoices = []string{fromSettings, "512 MiB", "1024 MiB", "2048 MiB", "4096 MiB"}
+	limitChoices  = []string{fromSettings, "none", "5m", "15m", "30m", "1h", "2h"}
 )
+
+const fromSettings = "as in settings"
 
 // NewRunDialog builds the run dialog over parent for project; Start
 // calls start with the request.
@@ -68,16 +73,16 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	d.Prompt.SetMinRowsVisible(3)
 	d.Image = widget.NewEntry()
 	d.Image.SetText(MinimalImage)
-	cpus := make([]string, 0, runtime.NumCPU())
+	cpus := []string{fromSettings}
 	for i := 1; i <= runtime.NumCPU(); i++ {
 		cpus = append(cpus, strconv.Itoa(i))
 	}
 	d.CPUs = widget.NewSelect(cpus, nil)
-	d.CPUs.SetSelected("1")
+	d.CPUs.SetSelected(fromSettings)
 	d.Memory = widget.NewSelect(memoryChoices, nil)
-	d.Memory.SetSelected("512 MiB")
+	d.Memory.SetSelected(fromSettings)
 	d.Limit = widget.NewSelect(limitChoices, nil)
-	d.Limit.SetSelected("none")
+	d.Limit.SetSelected(fromSettings)
 	d.Error = widget.NewLabel("")
 	d.Error.Wrapping = fyne.TextWrapWord
 	d.Error.Importance = widget.DangerImportance
@@ -179,7 +184,11 @@ func (d *RunDialog) Request() (RunRequest, error) {
 	req.CPUs, _ = strconv.Atoi(d.CPUs.Selected)
 	mem, _, _ := strings.Cut(d.Memory.Selected, " ")
 	req.MemoryMiB, _ = strconv.Atoi(mem)
-	if d.Limit.Selected != "" && d.Limit.Selected != "none" {
+	switch d.Limit.Selected {
+	case "", fromSettings:
+	case "none":
+		req.Timeout = -1
+	default:
 		lim, err := time.ParseDuration(d.Limit.Selected)
 		if err != nil {
 			return req, fmt.Errorf("time limit: %w", err)

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/review"
@@ -108,11 +109,6 @@ func Presets(demoScript string, agents map[string]agent.Preset) []Preset {
 // demoAgent is the agent preset that needs no API key.
 const demoAgent = "demo"
 
-// AgentFunc makes an agent preset ready for one run: the preset as the
-// run uses it (the demo agent's fake model started, its address allowed
-// and in the environment) and what to call when the run is over.
-type AgentFunc func(name string) (agent.Preset, func(), error)
-
 // RunRequest is what the run dialog asks for.
 type RunRequest struct {
 	Project string
@@ -127,8 +123,9 @@ type RunRequest struct {
 	// Agent names the agent preset to run (Command is then built from it).
 	Agent string
 	Image string
-	// CPUs, MemoryMiB and Timeout are limits; zero means the defaults
-	// (no time limit).
+	// CPUs, MemoryMiB and Timeout are limits; zero means the user's
+	// configured ones (Airlock's defaults), as for airlock run, and a
+	// negative Timeout no time limit.
 	CPUs      int
 	MemoryMiB int
 	Timeout   time.Duration
@@ -141,88 +138,73 @@ type RunRequest struct {
 	Progress func(sandbox.Progress)
 }
 
-// BootFunc returns how to boot a machine for a run with these limits and
-// image: the per-OS backend choice lives with the caller (the CLI).
-type BootFunc func(image string, cpus, memoryMiB int) func(ctx context.Context, a sandbox.Attach) (sandbox.Machine, error)
-
 // StoreService is the Service over a sandbox store: every method is one
-// call into app/sandbox.
+// call into app/sandbox, and every run and reply round is planned by
+// Planner exactly as airlock run and airlock reply plan theirs.
 type StoreService struct {
-	Store *sandbox.Store
-	Boot  BootFunc
-	// Arch is recorded in sandbox.json.
-	Arch string
-	// Network, if set, gives each run its network (the egress proxy) for
-	// the project and the agent preset, if any (its hosts and API key);
-	// nil runs without any.
-	Network func(project string, agent *agent.Preset) (*sandbox.Network, error)
-	// Agent readies an agent preset for a run; nil offers none.
-	Agent AgentFunc
-	// CheckImage, if set, says why an image cannot boot (not built):
-	// the run then stops before a sandbox is made.
-	CheckImage func(name string) error
+	Store   *sandbox.Store
+	Planner *plan.Planner
+	// OnPlan, if set, sees each plan before its run starts; its error
+	// stops the run.
+	OnPlan func(*plan.Plan) error
 }
 
 var _ Service = (*StoreService)(nil)
 
 func (s *StoreService) List() ([]sandbox.Info, error) { return s.Store.List() }
 
-func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
-	if s.Boot == nil {
-		return nil, errors.New("run: this build cannot boot machines")
+// Request is what the planner is asked for a run of the dialog's req.
+func (req RunRequest) Request() plan.Request {
+	r := plan.Request{
+		Project: req.Project, Prompt: req.Prompt, Command: req.Command, Script: req.Script, ScriptName: req.ScriptName, Image: req.Image,
+		Limits: config.Limits{CPUs: req.CPUs, Memory: config.Size(req.MemoryMiB) * config.MiB, Timeout: config.Duration(req.Timeout)},
 	}
-	image := req.Image
-	if image == "" {
-		image = "minimal"
+	if req.Timeout < 0 {
+		r.Limits.Timeout = config.Unlimited
 	}
-	opts := sandbox.RunOptions{
-		Project: req.Project, Command: req.Command, Script: req.Script, ScriptName: req.ScriptName,
-		Image: image, Arch: s.Arch, Timeout: req.Timeout,
-		Boot:  s.Boot(image, req.CPUs, req.MemoryMiB),
-		Stdin: req.Input, Stdout: req.Output, Stderr: req.Output, TTY: req.TTY,
-		Progress: req.Progress,
-	}
-	if req.Prompt != "" {
-		opts.Env = map[string]string{"AIRLOCK_PROMPT": req.Prompt}
-	}
-	var p *agent.Preset
 	if req.Agent != "" {
-		ap, done, err := s.agent(req.Agent)
-		if err != nil {
-			return nil, err
-		}
-		defer done()
-		p = &ap
-		if req.Prompt == "" && len(p.Interactive) == 0 {
-			return nil, fmt.Errorf("agent %s has no interactive command: give it a prompt", req.Agent)
-		}
-		// A prompt runs the agent on that task; no prompt opens its own
-		// interactive session on the terminal.
-		opts.Command, opts.Agent, opts.User = p.Command(req.Prompt, req.Prompt == ""), req.Agent, p.User
-		opts.Env = maps.Clone(p.Env)
-		if p.Rationale.JSONField != "" && req.Prompt != "" {
-			opts.FinalMessage = p.FinalMessage
-		}
+		r.Agents = []string{req.Agent}
 	}
-	if s.CheckImage != nil {
-		opts.Preflight = func() error { return s.CheckImage(image) }
-	}
-	if s.Network != nil {
-		n, err := s.Network(req.Project, p)
-		if err != nil {
-			return nil, err
-		}
-		opts.Network = n
-	}
-	return s.Store.Run(ctx, opts)
+	return r
 }
 
-// agent readies the agent preset name.
-func (s *StoreService) agent(name string) (agent.Preset, func(), error) {
-	if s.Agent == nil {
-		return agent.Preset{}, nil, fmt.Errorf("no agent presets here (agent %s)", name)
+func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+	p, err := s.plan(ctx, req.Request())
+	if err != nil {
+		return nil, err
 	}
-	return s.Agent(name)
+	defer p.Close()
+	o := p.Runs[0]
+	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
+	return s.Store.Run(ctx, o)
+}
+
+// plan plans r and shows the plan to OnPlan.
+func (s *StoreService) plan(ctx context.Context, r plan.Request) (*plan.Plan, error) {
+	if s.Planner == nil {
+		return nil, plan.ErrNoBackend
+	}
+	p, err := s.Planner.Run(ctx, r)
+	if err != nil {
+		return nil, appError(err)
+	}
+	if s.OnPlan != nil {
+		if err := s.OnPlan(p); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// appError says what to do about an error of planning in the app's
+// words.
+func appError(err error) error {
+	var untrusted *plan.UntrustedError
+	if errors.As(err, &untrusted) {
+		return fmt.Errorf("%w\n(run airlock trust in a terminal, then start the run again)", err)
+	}
+	return err
 }
 
 func (s *StoreService) sandbox(ctx context.Context, id string) (*sandbox.Sandbox, error) {
@@ -300,47 +282,15 @@ func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Stalen
 	return sb.Staleness(ctx)
 }
 
+// Reply plans the next round of sandbox id as airlock reply does (the
+// same limits, network and agent preset) and runs it; ctx stops it.
 func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
-	if s.Boot == nil {
-		return nil, errors.New("reply: this build cannot boot machines")
-	}
-	sb, err := s.Store.Get(id)
+	p, err := s.plan(ctx, plan.Request{Reply: id, Message: message})
 	if err != nil {
 		return nil, err
 	}
-	m, err := sb.Meta()
-	if err != nil {
-		return nil, err
-	}
-	cpus, mem := 0, 0
-	if m.Limits != nil {
-		cpus, mem = m.Limits.CPUs, int(m.Limits.Memory>>20)
-	}
-	opts := sandbox.RunOptions{Image: m.Image, Arch: m.Arch, Boot: s.Boot(m.Image, cpus, mem)}
-	var p *agent.Preset
-	if m.Agent != "" {
-		// An agent preset carries on its own conversation with the reply.
-		ap, done, err := s.agent(m.Agent)
-		if err != nil {
-			return nil, err
-		}
-		defer done()
-		p = &ap
-		prompt, err := sb.ReplyPrompt(ctx, message)
-		if err != nil {
-			return nil, err
-		}
-		opts.Command, opts.Agent, opts.Env, opts.User = p.ContinueCommand(prompt), m.Agent, maps.Clone(p.Env), p.User
-		if p.Rationale.JSONField != "" {
-			opts.FinalMessage = p.FinalMessage
-		}
-	}
-	if s.Network != nil {
-		if opts.Network, err = s.Network(m.Project, p); err != nil {
-			return nil, err
-		}
-	}
-	return s.Store.Reply(ctx, id, message, opts)
+	defer p.Close()
+	return s.Store.Reply(ctx, p.Reply, p.Message, p.Runs[0])
 }
 
 func (s *StoreService) RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error) {

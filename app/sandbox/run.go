@@ -910,6 +910,10 @@ func withoutMeta(m *manifest.Manifest) *manifest.Manifest {
 // userName is what an account name may be (as useradd allows by default).
 var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 
+// ErrNoUser means the guest has no such user to run the command as (the
+// image lacks it).
+var ErrNoUser = errors.New("the image has no such user")
+
 // DefaultUserer is a Machine whose image names the user commands run as
 // by default.
 type DefaultUserer interface {
@@ -924,7 +928,7 @@ func chownWorkspace(ctx context.Context, m Machine, user string) error {
 	}
 	var stderr bytes.Buffer
 	if err := m.Exec(ctx, "chown -R -h "+user+": "+Workspace, nil, nil, &stderr); err != nil {
-		return fmt.Errorf("give %s to %s in the VM: %w (%s); the minimal image has no user but root, the full image has agent (--image full)", Workspace, user, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("give %s to %s in the VM: %w (%s): %w", Workspace, user, err, strings.TrimSpace(stderr.String()), ErrNoUser)
 	}
 	return nil
 }

@@ -366,7 +366,7 @@ func (s *Store) Remove(id string, force bool) error {
 		return err
 	}
 	if !force && sb.Live() {
-		return fmt.Errorf("remove %s: %w (stop it first, or use --force)", sb.ID, ErrRunning)
+		return fmt.Errorf("remove %s: %w", sb.ID, ErrRunning)
 	}
 	m, _ := sb.Meta()
 	if err := os.RemoveAll(sb.Dir); err != nil {

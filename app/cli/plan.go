@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/vm"
+)
+
+// planner is how every command (and the desktop app) plans a run on this
+// host: the user's files, this OS's backend under a supervisor, the
+// environment for secrets. Notes go to stderr; each egress request is a
+// line on lines (unless --quiet), which the caller also gives the
+// command's stderr.
+func (e *env) planner(h string, lines *syncWriter) (*plan.Planner, error) {
+	path, err := config.UserPath(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &plan.Planner{
+		Home: h, ImageRoots: home.BundleImageRoots(), UserConfig: path, Agents: loadAgents,
+		Backend: func(idleTTL time.Duration) (vm.Backend, error) { return supervisedBackend(e, h, idleTTL) },
+		Getenv:  os.Getenv, HostCPUs: runtime.NumCPU(), Arch: runtime.GOARCH,
+		Note: func(s string) { e.note("%s", s) },
+		OnRequest: func(r egress.Record) {
+			if !e.quiet {
+				fmt.Fprintf(lines, "airlock: net: %s\n", r)
+			}
+		},
+	}, nil
+}
+
+// request is the limits the flags give; zero fields are not given.
+func (l *limitFlags) request(b *bootFlags) config.Limits {
+	return config.Limits{
+		CPUs: b.cpus, Memory: b.memory.Size, Disk: l.disk, Timeout: l.timeout,
+		MaxPullBytes: l.maxPullBytes, MaxFiles: l.maxFiles, MaxFileSize: l.maxFileSize,
+	}
+}
+
+// cliError adds to an error of planning or of the sandbox what to do
+// about it on the command line.
+func cliError(err error) error {
+	var untrusted *plan.UntrustedError
+	switch {
+	case errors.As(err, &untrusted):
+		return fmt.Errorf("%w\n(or run again with --trust-project)", err)
+	case errors.Is(err, sandbox.ErrRunning):
+		return fmt.Errorf("%w: stop it first (airlock stop), or use --force", err)
+	case errors.Is(err, sandbox.ErrNoVM):
+		return fmt.Errorf("%w (keep a sandbox's VM running with airlock run --keep)", err)
+	case errors.Is(err, sandbox.ErrNoMkfs):
+		return fmt.Errorf("%w, or run with --disk none to keep /workspace in the VM's memory", err)
+	case errors.Is(err, sandbox.ErrNoUser):
+		return fmt.Errorf("%w; the minimal image has no user but root, the full image has agent (--image full)", err)
+	}
+	return err
+}

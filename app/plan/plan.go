@@ -1,0 +1,650 @@
+// Package plan turns what a person asked for (a project, agent presets or
+// a command, a prompt, an image, flags or a dialog's fields, a reply
+// message) into the complete, validated plan of a run: every attempt's
+// sandbox.RunOptions with its environment, network policy and secrets,
+// image, limits (Airlock's defaults, the user's config.toml, the
+// project's airlock.toml narrowing only, the request's own; with the
+// trust rules), sync mode and verify command. airlock run, reply,
+// fan-out and exec, the desktop app's run dialog and its Send back all
+// plan through a Planner, and nothing else builds a run. It must not
+// import fyne, app/cli, app/gui, vm/qemu or vm/vz: the hypervisor backend
+// is handed in.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/agent/fakemodel"
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// Planner plans runs on this host. Its fields are what every plan takes
+// from outside the request; the user's files are read at every plan, so
+// a long-running app sees an edited config.toml.
+type Planner struct {
+	// Home is Airlock's state directory.
+	Home string
+	// ImageRoots are read-only places with built images, after Home (the
+	// app bundle's).
+	ImageRoots []string
+	// UserConfig is the path of the user's config.toml ("" for none).
+	UserConfig string
+	// Agents loads the agent presets (the built-ins and the user's
+	// agents.toml); nil offers the built-ins only.
+	Agents func() (map[string]agent.Preset, error)
+	// Backend is the hypervisor a run's machine starts on, given how long
+	// a finished machine may stay up unused (its idle TTL).
+	Backend func(idleTTL time.Duration) (vm.Backend, error)
+	// Getenv looks secrets up in the environment; nil means none there.
+	Getenv func(string) string
+	// HostCPUs clamps the CPUs asked for; zero does not clamp.
+	HostCPUs int
+	// Arch is the guest architecture when a request names none; empty
+	// means the host's.
+	Arch string
+	// Note receives, for people, what planning decided that they should
+	// know (a limit ignored, a project confirmed, the demo model's
+	// address); nil discards.
+	Note func(string)
+	// OnRequest receives every request of every planned run's egress
+	// proxy as it ends; nil discards.
+	OnRequest func(egress.Record)
+}
+
+// Request is what a person asked for. Zero fields are not given: the
+// configuration decides.
+type Request struct {
+	// Project is the project directory (a reply's is its sandbox's).
+	Project string
+	// Agents are agent presets to run, each an attempt (or FanOut
+	// attempts); none runs Command or Script.
+	Agents []string
+	// Prompt is the agents' task. Without one an agent runs its
+	// interactive command (a terminal session). A command or script gets
+	// it as $AIRLOCK_PROMPT.
+	Prompt string
+	// Command is the argv run in /workspace; with Script, the script's
+	// arguments.
+	Command []string
+	// Script, when set, is a POSIX shell script run with sh in the guest;
+	// ScriptName is its name for people.
+	Script     []byte
+	ScriptName string
+	// Image is the guest image; empty means the agent preset's, else
+	// minimal.
+	Image string
+	// Arch is the guest architecture; empty means the Planner's.
+	Arch string
+	// Env is added to the command's environment, over a preset's.
+	Env map[string]string
+	// Sync is how the project reaches the VM (sandbox.SyncMode); empty
+	// means copy.
+	Sync string
+	// Limits are the request's own limits (flags, dialog fields); zero
+	// fields are not given.
+	Limits config.Limits
+	// OpenNetwork asks for an unprotected network device.
+	OpenNetwork bool
+	// Allow are HOST[:PORT] rules added to the network's allow-list.
+	Allow []string
+	// TrustProject confirms what the project's airlock.toml asks beyond
+	// the user's configuration (recorded in trust.json).
+	TrustProject bool
+	// Verify replaces the project's verify command; NoVerify skips it.
+	Verify   string
+	NoVerify bool
+	// Keep leaves the VM running after the run.
+	Keep bool
+	// FanOut runs every agent (or the command) this many times; zero
+	// means once.
+	FanOut int
+	// Parallel bounds how many attempts run at once; zero means as many
+	// as half the host's available memory holds.
+	Parallel int
+	// Link, BootTimeout and Cold are how the machine boots (the guest
+	// link, when to give up, no warm snapshot).
+	Link        vm.LinkKind
+	BootTimeout time.Duration
+	Cold        bool
+	// Reply, when set, is a sandbox to send back to its agent with
+	// Message: the plan is its next round.
+	Reply   string
+	Message string
+}
+
+// Plan is a complete run: one RunOptions per attempt, ready for
+// sandbox.Store.Run, FanOut or Reply once the caller has added how it
+// shows progress and output (Progress, Stdout, Stderr, Stdin, TTY).
+type Plan struct {
+	// Project is the project's absolute path.
+	Project string
+	// Limits are the effective limits, every field set.
+	Limits config.Limits
+	// OpenNetwork gives the VMs an unprotected network device (and no
+	// proxy).
+	OpenNetwork bool
+	// Runs are the attempts, agents × fan-out.
+	Runs []sandbox.RunOptions
+	// Parallel is how many attempts run at once.
+	Parallel int
+	// Reply and Message make the plan a reply round of that sandbox.
+	Reply, Message string
+
+	closers []func()
+}
+
+// Close releases what the plan started for its runs (the demo agent's
+// fake model). It is idempotent.
+func (p *Plan) Close() {
+	for _, c := range slices.Backward(p.closers) {
+		c()
+	}
+	p.closers = nil
+}
+
+// UntrustedError is a project's airlock.toml asking for more network
+// access than the user allows, not yet confirmed.
+type UntrustedError struct {
+	// Project is the project's directory; Asks what its file widens.
+	Project string
+	Asks    []string
+}
+
+func (e *UntrustedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s asks for more network access than you allow:\n", filepath.Join(e.Project, config.FileName))
+	for _, a := range e.Asks {
+		fmt.Fprintf(&b, "  %s\n", a)
+	}
+	b.WriteString("A project's configuration is untrusted input (it comes with the repository), so Airlock widens nothing\n")
+	b.WriteString("until you confirm this exact file. Nothing was run. To confirm it:\n")
+	fmt.Fprintf(&b, "  airlock trust %s\n", e.Project)
+	b.WriteString("Changing the file needs a new confirmation.")
+	return b.String()
+}
+
+// ErrNoBackend is a Planner that cannot boot machines (a build without
+// a hypervisor).
+var ErrNoBackend = errors.New("this build of airlock cannot boot machines")
+
+// Run plans a run (or, with Request.Reply, a reply round). The plan
+// must be closed once its runs are over.
+func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
+	if pl.Backend == nil {
+		return nil, ErrNoBackend
+	}
+	p := &Plan{Reply: req.Reply, Message: req.Message}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	var meta *sandbox.Meta
+	if req.Reply != "" {
+		if meta, err = pl.reply(ctx, &req); err != nil {
+			return nil, err
+		}
+	}
+	if p.Project, err = projectDir(req.Project); err != nil {
+		return nil, err
+	}
+	fanOut := max(req.FanOut, 1)
+	n := fanOut * max(len(req.Agents), 1)
+	if n > sandbox.MaxFanOut {
+		if len(req.Agents) > 1 {
+			return nil, fmt.Errorf("%d agents × %d attempts each: at most %d attempts in all", len(req.Agents), fanOut, sandbox.MaxFanOut)
+		}
+		return nil, fmt.Errorf("%d attempts: give 1 to %d", fanOut, sandbox.MaxFanOut)
+	}
+	if req.Keep && n > 1 {
+		return nil, errors.New("a kept VM and several attempts do not go together: keep one sandbox's VM at a time")
+	}
+	mode, err := sandbox.ParseSyncMode(req.Sync)
+	if err != nil {
+		return nil, fmt.Errorf("sync: %w", err)
+	}
+	user, err := pl.user()
+	if err != nil {
+		return nil, err
+	}
+	proj, err := config.Load(p.Project)
+	if err != nil {
+		return nil, err
+	}
+	eff, err := pl.limits(user, proj, req.Limits, req.OpenNetwork)
+	if err != nil {
+		return nil, err
+	}
+	p.Limits, p.OpenNetwork = eff.Limits, eff.OpenNetwork
+	backend, err := pl.Backend(eff.Limits.IdleTTL.Std())
+	if err != nil {
+		return nil, err
+	}
+	presets, err := pl.presets(req.Agents)
+	if err != nil {
+		return nil, err
+	}
+	base := sandbox.RunOptions{
+		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
+		Timeout: eff.Limits.Timeout.Std(), Limits: ManifestLimits(eff.Limits), OpenNetwork: eff.OpenNetwork,
+		Resources: &p.Limits, Verify: req.Verify, NoVerify: req.NoVerify, Keep: req.Keep,
+	}
+	if eff.Limits.Disk > 0 {
+		base.DiskSize = int64(eff.Limits.Disk)
+	}
+	switch {
+	case req.NoVerify:
+		base.Verify = ""
+	case base.Verify == "" && meta != nil && meta.Verify != nil:
+		base.Verify = meta.Verify.Command
+	case base.Verify == "":
+		base.Verify = proj.Verify
+	}
+	variants := make([]sandbox.RunOptions, 0, max(len(presets), 1))
+	for _, ps := range presets {
+		if ps.Name == demoAgent {
+			stop, err := pl.startFakeModel(&ps)
+			if err != nil {
+				return nil, err
+			}
+			p.closers = append(p.closers, stop)
+		}
+		o, err := pl.agentRun(base, ps, req)
+		if err != nil {
+			return nil, err
+		}
+		if o.Network, err = pl.network(user, proj, p, &ps, req); err != nil {
+			return nil, err
+		}
+		variants = append(variants, o)
+	}
+	if len(presets) == 0 {
+		o := base
+		o.Command, o.Env = req.Command, maps.Clone(req.Env)
+		if req.Prompt != "" {
+			o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
+		}
+		if o.Network, err = pl.network(user, proj, p, nil, req); err != nil {
+			return nil, err
+		}
+		variants = append(variants, o)
+	}
+	for i := range variants {
+		o := &variants[i]
+		// The request's image, else the agent preset's (its CLI is on
+		// it), else the minimal one.
+		if req.Image != "" {
+			o.Image = req.Image
+		}
+		if o.Image == "" {
+			o.Image = "minimal"
+		}
+		o.Boot = sandbox.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
+		roots, img, arch := pl.imageRoots(), o.Image, vm.Arch(o.Arch)
+		o.Preflight = func() error {
+			_, err := image.Find(roots, img, arch)
+			return err
+		}
+	}
+	if eff.OpenNetwork {
+		for _, ps := range presets {
+			if len(ps.Secret) > 0 {
+				pl.note("open network: no proxy, so agent %s gets no API key from Airlock (set it with --env)", ps.Name)
+			}
+		}
+	}
+	for _, v := range variants {
+		for range fanOut {
+			p.Runs = append(p.Runs, v)
+		}
+	}
+	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
+	return p, nil
+}
+
+// reply fills req from the sandbox it replies to: its project, image
+// and architecture (unless the request names them), and for an agent
+// preset its continue command on the reply prompt.
+func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, error) {
+	if strings.TrimSpace(req.Message) == "" {
+		return nil, errors.New("reply: say what the agent should do differently")
+	}
+	store, err := sandbox.Open(pl.Home)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := store.Get(req.Reply)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	req.Reply, req.Project = sb.ID, m.Project
+	if req.Image == "" {
+		req.Image = m.Image
+	}
+	if req.Arch == "" {
+		req.Arch = m.Arch
+	}
+	req.Agents, req.Prompt, req.FanOut = nil, "", 1
+	if m.Agent != "" {
+		prompt, err := sb.ReplyPrompt(ctx, req.Message)
+		if err != nil {
+			return nil, err
+		}
+		req.Agents, req.Prompt = []string{m.Agent}, prompt
+	}
+	return &m, nil
+}
+
+// agentRun is base run by the agent preset ps: its command on the
+// request's prompt (its continue command for a reply, its interactive
+// one without a prompt), its environment under the request's, its user,
+// image and final message.
+func (pl *Planner) agentRun(base sandbox.RunOptions, ps agent.Preset, req Request) (sandbox.RunOptions, error) {
+	o := base
+	switch {
+	case req.Reply != "":
+		o.Command = ps.ContinueCommand(req.Prompt)
+	case req.Prompt == "" && len(ps.Interactive) == 0:
+		return o, fmt.Errorf("agent %s has no interactive command: give it a prompt", ps.Name)
+	default:
+		o.Command = ps.Command(req.Prompt, req.Prompt == "")
+	}
+	o.Env = maps.Clone(ps.Env)
+	for k, v := range req.Env {
+		o.Env = withEnv(o.Env, k, v)
+	}
+	o.Agent, o.User, o.Image = ps.Name, ps.User, ps.Image
+	if ps.Rationale.JSONField != "" && (req.Prompt != "" || req.Reply != "") {
+		o.FinalMessage = ps.FinalMessage
+	}
+	return o, nil
+}
+
+func withEnv(env map[string]string, k, v string) map[string]string {
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[k] = v
+	return env
+}
+
+// presets looks the named agent presets up.
+func (pl *Planner) presets(names []string) ([]agent.Preset, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	all, err := pl.loadAgents()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agent.Preset, 0, len(names))
+	for _, name := range names {
+		p, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("no agent %q: known agents are %s (add your own in %s next to config.toml)", name, strings.Join(agent.Names(all), ", "), agent.FileName)
+		}
+		if slices.ContainsFunc(out, func(q agent.Preset) bool { return q.Name == name }) {
+			return nil, fmt.Errorf("agent %s is asked for twice: for several attempts of one agent, fan out", name)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (pl *Planner) loadAgents() (map[string]agent.Preset, error) {
+	if pl.Agents == nil {
+		return agent.Load("")
+	}
+	return pl.Agents()
+}
+
+// user loads the user's config.toml.
+func (pl *Planner) user() (config.User, error) {
+	if pl.UserConfig == "" {
+		return config.User{}, nil
+	}
+	return config.LoadUser(pl.UserConfig)
+}
+
+// Limits are the effective limits of a run on project ("" for none)
+// with the request's own limits flags.
+func (pl *Planner) Limits(project string, flags config.Limits) (config.Effective, error) {
+	user, err := pl.user()
+	if err != nil {
+		return config.Effective{}, err
+	}
+	var proj config.Project
+	if project != "" {
+		if proj, err = config.Load(project); err != nil {
+			return config.Effective{}, err
+		}
+	}
+	return pl.limits(user, proj, flags, false)
+}
+
+// limits merges Airlock's defaults, the user's file, the project's file
+// (which may only narrow) and the request's limits, and notes what was
+// ignored.
+func (pl *Planner) limits(user config.User, proj config.Project, flags config.Limits, open bool) (config.Effective, error) {
+	eff, err := config.Resolve(config.Sources{User: user, Project: proj, Flags: flags, OpenNetworkFlag: open, HostCPUs: pl.HostCPUs})
+	if err != nil {
+		return config.Effective{}, err
+	}
+	for _, n := range eff.Notes {
+		pl.note("%s", n)
+	}
+	return eff, nil
+}
+
+// network is a run's way out: the user's configuration, the request's
+// allow rules, the agent preset's hosts and API keys, and the project's
+// airlock.toml (what it widens only once the user confirmed that exact
+// file). An open network has none: nothing is proxied.
+func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*sandbox.Network, error) {
+	if p.OpenNetwork {
+		return nil, nil
+	}
+	flags, err := AllowRules(req.Allow)
+	if err != nil {
+		return nil, err
+	}
+	in := config.PolicyInput{User: user, Project: proj, Flags: flags, Lookup: func(name string) (string, error) {
+		v, _, err := egress.LookupSecret(name, user.Secrets, pl.getenv)
+		return v, err
+	}}
+	if ps != nil {
+		if in.Preset, err = ps.Rules(); err != nil {
+			return nil, err
+		}
+		in.PresetSecrets = ps.Secrets()
+	}
+	if in.ProjectTrusted, err = pl.trusted(p.Project, user, proj, flags, req.TrustProject); err != nil {
+		return nil, err
+	}
+	pol, err := config.Policy(in)
+	if err != nil {
+		return nil, err
+	}
+	return &sandbox.Network{Policy: pol, OnRequest: pl.OnRequest}, nil
+}
+
+// trusted says whether what the project's file widens counts: nothing
+// to widen, a confirmed file, or a confirmation given now (recorded).
+func (pl *Planner) trusted(project string, user config.User, proj config.Project, flags []egress.Rule, confirm bool) (bool, error) {
+	asks := config.Widening(user.Network, proj.Network, flags)
+	if len(asks) == 0 {
+		return false, nil
+	}
+	trust := config.Trust{Path: filepath.Join(pl.Home, config.TrustFileName)}
+	ok, err := trust.Trusted(project, proj.SHA256)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		return true, nil
+	}
+	if !confirm {
+		return false, &UntrustedError{Project: project, Asks: asks}
+	}
+	if err := trust.Confirm(project, proj.SHA256); err != nil {
+		return false, err
+	}
+	pl.note("confirmed %s (SHA-256 %s): %s", filepath.Join(project, config.FileName), proj.SHA256[:12], strings.Join(asks, "; "))
+	return true, nil
+}
+
+// AllowRules parses HOST[:PORT] allow rules given by a person.
+func AllowRules(allow []string) ([]egress.Rule, error) {
+	var out []egress.Rule
+	for _, a := range allow {
+		r, err := egress.ParseRule(a)
+		if err != nil {
+			return nil, fmt.Errorf("allow %s: %w", a, err)
+		}
+		r.Source = "flag"
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// launchOptions is how a run's machine boots: the image, sized by the
+// effective limits, on backend.
+func (pl *Planner) launchOptions(req Request, eff config.Effective, backend vm.Backend, img, arch string) launch.Options {
+	o := launch.Options{
+		Home: pl.Home, ImageRoots: pl.ImageRoots, Image: img, Arch: vm.Arch(arch),
+		CPUs: eff.Limits.CPUs, MemoryMiB: eff.Limits.Memory.MiB(),
+		Link: req.Link, Network: vm.NetworkNone, Backend: backend, BootTimeout: req.BootTimeout,
+		Progress: func(launch.Event) {}, Warm: !req.Cold, Notice: func(s string) { pl.note("%s", s) },
+	}
+	if o.BootTimeout <= 0 {
+		o.BootTimeout = launch.DefaultBootTimeout
+	}
+	if eff.OpenNetwork {
+		o.Network = vm.NetworkNAT
+	}
+	return o
+}
+
+func (pl *Planner) imageRoots() []string { return append([]string{pl.Home}, pl.ImageRoots...) }
+
+// CheckImage says why image name cannot boot here for arch (empty: the
+// Planner's), or nil.
+func (pl *Planner) CheckImage(name, arch string) error {
+	_, err := image.Find(pl.imageRoots(), name, vm.Arch(pl.arch(arch)))
+	return err
+}
+
+func (pl *Planner) arch(a string) string {
+	switch {
+	case a != "":
+		return a
+	case pl.Arch != "":
+		return pl.Arch
+	}
+	return runtime.GOARCH
+}
+
+func (pl *Planner) getenv(k string) string {
+	if pl.Getenv == nil {
+		return ""
+	}
+	return pl.Getenv(k)
+}
+
+func (pl *Planner) note(format string, args ...any) {
+	if pl.Note != nil {
+		pl.Note(fmt.Sprintf(format, args...))
+	}
+}
+
+// demoAgent is the agent preset whose model is Airlock's own fake one.
+const demoAgent = "demo"
+
+// startFakeModel starts the demo agent's fake model on the host's
+// loopback for one run, allows exactly its address through the run's
+// proxy (as one of the preset's hosts), and tells the agent where it is
+// (AIRLOCK_DEMO_API). It returns what stops the model.
+func (pl *Planner) startFakeModel(ps *agent.Preset) (stop func(), err error) {
+	srv, err := fakemodel.Start()
+	if err != nil {
+		return nil, fmt.Errorf("demo agent: start its fake model: %w", err)
+	}
+	ps.Hosts = append(slices.Clone(ps.Hosts), srv.Addr)
+	ps.Env = withEnv(maps.Clone(ps.Env), "AIRLOCK_DEMO_API", srv.URL)
+	pl.note("demo agent: its fake model listens on %s (no API key needed)", srv.Addr)
+	return func() { srv.Close() }, nil
+}
+
+// ManifestLimits are the caps of l as the collect step takes them.
+func ManifestLimits(l config.Limits) manifest.Limits {
+	return manifest.Limits{MaxTotalBytes: int64(l.MaxPullBytes), MaxEntries: l.MaxFiles, MaxFileSize: int64(l.MaxFileSize)}
+}
+
+// projectDir is dir as an absolute path to an existing directory.
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no project directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("project: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("project %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// Parallel is how many of n attempts run at once: flag when given, else
+// as many VMs as half the host's available memory holds (at least one),
+// never more than there are attempts.
+func Parallel(flag, n int, lim config.Limits) int {
+	if flag > 0 {
+		return min(flag, n)
+	}
+	avail := availableMemory()
+	if avail <= 0 || lim.Memory <= 0 {
+		return n
+	}
+	return max(1, min(n, int(avail/2/int64(lim.Memory))))
+}
+
+// availableMemory reads MemAvailable from /proc/meminfo (Linux); 0 when
+// it cannot tell (macOS: the attempts all start, vz clamps memory).
+func availableMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); err == nil {
+			return kb * 1024
+		}
+	}
+	return 0
+}
