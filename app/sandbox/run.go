@@ -27,7 +27,6 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // Workspace is where the project is copied in the guest, and where the
@@ -371,6 +370,7 @@ func (s *Store) Snapshot(ctx context.Context, project string, cfg config.Project
 
 type runner struct {
 	killed   atomic.Bool // the host stopped the VM at the hard time limit
+	kept     bool        // the VM outlives the run (RunOptions.Keep)
 	s        *Store
 	o        RunOptions
 	project  string
@@ -444,203 +444,6 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress(Progress{Step: StepExcluded, Excluded: report.Excluded,
 		Message: fmt.Sprintf("snapshot: %d files, %d bytes, %d paths excluded", report.Files, report.Bytes, len(report.Excluded))})
 	return r.session(ctx, base, report)
-}
-
-// session boots a VM, puts the tree base (the baseline, or a reply
-// round's starting point) into /workspace, runs the command, collects
-// what changed against base, and verifies.
-func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *manifest.Report) error {
-	var t time.Time
-	// Copy mode pushes onto the VM's disk once it is up; virtiofs mode
-	// clones into the staging directory first, since the share must exist
-	// when the machine starts.
-	tr := r.o.Transfer
-	var shares []Share
-	var pushMS int64
-	var known transfer.Known // what the guest knows of /workspace
-	staging := ""
-	if r.o.Sync == SyncVirtiofs {
-		staging = r.sb.Path(StagingDir)
-		tr = stagingTransfer{root: staging}
-		var err error
-		if pushMS, _, err = r.push(ctx, tr, nil, report, staging); err != nil {
-			return err
-		}
-		shares = []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: Workspace}}
-	}
-
-	// Boot.
-	if err := r.setStatus(StatusBooting, nil); err != nil {
-		return err
-	}
-	var disks []Disk
-	if staging == "" && r.o.DiskSize > 0 {
-		path := r.sb.Path(DiskFile)
-		if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
-			return err
-		}
-		if !r.o.Keep {
-			defer r.removeDisk(path)
-		}
-		disks = []Disk{{Path: path, Mount: Workspace}}
-	}
-	if err := r.sb.Audit(Event{Event: EventLimits, Data: r.limitsEvent()}); err != nil {
-		return err
-	}
-	t = time.Now()
-	r.progress(Progress{Step: StepBoot, Message: fmt.Sprintf("booting %s (%s)", r.o.Image, r.o.Arch)})
-	m, err := r.o.Boot(ctx, Attach{ID: r.sb.ID, Shares: shares, Disks: disks, Root: r.sb.Path(RootDiskFile)})
-	if err != nil {
-		return fmt.Errorf("boot: %w", err)
-	}
-	var stopOnce sync.Once
-	kept := false
-	stop := func() {
-		stopOnce.Do(func() {
-			if kept {
-				return
-			}
-			r.progress(Progress{Step: StepStop, Message: "stopping the VM"})
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-			defer cancel()
-			if err := m.Shutdown(sctx); err != nil {
-				r.log.Warn("shutdown", "sandbox", r.sb.ID, "err", err)
-			}
-		})
-	}
-	defer stop()
-	bootMS := time.Since(t).Milliseconds()
-	if err := r.sb.Audit(Event{Event: EventBooted, Data: map[string]any{"boot_ms": bootMS}}); err != nil {
-		return err
-	}
-
-	if _, err := r.sb.Update(func(mt *Meta) { mt.Timings.BootMS = bootMS }); err != nil {
-		return err
-	}
-
-	// Network.
-	if r.o.Network != nil {
-		n := *r.o.Network
-		if n.Control == "" {
-			n.Control = r.sb.Path(EgressSocket)
-		}
-		env, stopNet, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev Event) {
-			if err := r.sb.Audit(ev); err != nil {
-				r.log.Warn("audit", "sandbox", r.sb.ID, "err", err)
-			}
-		})
-		if err != nil {
-			return err
-		}
-		defer stopNet()
-		r.netEnv = env
-	}
-
-	// Push.
-	if staging == "" && len(disks) == 0 {
-		// Without a workspace disk, /workspace is on the machine's own
-		// root: a root disk clone (full image) keeps the last round's
-		// tree there, which must not mix with what is pushed now.
-		var stderr bytes.Buffer
-		// (busybox's find has no -delete; a glob that matches nothing
-		// stays as it is, which rm -f ignores.)
-		if err := m.Exec(ctx, "if cd "+Workspace+" 2>/dev/null; then rm -rf -- ./* ./.[!.]* ./..?*; fi", nil, nil, &stderr); err != nil {
-			return fmt.Errorf("empty %s in the VM: %w (%s)", Workspace, err, strings.TrimSpace(stderr.String()))
-		}
-	}
-	if staging == "" {
-		if pushMS, known, err = r.push(ctx, tr, m, report, Workspace); err != nil {
-			return err
-		}
-	}
-	if r.o.Script != nil {
-		if err := putScript(ctx, m, r.o.Script); err != nil {
-			return err
-		}
-	}
-	r.user = r.o.User
-	if r.user == "" {
-		if d, ok := m.(DefaultUserer); ok {
-			r.user = d.DefaultUser()
-		}
-	}
-	if r.user != "" && staging == "" {
-		if err := chownWorkspace(ctx, m, r.user); err != nil {
-			return err
-		}
-	}
-
-	// Run.
-	if err := r.setStatus(StatusRunning, func(tm *Timings) { tm.PushMS = pushMS }); err != nil {
-		return err
-	}
-	code, runMS, err := r.runCommand(ctx, m)
-	if err != nil {
-		return err
-	}
-	if staging != "" {
-		// The VM stops before a virtiofs clone is collected: verify first.
-		if err := r.verify(ctx, m); err != nil {
-			return err
-		}
-		// The guest must be gone before the host reads what it wrote:
-		// nothing may change the staging clone while it is collected.
-		stop()
-	}
-
-	// Collect.
-	if _, err := r.sb.Update(func(mt *Meta) {
-		mt.Status, mt.ExitCode, mt.Timings.RunMS = StatusCollecting, &code, runMS
-	}); err != nil {
-		return err
-	}
-	t = time.Now()
-	r.progress(Progress{Step: StepCollect, Message: "collecting"})
-	if err := r.collect(ctx, tr, m, base, known); err != nil {
-		if r.killed.Load() {
-			return fmt.Errorf("collect: the guest did not end the command at its %s time limit, so the host stopped the VM: %w", r.o.Timeout, err)
-		}
-		return fmt.Errorf("collect: %w", err)
-	}
-	if staging != "" {
-		// Everything is in the content store now.
-		if err := os.RemoveAll(staging); err != nil {
-			r.log.Warn("remove staging clone", "sandbox", r.sb.ID, "err", err)
-		}
-	}
-	collectMS := time.Since(t).Milliseconds()
-	cs, err := r.sb.Changeset(ctx)
-	if err != nil {
-		return fmt.Errorf("collect: %w", err)
-	}
-	stats := statsOf(cs)
-	if _, err := r.sb.Update(func(mt *Meta) {
-		mt.Status, mt.Guest, mt.Changes, mt.Timings.CollectMS = StatusReady, GuestFile, &stats, collectMS
-	}); err != nil {
-		return err
-	}
-	if err := r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}}); err != nil {
-		return err
-	}
-	if staging == "" {
-		// After the collect, so the review holds the agent's changes only,
-		// not what the verify command leaves behind (caches, builds).
-		if err := r.verify(ctx, m); err != nil {
-			return err
-		}
-		if r.o.Keep {
-			d, ok := m.(Detacher)
-			if !ok {
-				return errors.New("keep: this machine cannot outlive the run")
-			}
-			if err := d.Detach(); err != nil {
-				return fmt.Errorf("keep: %w", err)
-			}
-			kept = true
-			r.progress(Progress{Step: StepStop, Message: "the VM keeps running (airlock stop " + r.sb.ID + " stops it)"})
-		}
-	}
-	return nil
 }
 
 // Detacher is an optional Machine capability: leave the VM running after
