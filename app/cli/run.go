@@ -172,37 +172,12 @@ inspection (airlock logs ID).`,
 // f.replyTo a reply round) and runs it: several attempts start from one
 // snapshot and are compared.
 func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
-	n := max(f.fanOut, 1) * max(len(req.Agents), 1)
-	if f.fanOut < 1 || n > sandbox.MaxFanOut {
-		if len(req.Agents) > 1 {
-			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", len(req.Agents), f.fanOut, sandbox.MaxFanOut)
-		}
-		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
-	}
-	if n > 1 && f.interactive {
-		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
-	}
-	if f.keep && f.fanOut > 1 {
-		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
-	}
-	if _, err := sandbox.ParseSyncMode(f.sync); err != nil {
-		return fmt.Errorf("--sync: %w", err)
-	}
-	var err error
-	if req.Env, err = parseEnv(f.env); err != nil {
+	if err := f.check(len(req.Agents)); err != nil {
 		return err
 	}
-	if f.script != "" {
-		if req.Script, err = os.ReadFile(f.script); err != nil {
-			return fmt.Errorf("read --script: %w", err)
-		}
-		req.ScriptName = filepath.Base(f.script)
+	if err := f.request(&req); err != nil {
+		return err
 	}
-	req.Project, req.Image, req.Arch, req.Sync = f.project, f.image, f.arch, f.sync
-	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
-	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
-	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold
-	req.Reply, req.Message = f.replyTo, f.message
 	h, err := e.home()
 	if err != nil {
 		return err
@@ -230,31 +205,114 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 		e.warnOpenNetwork()
 	}
 	if len(pn.Runs) > 1 {
-		for i := range pn.Runs {
-			pn.Runs[i].Stderr = errw
-		}
 		return runFanOut(ctx, e, store, pn.Runs, pn.Parallel, pn.Limits, errw)
 	}
+	return runOne(ctx, e, store, pn, f.interactive, errw)
+}
+
+// check refuses flags that do not go together, in the flags' words.
+func (f *runFlags) check(agents int) error {
+	n := max(f.fanOut, 1) * max(agents, 1)
+	if f.fanOut < 1 || n > sandbox.MaxFanOut {
+		if agents > 1 {
+			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", agents, f.fanOut, sandbox.MaxFanOut)
+		}
+		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
+	}
+	if n > 1 && f.interactive {
+		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
+	}
+	if f.keep && f.fanOut > 1 {
+		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
+	}
+	if _, err := sandbox.ParseSyncMode(f.sync); err != nil {
+		return fmt.Errorf("--sync: %w", err)
+	}
+	return nil
+}
+
+// request fills req (its agents, prompt and command already set) from
+// the flags.
+func (f *runFlags) request(req *plan.Request) error {
+	var err error
+	if req.Env, err = parseEnv(f.env); err != nil {
+		return err
+	}
+	if f.script != "" {
+		if req.Script, err = os.ReadFile(f.script); err != nil {
+			return fmt.Errorf("read --script: %w", err)
+		}
+		req.ScriptName = filepath.Base(f.script)
+	}
+	req.Project, req.Image, req.Arch, req.Sync = f.project, f.image, f.arch, f.sync
+	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
+	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
+	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold
+	req.Reply, req.Message = f.replyTo, f.message
+	return nil
+}
+
+// runOne runs the plan's one attempt (or reply round) with live output
+// and progress, then reports it.
+func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, interactive bool, errw *syncWriter) error {
 	p := e.newProgress()
 	defer p.Done("")
-	var excluded, skipped []manifest.Exclusion
+	var seen runSeen
 	opts := pn.Runs[0]
-	opts.Stdout, opts.Stderr = e.stdout, errw
-	if f.interactive {
+	opts.Stdout, opts.Stderr, opts.Progress = e.stdout, errw, seen.render(e, p, opts.Sync)
+	if interactive {
 		opts.Stdin = e.stdin
 	}
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	opts.Progress = func(ev sandbox.Progress) {
+	var res *sandbox.RunResult
+	var err error
+	if pn.Reply != "" {
+		res, err = store.Reply(ctx, pn.Reply, pn.Message, opts)
+	} else {
+		res, err = store.Run(ctx, opts)
+	}
+	p.Done("")
+	if res == nil {
+		return cliError(err)
+	}
+	if e.json {
+		return printRunJSON(e, res, err, pn, seen)
+	}
+	id := res.Sandbox.ID
+	if err != nil && ctx.Err() != nil {
+		e.note("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", id, id, id)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", cliError(err), id, id)
+	}
+	if res.FinalMessage != "" && res.Summary == "" {
+		printFinalMessage(e, res.FinalMessage, opts.Agent)
+	}
+	printRunSummary(e, res)
+	e.exitCode = res.ExitCode
+	return nil
+}
+
+// runSeen is what a run's progress told that its result does not hold:
+// what the snapshot and the guest left out.
+type runSeen struct {
+	excluded, skipped []manifest.Exclusion
+}
+
+// render shows a run's progress events on the progress line and stderr.
+func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(sandbox.Progress) {
+	return func(ev sandbox.Progress) {
 		switch ev.Step {
 		case sandbox.StepCreated:
-			e.note("sandbox %s (sync: %s)", ev.Sandbox, opts.Sync)
+			e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
 		case sandbox.StepSnapshot:
 			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
 		case sandbox.StepExcluded:
 			p.Done(ev.Message)
-			excluded = ev.Excluded
+			s.excluded = ev.Excluded
 			if !e.json {
 				printExclusions(e, ev.Excluded)
 			}
@@ -267,7 +325,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 			e.note("%s", ev.Message)
 		case sandbox.StepCollect:
 			if len(ev.Excluded) > 0 {
-				skipped = ev.Excluded
+				s.skipped = ev.Excluded
 				e.note("%s", ev.Message)
 				break
 			}
@@ -278,59 +336,44 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 			p.Done("")
 		}
 	}
-	var res *sandbox.RunResult
-	if pn.Reply != "" {
-		res, err = store.Reply(ctx, pn.Reply, pn.Message, opts)
-	} else {
-		res, err = store.Run(ctx, opts)
+}
+
+// printRunJSON prints what airlock run --json prints: the result, or
+// the error with the sandbox it left.
+func printRunJSON(e *env, res *sandbox.RunResult, err error, pn *plan.Plan, seen runSeen) error {
+	m := res.Meta
+	out := runResult{FinalMessage: res.FinalMessage, Sandbox: res.Sandbox.ID, Status: m.Status, SyncMode: m.SyncMode, ExitCode: res.ExitCode, Changes: m.Changes,
+		Excluded: seen.excluded, Skipped: seen.skipped, Summary: res.Summary, Timings: m.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: m.Verify}
+	if pn.OpenNetwork {
+		out.Network = sandbox.NetworkOpen
 	}
-	p.Done("")
-	if res == nil {
-		return cliError(err)
-	}
-	final := res.FinalMessage
-	if e.json {
-		out := runResult{FinalMessage: final, Sandbox: res.Sandbox.ID, Status: res.Meta.Status, SyncMode: res.Meta.SyncMode, ExitCode: res.ExitCode, Changes: res.Meta.Changes,
-			Excluded: excluded, Skipped: skipped, Summary: res.Summary, Timings: res.Meta.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: res.Meta.Verify}
-		if pn.OpenNetwork {
-			out.Network = sandbox.NetworkOpen
-		}
-		if out.Excluded == nil {
-			out.Excluded = []manifest.Exclusion{}
-		}
-		if err != nil {
-			out.Error = err.Error()
-		}
-		if perr := e.printJSON(out); perr != nil {
-			return perr
-		}
-		if err != nil {
-			e.exitCode = ExitError
-			return nil
-		}
-		e.exitCode = res.ExitCode
-		return nil
-	}
-	if err != nil && ctx.Err() != nil {
-		e.note("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", res.Sandbox.ID, res.Sandbox.ID, res.Sandbox.ID)
-		return err
+	if out.Excluded == nil {
+		out.Excluded = []manifest.Exclusion{}
 	}
 	if err != nil {
-		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", cliError(err), res.Sandbox.ID, res.Sandbox.ID)
+		out.Error = err.Error()
 	}
-	if final != "" && res.Summary == "" {
-		field := "its final message"
-		if presets, err := loadAgents(); err == nil && presets[opts.Agent].Rationale.JSONField != "" {
-			field = presets[opts.Agent].Rationale.JSONField
-		}
-		fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", field)
-		for _, l := range strings.Split(strings.TrimRight(final, "\n"), "\n") {
-			fmt.Fprintln(e.stdout, "  "+l)
-		}
+	if perr := e.printJSON(out); perr != nil {
+		return perr
 	}
-	printRunSummary(e, res)
 	e.exitCode = res.ExitCode
+	if err != nil {
+		e.exitCode = ExitError
+	}
 	return nil
+}
+
+// printFinalMessage shows the agent's final message, read from its
+// output, when it wrote no summary.
+func printFinalMessage(e *env, final, agentName string) {
+	field := "its final message"
+	if presets, err := loadAgents(); err == nil && presets[agentName].Rationale.JSONField != "" {
+		field = presets[agentName].Rationale.JSONField
+	}
+	fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", field)
+	for _, l := range strings.Split(strings.TrimRight(final, "\n"), "\n") {
+		fmt.Fprintln(e.stdout, "  "+l)
+	}
 }
 
 // note prints a line for people on stderr, unless --quiet or --json.
