@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
+	"github.com/spf13/cobra"
+)
+
+func newDiffCmd(e *env) *cobra.Command {
+	var stat, color, noColor bool
+	var round int
+	cmd := &cobra.Command{
+		Use:   "diff ID [PATH...]",
+		Short: "Show a sandbox's changes as a unified diff (git format)",
+		Long: `diff prints the changes a sandbox made to its copy of the project, as a
+git-style unified diff that git apply accepts (binary files are named, not
+shown). On a terminal it is coloured and every hunk is numbered, for
+airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
+--stat; with --json the whole changeset (files, hunks, lines). After
+airlock reply, --round N shows what round N changed.
+
+ID may be any unique prefix of the sandbox's ID.`,
+		Example: `  airlock diff 3f2a
+  airlock diff 3f2a --stat
+  airlock diff 3f2a src/main.go`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sb, err := e.openSandbox(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			cs, err := sb.Changeset(cmd.Context())
+			if round > 0 {
+				cs, err = sb.RoundChangeset(cmd.Context(), round)
+			}
+			if err != nil {
+				return err
+			}
+			noteStaleness(cmd.Context(), e, sb)
+			if len(args) > 1 {
+				sel := sandbox.Selection{Paths: args[1:]}
+				d, err := sel.Decisions(cs)
+				if err != nil {
+					return err
+				}
+				var keep []*review.File
+				for _, f := range cs.Files {
+					if _, ok := d.Files[f.Path]; ok {
+						keep = append(keep, f)
+					}
+				}
+				cs = &review.Changeset{Files: keep}
+			}
+			if e.json {
+				if cs.Files == nil {
+					cs.Files = []*review.File{}
+				}
+				return e.printJSON(cs)
+			}
+			if stat {
+				writeStat(e.stdout, cs, termWidth(e.stdout))
+				return nil
+			}
+			patch, _ := review.Patch(cs, review.ApproveAll(cs), review.PatchOptions{})
+			useColor := (isTerminal(e.stdout) || color) && !noColor && os.Getenv("NO_COLOR") == ""
+			if !useColor {
+				_, err := e.stdout.Write(patch)
+				return err
+			}
+			writeColored(e.stdout, patch)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&stat, "stat", false, "print a per-file summary instead of the diff")
+	cmd.Flags().IntVar(&round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
+	cmd.Flags().BoolVar(&color, "color", false, "colour the diff even when not on a terminal")
+	cmd.Flags().BoolVar(&noColor, "no-color", false, "never colour the diff (also: NO_COLOR=1)")
+	return cmd
+}
+
+const (
+	ansiReset = "\033[m"
+	ansiBold  = "\033[1m"
+	ansiRed   = "\033[31m"
+	ansiGreen = "\033[32m"
+	ansiCyan  = "\033[36m"
+	ansiDim   = "\033[2m"
+)
+
+// writeColored colours a git patch as git does and numbers each file's
+// hunks.
+func writeColored(w io.Writer, patch []byte) {
+	hunk := 0
+	inHeader := false
+	for _, line := range strings.SplitAfter(string(patch), "\n") {
+		if line == "" {
+			continue
+		}
+		body := strings.TrimSuffix(line, "\n")
+		switch {
+		case strings.HasPrefix(body, "diff --git "):
+			hunk, inHeader = 0, true
+			fmt.Fprintf(w, "%s%s%s\n", ansiBold, body, ansiReset)
+		case strings.HasPrefix(body, "@@"):
+			hunk++
+			inHeader = false
+			fmt.Fprintf(w, "%s%s%s %s[hunk %d]%s\n", ansiCyan, body, ansiReset, ansiDim, hunk, ansiReset)
+		case inHeader || strings.HasPrefix(body, "# airlock:"):
+			fmt.Fprintf(w, "%s%s%s\n", ansiBold, body, ansiReset)
+		case strings.HasPrefix(body, "+"):
+			fmt.Fprintf(w, "%s%s%s\n", ansiGreen, body, ansiReset)
+		case strings.HasPrefix(body, "-"):
+			fmt.Fprintf(w, "%s%s%s\n", ansiRed, body, ansiReset)
+		default:
+			fmt.Fprintln(w, body)
+		}
+	}
+}
+
+func termWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		if cols, _, err := termSize(f); err == nil && cols > 20 {
+			return cols
+		}
+	}
+	return 80
+}
+
+// writeStat prints a diffstat as git diff --stat does.
+func writeStat(w io.Writer, cs *review.Changeset, width int) {
+	type row struct {
+		name   string
+		count  string
+		add    int
+		del    int
+		binary bool
+	}
+	var rows []row
+	nameW, countW, maxChange := 0, 0, 0
+	added, removed := cs.Stats()
+	for _, f := range cs.Files {
+		if f.IsDir() {
+			continue
+		}
+		r := row{name: f.Path, add: f.Added, del: f.Removed}
+		if f.Status == review.Renamed {
+			r.name = f.OldPath + " => " + f.Path
+		}
+		if f.Binary {
+			r.binary = true
+			var o, n int64
+			if f.Old != nil {
+				o = f.Old.Size
+			}
+			if f.New != nil {
+				n = f.New.Size
+			}
+			r.count = fmt.Sprintf("Bin %d -> %d bytes", o, n)
+		} else {
+			r.count = fmt.Sprint(f.Added + f.Removed)
+			maxChange = max(maxChange, f.Added+f.Removed)
+		}
+		nameW = max(nameW, len(r.name))
+		if !r.binary {
+			countW = max(countW, len(r.count))
+		}
+		rows = append(rows, r)
+	}
+	barW := max(width-nameW-countW-6, 10)
+	for _, r := range rows {
+		if r.binary {
+			fmt.Fprintf(w, " %-*s | %s\n", nameW, r.name, r.count)
+			continue
+		}
+		a, d := r.add, r.del
+		if maxChange > barW {
+			a = scale(r.add, maxChange, barW)
+			d = scale(r.del, maxChange, barW)
+		}
+		bar := strings.Repeat("+", a) + strings.Repeat("-", d)
+		if bar != "" {
+			bar = " " + bar
+		}
+		fmt.Fprintf(w, " %-*s | %*s%s\n", nameW, r.name, countW, r.count, bar)
+	}
+	files := "files"
+	if len(rows) == 1 {
+		files = "file"
+	}
+	line := fmt.Sprintf(" %d %s changed", len(rows), files)
+	if added > 0 || removed == 0 {
+		line += fmt.Sprintf(", %d %s(+)", added, plural(added, "insertion", "insertions"))
+	}
+	if removed > 0 || added == 0 {
+		line += fmt.Sprintf(", %d %s(-)", removed, plural(removed, "deletion", "deletions"))
+	}
+	fmt.Fprintln(w, line)
+}
+
+func scale(n, total, width int) int {
+	if n == 0 {
+		return 0
+	}
+	return max(1, n*width/total)
+}

@@ -1,0 +1,78 @@
+package egress
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Modes of a Record.
+const (
+	ModeHTTP      = "http"      // a plain HTTP request through the proxy
+	ModeTunnel    = "tunnel"    // a CONNECT tunnel relayed as bytes
+	ModeIntercept = "intercept" // a request inside a CONNECT whose TLS the proxy terminated
+)
+
+// Record is one request through the proxy, allowed or denied: what the
+// audit log keeps and the CLI shows.
+type Record struct {
+	Time time.Time `json:"time"`
+	Mode string    `json:"mode"`
+	Host string    `json:"host"`
+	Port int       `json:"port"`
+	// Method is the HTTP method, CONNECT for a tunnel.
+	Method string `json:"method"`
+	// Path is the URL path of a plain or intercepted request (never the
+	// query, which may carry tokens); empty for a tunnel.
+	Path string `json:"path,omitempty"`
+	// Status is the HTTP status the guest got (0 when the connection
+	// broke before one).
+	Status int `json:"status,omitempty"`
+	// BytesUp and BytesDown count body bytes (stream bytes for a tunnel).
+	BytesUp   int64         `json:"bytes_up"`
+	BytesDown int64         `json:"bytes_down"`
+	Duration  time.Duration `json:"duration_ns"`
+	// Allowed is the decision; Rule the rule (or reason) that made it.
+	Allowed bool   `json:"allowed"`
+	Rule    string `json:"rule"`
+	Reason  string `json:"reason,omitempty"`
+	// Secret names the secret substituted into the request, if any.
+	Secret string `json:"secret,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// String is the record as one line for people.
+func (r Record) String() string {
+	target := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	verdict := "allowed"
+	if !r.Allowed {
+		verdict = "DENIED"
+	}
+	s := fmt.Sprintf("%s %s %s%s", verdict, r.Method, target, r.Path)
+	if r.Status != 0 {
+		s += fmt.Sprintf(" → %d", r.Status)
+	}
+	if r.Allowed {
+		s += fmt.Sprintf(" (%s up, %s down, %s; %s)", size(r.BytesUp), size(r.BytesDown), r.Duration.Round(time.Millisecond), r.Rule)
+	} else {
+		s += ": " + r.Reason
+	}
+	if r.Secret != "" {
+		s += " [" + r.Secret + " substituted]"
+	}
+	if r.Error != "" {
+		s += " error: " + r.Error
+	}
+	return s
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

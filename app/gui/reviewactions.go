@@ -1,0 +1,126 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+	"github.com/airlock-dev/airlock/app/sandbox"
+)
+
+// sendBackHint says what "Send back to agent" sends.
+const sendBackHint = "Send back: the agent gets your message, your comments and the hunks you rejected, and works on its result in a new round."
+
+// askSendBack asks for the message to the agent, then sends the sandbox
+// back.
+func (r *ReviewWindow) askSendBack() {
+	msg := widget.NewMultiLineEntry()
+	msg.SetPlaceHolder("What should the agent do differently?")
+	msg.SetMinRowsVisible(4)
+	dialog.ShowForm("Send back to the agent", "Send", "Cancel", []*widget.FormItem{widget.NewFormItem("Message", msg)}, func(ok bool) {
+		if ok {
+			r.SendBack(msg.Text)
+		}
+	}, r.Window)
+}
+
+// SendBack saves the review (its comments and rejections go to the agent)
+// and sends the sandbox back with message for another round; the window
+// then says how the round ended, and the main window reloads.
+func (r *ReviewWindow) SendBack(message string) {
+	if strings.TrimSpace(message) == "" {
+		r.status.SetText("Say what the agent should do differently.")
+		return
+	}
+	r.save()
+	r.sendBtn.Disable()
+	r.applyBtn.Disable()
+	r.status.SetText("Sent back: the agent is working on a new round…")
+	r.async(func() {
+		res, err := r.svc.Reply(context.Background(), r.id, message)
+		fyne.Do(func() {
+			r.sendBtn.Enable()
+			r.applyBtn.Enable()
+			if err != nil {
+				r.status.SetText("Send back failed")
+				dialog.ShowError(err, r.Window)
+				return
+			}
+			r.status.SetText(fmt.Sprintf("Round %d is ready.", res.Meta.Round))
+			if r.onChange != nil {
+				r.onChange()
+			}
+			if r.onRound != nil {
+				r.onRound()
+			}
+		})
+	})
+}
+
+func (r *ReviewWindow) apply() {
+	r.save()
+	d := r.m.decisions()
+	if taken, _ := r.m.approved(); len(taken) == 0 {
+		r.status.SetText("Nothing approved: approve files or hunks first.")
+		return
+	}
+	r.applyBtn.Disable()
+	r.status.SetText("Applying…")
+	r.async(func() {
+		res, err := r.svc.Apply(context.Background(), r.id, d)
+		fyne.Do(func() {
+			r.applyBtn.Enable()
+			if err != nil {
+				r.status.SetText("Apply failed")
+				dialog.ShowError(err, r.Window)
+				return
+			}
+			r.status.SetText(applySummary(res))
+			if len(res.Conflicts) > 0 {
+				ShowConflicts(r.Window, res.Conflicts)
+			}
+			if r.onChange != nil {
+				r.onChange()
+			}
+		})
+	})
+}
+
+func applySummary(res *sandbox.ApplyResult) string {
+	parts := []string{fmt.Sprintf("applied %d", len(res.Applied))}
+	if len(res.Merged) > 0 {
+		parts = append(parts, fmt.Sprintf("merged %d", len(res.Merged)))
+	}
+	if len(res.Conflicts) > 0 {
+		parts = append(parts, fmt.Sprintf("%d in conflict (left untouched)", len(res.Conflicts)))
+	}
+	if len(res.Skipped) > 0 {
+		parts = append(parts, fmt.Sprintf("skipped %d", len(res.Skipped)))
+	}
+	return "Done: " + strings.Join(parts, ", ") + "."
+}
+
+func (r *ReviewWindow) undo() {
+	r.status.SetText("Undoing…")
+	r.async(func() {
+		journal, err := r.svc.Undo(context.Background(), r.id)
+		fyne.Do(func() {
+			switch {
+			case errors.Is(err, sandbox.ErrNothingToUndo):
+				r.status.SetText("Nothing to undo: no apply of this sandbox is in effect.")
+			case err != nil:
+				r.status.SetText("Undo failed")
+				dialog.ShowError(err, r.Window)
+			default:
+				r.status.SetText("Undone: the project is back as it was before apply " + journal[strings.LastIndex(journal, "/")+1:] + ".")
+				if r.onChange != nil {
+					r.onChange()
+				}
+			}
+		})
+	})
+}

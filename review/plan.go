@@ -1,0 +1,188 @@
+package review
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// plannedFile is the steps one file needs and what to report for it.
+type plannedFile struct {
+	steps  []Step
+	result FileResult
+	merged bool
+}
+
+// baseOf is what path held in the baseline according to f.
+func baseOf(f *File, p string) (EntryState, []byte) {
+	if f.Old == nil || (f.Status == Renamed && p != f.OldPath) {
+		return EntryState{}, nil
+	}
+	s := EntryState{Exists: true, Type: f.Old.Type, Mode: f.Old.Mode.Perm(), SHA256: f.Old.SHA256, Target: f.Old.Target}
+	switch s.Type {
+	case manifest.Dir:
+		s.SHA256, s.Target = "", ""
+	case manifest.Symlink:
+		s.Mode, s.SHA256 = 0, ""
+	}
+	return s, f.oldData
+}
+
+func (a *applier) planFile(f *File, outs []Outcome) (plannedFile, error) {
+	var pf plannedFile
+	pf.result = FileResult{Path: f.Path, OldPath: f.OldPath}
+	for _, out := range outs {
+		if err := ValidatePath(out.Path); err != nil {
+			return pf, err
+		}
+		base, baseData := baseOf(f, out.Path)
+		cur, curData, err := a.pr.state(out.Path)
+		if err != nil {
+			return pf, fmt.Errorf("%s: %w", out.Path, err)
+		}
+		target := EntryState{Exists: out.Exists}
+		content := out.Content
+		if out.Exists {
+			target.Type, target.Mode = out.Type, out.Mode.Perm()
+			switch out.Type {
+			case manifest.File:
+				target.SHA256 = sha256Hex(content)
+			case manifest.Symlink:
+				target.Mode, target.Target = 0, string(content)
+				if !a.opts.AllowEscapingSymlinks && symlinkEscapes(out.Path, target.Target) {
+					return pf, fmt.Errorf("symbolic link %s points outside the project (%q); not created", out.Path, target.Target)
+				}
+			}
+			// A mode the agent did not change follows the project's.
+			if cur.Exists && cur.Type == target.Type && base.Exists && base.Type == target.Type && base.Mode == target.Mode {
+				target.Mode = cur.Mode
+			}
+		}
+		if out.Path == f.Path {
+			pf.result.BeforeSHA256, pf.result.AfterSHA256 = cur.hash(), target.hash()
+		}
+		if cur.Equal(target) {
+			continue
+		}
+		if target.Type == manifest.Dir && cur.Type == manifest.Dir && !base.Exists {
+			continue // the user made the directory too: keep theirs
+		}
+		if !cur.sameContent(base) {
+			merged, err := a.merge(f, out, base, baseData, cur, curData, content)
+			if err != nil {
+				return pf, err
+			}
+			content, target.SHA256 = merged, sha256Hex(merged)
+			pf.merged = true
+			if out.Path == f.Path {
+				pf.result.AfterSHA256 = target.SHA256
+			}
+			if cur.Equal(target) {
+				continue
+			}
+		}
+		if cur.Type == manifest.File {
+			a.keep(curData)
+		}
+		if target.Type == manifest.File {
+			a.keep(content)
+		}
+		if cur.Exists && target.Exists && cur.Type != target.Type && (cur.Type == manifest.Dir || target.Type == manifest.Dir) {
+			pf.steps = append(pf.steps, Step{Path: out.Path, Before: cur}, Step{Path: out.Path, After: target})
+		} else {
+			pf.steps = append(pf.steps, Step{Path: out.Path, Before: cur, After: target})
+		}
+	}
+	return pf, nil
+}
+
+// merge combines the user's edits (cur) with the approved content when the
+// path changed in the project since the run.
+func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, cur EntryState, curData, theirs []byte) ([]byte, error) {
+	ce := &ConflictError{Path: out.Path, Base: baseData, Ours: curData, Theirs: theirs}
+	textual := out.Exists && out.Type == manifest.File && cur.Type == manifest.File &&
+		(!base.Exists || base.Type == manifest.File) &&
+		!looksBinary(baseData) && !looksBinary(curData) && !looksBinary(theirs)
+	switch {
+	case !out.Exists:
+		ce.Reason = "you changed it in the project since the run, and the approved change removes it"
+		return nil, ce
+	case !cur.Exists:
+		ce.Reason = "you removed it from the project since the run, and the approved change edits it"
+		return nil, ce
+	case !textual:
+		ce.Reason = "you changed it in the project since the run, and it cannot be merged line by line"
+		return nil, ce
+	}
+	m := Merge3(baseData, curData, theirs)
+	merged, ok := m.Content()
+	if !ok {
+		ce.Merge = m
+		ce.Reason = fmt.Sprintf("your edits since the run overlap the approved change (%d conflicting stretches)", m.Conflicts())
+		return nil, ce
+	}
+	return merged, nil
+}
+
+// withParents adds the creation of missing parent directories and orders
+// the steps: removals of files and links, removals of directories deepest
+// first, creations of directories shallowest first, then writes.
+func (a *applier) withParents(steps []Step) ([]Step, error) {
+	created := map[string]bool{}
+	removedDir := map[string]bool{}
+	for _, s := range steps {
+		if !s.After.Exists && s.Before.Type == manifest.Dir {
+			removedDir[s.Path] = true
+		}
+		if s.After.Type == manifest.Dir && !s.Before.Exists {
+			created[s.Path] = true
+		}
+	}
+	var out []Step
+	for _, s := range steps {
+		out = append(out, s)
+		if !s.After.Exists {
+			continue
+		}
+		missing, err := a.pr.checkParents(s.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Path, err)
+		}
+		for _, dir := range missing {
+			if created[dir] {
+				continue
+			}
+			created[dir] = true
+			out = append(out, Step{Path: dir, After: EntryState{Exists: true, Type: manifest.Dir, Mode: 0o755}})
+		}
+	}
+	for dir := range removedDir {
+		if created[dir] {
+			// Removed and created again: leave it standing.
+			delete(removedDir, dir)
+		}
+	}
+	phase := func(s Step) int {
+		switch {
+		case !s.After.Exists && s.Before.Type != manifest.Dir:
+			return 0
+		case !s.After.Exists:
+			return 1
+		case s.After.Type == manifest.Dir && !s.Before.Exists:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		pi, pj := phase(out[i]), phase(out[j])
+		if pi != pj {
+			return pi < pj
+		}
+		if pi == 1 {
+			return out[i].Path > out[j].Path // deepest first
+		}
+		return out[i].Path < out[j].Path
+	})
+	return out, nil
+}
