@@ -31,11 +31,15 @@ type fakeService struct {
 	replies    []string
 	// rounds holds what a sandbox's last round changed, by sandbox ID.
 	rounds map[string]*review.Changeset
-	// run, if set, plays a run.
-	run func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
+	// run, if set, plays a run; reply, if set, a Send back round.
+	run   func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
+	reply func(ctx context.Context, id, message string) (*sandbox.RunResult, error)
 }
 
-func (s *fakeService) Reply(_ context.Context, id, message string) (*sandbox.RunResult, error) {
+func (s *fakeService) Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+	if s.reply != nil {
+		return s.reply(ctx, id, message)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = append(s.replies, id+": "+message)

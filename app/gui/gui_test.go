@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -279,6 +280,56 @@ func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	}
 	if !strings.Contains(r.status.Text, "Round 2 is ready") {
 		t.Errorf("status: %q", r.status.Text)
+	}
+}
+
+// TestStopSendBack: while a Send back round runs, Stop the round cancels
+// its context (the service stops its VM), and the window says the round
+// was stopped; closing the window stops it too.
+func TestStopSendBack(t *testing.T) {
+	for _, how := range []string{"stop button", "close window"} {
+		t.Run(how, func(t *testing.T) {
+			svc := reviewService(t)
+			started, ended := make(chan struct{}), make(chan error, 1)
+			svc.reply = func(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+				close(started)
+				<-ctx.Done()
+				ended <- ctx.Err()
+				return nil, fmt.Errorf("sandbox %s: boot: %w", id, ctx.Err())
+			}
+			test.NewTempApp(t)
+			r, err := NewReviewWindow(fyne.CurrentApp(), svc, testInfo("1a2b3c4d"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how == "stop button" {
+				t.Cleanup(r.Window.Close)
+			}
+			done := make(chan struct{})
+			r.async = func(f func()) { go func() { f(); close(done) }() }
+			if r.stopBtn.Visible() {
+				t.Fatal("Stop the round is shown with no round running")
+			}
+			r.SendBack("Keep the old name.")
+			<-started
+			if !r.stopBtn.Visible() || !r.sendBtn.Disabled() {
+				t.Fatalf("while the round runs: stop shown %v, send disabled %v", r.stopBtn.Visible(), r.sendBtn.Disabled())
+			}
+			if how == "stop button" {
+				test.Tap(r.stopBtn)
+			} else {
+				r.closeRequested()
+			}
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Errorf("the round's context ended with %v", err)
+			}
+			<-done
+			if how == "stop button" {
+				if r.stopBtn.Visible() || r.sendBtn.Disabled() || !strings.Contains(r.status.Text, "Round stopped") {
+					t.Errorf("after the stop: stop shown %v, send disabled %v, status %q", r.stopBtn.Visible(), r.sendBtn.Disabled(), r.status.Text)
+				}
+			}
+		})
 	}
 }
 

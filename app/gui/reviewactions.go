@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
+
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
@@ -39,13 +40,28 @@ func (r *ReviewWindow) SendBack(message string) {
 	r.save()
 	r.sendBtn.Disable()
 	r.applyBtn.Disable()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stopRound = cancel
+	r.stopBtn.Enable()
+	r.stopBtn.Show()
 	r.status.SetText("Sent back: the agent is working on a new round…")
 	r.async(func() {
-		res, err := r.svc.Reply(context.Background(), r.id, message)
+		res, err := r.svc.Reply(ctx, r.id, message)
+		stopped := ctx.Err() != nil
+		cancel()
 		fyne.Do(func() {
+			r.stopRound = nil
+			r.stopBtn.Hide()
 			r.sendBtn.Enable()
 			r.applyBtn.Enable()
-			if err != nil {
+			switch {
+			case err != nil && stopped:
+				r.status.SetText("Round stopped: its VM is gone, and the sandbox is marked failed (its earlier rounds are kept).")
+				if r.onChange != nil {
+					r.onChange()
+				}
+				return
+			case err != nil:
 				r.status.SetText("Send back failed")
 				dialog.ShowError(err, r.Window)
 				return
@@ -59,6 +75,17 @@ func (r *ReviewWindow) SendBack(message string) {
 			}
 		})
 	})
+}
+
+// StopRound ends the Send back round that runs, if any: its VM is
+// stopped and the round ends as failed.
+func (r *ReviewWindow) StopRound() {
+	if r.stopRound == nil {
+		return
+	}
+	r.stopBtn.Disable()
+	r.status.SetText("Stopping the round…")
+	r.stopRound()
 }
 
 func (r *ReviewWindow) apply() {

@@ -45,6 +45,10 @@ type ReviewWindow struct {
 	approveAll *widget.Button
 	sendBtn    *widget.Button
 	undoBtn    *widget.Button
+	// stopBtn ends a Send back round while it runs (stopRound cancels
+	// it; nil when none runs).
+	stopBtn   *widget.Button
+	stopRound context.CancelFunc
 	tabs       *container.AppTabs
 	fileState  *widget.Label   // the shown file's state
 	stale      *widget.Label   // the baseline is behind the project; nil when it is not
@@ -98,11 +102,17 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	r.build(info, summary, transcript, staleNote(svc, info.ID))
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
-	r.Window.SetCloseIntercept(func() {
-		r.save()
-		r.Window.Close()
-	})
+	r.Window.SetCloseIntercept(r.closeRequested)
 	return r, nil
+}
+
+// closeRequested closes the window when the user asks to, keeping the
+// review; a round running from this window, which has no other way to
+// be stopped, ends with it.
+func (r *ReviewWindow) closeRequested() {
+	r.save()
+	r.StopRound()
+	r.Window.Close()
 }
 
 func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string) {
@@ -182,11 +192,13 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
 	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
+	r.stopBtn = widget.NewButtonWithIcon("Stop the round", theme.MediaStopIcon(), r.StopRound)
+	r.stopBtn.Hide()
 	r.status = widget.NewLabel("")
 	r.status.Truncation = fyne.TextTruncateEllipsis
 	sendNote := widget.NewLabelWithStyle(sendBackHint, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.undoBtn),
+		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.stopBtn, r.undoBtn),
 		r.applyBtn, r.status)
 	headText := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info))
 	if info.Verify != nil {
