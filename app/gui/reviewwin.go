@@ -49,10 +49,10 @@ type ReviewWindow struct {
 	// it; nil when none runs).
 	stopBtn   *widget.Button
 	stopRound context.CancelFunc
-	tabs       *container.AppTabs
-	fileState  *widget.Label   // the shown file's state
-	stale      *widget.Label   // the baseline is behind the project; nil when it is not
-	fileHead   *fyne.Container // its row, laid out again when the state changes
+	tabs      *container.AppTabs
+	fileState *widget.Label   // the shown file's state
+	stale     *widget.Label   // the baseline is behind the project; nil when it is not
+	fileHead  *fyne.Container // its row, laid out again when the state changes
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
