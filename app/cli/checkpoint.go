@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -43,7 +44,7 @@ cannot be checkpointed.`,
 				return e.printJSON(cp)
 			}
 			fmt.Fprintf(e.stdout, "checkpoint %s of %s saved: VM paused %s, state %s, disk copy %s%s\n", cp.Name, sb.ID,
-				(time.Duration(cp.SaveMS) * time.Millisecond).String(), humanBytes(cp.StateBytes), humanBytes(cp.DiskBytes), reflinkNote(cp.Reflinked))
+				(time.Duration(cp.SaveMS) * time.Millisecond).String(), bytesize.Format(cp.StateBytes), bytesize.Format(cp.DiskBytes), reflinkNote(cp.Reflinked))
 			return nil
 		},
 	}
@@ -54,20 +55,6 @@ func reflinkNote(r bool) string {
 		return " (reflinked)"
 	}
 	return ""
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 0:
-		return "?"
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func newRollbackCmd(e *env) *cobra.Command {
@@ -136,7 +123,7 @@ func newCheckpointsCmd(e *env) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tCREATED\tPAUSED\tSTATE\tDISK")
 			for _, cp := range cps {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cp.Name, cp.Created.Local().Format(time.DateTime),
-					(time.Duration(cp.SaveMS) * time.Millisecond).String(), humanBytes(cp.StateBytes), humanBytes(cp.DiskBytes))
+					(time.Duration(cp.SaveMS) * time.Millisecond).String(), bytesize.Format(cp.StateBytes), bytesize.Format(cp.DiskBytes))
 			}
 			return tw.Flush()
 		},

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -173,7 +174,7 @@ func printDoctor(e *env, r *doctorReport) {
 		fmt.Fprintf(tw, "guest %s\t%s\n", g.Arch, state)
 	}
 	for _, i := range r.Images {
-		fmt.Fprintf(tw, "image\t%s/%s: %s, %s\n", i.Name, i.Arch, i.Kernel, mib(i.KernelBytes+i.InitrdBytes))
+		fmt.Fprintf(tw, "image\t%s/%s: %s, %s\n", i.Name, i.Arch, i.Kernel, bytesize.Format(i.KernelBytes+i.InitrdBytes))
 	}
 	fmt.Fprintf(tw, "config\t%s\n", r.Config)
 	fmt.Fprintf(tw, "limits\t%s\n", r.Limits)

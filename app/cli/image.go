@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -151,10 +152,10 @@ them), and builds only for the host's own architecture.`,
 				return e.printJSON(info)
 			}
 			fmt.Fprintf(e.stdout, "built image %s (%s) in %s\n  kernel  %s, %s\n  initrd  %s, %d modules\n",
-				im.Name, im.Arch, im.Dir, info.Kernel, mib(info.KernelBytes), mib(info.InitrdBytes), info.Modules)
+				im.Name, im.Arch, im.Dir, info.Kernel, bytesize.Format(info.KernelBytes), bytesize.Format(info.InitrdBytes), info.Modules)
 			if im.Rootfs != "" {
 				fmt.Fprintf(e.stdout, "  rootfs  %s (%s on disk), %d Debian packages, node %s, user %s\n",
-					mib(info.RootfsBytes), mib(info.RootfsAllocated), info.DebianPackages, info.Node, info.User)
+					bytesize.Format(info.RootfsBytes), bytesize.Format(info.RootfsAllocated), info.DebianPackages, info.Node, info.User)
 			}
 			return nil
 		},
@@ -184,12 +185,10 @@ func buildMessage(ev image.Progress) string {
 	case ev.Total > 0 && ev.Step == image.StepModules:
 		msg += fmt.Sprintf(" %d/%d", ev.Done, ev.Total)
 	case ev.Total > 0:
-		msg += fmt.Sprintf(" %s/%s", mib(ev.Done), mib(ev.Total))
+		msg += fmt.Sprintf(" %s/%s", bytesize.Format(ev.Done), bytesize.Format(ev.Total))
 	}
 	return msg
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func newImageLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
@@ -220,9 +219,9 @@ func newImageLsCmd(e *env) *cobra.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tARCH\tKERNEL\tSIZE\tBUILT")
 			for _, i := range infos {
-				size := mib(i.KernelBytes + i.InitrdBytes)
+				size := bytesize.Format(i.KernelBytes + i.InitrdBytes)
 				if i.RootfsBytes > 0 {
-					size = fmt.Sprintf("%s (root disk %s, %s on disk)", mib(i.KernelBytes+i.InitrdBytes+i.RootfsAllocated), mib(i.RootfsBytes), mib(i.RootfsAllocated))
+					size = fmt.Sprintf("%s (root disk %s, %s on disk)", bytesize.Format(i.KernelBytes+i.InitrdBytes+i.RootfsAllocated), bytesize.Format(i.RootfsBytes), bytesize.Format(i.RootfsAllocated))
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, i.Kernel, size, i.Created.Local().Format("2006-01-02 15:04"))
 			}

@@ -62,7 +62,7 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 					changed = fmt.Sprint(s.Changes.Files)
 				}
 				status := string(s.Status)
-				if s.Status != sandbox.StatusFailed && !s.Live && isActive(s.Status) {
+				if !s.Live && s.Status.Active() {
 					status += " (interrupted)"
 				}
 				vmCol := s.VM
@@ -91,14 +91,6 @@ type lsRow struct {
 	VM string `json:"vm,omitempty"`
 	// Checkpoints counts the sandbox's checkpoints (airlock checkpoints ID).
 	Checkpoints int `json:"checkpoints"`
-}
-
-func isActive(s sandbox.Status) bool {
-	switch s {
-	case sandbox.StatusReady, sandbox.StatusApplied, sandbox.StatusFailed:
-		return false
-	}
-	return true
 }
 
 func age(d time.Duration) string {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/bytesize"
 )
 
 // Modes of a Record.
@@ -54,7 +56,7 @@ func (r Record) String() string {
 		s += fmt.Sprintf(" → %d", r.Status)
 	}
 	if r.Allowed {
-		s += fmt.Sprintf(" (%s up, %s down, %s; %s)", size(r.BytesUp), size(r.BytesDown), r.Duration.Round(time.Millisecond), r.Rule)
+		s += fmt.Sprintf(" (%s up, %s down, %s; %s)", bytesize.Format(r.BytesUp), bytesize.Format(r.BytesDown), r.Duration.Round(time.Millisecond), r.Rule)
 	} else {
 		s += ": " + r.Reason
 	}
@@ -65,14 +67,4 @@ func (r Record) String() string {
 		s += " error: " + r.Error
 	}
 	return s
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f kB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -326,17 +327,7 @@ func sideSize(s *review.Side) string {
 	if s == nil {
 		return "nothing"
 	}
-	return byteSize(s.Size)
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n < 1024:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	return bytesize.Format(s.Size)
 }
 
 func plural(n int, one, many string) string {

@@ -167,6 +167,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 
+	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
 	if strings.TrimSpace(summary) != "" {
 		md := widget.NewRichTextFromMarkdown(summary)
@@ -177,9 +178,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		// printed.
 		note := widget.NewLabel("The agent wrote no summary (it may write one to .airlock/summary.md). Its last output:")
 		note.Wrapping = fyne.TextWrapWord
-		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(plainTranscript(transcript), 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
+		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
-	transcriptGrid := widget.NewTextGridFromString(plainTranscript(transcript))
+	transcriptGrid := widget.NewTextGridFromString(shown)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),

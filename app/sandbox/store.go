@@ -78,8 +78,10 @@ const (
 	StatusFailed     Status = "failed"
 )
 
-// active reports whether a run is (or should be) under way in this status.
-func (s Status) active() bool {
+// Active reports whether a run is (or should be) under way in this
+// status: from created to collecting. Ready, applied, failed and any
+// status this version does not know are not active.
+func (s Status) Active() bool {
 	switch s {
 	case StatusCreated, StatusSnapshot, StatusBooting, StatusPushing, StatusRunning, StatusCollecting:
 		return true

@@ -258,3 +258,28 @@ func TestListNewestFirst(t *testing.T) {
 		t.Errorf("List = %v, want %s", got, want)
 	}
 }
+
+func TestStatusActive(t *testing.T) {
+	for _, tc := range []struct {
+		s    Status
+		want bool
+	}{
+		{StatusCreated, true},
+		{StatusSnapshot, true},
+		{StatusBooting, true},
+		{StatusPushing, true},
+		{StatusRunning, true},
+		{StatusCollecting, true},
+		{StatusReady, false},
+		{StatusApplied, false},
+		{StatusFailed, false},
+		{"", false},
+		{"from a later version", false},
+	} {
+		t.Run(string(tc.s), func(t *testing.T) {
+			if got := tc.s.Active(); got != tc.want {
+				t.Errorf("Status(%q).Active() = %v, want %v", tc.s, got, tc.want)
+			}
+		})
+	}
+}

@@ -112,6 +112,7 @@ var rules = []rule{
 	{under("app/egress"), []string{module + "/vm", module + "/guest", module + "/app/sandbox", module + "/app/config", module + "/app/cli", "fyne.io/fyne", "github.com/Code-Hex/vz"}, "the egress proxy is handed its policy and never touches VMs, the guest or the GUI", false},
 	{under("app/config"), []string{module + "/vm", module + "/guest", module + "/sync", module + "/review", module + "/app/sandbox", module + "/app/cli", "fyne.io/fyne"}, "configuration is plain data", false},
 	{under("app/agent"), []string{module + "/vm", module + "/guest", module + "/sync", module + "/review", module + "/app/sandbox", module + "/app/cli", module + "/app/launch", "fyne.io/fyne"}, "agent presets are plain data", false},
+	{under("internal/ctxio", "internal/bytesize"), []string{module}, "small focused packages that any package may import import nothing of Airlock's", false},
 	{under("app/vmhost"), []string{module + "/vm/qemu", module + "/vm/vz", module + "/app/cli", module + "/app/launch", module + "/app/sandbox", "fyne.io/fyne"},
 		"the VM supervisor is handed its backend and sits below launch, sandbox and the CLI", false},
 }

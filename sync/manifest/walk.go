@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-dev/airlock/internal/ctxio"
 )
 
 // WalkOptions configures Walk. The zero value walks everything git would
@@ -477,7 +479,7 @@ func hashFile(ctx context.Context, root *os.Root, rel string, buf []byte) (strin
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, buf)
+	n, err := io.CopyBuffer(h, ctxio.Reader(ctx, f), buf)
 	if err != nil {
 		return "", 0, fmt.Errorf("hash %s: %w", rel, err)
 	}
@@ -501,19 +503,6 @@ func openRegular(root *os.Root, rel string) (*os.File, error) {
 		return nil, fmt.Errorf("not a regular file any more (%s)", info.Mode().Type())
 	}
 	return f, nil
-}
-
-// ctxReader stops a long copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // HashFile returns the SHA-256 and size of the regular file rel under

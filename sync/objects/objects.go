@@ -19,6 +19,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/airlock-dev/airlock/internal/ctxio"
 )
 
 // Errors callers branch on.
@@ -172,7 +174,7 @@ func (s *Store) put(ctx context.Context, r io.Reader, want string, wantSize int6
 	if wantSize >= 0 {
 		src = io.LimitReader(r, wantSize+1) // one more byte shows a longer stream
 	}
-	size, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, src}, make([]byte, 256<<10))
+	size, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxio.Reader(ctx, src), make([]byte, 256<<10))
 	if err != nil {
 		return "", 0, fmt.Errorf("put object: %w", err)
 	}
@@ -235,17 +237,4 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-// ctxReader stops a long copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

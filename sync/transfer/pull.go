@@ -14,6 +14,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-dev/airlock/internal/ctxio"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -136,7 +137,7 @@ func hostile(format string, args ...any) error {
 // putVerified stores exactly e.Size bytes of r, which must hash to
 // e.SHA256.
 func putVerified(ctx context.Context, store *objects.Store, r io.Reader, e manifest.Entry) error {
-	if err := store.PutExpect(ctxReader{ctx, r}, e.SHA256, e.Size); err != nil {
+	if err := store.PutExpect(ctxio.Reader(ctx, r), e.SHA256, e.Size); err != nil {
 		if errors.Is(err, objects.ErrMismatch) {
 			return fmt.Errorf("%s: %w: content is not what the manifest declared: %w", e.Path, ErrHostile, err)
 		}

@@ -176,16 +176,3 @@ func command(words ...string) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
-// ctxReader stops a long copy when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
