@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 // identityFile, in a supervised machine's run directory, keeps what a
@@ -52,7 +53,7 @@ func saveIdentity(dir string, id client.Identity, priv ed25519.PrivateKey, hostK
 		return fmt.Errorf("save identity: %w", err)
 	}
 	data, _ := json.Marshal(savedIdentity{Hostname: id.Hostname, Key: string(pem.EncodeToMemory(block)), HostKey: hostKey})
-	if err := os.WriteFile(filepath.Join(dir, identityFile), data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, identityFile), data, 0o600); err != nil {
 		return fmt.Errorf("save identity: %w", err)
 	}
 	return nil

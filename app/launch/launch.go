@@ -29,6 +29,7 @@ import (
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -387,7 +388,7 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
 	}
-	if err := os.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
 		os.Remove(path)
 		return vm.Disk{}, fmt.Errorf("root disk: %w", err)
 	}

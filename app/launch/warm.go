@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -320,7 +321,7 @@ func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPla
 			return err
 		}
 	}
-	return writeFileAtomic(filepath.Join(p.dir, warmRecordFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(p.dir, warmRecordFile), append(b, '\n'), 0o600)
 }
 
 // saveWithDisk saves m's state into dir with its root disk as it is at
@@ -374,12 +375,4 @@ func saveMachine(ctx context.Context, m vm.Machine, path string) error {
 		return fmt.Errorf("save: %w", vm.ErrNotSupported)
 	}
 	return s.Save(ctx, path)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

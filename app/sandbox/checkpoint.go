@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 )
@@ -193,10 +194,13 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 	}
 	cp.Created = time.Now().UTC()
 	b, _ := json.MarshalIndent(cp, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, checkpointFile), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, checkpointFile), append(b, '\n'), 0o600); err != nil {
 		return cp, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
+		return cp, err
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 		return cp, err
 	}
 	if err := sb.Audit(Event{Event: EventCheckpoint, Data: map[string]any{"name": name, "save_ms": cp.SaveMS,
@@ -327,9 +331,5 @@ func copyFileIfExists(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
+	return atomicfile.WriteFile(dst, b, 0o600)
 }
