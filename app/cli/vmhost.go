@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/vm"
@@ -77,7 +78,7 @@ func newVMHostCmd(e *env) *cobra.Command {
 
 // runDir is the run directory of the VM named name (a sandbox ID, or the
 // random name of an exec VM).
-func runDir(h, name string) string { return filepath.Join(h, "run", name) }
+func runDir(h, name string) string { return home.Layout{Root: h}.Run(name) }
 
 // vmState is the state of the VM of run directory name, or "" when no
 // supervisor runs it.

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
@@ -102,7 +103,7 @@ func Attach(ctx context.Context, o Options) (*Guest, error) {
 		timeout = DefaultBootTimeout
 	}
 	start := time.Now()
-	dir := filepath.Join(o.Home, "run", o.Name)
+	dir := home.Layout{Root: o.Home}.Run(o.Name)
 	m, err := vmhost.Attach(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("attach to %s: %w", o.Name, err)

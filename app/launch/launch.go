@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -270,7 +271,7 @@ func (b *boot) findImage() (err error) {
 
 // makeRunDir makes the machine's run directory and its spec.
 func (b *boot) makeRunDir(ctx context.Context) (err error) {
-	b.dir, err = newRunDir(ctx, filepath.Join(b.o.Home, "run"), b.o.Name)
+	b.dir, err = newRunDir(ctx, home.Layout{Root: b.o.Home}.Runs(), b.o.Name)
 	if err != nil {
 		return err
 	}

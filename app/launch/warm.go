@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
@@ -157,13 +158,13 @@ func Stale(have *WarmRecord, want WarmRecord) string {
 }
 
 // warmDir is the directory of the snapshots of shape under home.
-func warmDir(home string, shape WarmShape) string {
-	return filepath.Join(home, "cache", "warm", shape.Image, string(shape.Arch), shape.key())
+func warmDir(h string, shape WarmShape) string {
+	return filepath.Join(home.Layout{Root: h}.WarmCache(), shape.Image, string(shape.Arch), shape.key())
 }
 
 // WarmDir is where the warm snapshots of image name for arch live.
-func WarmDir(home, name string, arch vm.Arch) string {
-	return filepath.Join(home, "cache", "warm", name, string(arch))
+func WarmDir(h, name string, arch vm.Arch) string {
+	return filepath.Join(home.Layout{Root: h}.WarmCache(), name, string(arch))
 }
 
 // readWarmRecord reads dir's record; nil when there is none or it is

@@ -65,7 +65,7 @@ type Checkpoint struct {
 // RunDir is the run directory of the sandbox's VM, where its supervisor
 // serves (run/<id> in the home).
 func (sb *Sandbox) RunDir() string {
-	return filepath.Join(filepath.Dir(sb.store.dir), "run", sb.ID)
+	return sb.store.home.Run(sb.ID)
 }
 
 // validCheckpointName accepts one plain path element of letters, digits,
