@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/vm"
@@ -12,7 +11,7 @@ import (
 // newBackend is the hypervisor backend of this OS: QEMU on Linux.
 func newBackend(e *env, h string) (vm.Backend, error) {
 	return qemu.New(qemu.Config{
-		CacheDir: filepath.Join(home.Layout{Root: h}.Cache(), "qemu"),
+		CacheDir: home.Layout{Root: h}.QEMUCache(),
 		Notice: func(s string) {
 			if !e.quiet && !e.json {
 				fmt.Fprintf(e.stderr, "airlock: %s\n", s)

@@ -62,7 +62,7 @@ func (e *env) home() (string, error) {
 }
 
 func (e *env) guestFinder(h string) guestbin.Finder {
-	return guestbin.Finder{BuildDir: home.Layout{Root: h}.Cache() + "/guest"}
+	return guestbin.Finder{BuildDir: home.Layout{Root: h}.GuestCache()}
 }
 
 // Main runs the command line and returns the process exit code.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/vm"
@@ -82,7 +83,7 @@ func newVMHostCmd(e *env) *cobra.Command {
 
 // runDir is the run directory of the VM named name (a sandbox ID, or the
 // random name of an exec VM).
-func runDir(h, name string) string { return filepath.Join(h, "run", name) }
+func runDir(h, name string) string { return home.Layout{Root: h}.Run(name) }
 
 // vmState is the state of the VM of run directory name, or "" when no
 // supervisor runs it.

@@ -41,18 +41,60 @@ func dirFor(goos string, getenv func(string) string, userHome func() (string, er
 	}
 }
 
-// Layout names the folders inside a home directory.
+// Layout names the folders and files inside a home directory: every path
+// under the home that app/ uses is made here, so that the layout is
+// written down once (vm/image, which must not import app, lays out
+// images/ and its build caches itself). Nothing is created.
+//
+//	images/<name>/<arch>/   built guest images (vm/image lays these out itself)
+//	objects/                the content-addressed store
+//	sandboxes/<id>/         one sandbox's state
+//	run/<name>/             a running machine's runtime files
+//	cache/warm/             warm snapshots per image and machine shape
+//	cache/qemu/             QEMU's probe verdicts
+//	cache/guest/            guest agents built from source
+//	cache/debs/, cache/npm/ downloaded packages for image builds (vm/image)
+//	trust.json              the trust store of project configurations
 type Layout struct{ Root string }
 
 // Images is where built guest images live.
 func (l Layout) Images() string { return filepath.Join(l.Root, "images") }
 
+// Objects is the content-addressed store: baselines, pulled results,
+// apply backups.
+func (l Layout) Objects() string { return filepath.Join(l.Root, "objects") }
+
+// Sandboxes holds a directory per sandbox.
+func (l Layout) Sandboxes() string { return filepath.Join(l.Root, "sandboxes") }
+
+// Sandbox is the directory of sandbox id.
+func (l Layout) Sandbox(id string) string { return filepath.Join(l.Sandboxes(), id) }
+
 // Cache is for things that can be rebuilt or downloaded again.
 func (l Layout) Cache() string { return filepath.Join(l.Root, "cache") }
 
-// Runs is where short-lived machines (airlock exec) keep their runtime
-// files. Kept short because unix socket paths are limited in length.
+// WarmCache holds the warm snapshots, per image and machine shape.
+func (l Layout) WarmCache() string { return filepath.Join(l.Cache(), "warm") }
+
+// QEMUCache holds what the QEMU backend keeps between runs (the KVM
+// probe's verdicts).
+func (l Layout) QEMUCache() string { return filepath.Join(l.Cache(), "qemu") }
+
+// GuestCache holds guest agents built from source for a guest image.
+func (l Layout) GuestCache() string { return filepath.Join(l.Cache(), "guest") }
+
+// Runs is where machines keep their runtime files (sockets, console log,
+// a supervisor's spec). Kept short because unix socket paths are limited
+// in length.
 func (l Layout) Runs() string { return filepath.Join(l.Root, "run") }
+
+// Run is the runtime directory of the machine name (a sandbox's ID, or a
+// random name for airlock exec).
+func (l Layout) Run(name string) string { return filepath.Join(l.Runs(), name) }
+
+// TrustFile is the trust store: the project configurations the user
+// confirmed, by hash.
+func (l Layout) TrustFile() string { return filepath.Join(l.Root, "trust.json") }
 
 // BundleResources returns the Resources folder of the macOS app bundle
 // whose main executable is exe ("/Applications/Airlock.app/Contents/MacOS/

@@ -88,3 +88,37 @@ func TestBundleMatchesPackaging(t *testing.T) {
 		t.Errorf("BundleResources = %q, %v; packaging puts images in %s", res, ok, packaging.ImagesDir)
 	}
 }
+
+// TestLayout: every path of a layout lies under its root, and no two are
+// the same.
+func TestLayout(t *testing.T) {
+	root := filepath.FromSlash("/srv/airlock")
+	l := Layout{Root: root}
+	paths := map[string]string{
+		"Images": l.Images(), "Objects": l.Objects(), "Sandboxes": l.Sandboxes(), "Sandbox": l.Sandbox("0a1b2c3d"),
+		"Cache": l.Cache(), "WarmCache": l.WarmCache(), "QEMUCache": l.QEMUCache(), "GuestCache": l.GuestCache(),
+		"Runs": l.Runs(), "Run": l.Run("0a1b2c3d"), "TrustFile": l.TrustFile(),
+	}
+	seen := map[string]string{}
+	for name, p := range paths {
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." || !filepath.IsLocal(rel) {
+			t.Errorf("%s = %s: not under %s", name, p, root)
+		}
+		if other, ok := seen[p]; ok {
+			t.Errorf("%s and %s are both %s", name, other, p)
+		}
+		seen[p] = name
+	}
+	if got, want := l.Sandbox("x"), filepath.Join(l.Sandboxes(), "x"); got != want {
+		t.Errorf("Sandbox(x) = %s, want %s", got, want)
+	}
+	if got, want := l.Run("x"), filepath.Join(l.Runs(), "x"); got != want {
+		t.Errorf("Run(x) = %s, want %s", got, want)
+	}
+	for _, p := range []string{l.WarmCache(), l.QEMUCache(), l.GuestCache()} {
+		if filepath.Dir(p) != l.Cache() {
+			t.Errorf("%s is not in the cache %s", p, l.Cache())
+		}
+	}
+}

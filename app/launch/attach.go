@@ -15,8 +15,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
 // identityFile, in a supervised machine's run directory, keeps what a
@@ -52,7 +54,7 @@ func saveIdentity(dir string, id client.Identity, priv ed25519.PrivateKey, hostK
 		return fmt.Errorf("save identity: %w", err)
 	}
 	data, _ := json.Marshal(savedIdentity{Hostname: id.Hostname, Key: string(pem.EncodeToMemory(block)), HostKey: hostKey})
-	if err := os.WriteFile(filepath.Join(dir, identityFile), data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, identityFile), data, 0o600); err != nil {
 		return fmt.Errorf("save identity: %w", err)
 	}
 	return nil
@@ -101,7 +103,7 @@ func Attach(ctx context.Context, o Options) (*Guest, error) {
 		timeout = DefaultBootTimeout
 	}
 	start := time.Now()
-	dir := filepath.Join(o.Home, "run", o.Name)
+	dir := home.Layout{Root: o.Home}.Run(o.Name)
 	m, err := vmhost.Attach(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("attach to %s: %w", o.Name, err)

@@ -12,6 +12,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -26,9 +27,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -148,215 +151,337 @@ func (g *Guest) Dial(ctx context.Context) (net.Conn, error) { return g.dial(ctx)
 // machine is killed when ctx ends. On error nothing is left running; the
 // runtime directory is kept when the guest failed to boot, so that its
 // console log can be read.
-func Boot(ctx context.Context, o Options) (*Guest, error) {
-	start := time.Now()
-	progress := o.Progress
-	if progress == nil {
-		progress = func(Event) {}
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+func Boot(ctx context.Context, o Options) (_ *Guest, err error) {
 	if o.Backend == nil {
 		return nil, errors.New("launch: no backend")
 	}
-	name := o.Image
-	if name == "" {
-		name = "minimal"
-	}
-	arch := o.Arch
-	if arch == "" {
-		arch = vm.Arch(runtime.GOARCH)
-	}
-	img, err := image.Find(append([]string{o.Home}, o.ImageRoots...), name, arch)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := newRunDir(ctx, filepath.Join(o.Home, "run"), o.Name)
-	if err != nil {
-		return nil, err
-	}
-	spec := vm.Spec{
-		Name:      "airlock-" + filepath.Base(dir),
-		Arch:      arch,
-		Kernel:    realPath(img.Kernel),
-		Initrd:    realPath(img.Initrd),
-		Cmdline:   img.Cmdline,
-		CPUs:      o.CPUs,
-		MemoryMiB: o.MemoryMiB,
-		Link:      vm.Link{Kind: o.Link, Port: guest.VsockPort},
-		Network:   o.Network,
-		StateDir:  dir,
-	}
-	rootFresh := false // the root disk is a new clone of the image's
-	if img.Rootfs != "" {
-		root := o.RootDisk
-		if root == "" {
-			root = filepath.Join(dir, image.RootfsFile)
-		}
-		_, serr := os.Stat(root)
-		rootFresh = errors.Is(serr, fs.ErrNotExist)
-		d, err := rootDisk(ctx, img, root, logger)
+	b := newBoot(o)
+	defer func() {
 		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
+			b.cleanup()
 		}
-		// The root disk is the first disk: the image's command line
-		// names it (vda).
-		spec.Disks = []vm.Disk{d}
+	}()
+	if err := b.findImage(); err != nil {
+		return nil, err
 	}
-	if o.Network == vm.NetworkNAT {
+	if err := b.makeRunDir(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.cloneRoot(ctx); err != nil {
+		return nil, err
+	}
+	b.attachDevices()
+	b.chooseWarm(ctx)
+	if err := b.startMachine(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.openLink(); err != nil {
+		return nil, err
+	}
+	b.saveWarmSnapshot(ctx)
+	if err := b.firstContact(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.checkRoot(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.saveIdentity(); err != nil {
+		return nil, err
+	}
+	return b.ready(), nil
+}
+
+// boot is one Boot in progress: what its steps have made so far, which
+// cleanup undoes when a later step fails.
+type boot struct {
+	o        Options
+	start    time.Time
+	progress func(Event)
+	logger   *slog.Logger
+	timeout  time.Duration
+	name     string // the image's
+	arch     vm.Arch
+
+	img       *image.Image
+	dir       string // the run directory
+	keepDir   bool   // keep dir on failure: the guest's console log is there
+	spec      vm.Spec
+	rootFresh bool     // the root disk is a new clone of the image's
+	diskArgs  []string // the disks' mounts, DEV:DIR
+	plan      warmPlan
+	warm      bool // a warm boot: restored, or saving a snapshot on the way
+	m         vm.Machine
+	restored  bool
+	id        client.Identity
+	priv      ed25519.PrivateKey
+	dial      client.DialFunc
+	mux       *client.Mux // serial links only
+	c         *client.Client
+}
+
+func newBoot(o Options) *boot {
+	b := &boot{o: o, start: time.Now(), progress: o.Progress, logger: o.Logger, timeout: o.BootTimeout, name: o.Image, arch: o.Arch}
+	if b.progress == nil {
+		b.progress = func(Event) {}
+	}
+	if b.logger == nil {
+		b.logger = slog.New(slog.DiscardHandler)
+	}
+	if b.timeout == 0 {
+		b.timeout = DefaultBootTimeout
+	}
+	if b.name == "" {
+		b.name = "minimal"
+	}
+	if b.arch == "" {
+		b.arch = vm.Arch(runtime.GOARCH)
+	}
+	return b
+}
+
+// cleanup undoes what the steps so far made, last first: the link closed,
+// the machine stopped, the run directory removed (unless kept for its
+// console log).
+func (b *boot) cleanup() {
+	if b.c != nil {
+		b.c.Close()
+	}
+	if b.mux != nil {
+		b.mux.Close()
+	}
+	if b.m != nil {
+		stopNow(b.m)
+	}
+	if b.dir != "" && !b.keepDir {
+		os.RemoveAll(b.dir)
+	}
+}
+
+func (b *boot) notice(msg string) {
+	if b.o.Notice != nil {
+		b.o.Notice(msg)
+	}
+}
+
+// findImage finds the image in the home, then the read-only roots.
+func (b *boot) findImage() (err error) {
+	b.img, err = image.Find(append([]string{b.o.Home}, b.o.ImageRoots...), b.name, b.arch)
+	return err
+}
+
+// makeRunDir makes the machine's run directory and its spec.
+func (b *boot) makeRunDir(ctx context.Context) (err error) {
+	b.dir, err = newRunDir(ctx, home.Layout{Root: b.o.Home}.Runs(), b.o.Name)
+	if err != nil {
+		return err
+	}
+	b.spec = vm.Spec{
+		Name:      "airlock-" + filepath.Base(b.dir),
+		Arch:      b.arch,
+		Kernel:    realPath(b.img.Kernel),
+		Initrd:    realPath(b.img.Initrd),
+		Cmdline:   b.img.Cmdline,
+		CPUs:      b.o.CPUs,
+		MemoryMiB: b.o.MemoryMiB,
+		Link:      vm.Link{Kind: b.o.Link, Port: guest.VsockPort},
+		Network:   b.o.Network,
+		StateDir:  b.dir,
+	}
+	return nil
+}
+
+// cloneRoot gives an image with a root disk the machine's clone of it
+// (Options.RootDisk, made when it does not exist) as the first disk: the
+// image's command line names it (vda).
+func (b *boot) cloneRoot(ctx context.Context) error {
+	if b.img.Rootfs == "" {
+		return nil
+	}
+	root := b.o.RootDisk
+	if root == "" {
+		root = filepath.Join(b.dir, image.RootfsFile)
+	}
+	_, serr := os.Stat(root)
+	b.rootFresh = errors.Is(serr, fs.ErrNotExist)
+	d, err := rootDisk(ctx, b.img, root, b.logger)
+	if err != nil {
+		return err
+	}
+	b.spec.Disks = []vm.Disk{d}
+	return nil
+}
+
+// attachDevices adds the shares and disks to the spec, and the open
+// network's kernel argument.
+func (b *boot) attachDevices() {
+	if b.o.Network == vm.NetworkNAT {
 		// The guest agent brings the device up by DHCP (vz NAT and QEMU
 		// user networking both serve it).
-		spec.Cmdline = strings.TrimSpace(spec.Cmdline + " " + guest.NetArg + "=" + guest.NetDHCP)
+		b.spec.Cmdline = strings.TrimSpace(b.spec.Cmdline + " " + guest.NetArg + "=" + guest.NetDHCP)
 	}
-	diskArgs := attach(&spec, o.Shares, o.Disks)
-	notice := func(msg string) {
-		if o.Notice != nil {
-			o.Notice(msg)
-		}
-	}
-	timeout := o.BootTimeout
-	if timeout == 0 {
-		timeout = DefaultBootTimeout
-	}
+	b.diskArgs = attach(&b.spec, b.o.Shares, b.o.Disks)
+}
 
-	// Warm start: the machine's disks are attached at boot but mounted at
-	// first contact, so that one snapshot serves every sandbox of a shape.
-	var plan warmPlan
-	if o.Warm {
-		plan = planWarmBoot(ctx, o, img, spec, rootFresh)
+// chooseWarm decides between a restore, a cold boot that saves a warm
+// snapshot and a plain cold boot, saying why a boot is cold. A warm boot's
+// disks are attached at boot but mounted at first contact, so that one
+// snapshot serves every sandbox of a shape; a cold boot's are named on the
+// kernel command line.
+func (b *boot) chooseWarm(ctx context.Context) {
+	if b.o.Warm {
+		b.plan = planWarmBoot(ctx, b.o, b.img, b.spec, b.rootFresh)
 		switch {
-		case plan.ok:
-		case plan.save:
-			notice("cold boot: " + plan.reason + "; saving one on the way")
+		case b.plan.ok:
+		case b.plan.save:
+			b.notice("cold boot: " + b.plan.reason + "; saving one on the way")
 		default:
-			notice("cold boot: " + plan.reason)
+			b.notice("cold boot: " + b.plan.reason)
 		}
 	}
-	warm := plan.ok || plan.save
-	if !warm {
-		for _, d := range diskArgs {
-			spec.Cmdline += " " + guest.DiskArg + "=" + d
+	b.warm = b.plan.ok || b.plan.save
+	if !b.warm {
+		for _, d := range b.diskArgs {
+			b.spec.Cmdline += " " + guest.DiskArg + "=" + d
 		}
 	}
-	spec.Cmdline = strings.TrimSpace(spec.Cmdline)
-
-	var m vm.Machine
-	restored := false
-	if plan.ok && img.Rootfs != "" {
+	b.spec.Cmdline = strings.TrimSpace(b.spec.Cmdline)
+	if b.plan.ok && b.img.Rootfs != "" {
 		// The saved machine has its root disk mounted as it was then: boot
 		// a clone of that disk instead of the fresh clone of the image's.
-		if err := warmRoot(ctx, &spec.Disks[0], plan.dir); err != nil {
-			notice("cold boot: " + oneLine(err))
-			plan.ok = false
+		if err := warmRoot(ctx, &b.spec.Disks[0], b.plan.dir); err != nil {
+			b.notice("cold boot: " + oneLine(err))
+			b.plan.ok = false
 		}
 	}
-	if plan.ok {
-		progress(Event{Step: StepBooting, Message: fmt.Sprintf("restoring %s (%s) from its warm snapshot", name, arch)})
-		m, err = o.Backend.(vm.Restorer).Restore(ctx, spec, filepath.Join(plan.dir, warmStateFile))
+}
+
+// startMachine restores the machine from its warm snapshot, or boots it
+// cold: at once, or when the restore fails.
+func (b *boot) startMachine(ctx context.Context) error {
+	var err error
+	if b.plan.ok {
+		b.progress(Event{Step: StepBooting, Message: fmt.Sprintf("restoring %s (%s) from its warm snapshot", b.name, b.arch)})
+		var m vm.Machine
+		m, err = b.o.Backend.(vm.Restorer).Restore(ctx, b.spec, filepath.Join(b.plan.dir, warmStateFile))
 		switch {
 		case err == nil:
-			restored = true
-			logger.Debug("restored", "machine", spec.Name, "in", time.Since(start))
+			b.m, b.restored = m, true
+			b.logger.Debug("restored", "machine", b.spec.Name, "in", time.Since(b.start))
 		case ctx.Err() == nil:
-			notice("cold boot: the warm snapshot did not restore (" + oneLine(err) + "); saving a new one on the way")
-			plan.save = true
-			m = nil
-			if img.Rootfs != "" {
+			b.notice("cold boot: the warm snapshot did not restore (" + oneLine(err) + "); saving a new one on the way")
+			b.plan.save = true
+			if b.img.Rootfs != "" {
 				// Back to a fresh clone of the image's root disk.
-				root := spec.Disks[0].Path
+				root := b.spec.Disks[0].Path
 				os.Remove(root)
-				if spec.Disks[0], err = rootDisk(ctx, img, root, logger); err != nil {
-					os.RemoveAll(dir)
-					return nil, err
+				if b.spec.Disks[0], err = rootDisk(ctx, b.img, root, b.logger); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	if m == nil && ctx.Err() == nil {
-		progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", name, arch)})
-		start = time.Now()
-		m, err = o.Backend.Start(ctx, spec)
+	if b.m == nil && ctx.Err() == nil {
+		b.progress(Event{Step: StepBooting, Message: fmt.Sprintf("booting %s (%s)", b.name, b.arch)})
+		b.start = time.Now()
+		b.m, err = b.o.Backend.Start(ctx, b.spec)
+	}
+	if err == nil && b.m == nil {
+		err = ctx.Err()
 	}
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s VM: %w", o.Backend.Name(), err)
+		b.m = nil
+		return fmt.Errorf("start %s VM: %w", b.o.Backend.Name(), err)
 	}
-	id, priv, err := newIdentity(spec.Name)
+	return nil
+}
+
+// openLink makes the sandbox identity and the dial function of the guest
+// link. A serial link is one stream: a yamux session over it gives one
+// stream per connection, as the guest agent expects there. A VM
+// supervisor owns that session itself and gives a stream per connection
+// already.
+func (b *boot) openLink() (err error) {
+	if b.id, b.priv, err = newIdentity(b.spec.Name); err != nil {
+		return err
+	}
+	b.dial = b.m.DialLink
+	if _, supervised := vmhost.SupervisorOf(b.m); b.m.LinkKind() == vm.LinkSerial && !supervised {
+		b.mux = client.NewMux(b.m.DialLink)
+		b.dial = b.mux.Dial
+	}
+	return nil
+}
+
+// saveWarmSnapshot saves a warm snapshot on a cold boot's way, when one
+// is wanted: the agent is waited for without an identity and the state
+// saved; then the first contact is made as after a restore. A failed save
+// is a notice, not an error.
+func (b *boot) saveWarmSnapshot(ctx context.Context) {
+	if !b.plan.save || b.restored {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, b.timeout)
+	root := ""
+	if b.img.Rootfs != "" {
+		root = b.spec.Disks[0].Path
+	}
+	err := saveWarm(sctx, b.m, b.dial, b.plan, root, b.start)
+	cancel()
+	b.logger.Debug("warm snapshot", "machine", b.spec.Name, "saved", err == nil, "after", time.Since(b.start))
+	if err != nil && ctx.Err() == nil {
+		b.notice("no warm snapshot saved: " + oneLine(err))
+	}
+}
+
+// firstContact waits for the guest agent's welcome and hands it the
+// sandbox identity (and, on a warm boot, the disks to mount). From here
+// on a failure keeps the run directory for its console log, unless ctx
+// ended.
+func (b *boot) firstContact(ctx context.Context) (err error) {
+	cfg := client.Config{Identity: b.id, Logger: b.logger}
+	if b.warm {
+		cfg.Disks = b.diskArgs
+	}
+	b.c, err = connect(ctx, b.m, b.dial, b.timeout, cfg)
+	b.logger.Debug("first contact", "machine", b.spec.Name, "after", time.Since(b.start))
 	if err != nil {
-		stopNow(m)
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	// A serial link is one stream: a yamux session over it gives one
-	// stream per connection, as the guest agent expects there. A VM
-	// supervisor owns that session itself and gives a stream per
-	// connection already.
-	dial := client.DialFunc(m.DialLink)
-	var mux *client.Mux
-	if _, supervised := vmhost.SupervisorOf(m); m.LinkKind() == vm.LinkSerial && !supervised {
-		mux = client.NewMux(m.DialLink)
-		dial = mux.Dial
-	}
-	cfg := client.Config{Identity: id, Logger: logger}
-	if warm {
-		cfg.Disks = diskArgs
-	}
-	if plan.save && !restored {
-		// The agent is waited for without an identity and the state
-		// saved; then the first contact is made as after a restore.
-		sctx, cancel := context.WithTimeout(ctx, timeout)
-		root := ""
-		if img.Rootfs != "" {
-			root = spec.Disks[0].Path
-		}
-		err := saveWarm(sctx, m, dial, plan, root, start)
-		cancel()
-		logger.Debug("warm snapshot", "machine", spec.Name, "saved", err == nil, "after", time.Since(start))
-		if err != nil && ctx.Err() == nil {
-			notice("no warm snapshot saved: " + oneLine(err))
-		}
-	}
-	c, err := connect(ctx, m, dial, timeout, cfg)
-	logger.Debug("first contact", "machine", spec.Name, "after", time.Since(start))
-	if err != nil {
-		if mux != nil {
-			mux.Close()
-		}
-		stopNow(m)
+		b.c = nil
 		if ctx.Err() != nil {
-			os.RemoveAll(dir)
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	if img.Rootfs != "" {
-		if err := checkRoot(ctx, c); err != nil {
-			c.Close()
-			if mux != nil {
-				mux.Close()
-			}
-			stopNow(m)
-			return nil, err
+			return ctx.Err()
 		}
 	}
-	if _, supervised := vmhost.SupervisorOf(m); supervised {
-		// Another process may attach to this machine later (Attach).
-		if err := saveIdentity(dir, id, priv, c.Welcome().HostKey); err != nil {
-			c.Close()
-			stopNow(m)
-			return nil, err
-		}
+	b.keepDir = true
+	return err
+}
+
+// checkRoot makes sure the guest of an image with a root disk switched to
+// it.
+func (b *boot) checkRoot(ctx context.Context) error {
+	if b.img.Rootfs == "" {
+		return nil
 	}
-	g := &Guest{Machine: m, Client: c, Image: img, Identity: id, dial: dial, mux: mux, Dir: dir, BootTime: time.Since(start), Warm: restored, progress: progress, start: start}
+	return checkRoot(ctx, b.c)
+}
+
+// saveIdentity keeps the identity of a supervised machine in its run
+// directory: another process may attach to it later (Attach).
+func (b *boot) saveIdentity() error {
+	if _, supervised := vmhost.SupervisorOf(b.m); !supervised {
+		return nil
+	}
+	return saveIdentity(b.dir, b.id, b.priv, b.c.Welcome().HostKey)
+}
+
+// ready reports the guest ready and returns it.
+func (b *boot) ready() *Guest {
+	g := &Guest{Machine: b.m, Client: b.c, Image: b.img, Identity: b.id, dial: b.dial, mux: b.mux, Dir: b.dir,
+		BootTime: time.Since(b.start), Warm: b.restored, progress: b.progress, start: b.start}
 	how := "booted"
-	if restored {
+	if b.restored {
 		how = "restored"
 	}
-	progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s, %s)", c.Welcome().Kernel, m.LinkKind(), how), Elapsed: g.BootTime})
-	return g, nil
+	b.progress(Event{Step: StepReady, Message: fmt.Sprintf("guest ready (%s, link %s, %s)", b.c.Welcome().Kernel, b.m.LinkKind(), how), Elapsed: g.BootTime})
+	return g
 }
 
 // rootDisk returns the machine's root disk at path: the clone already
@@ -387,7 +512,7 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
 	}
-	if err := os.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path+".base", []byte(base+"\n"), 0o644); err != nil {
 		os.Remove(path)
 		return vm.Disk{}, fmt.Errorf("root disk: %w", err)
 	}

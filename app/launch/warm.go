@@ -14,8 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -156,13 +158,13 @@ func Stale(have *WarmRecord, want WarmRecord) string {
 }
 
 // warmDir is the directory of the snapshots of shape under home.
-func warmDir(home string, shape WarmShape) string {
-	return filepath.Join(home, "cache", "warm", shape.Image, string(shape.Arch), shape.key())
+func warmDir(h string, shape WarmShape) string {
+	return filepath.Join(home.Layout{Root: h}.WarmCache(), shape.Image, string(shape.Arch), shape.key())
 }
 
 // WarmDir is where the warm snapshots of image name for arch live.
-func WarmDir(home, name string, arch vm.Arch) string {
-	return filepath.Join(home, "cache", "warm", name, string(arch))
+func WarmDir(h, name string, arch vm.Arch) string {
+	return filepath.Join(home.Layout{Root: h}.WarmCache(), name, string(arch))
 }
 
 // readWarmRecord reads dir's record; nil when there is none or it is
@@ -320,7 +322,7 @@ func saveWarm(ctx context.Context, m vm.Machine, dial client.DialFunc, p warmPla
 			return err
 		}
 	}
-	return writeFileAtomic(filepath.Join(p.dir, warmRecordFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(p.dir, warmRecordFile), append(b, '\n'), 0o600)
 }
 
 // saveWithDisk saves m's state into dir with its root disk as it is at
@@ -374,12 +376,4 @@ func saveMachine(ctx context.Context, m vm.Machine, path string) error {
 		return fmt.Errorf("save: %w", vm.ErrNotSupported)
 	}
 	return s.Save(ctx, path)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 )
@@ -65,7 +65,7 @@ type Checkpoint struct {
 // RunDir is the run directory of the sandbox's VM, where its supervisor
 // serves (run/<id> in the home).
 func (sb *Sandbox) RunDir() string {
-	return filepath.Join(filepath.Dir(sb.store.dir), "run", sb.ID)
+	return sb.store.home.Run(sb.ID)
 }
 
 // validCheckpointName accepts one plain path element of letters, digits,
@@ -169,9 +169,11 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 		if d.ReadOnly {
 			continue
 		}
-		if cp.Reflinked, err = keepDisk(ctx, d.Path, filepath.Join(tmp, checkpointDisk(i))); err != nil {
+		res, err := disk.Keep(ctx, d.Path, filepath.Join(tmp, checkpointDisk(i)))
+		if err != nil {
 			return cp, fmt.Errorf("copy the VM's disk %s: %w", filepath.Base(d.Path), err)
 		}
+		cp.Reflinked = res.Method != disk.MethodCopy
 	}
 	if err := resume(); err != nil {
 		return cp, fmt.Errorf("resume the VM: %w", err)
@@ -187,15 +189,18 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 	}
 	for i := range spec.Disks {
 		if fi, err := os.Stat(filepath.Join(tmp, checkpointDisk(i))); err == nil {
-			cp.DiskBytes += allocated(fi)
+			cp.DiskBytes += disk.Allocated(fi)
 		}
 	}
 	cp.Created = time.Now().UTC()
 	b, _ := json.MarshalIndent(cp, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, checkpointFile), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, checkpointFile), append(b, '\n'), 0o600); err != nil {
 		return cp, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
+		return cp, err
+	}
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 		return cp, err
 	}
 	if err := sb.Audit(Event{Event: EventCheckpoint, Data: map[string]any{"name": name, "save_ms": cp.SaveMS,
@@ -276,7 +281,7 @@ func (sb *Sandbox) rollback(ctx context.Context, name string, restorer vm.Restor
 		}
 		tmp := d.Path + ".rollback"
 		os.Remove(tmp)
-		if _, err := keepDisk(ctx, filepath.Join(dir, checkpointDisk(i)), tmp); err != nil {
+		if _, err := disk.Keep(ctx, filepath.Join(dir, checkpointDisk(i)), tmp); err != nil {
 			os.Remove(tmp)
 			return 0, fmt.Errorf("put the VM's disk %s back: %w", filepath.Base(d.Path), err)
 		}
@@ -307,21 +312,6 @@ func checkpointDisk(i int) string {
 	return fmt.Sprintf("disk.%d.img", i)
 }
 
-// keepDisk copies the disk src to dst as it is now: a qcow2 overlay (a
-// sandbox's root disk where the file system cannot clone) is small and
-// copied whole (disk.Keep), a raw disk reflinked or copied sparsely.
-func keepDisk(ctx context.Context, src, dst string) (reflinked bool, err error) {
-	format, err := disk.Format(src)
-	if err != nil {
-		return false, err
-	}
-	if format == disk.QCOW2 {
-		_, err := disk.Keep(ctx, src, dst)
-		return false, err
-	}
-	return copyDisk(src, dst)
-}
-
 // readSpec reads the machine spec a supervisor was started with.
 func readSpec(run string) (vm.Spec, error) {
 	var spec vm.Spec
@@ -335,55 +325,11 @@ func readSpec(run string) (vm.Spec, error) {
 	return spec, nil
 }
 
-// copyDisk copies the disk image src to dst (which must not exist):
-// reflinked where the file system can, else only its data, leaving holes
-// as holes (SEEK_DATA/SEEK_HOLE).
-func copyDisk(src, dst string) (reflinked bool, err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return false, err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(dst)
-		}
-	}()
-	if reflink(out, in) == nil {
-		return true, nil
-	}
-	fi, err := in.Stat()
-	if err != nil {
-		return false, err
-	}
-	if err := out.Truncate(fi.Size()); err != nil {
-		return false, err
-	}
-	return false, copyData(out, in, fi.Size())
-}
-
 // copyFileIfExists copies a small file, replacing dst.
 func copyFileIfExists(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dst)
-}
-
-// copyRange copies n bytes at off from in to out.
-func copyRange(out, in *os.File, off, n int64) error {
-	_, err := io.Copy(io.NewOffsetWriter(out, off), io.NewSectionReader(in, off, n))
-	return err
+	return atomicfile.WriteFile(dst, b, 0o600)
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // DiskFile is the sandbox's own disk: a sparse ext4 image holding
@@ -104,3 +107,7 @@ func CreateDisk(ctx context.Context, path string, size int64) error {
 	}
 	return nil
 }
+
+// allocated is the space fi's file takes on the host's disk, or -1 when
+// unknown (disk.Allocated).
+func allocated(fi fs.FileInfo) int64 { return disk.Allocated(fi) }

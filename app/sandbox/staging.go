@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // SyncMode is how the project reaches the VM and the changes come back.
@@ -262,8 +262,7 @@ func CloneBaseline(ctx context.Context, dir string, base *manifest.Manifest, sto
 	done.Store(int64(st.Symlinks))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(min(16, 2*runtime.NumCPU()))
-	cloneOK := atomic.Bool{}
-	cloneOK.Store(true)
+	var copier disk.FileCopier
 	for _, e := range files {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
@@ -273,7 +272,7 @@ func CloneBaseline(ctx context.Context, dir string, base *manifest.Manifest, sto
 			if err != nil {
 				return err
 			}
-			linked, err := cloneFile(src, filepath.Join(dir, filepath.FromSlash(e.Path)), e.Mode.Perm(), &cloneOK)
+			linked, err := copier.Copy(src, filepath.Join(dir, filepath.FromSlash(e.Path)), e.Mode.Perm())
 			if err != nil {
 				return fmt.Errorf("staging clone: %s: %w", e.Path, err)
 			}
@@ -302,43 +301,3 @@ func CloneBaseline(ctx context.Context, dir string, base *manifest.Manifest, sto
 	}
 	return st, nil
 }
-
-// cloneFile creates dst (which must not exist) with the content of src
-// and mode perm: a reflink while tryClone holds (it is cleared at the
-// first file system that refuses one), else a copy.
-func cloneFile(src, dst string, perm fs.FileMode, tryClone *atomic.Bool) (reflinked bool, err error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return false, err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return false, err
-	}
-	if tryClone.Load() {
-		switch err := reflink(out, in); {
-		case err == nil:
-			reflinked = true
-		case errors.Is(err, errNoReflink):
-			tryClone.Store(false)
-		default:
-			out.Close()
-			return false, err
-		}
-	}
-	if !reflinked {
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return false, err
-		}
-	}
-	if err := out.Chmod(perm); err != nil {
-		out.Close()
-		return false, err
-	}
-	return reflinked, out.Close()
-}
-
-// errNoReflink: the file system (or OS) cannot clone files.
-var errNoReflink = errors.New("reflinks not supported here")

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -185,26 +186,27 @@ type Timings struct {
 // content store. Its methods are safe for concurrent use by several
 // processes: each sandbox has a lock file.
 type Store struct {
-	dir     string
+	home    home.Layout
 	objects *objects.Store
 	now     func() time.Time
 }
 
 // Open opens (creating if needed) the sandbox store of an Airlock home.
-func Open(home string) (*Store, error) {
-	dir := filepath.Join(home, "sandboxes")
+func Open(h string) (*Store, error) {
+	l := home.Layout{Root: h}
+	dir := l.Sandboxes()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open sandbox store: %w", err)
 	}
-	objs, err := objects.Open(filepath.Join(home, "objects"))
+	objs, err := objects.Open(l.Objects())
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, objects: objs, now: time.Now}, nil
+	return &Store{home: l, objects: objs, now: time.Now}, nil
 }
 
 // Dir is the sandboxes/ directory.
-func (s *Store) Dir() string { return s.dir }
+func (s *Store) Dir() string { return s.home.Sandboxes() }
 
 // Objects is the content store that holds baselines and pulled files.
 func (s *Store) Objects() *objects.Store { return s.objects }
@@ -243,7 +245,7 @@ func (s *Store) Create(m Meta) (*Sandbox, error) {
 		if err != nil {
 			return nil, err
 		}
-		dir := filepath.Join(s.dir, id)
+		dir := s.home.Sandbox(id)
 		if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
 			continue
 		} else if err != nil {
@@ -270,7 +272,7 @@ func (s *Store) Create(m Meta) (*Sandbox, error) {
 
 // IDs lists every sandbox ID, sorted.
 func (s *Store) IDs() ([]string, error) {
-	des, err := os.ReadDir(s.dir)
+	des, err := os.ReadDir(s.Dir())
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -317,7 +319,7 @@ func (s *Store) Get(idOrPrefix string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{ID: id, Dir: filepath.Join(s.dir, id), store: s}, nil
+	return &Sandbox{ID: id, Dir: s.home.Sandbox(id), store: s}, nil
 }
 
 // CommandLine is the command for people: the argv, after "sh SCRIPT"
@@ -347,7 +349,7 @@ func (s *Store) List() ([]Info, error) {
 	}
 	out := make([]Info, 0, len(ids))
 	for _, id := range ids {
-		sb := &Sandbox{ID: id, Dir: filepath.Join(s.dir, id), store: s}
+		sb := &Sandbox{ID: id, Dir: s.home.Sandbox(id), store: s}
 		m, err := sb.Meta()
 		if err != nil {
 			m = Meta{ID: id, Status: StatusFailed, Error: err.Error()}
@@ -374,7 +376,7 @@ func (s *Store) Remove(id string, force bool) error {
 	if err := os.RemoveAll(sb.Dir); err != nil {
 		return fmt.Errorf("remove %s: %w", sb.ID, err)
 	}
-	return appendLine(filepath.Join(s.dir, auditFile), filepath.Join(s.dir, ".audit.lock"), Event{
+	return appendLine(filepath.Join(s.Dir(), auditFile), filepath.Join(s.Dir(), ".audit.lock"), Event{
 		Time: s.now().UTC(), Event: EventRemoved, Sandbox: sb.ID,
 		Data: map[string]any{"project": m.Project, "status": m.Status, "forced": force},
 	})

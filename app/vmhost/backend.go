@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -86,11 +87,11 @@ func (b *Backend) spawn(ctx context.Context, spec vm.Spec, restore string) (vm.M
 	if err != nil {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, SpecFile), data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, SpecFile), data, 0o600); err != nil {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	if restore != "" {
-		err = os.WriteFile(filepath.Join(dir, RestoreFile), []byte(restore), 0o600)
+		err = atomicfile.WriteFile(filepath.Join(dir, RestoreFile), []byte(restore), 0o600)
 	} else if err = os.Remove(filepath.Join(dir, RestoreFile)); errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}

@@ -2,8 +2,11 @@
 // or its new one, never a mix, and a crash leaves one or the other: the
 // data goes to a temporary file in the same directory, is synced, renamed
 // over the target, and the directory is synced. Airlock's state files
-// (sandbox.json, apply journals, the trust store, a guest's manifest
-// state, the KVM probe verdict, vz identities) all go through it.
+// (sandbox.json, review decisions, apply journals, the trust store, a
+// guest's manifest state, checkpoint and warm snapshot records, saved
+// machine descriptions, a supervisor's spec and identity, an image's
+// kernel and image.toml, the KVM probe verdict, vz identities) all go
+// through it.
 //
 // It uses the standard library only, so any package may import it; it
 // must not import anything of Airlock's.

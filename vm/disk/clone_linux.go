@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -10,10 +11,10 @@ import (
 // fileClone is Linux's reflink: FICLONE shares src's extents with a new
 // file (btrfs, xfs with reflink, bcachefs; ext4 refuses it).
 func fileClone() (Method, func(src, dst string) error) {
-	return MethodReflink, reflink
+	return MethodReflink, reflinkPath
 }
 
-func reflink(src, dst string) error {
+func reflinkPath(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -35,4 +36,18 @@ func reflink(src, dst string) error {
 		return fmt.Errorf("FICLONE: %w", err)
 	}
 	return nil
+}
+
+// reflink makes dst share src's blocks copy-on-write (FICLONE: btrfs, XFS,
+// bcachefs); errNoReflink where the file system cannot.
+func reflink(src, dst *os.File) error {
+	err := unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EXDEV),
+		errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM):
+		return errNoReflink
+	}
+	return err
 }

@@ -1,8 +1,11 @@
-// Package disk owns copy-on-write clones of disk images: a sandbox boots a
-// clone of its image's root disk, never the image itself and never a full
-// copy. Clone tries the OS's file clone first (a reflink on Linux, APFS
-// clonefile on macOS) and, where the backend can take one, falls back to
-// a qcow2 overlay whose backing file is the image (qemu-img).
+// Package disk owns copy-on-write clones and sparse copies of files and
+// disk images: a sandbox boots a clone of its image's root disk, never the
+// image itself and never a full copy. Clone tries the OS's file clone
+// first (a reflink on Linux, APFS clonefile on macOS) and, where the
+// backend can take one, falls back to a qcow2 overlay whose backing file
+// is the image (qemu-img). Keep makes a lasting copy of a disk (a
+// checkpoint's, a warm snapshot's), cloned or copied sparsely; FileCopier
+// copies plain files, reflinked where the file system can.
 //
 // It is plain files and the qemu-img tool: it must not import app, guest,
 // the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
@@ -33,6 +36,7 @@ const (
 	MethodReflink Method = "reflink"   // FICLONE (Linux: btrfs, xfs, bcachefs…)
 	MethodClone   Method = "clonefile" // APFS clonefile (macOS)
 	MethodOverlay Method = "qcow2"     // a qcow2 overlay backed by the base image
+	MethodCopy    Method = "copy"      // a copy of the data (Keep only)
 )
 
 // ErrNoClone means no copy-on-write clone could be made: the file system
@@ -142,41 +146,30 @@ func overlayArgs(format, base, dst string) []string {
 	return []string{"create", "-q", "-f", QCOW2, "-F", format, "-b", base, dst}
 }
 
-// Keep makes dst a lasting copy of the disk src as it is now, cheaply: a
-// qcow2 overlay is small (only what was written on its base) and is
-// copied; a raw image is cloned (reflink or clonefile), never copied
-// whole. src must not change meanwhile (its machine paused, its block
-// layer flushed). dst must not exist.
+// Keep makes dst a lasting copy of the disk src as it is now, as cheaply
+// as it can: a raw image is cloned (reflink or clonefile) where the file
+// system can, and copied sparsely (its data only, holes left as holes)
+// where it cannot; a qcow2 overlay is small (only what was written on its
+// base) and is copied. src must not change meanwhile (its machine paused,
+// its block layer flushed). dst must not exist; a failed Keep leaves none.
 func Keep(ctx context.Context, src, dst string) (Result, error) {
 	format, err := Format(src)
 	if err != nil {
 		return Result{}, err
 	}
 	if format == Raw {
-		return Clone(ctx, src, dst, Options{})
+		res, err := Clone(ctx, src, dst, Options{})
+		if err == nil {
+			return res, nil
+		}
+		if !errors.Is(err, ErrNoClone) {
+			return Result{}, fmt.Errorf("keep %s: %w", src, err)
+		}
 	}
-	if err := copyFile(src, dst); err != nil {
-		os.Remove(dst)
+	if err := copySparse(src, dst); err != nil {
 		return Result{}, fmt.Errorf("keep %s: %w", src, err)
 	}
-	return Result{Method: "copy", Format: QCOW2}, nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return Result{Method: MethodCopy, Format: format}, nil
 }
 
 // qcow2Magic starts every qcow2 image ("QFI\xfb").

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -146,21 +145,21 @@ func TestCloneIsCopyOnWrite(t *testing.T) {
 			t.Fatalf("the clone reads differently (%v)", err)
 		}
 	}
-	base, clone := Allocated(t, src), Allocated(t, dst)
+	base, clone := allocatedBytes(t, src), allocatedBytes(t, dst)
 	t.Logf("allocated: base %d, clone %d bytes", base, clone)
 	if res.Method != MethodReflink && clone*10 > base {
 		t.Errorf("the clone takes %d bytes of the host's disk, the base %d: not copy-on-write", clone, base)
 	}
 }
 
-// Allocated is the bytes of the host's disk a file takes (st_blocks).
-func Allocated(t *testing.T, path string) int64 {
+// allocatedBytes is the bytes of the host's disk a file takes (st_blocks).
+func allocatedBytes(t *testing.T, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Sys().(*syscall.Stat_t).Blocks * 512
+	return Allocated(fi)
 }
 
 // TestKeepAndCloneAnOverlay: a qcow2 overlay is kept as a copy of itself,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -235,7 +236,7 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("kernel from %s %s: %w", kpkg.Name, kpkg.Version, err)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, KernelFile), kernel, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, KernelFile), kernel, 0o644); err != nil {
 		return nil, err
 	}
 	kernelMeta := hashBytes(kernel)
@@ -394,14 +395,14 @@ func writeMeta(file string, m Meta) error {
 	if err := toml.NewEncoder(&sb).Encode(m); err != nil {
 		return fmt.Errorf("write %s: %w", MetaFile, err)
 	}
-	return os.WriteFile(file, []byte(sb.String()), 0o644)
+	return atomicfile.WriteFile(file, []byte(sb.String()), 0o644)
 }
 
 // install moves the finished image directory tmp to dst, replacing any
 // image there. dst's parent holds tmp, so the move is a rename.
 func install(tmp, dst string) error {
 	if err := os.Rename(tmp, dst); err == nil {
-		return nil
+		return atomicfile.SyncDir(filepath.Dir(dst))
 	} else if _, serr := os.Stat(dst); serr != nil {
 		return err
 	}

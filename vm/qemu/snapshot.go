@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -183,7 +184,7 @@ func (m *machine) save(ctx context.Context, path string) error {
 		}
 	}
 	if err == nil {
-		err = os.WriteFile(path+SavedSuffix, append(desc, '\n'), 0o600)
+		err = atomicfile.WriteFile(path+SavedSuffix, append(desc, '\n'), 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp, path)
