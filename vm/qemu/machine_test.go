@@ -76,7 +76,7 @@ func needVM(t testing.TB) testVM {
 	t.Helper()
 	v := needVMArch(t, "AIRLOCK_TEST_KERNEL", "AIRLOCK_TEST_INITRD", vm.AMD64)
 	if runtime.GOARCH != "amd64" {
-		t.Skip("the lifecycle tests boot an amd64 kernel; this host is " + runtime.GOARCH)
+		testenv.Skip(t, testenv.AMD64, "the lifecycle tests boot an amd64 kernel; this host is "+runtime.GOARCH)
 	}
 	return v
 }
@@ -91,7 +91,7 @@ func needVMArch(t testing.TB, kernelEnv, initrdEnv string, arch vm.Arch) testVM 
 		// The minimal image's initramfs has busybox and the modules; the
 		// tests' appended /init replaces the guest agent.
 		if ok, why := testenv.ForeignArchReady(arch); !ok {
-			t.Skip(why)
+			testenv.Skip(t, testenv.ForeignArch, why)
 		}
 		im := testenv.Image(t, arch)
 		k, i = im.Kernel, im.Initrd
@@ -468,7 +468,7 @@ func waitReady(t *testing.T, m vm.Machine) {
 
 func TestDescribeHost(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip(err)
+		testenv.Skip(t, testenv.QEMU, err.Error())
 	}
 	r, err := New(Config{}).Describe(t.Context(), vm.AMD64)
 	if err != nil {
@@ -530,7 +530,7 @@ func TestProbeBootKVM(t *testing.T) {
 	v := needVM(t)
 	facts := hostKVMFacts("/", vm.AMD64, hostArch())
 	if facts.DevErr != nil {
-		t.Skipf("no KVM: %v", facts.DevErr)
+		testenv.Skip(t, testenv.KVM, fmt.Sprintf("no KVM: %v", facts.DevErr))
 	}
 	spec := v.spec(t, initProbe)
 	prober := testBackend(t)
