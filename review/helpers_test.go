@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -255,6 +257,6 @@ func run(t testing.TB, dir string, name string, args ...string) string {
 func needGit(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		testenv.Skip(t, testenv.Git, "git not installed")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
@@ -446,7 +448,7 @@ func TestDropRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.skip {
-				t.Skip("root reads any folder")
+				testenv.Skip(t, testenv.NonRoot, "root reads any folder")
 			}
 			w := newTestMain(t, &fakeService{})
 			w.Drop(tc.paths)

@@ -142,8 +142,35 @@ func (w *MainWindow) Reload() {
 	w.table.Refresh()
 }
 
-// Tick refreshes what changes with time (elapsed, progress) and, every
-// few ticks, the list: other processes (the CLI) start and end runs too.
+// Follow keeps the list in step with the sandbox store at dir: runs that
+// other processes (the CLI) start, and every status they write, reload it
+// through file-system notifications, until ctx ends or stop is called
+// (stop waits for the watching to end). It fails when notifications
+// cannot be set up; Tick(true) is then the way to see such changes.
+func (w *MainWindow) Follow(ctx context.Context, dir string) (stop func(), err error) {
+	sw := newStoreWatcher(dir, func() { fyne.Do(w.Reload) })
+	if err := sw.Start(ctx); err != nil {
+		return nil, err
+	}
+	return sw.Close, nil
+}
+
+// Live says whether a listed sandbox has a process running it. A process
+// that dies without a word (killed) writes nothing that Follow would see:
+// only its run lock, released, tells, so a reload now and then does.
+func (w *MainWindow) Live() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, in := range w.infos {
+		if in.Live {
+			return true
+		}
+	}
+	return false
+}
+
+// Tick refreshes what changes with time (elapsed, progress; a clock, not
+// a read of the store) and, with reload, re-reads the list.
 func (w *MainWindow) Tick(reload bool) {
 	now := w.now()
 	w.mu.Lock()

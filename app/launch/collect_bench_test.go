@@ -105,7 +105,7 @@ func genCollectTree(b testing.TB, dir string) {
 func BenchmarkCollect(b *testing.B) {
 	testenv.SkipIfShort(b)
 	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git is not installed on the host")
+		testenv.Skip(b, testenv.Git, "git is not installed on the host")
 	}
 	g := bootWith(b, vm.Arch(runtime.GOARCH), 2048)
 	ctx := context.Background()

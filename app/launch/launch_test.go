@@ -276,7 +276,7 @@ func hexString(b []byte) string {
 func TestMinimalARM64(t *testing.T) {
 	testenv.SkipIfShort(t)
 	if ok, why := testenv.ForeignArchReady(vm.ARM64); !ok {
-		t.Skip(why)
+		testenv.Skip(t, testenv.ForeignArch, why)
 	}
 	g := boot(t, vm.ARM64)
 	out, _, err := run(t, g, client.Command{Args: []string{"uname", "-m"}})

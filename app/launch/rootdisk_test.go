@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -18,7 +20,7 @@ import (
 // image was rebuilt since.
 func TestRootDisk(t *testing.T) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed (scripts/setup-debian installs it)")
+		testenv.Skip(t, testenv.QEMUImg, "qemu-img not installed (scripts/setup-debian installs it)")
 	}
 	dir := t.TempDir()
 	img := &image.Image{Name: "full", Rootfs: filepath.Join(dir, "rootfs.img"),

@@ -2,6 +2,7 @@ package launch_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +47,7 @@ func workspaceDisk(t *testing.T, size int64) string {
 	}
 	f.Close()
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,root_owner=0:0", p).CombinedOutput(); err != nil {
-		t.Skipf("mkfs.ext4: %v\n%s", err, out)
+		testenv.Skip(t, testenv.Mkfs, fmt.Sprintf("mkfs.ext4: %v\n%s", err, out))
 	}
 	return p
 }
@@ -208,7 +209,7 @@ func TestWarmStart(t *testing.T) {
 func TestWarmStartVirtiofsBootsCold(t *testing.T) {
 	testenv.SkipIfShort(t)
 	if _, err := os.Stat("/usr/lib/qemu/virtiofsd"); err != nil {
-		t.Skipf("no virtiofsd: %v", err)
+		testenv.Skip(t, testenv.Virtiofsd, fmt.Sprintf("no virtiofsd: %v", err))
 	}
 	home := warmHome(t)
 	share := t.TempDir()

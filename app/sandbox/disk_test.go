@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 func TestCreateDisk(t *testing.T) {
 	if _, err := FindMkfs(); errors.Is(err, ErrNoMkfs) {
-		t.Skip(err)
+		testenv.Skip(t, testenv.Mkfs, err.Error())
 	}
 	p := filepath.Join(t.TempDir(), DiskFile)
 	const size = 1 << 30

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -27,7 +29,7 @@ import (
 // btrfs or XFS, shows FICLONE).
 func BenchmarkStagingClone(b *testing.B) {
 	if _, err := exec.LookPath("tar"); err != nil {
-		b.Skip(err)
+		testenv.Skip(b, testenv.Unix, err.Error())
 	}
 	parent := os.Getenv("AIRLOCK_BENCH_DIR")
 	if parent == "" {

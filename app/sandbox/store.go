@@ -90,9 +90,13 @@ func (s Status) Active() bool {
 	return false
 }
 
+// MetaFile is the name of a sandbox's description in its directory,
+// replaced atomically (by rename) on every change.
+const MetaFile = "sandbox.json"
+
 // Files in a sandbox directory.
 const (
-	metaFile       = "sandbox.json"
+	metaFile       = MetaFile
 	auditFile      = "audit.jsonl"
 	lockFile       = "lock"     // held briefly around every update
 	runLockFile    = "run.lock" // held by the process running the sandbox

@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 // TestDeps enforces DESIGN.md's import rules for the guest agent and its
@@ -24,7 +27,7 @@ func TestDeps(t *testing.T) {
 func check(t *testing.T, pkg string, allowed []string) {
 	out, err := exec.Command("go", "list", "-deps", pkg).Output()
 	if err != nil {
-		t.Skipf("go list: %v", err)
+		testenv.Skip(t, testenv.Go, fmt.Sprintf("go list: %v", err))
 	}
 	forbidden := []string{
 		"testing",

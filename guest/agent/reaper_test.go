@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -104,7 +106,7 @@ func reaperHelper() error {
 // is a subreaper as PID 1 would be.
 func TestReaper(t *testing.T) {
 	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip("no /bin/sh")
+		testenv.Skip(t, testenv.Unix, "no /bin/sh")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), reaperHelperEnv+"=1")

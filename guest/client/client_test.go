@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
@@ -598,11 +600,11 @@ func TestConnectContext(t *testing.T) {
 // root, which CI has.
 func TestRunAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("switching user needs root")
+		testenv.Skip(t, testenv.Root, "switching user needs root")
 	}
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skip("no user nobody:", err)
+		testenv.Skip(t, testenv.Unix, fmt.Sprint("no user nobody: ", err))
 	}
 	c, _ := connect(t, startPipeGuest(t))
 	ctx := context.Background()

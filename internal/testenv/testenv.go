@@ -3,6 +3,12 @@
 // guest agent is rebuilt from this tree, the Debian packages are cached),
 // shared by every test package of a run and built once under a file lock.
 //
+// A test that cannot run for want of something of the host (KVM, root,
+// qemu-img, virtiofsd, …) calls Skip with the Capability it lacks: it
+// skips, or fails when AIRLOCK_TEST_REQUIRE (RequireEnv) requires that
+// capability, as CI does for everything its machine provides. -short skips
+// stay plain skips.
+//
 // Only tests import it. It must not import app, fyne or a hypervisor
 // package.
 package testenv

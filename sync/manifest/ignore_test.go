@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -122,7 +124,7 @@ var gitignoreCases = []struct {
 // lists as untracked and not ignored.
 func TestGitignoreAgainstGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		testenv.Skip(t, testenv.Git, "git not installed")
 	}
 	for _, tc := range gitignoreCases {
 		t.Run(tc.name, func(t *testing.T) {

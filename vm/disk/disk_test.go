@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -112,7 +115,7 @@ func TestOverlayArgs(t *testing.T) {
 // base's blocks.
 func TestCloneIsCopyOnWrite(t *testing.T) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed (scripts/setup-debian installs QEMU)")
+		testenv.Skip(t, testenv.QEMUImg, "qemu-img not installed (scripts/setup-debian installs QEMU)")
 	}
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "base.img"), filepath.Join(dir, "clone.img")
@@ -166,7 +169,7 @@ func allocatedBytes(t *testing.T, path string) int64 {
 // and a clone of the kept overlay is an overlay on it that reads the same.
 func TestKeepAndCloneAnOverlay(t *testing.T) {
 	if _, err := exec.LookPath("qemu-img"); err != nil {
-		t.Skip("qemu-img not installed")
+		testenv.Skip(t, testenv.QEMUImg, "qemu-img not installed")
 	}
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.img")
@@ -178,7 +181,7 @@ func TestKeepAndCloneAnOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("qemu-io", "-f", "qcow2", "-c", "write -P 0x61 0 4096", first).CombinedOutput(); err != nil {
-		t.Skipf("qemu-io: %v %s", err, out)
+		testenv.Skip(t, testenv.QEMUImg, fmt.Sprintf("qemu-io: %v %s", err, out))
 	}
 	kept := filepath.Join(dir, "kept.img")
 	res, err := Keep(t.Context(), first, kept)

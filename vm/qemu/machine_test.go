@@ -76,7 +76,7 @@ func needVM(t testing.TB) testVM {
 	t.Helper()
 	v := needVMArch(t, "AIRLOCK_TEST_KERNEL", "AIRLOCK_TEST_INITRD", vm.AMD64)
 	if runtime.GOARCH != "amd64" {
-		t.Skip("the lifecycle tests boot an amd64 kernel; this host is " + runtime.GOARCH)
+		testenv.Skip(t, testenv.AMD64, "the lifecycle tests boot an amd64 kernel; this host is "+runtime.GOARCH)
 	}
 	return v
 }
@@ -91,7 +91,7 @@ func needVMArch(t testing.TB, kernelEnv, initrdEnv string, arch vm.Arch) testVM 
 		// The minimal image's initramfs has busybox and the modules; the
 		// tests' appended /init replaces the guest agent.
 		if ok, why := testenv.ForeignArchReady(arch); !ok {
-			t.Skip(why)
+			testenv.Skip(t, testenv.ForeignArch, why)
 		}
 		im := testenv.Image(t, arch)
 		k, i = im.Kernel, im.Initrd
@@ -468,7 +468,7 @@ func waitReady(t *testing.T, m vm.Machine) {
 
 func TestDescribeHost(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip(err)
+		testenv.Skip(t, testenv.QEMU, err.Error())
 	}
 	r, err := New(Config{}).Describe(t.Context(), vm.AMD64)
 	if err != nil {
@@ -521,17 +521,56 @@ func TestProbeBoot(t *testing.T) {
 	}
 }
 
-// TestProbeBootKVM runs the real probe under KVM, where /dev/kvm exists,
-// and only reports the verdict.
+// TestProbeBootKVM runs the real probe under KVM, where /dev/kvm opens,
+// and checks its verdict and what the backend makes of it: a driver stock
+// kernels run well on (kvm_intel, kvm_amd) must boot the guest; any
+// verdict is a reason when negative, decides the accelerator, and is
+// cached, so that the next choice reuses it without booting again.
 func TestProbeBootKVM(t *testing.T) {
 	v := needVM(t)
-	if f := hostKVMFacts("/", vm.AMD64, hostArch()); f.DevErr != nil {
-		t.Skipf("no KVM: %v", f.DevErr)
+	facts := hostKVMFacts("/", vm.AMD64, hostArch())
+	if facts.DevErr != nil {
+		testenv.Skip(t, testenv.KVM, fmt.Sprintf("no KVM: %v", facts.DevErr))
 	}
-	b := testBackend(t)
-	ctx, cancel := context.WithTimeout(t.Context(), DefaultProbeTimeout)
-	defer cancel()
-	start := time.Now()
-	r := b.probeBoot(ctx, v.spec(t, initProbe))
-	t.Logf("KVM probe boot: %+v after %v", r, time.Since(start).Round(time.Millisecond))
+	spec := v.spec(t, initProbe)
+	prober := testBackend(t)
+	probes := 0
+	var verdict ProbeResult
+	b := New(Config{CacheDir: t.TempDir(), Logger: prober.log, Probe: func(ctx context.Context, s vm.Spec) ProbeResult {
+		probes++
+		start := time.Now()
+		verdict = prober.probeBoot(ctx, s)
+		t.Logf("KVM probe boot: %+v after %v", verdict, time.Since(start).Round(time.Millisecond))
+		return verdict
+	}})
+	prog, err := b.program(vm.AMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ChooseAccel(AccelAuto, facts)
+	if !first.NeedProbe {
+		// A trusted driver: the backend does not probe, so probe here.
+		ctx, cancel := context.WithTimeout(t.Context(), DefaultProbeTimeout)
+		defer cancel()
+		if r := prober.probeBoot(ctx, spec); !r.OK {
+			t.Fatalf("KVM with the %s: the probe boot failed: %s", first.Why, r.Why)
+		}
+		if c := b.accel(t.Context(), prog, spec); c.Accel != KVM || probes != 0 {
+			t.Errorf("accel = %+v after %d probes, want KVM without a probe", c, probes)
+		}
+		return
+	}
+	c := b.accel(t.Context(), prog, spec)
+	if probes != 1 {
+		t.Fatalf("%d probe boots for an untrusted driver (%s), want 1", probes, first.Why)
+	}
+	if !verdict.OK && verdict.Why == "" {
+		t.Errorf("a failed probe without a reason: %+v", verdict)
+	}
+	if want := map[bool]Accel{true: KVM, false: TCG}[verdict.OK]; c.Accel != want {
+		t.Errorf("accel = %+v after the verdict %+v, want %s", c, verdict, want)
+	}
+	if again := b.accel(t.Context(), prog, spec); again != c || probes != 1 {
+		t.Errorf("second accel = %+v after %d probe boots, want %+v from the cached verdict", again, probes, c)
+	}
 }

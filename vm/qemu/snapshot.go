@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -18,14 +19,18 @@ import (
 	"github.com/airlock-dev/airlock/vm"
 )
 
-// Saving and restoring use QEMU migration to a file. QEMU 7.2 (Debian 12)
-// has no file: migration URI, so the stream goes through `cat` started by
-// QEMU's exec: URI (run by /bin/sh). Next to the state file, Save writes
-// SavedMachine (path + SavedSuffix): the accelerator, firmware and command
-// line of the saved machine. Restore takes the spec from its caller, as
-// vm.Restorer says, and checks that the command line it builds from it is
-// the saved one: a migration stream only loads into the same devices, and
-// the accelerator and firmware are host choices a spec does not name.
+// Saving and restoring use QEMU migration. Save hands QEMU the write end
+// of a pipe (getfd, then an fd: migration URI) and copies the stream into
+// the state file: the pipe's end is the sign that QEMU is done with the
+// migration, which its MIGRATION event comes a little before. QEMU 7.2
+// (Debian 12) has no file: migration URI, so Restore reads the state
+// through `cat` started by QEMU's exec: URI (run by /bin/sh). Next to the
+// state file, Save writes SavedMachine (path + SavedSuffix): the
+// accelerator, firmware and command line of the saved machine. Restore
+// takes the spec from its caller, as vm.Restorer says, and checks that the
+// command line it builds from it is the saved one: a migration stream only
+// loads into the same devices, and the accelerator and firmware are host
+// choices a spec does not name.
 
 // SavedSuffix is appended to a state file's path to name the file that
 // describes the saved machine.
@@ -50,9 +55,6 @@ type SavedMachine struct {
 
 // shellQuote quotes s for /bin/sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// saveURI is the migration URI that writes the state to path.
-func saveURI(path string) string { return "exec:cat > " + shellQuote(path) }
 
 // loadURI is the migration URI that reads the state from path.
 func loadURI(path string) string { return "exec:cat " + shellQuote(path) }
@@ -173,9 +175,12 @@ func (m *machine) save(ctx context.Context, path string) error {
 	// Write beside path and rename, so a failed save leaves nothing there.
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".saving")
 	os.Remove(tmp)
-	err = q.call(ctx, "migrate", map[string]string{"uri": saveURI(tmp)}, nil)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		err = waitMigrate(ctx, q)
+		err = migrate(ctx, q, f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if wasRunning {
 		// The migration leaves QEMU in postmigrate; cont runs the guest.
@@ -197,35 +202,122 @@ func (m *machine) save(ctx context.Context, path string) error {
 	return nil
 }
 
-// waitMigrate polls query-migrate until the outgoing migration ends.
-func waitMigrate(ctx context.Context, q *qmp) error {
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		var info struct {
-			Status    string `json:"status"`
-			ErrorDesc string `json:"error-desc"`
+// migrationEvents is the migration capability that makes QEMU report each
+// change of a migration's status as a MIGRATION event, on either side.
+var migrationEvents = map[string]any{"capabilities": []map[string]any{{"capability": "events", "state": true}}}
+
+// migrationStatus is the data of a MIGRATION event.
+type migrationStatus struct {
+	Status string `json:"status"`
+}
+
+// waitMigration waits for the MIGRATION event that ends a migration and
+// returns its status: completed, failed or cancelled.
+func waitMigration(ctx context.Context, sub *subscription) (string, error) {
+	for {
+		e, err := sub.next(ctx)
+		if err != nil {
+			return "", err
 		}
-		if err := q.call(ctx, "query-migrate", nil, &info); err != nil {
-			return err
+		var d migrationStatus
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return "", fmt.Errorf("qmp MIGRATION event: %w", err)
 		}
-		switch info.Status {
-		case "completed":
-			return nil
-		case "failed", "cancelled":
-			desc := info.ErrorDesc
-			if desc == "" {
-				desc = "QEMU gave no reason"
-			}
-			return fmt.Errorf("migration %s: %s", info.Status, desc)
-		}
-		select {
-		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			q.execute(cctx, "migrate_cancel")
-			cancel()
-			return ctx.Err()
-		case <-time.After(wait):
+		switch d.Status {
+		case "completed", "failed", "cancelled":
+			return d.Status, nil
 		}
 	}
+}
+
+// saveFD is the name under which Save hands QEMU the migration pipe.
+const saveFD = "airlock-save"
+
+// migrate runs an outgoing migration into w and waits for its end: the
+// MIGRATION event says how it ended, the end of the stream that QEMU is
+// done (a completed migration has left the machine in postmigrate by
+// then). When ctx ends first the migration is cancelled.
+func migrate(ctx context.Context, q *qmp, w io.Writer) error {
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(w, r)
+		copied <- err
+	}()
+	// Until QEMU holds the only write end, ending the copy is ours to do.
+	endCopy := func() error {
+		r.Close()
+		return <-copied
+	}
+	sub := q.subscribe("MIGRATION")
+	defer q.unsubscribe(sub)
+	err = q.callFile(ctx, "getfd", map[string]string{"fdname": saveFD}, nil, pw)
+	pw.Close()
+	if err != nil {
+		endCopy()
+		return err
+	}
+	err = q.call(ctx, "migrate-set-capabilities", migrationEvents, nil)
+	if err == nil {
+		err = q.call(ctx, "migrate", map[string]string{"uri": "fd:" + saveFD}, nil)
+	}
+	if err != nil && ctx.Err() == nil {
+		// QEMU keeps a file it did not use until told to close it.
+		q.call(ctx, "closefd", map[string]string{"fdname": saveFD}, nil)
+		endCopy()
+		return err
+	}
+	var status string
+	if err == nil {
+		status, err = waitMigration(ctx, sub)
+	}
+	var copyErr error
+	if err == nil {
+		// Whatever the end, QEMU closes the stream once done with it.
+		select {
+		case copyErr = <-copied:
+			copied <- copyErr // for endCopy
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil {
+		// Cancel a migration that may have started, and wait (a little)
+		// for QEMU to say it stopped, so that the machine can run again.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if q.execute(cctx, "migrate_cancel") == nil {
+			waitMigration(cctx, sub)
+		}
+		q.call(cctx, "closefd", map[string]string{"fdname": saveFD}, nil)
+		endCopy()
+		return ctx.Err()
+	}
+	endCopy()
+	if err != nil {
+		return err
+	}
+	if status == "completed" {
+		if copyErr != nil {
+			return fmt.Errorf("write the saved state: %w", copyErr)
+		}
+		return nil
+	}
+	// The event carries no reason; query-migrate does, until the next
+	// migration starts.
+	var info struct {
+		Status    string `json:"status"`
+		ErrorDesc string `json:"error-desc"`
+	}
+	desc := "QEMU gave no reason"
+	if err := q.call(ctx, "query-migrate", nil, &info); err != nil {
+		desc += " (" + err.Error() + ")"
+	} else if info.ErrorDesc != "" {
+		desc = info.ErrorDesc
+	}
+	return fmt.Errorf("migration %s: %s", status, desc)
 }
 
 // ReadSaved reads the description Save wrote next to the state file path.
@@ -320,31 +412,36 @@ func (m *machine) load(ctx context.Context, path string) error {
 	if q == nil {
 		return fmt.Errorf("qemu ended before the restore: %w", vm.ErrNotRunning)
 	}
+	sub := q.subscribe("MIGRATION")
+	defer q.unsubscribe(sub)
+	if err := q.call(ctx, "migrate-set-capabilities", migrationEvents, nil); err != nil {
+		return err
+	}
 	if err := q.call(ctx, "migrate-incoming", map[string]string{"uri": loadURI(path)}, nil); err != nil {
 		return err
 	}
-	// QEMU stays in "inmigrate" while it loads, and exits if the load fails.
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		var st struct {
-			Status string `json:"status"`
-		}
-		if err := q.call(ctx, "query-status", nil, &st); err != nil {
+	// QEMU says completed once the state is loaded; when the load fails
+	// it says failed and exits, its reason on its stderr (m.err).
+	status, err := waitMigration(ctx, sub)
+	switch {
+	case errors.Is(err, errQMPClosed):
+		return errors.New("qemu ended while loading the saved state")
+	case err != nil:
+		return err
+	case status != "completed":
+		return fmt.Errorf("loading the saved state: migration %s", status)
+	}
+	// The loaded machine takes the run state it was saved in: Save
+	// pauses it, so it usually waits for a cont.
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := q.call(ctx, "query-status", nil, &st); err != nil {
+		return err
+	}
+	if st.Status != "running" {
+		if err := q.execute(ctx, "cont"); err != nil {
 			return err
-		}
-		if st.Status != "inmigrate" {
-			if st.Status != "running" {
-				if err := q.execute(ctx, "cont"); err != nil {
-					return err
-				}
-			}
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-m.done:
-			return errors.New("qemu ended while loading the saved state")
-		case <-time.After(wait):
 		}
 	}
 	m.mu.Lock()

@@ -17,10 +17,7 @@ import (
 )
 
 func TestMigrationURIs(t *testing.T) {
-	if got, want := saveURI("/s/it's here"), `exec:cat > '/s/it'\''s here'`; got != want {
-		t.Errorf("saveURI = %q, want %q", got, want)
-	}
-	if got, want := loadURI("/s/state"), `exec:cat '/s/state'`; got != want {
+	if got, want := loadURI("/s/it's here"), `exec:cat '/s/it'\''s here'`; got != want {
 		t.Errorf("loadURI = %q, want %q", got, want)
 	}
 	// The quoting survives a real shell, whatever the name holds.

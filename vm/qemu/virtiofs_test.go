@@ -2,11 +2,14 @@ package qemu
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -65,10 +68,10 @@ sync; poweroff -f
 func needVirtiofsd(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(DefaultVirtiofsd); err != nil {
-		t.Skipf("no virtiofsd: %v (Debian: qemu-system-common)", err)
+		testenv.Skip(t, testenv.Virtiofsd, fmt.Sprintf("no virtiofsd: %v (Debian: qemu-system-common)", err))
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("virtiofsd needs root")
+		testenv.Skip(t, testenv.Root, "virtiofsd needs root")
 	}
 }
 

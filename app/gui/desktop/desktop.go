@@ -8,6 +8,8 @@ package desktop
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -19,10 +21,20 @@ import (
 // AppID identifies Airlock to the desktop (preferences, notifications).
 const AppID = "dev.airlock.Airlock"
 
-// reloadEvery is how many one-second ticks pass between re-reading the
-// sandbox list: runs started by the CLI or another window appear and
-// progress without a click.
-const reloadEvery = 3
+// The main window's clock ticks every second (elapsed times, progress).
+// It follows the sandbox store through file-system notifications; without
+// them it re-reads the list every reloadEvery ticks, so that runs started
+// by the CLI appear and progress without a click. With them it re-reads
+// it every liveEvery ticks while a sandbox is live, to notice a run whose
+// process was killed (its released lock is no file-system event).
+const (
+	reloadEvery = 3
+	liveEvery   = 30
+)
+
+// storeDirer is a service over a sandbox store directory, which the main
+// window can follow.
+type storeDirer interface{ StoreDir() string }
 
 // Run opens the main window over svc, then what open asks for, and
 // returns when the app quits (or ctx ends).
@@ -33,6 +45,17 @@ func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.St
 	a.Lifecycle().SetOnStarted(func() { w.Open(open) })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	following := false
+	if d, ok := svc.(storeDirer); ok {
+		stop, err := w.Follow(ctx, d.StoreDir())
+		if err != nil {
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			log.Warn("the sandbox list is re-read every few seconds instead of followed", "err", err)
+		} else {
+			defer stop()
+			following = true
+		}
+	}
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -42,7 +65,13 @@ func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.St
 				fyne.Do(a.Quit)
 				return
 			case <-t.C:
-				fyne.Do(func() { w.Tick(n%reloadEvery == 0) })
+				fyne.Do(func() {
+					reload := n%reloadEvery == 0
+					if following {
+						reload = n%liveEvery == 0 && w.Live()
+					}
+					w.Tick(reload)
+				})
 			}
 		}
 	}()
