@@ -5,7 +5,7 @@
 // a qcow2 overlay whose backing file is the image (qemu-img).
 //
 // It is plain files and the qemu-img tool: it must not import app, guest,
-// the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
+// sync, review, the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
 package disk
 
 import (
