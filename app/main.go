@@ -2,6 +2,10 @@
 // review their changes before anything reaches your project. This file is
 // only the entry point; the commands live in app/cli and the desktop app in
 // app/gui.
+//
+// It must not import directly anything of Airlock's but app/cli, app/gui and
+// app/gui/desktop: it hands the desktop app to the CLI (cli.WithGUI), which
+// is why it is, with app/gui, the only package that depends on fyne.
 package main
 
 import (

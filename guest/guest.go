@@ -4,8 +4,9 @@
 // guest its per-sandbox identity, and the names of Airlock's own SSH
 // requests. Both guest/agent and guest/client import it.
 //
-// It must stay small and dependency-free: it must not import vm, fyne, vz,
-// sync or review.
+// It must stay small and dependency-free: it must not import anything of
+// Airlock's (vm, sync, review, the app, the other guest packages), fyne or
+// vz.
 package guest
 
 import (

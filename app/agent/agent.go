@@ -4,6 +4,9 @@
 // presets (claude, codex, gemini) are embedded from presets.toml; the
 // user's agents.toml, next to config.toml, overrides their keys and adds
 // agents.
+//
+// It is plain data: it must not import vm, guest, sync, review, fyne, or
+// the app packages that run things (app/sandbox, app/launch, app/cli).
 package agent
 
 import (

@@ -8,8 +8,8 @@
 // untrusted input, so a project file may only narrow what the user allows
 // unless the user confirmed that exact file (by its SHA-256).
 //
-// It is plain data: it must not import vm, guest, review, sync or fyne;
-// of the app, only app/egress (for its rule syntax and Policy).
+// It is plain data: it must not import vm, guest, review, sync or fyne,
+// nor any app package but app/egress (for its rule syntax and Policy).
 package config
 
 import (

@@ -9,8 +9,8 @@
 // placeholder leaving for any other host blocked, and a Record of every
 // request for the audit log.
 //
-// It must not import fyne or a hypervisor package (vm/qemu, vm/vz), nor
-// app/sandbox or app/config: callers hand it a Policy.
+// It must not import anything of Airlock's (app/sandbox, app/config and
+// the rest are its callers: they hand it a Policy), fyne or vz.
 package egress
 
 import (

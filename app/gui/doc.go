@@ -9,7 +9,8 @@
 // test app; the real app (fyne's GL driver) is opened only by
 // app/gui/desktop. Goroutines touch widgets only through fyne.Do.
 //
-// Only this package and its subpackages import fyne. It must not import a
-// hypervisor package (vm/qemu, vm/vz): machines are booted through the
-// function its Service is given.
+// Only this package and its subpackages import fyne. It must not import
+// app/cli (main hands the desktop app to the CLI) or a hypervisor package
+// (vm/qemu, vm/vz, vz): machines are booted through the function its
+// Service is given.
 package gui

@@ -7,9 +7,9 @@
 // off).
 //
 // It imports only the wire contract in package guest and its SSH, SFTP and
-// PTY libraries. It must not import vm, fyne, vz, sync, review, the app, or
-// testing (outside tests): it is linked into a small static binary that
-// runs in every VM.
+// PTY libraries. It must not import vm, fyne, vz, sync, review, the app,
+// guest/client, or testing (outside tests): it is linked into a small
+// static binary that runs in every VM.
 package agent
 
 import (

@@ -14,8 +14,8 @@
 //	go run ./internal/darwincheck [-goarch arm64,amd64] [-test] [-tags t] [-v] [packages]
 //
 // It checks each listed architecture in turn: both by default, because
-// some vz APIs (save and restore, Rosetta) exist on arm64 only. It imports
-// only the standard library.
+// some vz APIs (save and restore, Rosetta) exist on arm64 only. It must not
+// import anything outside the standard library.
 package main
 
 import (

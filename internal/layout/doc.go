@@ -1,9 +1,15 @@
 // Package layout holds no code: its tests enforce the architecture of the
-// repository as docs/architecture.md describes it. Every package carries a
-// package comment, and the import rules hold (nothing imports app; guest
-// never reaches vm, fyne or vz; review and sync know nothing of VMs, guests
-// or the GUI; only the GUI imports fyne; only vm/vz imports vz; packaging
-// stays out of the program: no app, guest, sync, review, fyne or vz).
+// repository as docs/architecture.md describes it. The table under
+// "## Packages" there has one row per package, and each row's "must not
+// import" cell is a rule the tests read and check, for linux and darwin,
+// with the rules DESIGN.md states for the whole tree on top (globals in
+// rules_test.go: nothing outside app imports app; only app/gui/... and main
+// import fyne; only vm/vz imports vz; guest never imports vm, fyne or vz;
+// the guest agent never links testing; review and sync know nothing of vm,
+// guest or fyne; nothing depends on internal/testenv or this package).
+// Every package carries a package comment that says what it must not
+// import.
 //
-// It must not be imported by anything.
+// It must not import anything outside the standard library, and nothing
+// may import it.
 package layout

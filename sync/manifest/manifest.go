@@ -7,8 +7,8 @@
 // have been touched), and the Diff of two manifests (added,
 // modified, deleted, mode-changed, type-changed, renamed by content).
 //
-// It knows nothing of VMs, the guest, review or the GUI: it must not import
-// vm, guest, review or fyne.
+// It knows nothing of VMs, the guest, review or the GUI, and the rest of
+// sync builds on it: it must not import anything of Airlock's, nor fyne.
 package manifest
 
 import (

@@ -5,8 +5,8 @@
 // the real project.
 //
 // It knows nothing of VMs, the guest, review or the GUI: it must not
-// import vm, guest, review or fyne. It may import sync/manifest (for
-// SnapshotTree), never the other way round.
+// import anything of Airlock's but sync/manifest (for SnapshotTree; never
+// the other way round), nor fyne.
 package objects
 
 import (

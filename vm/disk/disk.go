@@ -8,7 +8,7 @@
 // copies plain files, reflinked where the file system can.
 //
 // It is plain files and the qemu-img tool: it must not import app, guest,
-// the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
+// sync, review, the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
 package disk
 
 import (

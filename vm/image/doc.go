@@ -8,6 +8,6 @@
 // order, from /lib/modules/airlock/modules.order.
 //
 // It must not import the guest packages (the guest binary is handed in as
-// a file), app, fyne or vz: it is plain data and files, usable from the
-// CLI, the GUI and tests alike.
+// a file), app, sync, review, fyne or vz: it is plain data and files,
+// usable from the CLI, the GUI and tests alike.
 package image

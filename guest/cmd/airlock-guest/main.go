@@ -6,7 +6,9 @@
 // the host runs over exec; manifest --seed starts its watch subcommand in
 // the background, which records what changes in the seeded directory.
 //
-// Like package agent, it must not import vm, fyne, vz or testing.
+// Like package agent, it must not import vm, fyne, vz, review, the app,
+// guest/client or testing; of sync it imports only sync/manifest,
+// sync/objects and sync/transfer, for those subcommands.
 package main
 
 import (

@@ -9,6 +9,9 @@
 //
 // With -dry-run it prints the bundle's layout and writes nothing; the
 // binary, icon and images need not exist.
+//
+// Like package packaging, it must not import app, guest, sync, review, fyne
+// or vz.
 package main
 
 import (

@@ -6,9 +6,9 @@
 // between runs (machine identifier, MAC address).
 //
 // It is plain Go so that the translation compiles and is tested on every
-// OS; only the final vz calls live in vm/vz. It imports only vm and the
-// standard library: never vz (only vm/vz may), the guest packages, sync,
-// review or app.
+// OS; only the final vz calls live in vm/vz. It imports only vm,
+// internal/atomicfile and the standard library. It must not import vz
+// (only vm/vz may), the guest packages, sync, review or app.
 package vzconfig
 
 import (
