@@ -157,7 +157,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 		OpenNetwork: f.openNetwork, Allow: f.allow, Link: vm.LinkKind(f.link), BootTimeout: f.bootTimeout, Cold: f.cold,
 	})
 	if err != nil {
-		return cliError(err)
+		return err
 	}
 	if pn.Sandbox != nil {
 		return runExecIn(ctx, e, f, pn, args)

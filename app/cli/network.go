@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
@@ -131,7 +132,7 @@ needs a new confirmation. Deny entries always apply and need none.`,
 				return err
 			}
 			asks := config.Widening(user.Network, proj.Network, nil)
-			if err := (config.Trust{Path: filepath.Join(h, config.TrustFileName)}).Confirm(abs, proj.SHA256); err != nil {
+			if err := (config.Trust{Path: home.Layout{Root: h}.TrustFile()}).Confirm(abs, proj.SHA256); err != nil {
 				return err
 			}
 			if e.json {

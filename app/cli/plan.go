@@ -47,7 +47,7 @@ func (l *limitFlags) request(b *bootFlags) config.Limits {
 }
 
 // cliError adds to an error of planning or of the sandbox what to do
-// about it on the command line.
+// about it on the command line; every command's error goes through it.
 func cliError(err error) error {
 	var untrusted *plan.UntrustedError
 	switch {

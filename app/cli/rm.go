@@ -71,5 +71,5 @@ func removeSandbox(ctx context.Context, h string, st *sandbox.Store, id string, 
 			return fmt.Errorf("remove %s: %w", id, err)
 		}
 	}
-	return cliError(st.Remove(id, force))
+	return st.Remove(id, force)
 }

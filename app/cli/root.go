@@ -86,7 +86,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Opti
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
-		e.printError(err)
+		e.printError(cliError(err))
 		if e.exitCode != 0 {
 			return e.exitCode
 		}

@@ -193,7 +193,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	}
 	pn, err := pl.Run(ctx, req)
 	if err != nil {
-		return cliError(err)
+		return err
 	}
 	defer pn.Close()
 	if e.onPlan != nil {
@@ -275,7 +275,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	}
 	p.Done("")
 	if res == nil {
-		return cliError(err)
+		return err
 	}
 	if e.json {
 		return printRunJSON(e, res, err, pn, seen)
@@ -286,7 +286,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", cliError(err), id, id)
+		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, id, id)
 	}
 	if res.FinalMessage != "" && res.Summary == "" {
 		printFinalMessage(e, res.FinalMessage, opts.Agent)

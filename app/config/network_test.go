@@ -167,7 +167,7 @@ func TestPolicy(t *testing.T) {
 }
 
 func TestTrust(t *testing.T) {
-	tr := Trust{Path: filepath.Join(t.TempDir(), "home", TrustFileName)}
+	tr := Trust{Path: filepath.Join(t.TempDir(), "home", "trust.json")}
 	if ok, err := tr.Trusted("/p", "aa"); ok || err != nil {
 		t.Fatalf("empty store: %v, %v", ok, err)
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 )
 
-// TrustFileName is the trust store, in Airlock's home.
-const TrustFileName = "trust.json"
-
 // Trust remembers which project files the user confirmed: a project's
 // airlock.toml may widen what the user allows only when the user
 // confirmed that exact file, by its SHA-256. Changing the file

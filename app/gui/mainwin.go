@@ -225,7 +225,7 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 		label.SetText(commandOf(info.Meta))
 	case 3:
 		st := statusText(info)
-		if run != nil && active(info.Status) && run.progress.Message != "" {
+		if run != nil && info.Status.Active() && run.progress.Message != "" {
 			st = run.progress.Message
 		}
 		label.SetText(st)
@@ -253,7 +253,7 @@ func (w *MainWindow) open(row int) {
 		return
 	}
 	switch {
-	case run != nil && run.view != nil && active(info.Status):
+	case run != nil && run.view != nil && info.Status.Active():
 		run.view.Window.Show()
 		run.view.Window.RequestFocus()
 	case info.Group != "" && (info.Status == sandbox.StatusReady || info.Status == sandbox.StatusApplied):
@@ -457,19 +457,10 @@ func (w *MainWindow) notify(req RunRequest, res *sandbox.RunResult, err error) {
 	w.app.SendNotification(fyne.NewNotification("Airlock run finished", body))
 }
 
-// active reports whether a status means a run is under way.
-func active(s sandbox.Status) bool {
-	switch s {
-	case sandbox.StatusCreated, sandbox.StatusSnapshot, sandbox.StatusBooting, sandbox.StatusPushing, sandbox.StatusRunning, sandbox.StatusCollecting:
-		return true
-	}
-	return false
-}
-
 // statusText is a sandbox's state for people. A run whose process is gone
 // (the VM died with it, or the process was killed) says so.
 func statusText(info sandbox.Info) string {
-	if active(info.Status) && !info.Live {
+	if info.Status.Active() && !info.Live {
 		return "stopped: its VM is gone (was " + string(info.Status) + ")"
 	}
 	if info.Status == sandbox.StatusReady && info.ExitCode != nil && *info.ExitCode != 0 {
@@ -504,7 +495,7 @@ func shortPath(p string) string {
 func elapsed(info sandbox.Info, now time.Time) string {
 	var d time.Duration
 	switch {
-	case active(info.Status) && info.Live:
+	case info.Status.Active() && info.Live:
 		d = now.Sub(info.Created)
 	case info.Timings.TotalMS > 0:
 		d = time.Duration(info.Timings.TotalMS) * time.Millisecond
@@ -544,7 +535,7 @@ var stepSpan = map[sandbox.Step][2]float64{
 // by its files done where it counts them. Runs of other processes show
 // their status's step.
 func progressOf(info sandbox.Info, run *runState) (float64, bool) {
-	if !active(info.Status) || !info.Live {
+	if !info.Status.Active() || !info.Live {
 		return 0, false
 	}
 	var p sandbox.Progress

@@ -176,7 +176,8 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 	defer p.Close()
 	o := p.Runs[0]
 	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
-	return s.Store.Run(ctx, o)
+	res, err := s.Store.Run(ctx, o)
+	return res, appError(err)
 }
 
 // plan plans r and shows the plan to OnPlan.
@@ -201,8 +202,14 @@ func (s *StoreService) plan(ctx context.Context, r plan.Request) (*plan.Plan, er
 // words.
 func appError(err error) error {
 	var untrusted *plan.UntrustedError
-	if errors.As(err, &untrusted) {
+	switch {
+	case err == nil:
+	case errors.As(err, &untrusted):
 		return fmt.Errorf("%w\n(run airlock trust in a terminal, then start the run again)", err)
+	case errors.Is(err, sandbox.ErrRunning):
+		return fmt.Errorf("%w: press Stop in its run window first", err)
+	case errors.Is(err, sandbox.ErrNoUser):
+		return fmt.Errorf("%w: choose the full image, whose user is agent", err)
 	}
 	return err
 }
@@ -231,7 +238,8 @@ func (s *StoreService) Apply(ctx context.Context, id string, d review.Decisions)
 	if err != nil {
 		return nil, err
 	}
-	return sb.Apply(ctx, d)
+	res, err := sb.Apply(ctx, d)
+	return res, appError(err)
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
@@ -239,7 +247,8 @@ func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return sb.Undo(ctx)
+	journal, err := sb.Undo(ctx)
+	return journal, appError(err)
 }
 
 func (s *StoreService) Decisions(id string) (review.Decisions, error) {
@@ -290,7 +299,8 @@ func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.
 		return nil, err
 	}
 	defer p.Close()
-	return s.Store.Reply(ctx, p.Reply, p.Message, p.Runs[0])
+	res, err := s.Store.Reply(ctx, p.Reply, p.Message, p.Runs[0])
+	return res, appError(err)
 }
 
 func (s *StoreService) RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error) {

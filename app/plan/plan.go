@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/app/agent/fakemodel"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -495,7 +496,7 @@ func (pl *Planner) trusted(project string, user config.User, proj config.Project
 	if len(asks) == 0 {
 		return false, nil
 	}
-	trust := config.Trust{Path: filepath.Join(pl.Home, config.TrustFileName)}
+	trust := config.Trust{Path: home.Layout{Root: pl.Home}.TrustFile()}
 	ok, err := trust.Trusted(project, proj.SHA256)
 	if err != nil {
 		return false, err

@@ -119,7 +119,7 @@ func (sb *Sandbox) checkpoint(ctx context.Context, name string) (Checkpoint, err
 	defer unlock()
 	c, err := vmhost.Dial(ctx, sb.RunDir())
 	if err != nil {
-		return cp, fmt.Errorf("%w (keep it running with airlock run --keep): %w", ErrNoVM, err)
+		return cp, fmt.Errorf("%w: %w", ErrNoVM, err)
 	}
 	st, err := c.State(ctx)
 	if err != nil {
@@ -317,7 +317,7 @@ func readSpec(run string) (vm.Spec, error) {
 	var spec vm.Spec
 	b, err := os.ReadFile(filepath.Join(run, vmhost.SpecFile))
 	if err != nil {
-		return spec, fmt.Errorf("%w: no machine spec in %s (keep it running with airlock run --keep)", ErrNoVM, run)
+		return spec, fmt.Errorf("%w: no machine spec in %s", ErrNoVM, run)
 	}
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return spec, fmt.Errorf("machine spec %s: %w", filepath.Join(run, vmhost.SpecFile), err)

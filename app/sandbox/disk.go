@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
-
-	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // DiskFile is the sandbox's own disk: a sparse ext4 image holding
@@ -71,7 +68,7 @@ func FindMkfs() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: the workspace disk (the disk quota) is formatted with it; install e2fsprogs "+
-		"(Debian: apt-get install e2fsprogs; macOS: brew install e2fsprogs), or run with --disk none to keep /workspace in the VM's memory", ErrNoMkfs)
+		"(Debian: apt-get install e2fsprogs; macOS: brew install e2fsprogs)", ErrNoMkfs)
 }
 
 // CreateDisk makes a sparse ext4 image of size bytes at path, owned by
@@ -107,7 +104,3 @@ func CreateDisk(ctx context.Context, path string, size int64) error {
 	}
 	return nil
 }
-
-// allocated is the space fi's file takes on the host's disk, or -1 when
-// unknown (disk.Allocated).
-func allocated(fi fs.FileInfo) int64 { return disk.Allocated(fi) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
@@ -137,7 +138,7 @@ func (s *Store) Reply(ctx context.Context, id, message string, o RunOptions) (*R
 	if err := os.MkdirAll(next, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(next, "prompt.md"), []byte(prompt), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(next, "prompt.md"), []byte(prompt), 0o600); err != nil {
 		return nil, err
 	}
 	cfg, err := config.Load(meta.Project)
@@ -220,7 +221,7 @@ func (sb *Sandbox) keepRound(n int) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // Workspace is where the project is copied in the guest, and where the
@@ -486,7 +487,7 @@ func (r *runner) forceStop(m Machine) {
 // in it is in the content store by now.
 func (r *runner) removeDisk(path string) {
 	if fi, err := os.Stat(path); err == nil {
-		_ = r.sb.Audit(Event{Event: EventDisk, Data: map[string]any{"size_bytes": fi.Size(), "allocated_bytes": allocated(fi)}})
+		_ = r.sb.Audit(Event{Event: EventDisk, Data: map[string]any{"size_bytes": fi.Size(), "allocated_bytes": disk.Allocated(fi)}})
 	}
 	if err := os.Remove(path); err != nil {
 		r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
