@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -107,7 +108,7 @@ func TestRunAgentNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := e.planner(home, &syncWriter{w: e.stderr})
+	pl, err := e.planner(home, lockio.NewWriter(e.stderr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,10 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
-	"github.com/spf13/cobra"
 )
 
 func newDiffCmd(e *env) *cobra.Command {

@@ -22,6 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -147,7 +148,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 	if err != nil {
 		return err
 	}
-	errw := &syncWriter{w: e.stderr}
+	errw := lockio.NewWriter(e.stderr)
 	pl, err := e.planner(h, errw)
 	if err != nil {
 		return err
@@ -222,7 +223,7 @@ func runExecIn(ctx context.Context, e *env, f *execFlags, pn *plan.ExecPlan, arg
 // of exec, as the image's default user (the full image's "agent"; root on
 // the minimal image).
 func execIn(ctx context.Context, e *env, f *execFlags, g *launch.Guest, env map[string]string, dir string, timeout time.Duration, open bool, args []string) error {
-	errw := &syncWriter{w: e.stderr}
+	errw := lockio.NewWriter(e.stderr)
 	c := client.Command{Args: args, Env: env, Dir: dir, User: g.Image.User(), Stdout: e.stdout, Stderr: errw}
 	var stdout, stderr bytes.Buffer
 	if e.json {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
 // fanOutResult is what `airlock run --fan-out N --json` prints.
@@ -26,9 +27,9 @@ type fanOutResult struct {
 // them. errw is the one writer of everything on stderr (the proxies'
 // request lines too). The exit code is 0 when every attempt ran and
 // exited 0, else 1 (or ExitError when Airlock itself failed for every one).
-func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []sandbox.RunOptions, parallel int, lim config.Limits, errw *syncWriter) error {
+func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []sandbox.RunOptions, parallel int, lim config.Limits, errw *lockio.Writer) error {
 	n := len(opts)
-	out := &syncWriter{w: e.stdout}
+	out := lockio.NewWriter(e.stdout)
 	// The runs' progress notes come from several goroutines at once.
 	defer func(w io.Writer) { e.stderr = w }(e.stderr)
 	e.stderr = errw

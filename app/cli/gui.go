@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
 // GUI opens the desktop app and returns when it is closed. This package
@@ -90,7 +91,7 @@ review window of a sandbox, at --file PATH if given.`,
 				return err
 			}
 			// The app's VMs outlive a restart of the app, for the idle TTL.
-			pl, err := e.planner(h, &syncWriter{w: e.stderr})
+			pl, err := e.planner(h, lockio.NewWriter(e.stderr))
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
 func newLogsCmd(e *env) *cobra.Command {

@@ -5,8 +5,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
 func newLsCmd(e *env) *cobra.Command {

@@ -3,10 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -37,19 +35,6 @@ func userConfig() (config.User, string, error) {
 	}
 	u, err := config.LoadUser(path)
 	return u, path, err
-}
-
-// syncWriter serialises writes from several goroutines (the command's
-// stderr and the network's lines) to one writer.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // egressDetail renders an audited request (an egress.Record read back).

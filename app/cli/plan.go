@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -20,7 +21,7 @@ import (
 // environment for secrets. Notes go to stderr; each egress request is a
 // line on lines (unless --quiet), which the caller also gives the
 // command's stderr.
-func (e *env) planner(h string, lines *syncWriter) (*plan.Planner, error) {
+func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 	path, err := config.UserPath(os.Getenv)
 	if err != nil {
 		return nil, err

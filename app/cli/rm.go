@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
 func newRmCmd(e *env) *cobra.Command {

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -186,7 +187,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	if err != nil {
 		return err
 	}
-	errw := &syncWriter{w: e.stderr}
+	errw := lockio.NewWriter(e.stderr)
 	pl, err := e.planner(h, errw)
 	if err != nil {
 		return err
@@ -254,7 +255,7 @@ func (f *runFlags) request(req *plan.Request) error {
 
 // runOne runs the plan's one attempt (or reply round) with live output
 // and progress, then reports it.
-func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, interactive bool, errw *syncWriter) error {
+func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, interactive bool, errw *lockio.Writer) error {
 	p := e.newProgress()
 	defer p.Done("")
 	var seen runSeen

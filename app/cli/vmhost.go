@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -23,7 +24,7 @@ import (
 // configuration (no project or flags): for commands that start VMs outside
 // a run (the desktop app, rollback).
 func (e *env) userBackend(h string) (vm.Backend, error) {
-	pl, err := e.planner(h, &syncWriter{w: e.stderr})
+	pl, err := e.planner(h, lockio.NewWriter(e.stderr))
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -548,7 +549,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		return 0, 0, fmt.Errorf("open transcript: %w", err)
 	}
 	defer tf.Close()
-	tr := &lockedWriter{w: tf}
+	tr := lockio.NewWriter(tf)
 	args := r.o.Command
 	if r.o.Script != nil {
 		args = append([]string{"sh", scriptPath}, r.o.Command...)
@@ -752,18 +753,6 @@ func readObject(s *objects.Store, sum string) ([]byte, error) {
 	}
 	defer rc.Close()
 	return io.ReadAll(rc)
-}
-
-// lockedWriter serialises writes from the stdout and stderr copiers.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // teeWriter writes to the live stream (if any) and the transcript; a

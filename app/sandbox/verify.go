@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
 // VerifyFile keeps the verify command's output in the sandbox directory.
@@ -56,7 +57,7 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	defer f.Close()
-	out := &lockedWriter{w: f}
+	out := lockio.NewWriter(f)
 	r.progress(Progress{Step: StepVerify, Message: "verifying: " + r.o.Verify})
 	runCtx := ctx
 	if r.o.Timeout > 0 {
