@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -243,7 +244,7 @@ func (w *copyWorkspace) prepare(ctx context.Context, _ *manifest.Report) (Attach
 		return Attach{}, err
 	}
 	w.disk = path
-	return Attach{Disks: []Disk{{Path: path, Mount: sandbox.Workspace}}}, nil
+	return Attach{Disks: []launch.Disk{{Path: path, Mount: sandbox.Workspace}}}, nil
 }
 
 // release removes the workspace disk once the machine is gone (a kept
@@ -298,7 +299,7 @@ func (w *stagingWorkspace) prepare(ctx context.Context, report *manifest.Report)
 		return Attach{}, err
 	}
 	w.pushMS = ms
-	return Attach{Shares: []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: w.dir}, Mount: sandbox.Workspace}}}, nil
+	return Attach{Shares: []launch.Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: w.dir}, Mount: sandbox.Workspace}}}, nil
 }
 
 func (w *stagingWorkspace) release() {}

@@ -17,7 +17,6 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
-	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 )
 
@@ -29,14 +28,6 @@ const StagingDir = "staging"
 // WorkspaceTag is the virtio-fs tag of the staging clone, mounted on
 // Workspace in the guest.
 const WorkspaceTag = "workspace"
-
-// Share is a host directory the booted machine must share into the guest
-// over virtio-fs and mount on Mount.
-type Share struct {
-	vm.Share
-	// Mount is the absolute guest directory the share is mounted on.
-	Mount string
-}
 
 // stagingTransfer is the Transfer of virtiofs mode. Its machine is the
 // staging directory on the host, shared into the guest: Push clones the

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -42,10 +43,10 @@ func editProject(t *testing.T) string {
 
 // runMode runs script on project in the fake, in copy or virtiofs mode. In
 // virtiofs mode the fake's /workspace is the shared directory itself.
-func runMode(t *testing.T, s *sandbox.Store, project string, mode sandbox.SyncMode, script string) (*RunResult, *localMachine, []Share, error) {
+func runMode(t *testing.T, s *sandbox.Store, project string, mode sandbox.SyncMode, script string) (*RunResult, *localMachine, []launch.Share, error) {
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
-	var got []Share
+	var got []launch.Share
 	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(script), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", Sync: mode,
@@ -79,7 +80,7 @@ func TestRunVirtiofsMatchesCopy(t *testing.T) {
 		t.Errorf("copy mode asked for shares %+v", copyShares)
 	}
 	staging := vfsRes.Sandbox.Path(StagingDir)
-	want := []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: sandbox.Workspace}}
+	want := []launch.Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: sandbox.Workspace}}
 	if diff := cmp.Diff(want, shares); diff != "" {
 		t.Errorf("shares (-want +got):\n%s", diff)
 	}
