@@ -44,6 +44,19 @@ func noChange(t *testing.T, changed <-chan struct{}, what string) {
 	}
 }
 
+// drain counts the changes reported until none comes for quiet.
+func drain(changed <-chan struct{}, quiet time.Duration) int {
+	n := 0
+	for {
+		select {
+		case <-changed:
+			n++
+		case <-time.After(quiet):
+			return n
+		}
+	}
+}
+
 func writeAtomic(t *testing.T, path, content string) {
 	t.Helper()
 	tmp := path + ".tmp"
@@ -61,7 +74,7 @@ func TestStoreWatcher(t *testing.T) {
 	if err := os.Mkdir(old, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, changed := startWatcher(t, dir)
+	sw, changed := startWatcher(t, dir)
 
 	// A sandbox that existed before the watch began is watched too.
 	writeAtomic(t, filepath.Join(old, sandbox.MetaFile), `{"status":"ready"}`)
@@ -85,12 +98,17 @@ func TestStoreWatcher(t *testing.T) {
 	}
 	noChange(t, changed, "writing console.log and the store's audit log")
 
-	// A burst of writes is reported once.
-	for i := range 20 {
+	// A burst of writes is coalesced: reported at least once, and far
+	// fewer times than it wrote (once when the writes come faster than
+	// the quiet time; a loaded host may stretch a burst over two).
+	const writes = 20
+	for i := range writes {
 		writeAtomic(t, filepath.Join(dirNew, sandbox.MetaFile), `{"n":`+string(rune('0'+i%10))+`}`)
 	}
 	waitChange(t, changed, "a burst of sandbox.json writes")
-	noChange(t, changed, "the burst was reported")
+	if n := 1 + drain(changed, 10*sw.quiet); n > writes/4 {
+		t.Errorf("a burst of %d writes was reported %d times", writes, n)
+	}
 
 	// A removed sandbox.
 	if err := os.RemoveAll(old); err != nil {
