@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -18,7 +20,11 @@ import (
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/gui"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 // errPlanned stops a run once its plan has been seen.
@@ -139,4 +145,107 @@ func write(t *testing.T, path, data string) {
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAppStopsSendBackMidBoot sends a sandbox back from the desktop
+// app's service and cancels the round while its VM boots, as the review
+// window's Stop does: the round ends with the cancellation, the sandbox
+// says it was interrupted, and no process of its VM is left.
+func TestAppStopsSendBackMidBoot(t *testing.T) {
+	testenv.SkipIfShort(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home := vmHome(t)
+	var setup cli.GUISetup
+	var stderr bytes.Buffer
+	cli.Main([]string{"--home", home, "gui"}, strings.NewReader(""), &bytes.Buffer{}, &stderr, cli.WithGUI(func(_ context.Context, s cli.GUISetup) error {
+		setup = s
+		return nil
+	}))
+	if setup.Planner == nil {
+		t.Fatalf("airlock gui set nothing up: %s", stderr.String())
+	}
+	svc := &gui.StoreService{Store: setup.Store, Planner: setup.Planner}
+	project := t.TempDir()
+	write(t, filepath.Join(project, "a.txt"), "one\n")
+	small := gui.RunRequest{Project: project, CPUs: 1, MemoryMiB: 512}
+	req := small
+	req.Command = []string{"sh", "-c", "echo two >> a.txt"}
+	res, err := svc.Run(t.Context(), req)
+	if err != nil {
+		t.Fatalf("first round: %v", err)
+	}
+	id := res.Sandbox.ID
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	runDir := filepath.Join(home, "run", id)
+	var booting atomic.Bool
+	svc.OnPlan = func(p *plan.Plan) error {
+		boot := p.Runs[0].Boot
+		p.Runs[0].Boot = func(bctx context.Context, a pipeline.Attach) (pipeline.Machine, error) {
+			// Stop as soon as the round's VM has processes (its
+			// supervisor, then QEMU): the VM is booting.
+			go func() {
+				for ctx.Err() == nil {
+					if len(processesNaming(runDir)) > 0 {
+						booting.Store(true)
+						cancel()
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			return boot(bctx, a)
+		}
+		return nil
+	}
+	if _, err := svc.Reply(ctx, id, "keep going"); err == nil || !booting.Load() {
+		t.Fatalf("the round stopped while its VM booted: %v (stopped mid-boot: %v)", err, booting.Load())
+	}
+	m, err := res.Sandbox.Meta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != sandbox.StatusFailed || !strings.HasPrefix(m.Error, "interrupted") {
+		t.Errorf("after the stop the sandbox is %s: %q", m.Status, m.Error)
+	}
+	// The VM's processes (its supervisor, QEMU) name the run directory.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		left := processesNaming(runDir)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the stopped round's VM are still running: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesNaming lists the processes whose command line names dir.
+func processesNaming(dir string) []string {
+	var out []string
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err == nil && strings.Contains(string(b), dir) {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// vmHome is an Airlock home of its own that shares the test images.
+func vmHome(t *testing.T) string {
+	t.Helper()
+	testenv.Image(t, vm.AMD64)
+	shared := testenv.Home(t)
+	home := t.TempDir()
+	for _, d := range []string{"images", "cache"} {
+		if err := os.Symlink(filepath.Join(shared, d), filepath.Join(home, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -36,7 +37,7 @@ cannot be checkpointed.`,
 			if err != nil {
 				return err
 			}
-			cp, err := sb.Checkpoint(cmd.Context(), args[1])
+			cp, err := pipeline.Checkpoint(cmd.Context(), sb, args[1])
 			if err != nil {
 				return err
 			}
@@ -85,7 +86,7 @@ sandbox can be rolled back to it again.`,
 			if !ok {
 				return fmt.Errorf("rollback: the %s backend cannot restore a machine: %w", backend.Name(), vm.ErrNotSupported)
 			}
-			d, err := sb.Rollback(cmd.Context(), args[1], restorer)
+			d, err := pipeline.Rollback(cmd.Context(), sb, args[1], restorer)
 			if err != nil {
 				return err
 			}

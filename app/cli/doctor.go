@@ -13,7 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -113,7 +113,7 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 	} else {
 		r.Limits, r.OpenNetwork, r.LimitNotes = eff.Limits, eff.OpenNetwork, eff.Notes
 		if eff.Limits.Disk > 0 {
-			if r.Mkfs, err = sandbox.FindMkfs(); err != nil {
+			if r.Mkfs, err = pipeline.FindMkfs(); err != nil {
 				fail(err.Error())
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -189,7 +190,7 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 
 	env := map[string]string{}
 	if pn.Network != nil {
-		netEnv, stopNet, err := sandbox.StartNetwork(ctx, sandbox.GuestMachine(g), pn.Network, filepath.Base(g.Dir), nil)
+		netEnv, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), pn.Network, filepath.Base(g.Dir), nil)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/lockio"
 )
@@ -27,13 +28,13 @@ type fanOutResult struct {
 // them. errw is the one writer of everything on stderr (the proxies'
 // request lines too). The exit code is 0 when every attempt ran and
 // exited 0, else 1 (or ExitError when Airlock itself failed for every one).
-func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []sandbox.RunOptions, parallel int, lim config.Limits, errw *lockio.Writer) error {
+func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []pipeline.RunOptions, parallel int, lim config.Limits, errw *lockio.Writer) error {
 	n := len(opts)
 	out := lockio.NewWriter(e.stdout)
 	// The runs' progress notes come from several goroutines at once.
 	defer func(w io.Writer) { e.stderr = w }(e.stderr)
 	e.stderr = errw
-	runs := make([]sandbox.RunOptions, n)
+	runs := make([]pipeline.RunOptions, n)
 	var flush []func()
 	for i := range runs {
 		o := opts[i]
@@ -50,23 +51,23 @@ func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []sandbox
 			o.Stdout, o.Stderr = so, se
 			flush = append(flush, so.Flush, se.Flush)
 		}
-		o.Progress = func(ev sandbox.Progress) {
+		o.Progress = func(ev pipeline.Progress) {
 			switch ev.Step {
-			case sandbox.StepSnapshot:
+			case pipeline.StepSnapshot:
 				if ev.Total == 0 {
 					e.note("%s (once, for %d attempts)", ev.Message, n)
 				}
-			case sandbox.StepCreated:
+			case pipeline.StepCreated:
 				e.note("[%d] sandbox %s%s", k, ev.Sandbox, who)
-			case sandbox.StepBoot, sandbox.StepRun:
+			case pipeline.StepBoot, pipeline.StepRun:
 				e.note("[%d] %s", k, ev.Message)
-			case sandbox.StepReady:
+			case pipeline.StepReady:
 				e.note("[%d] ready for review", k)
 			}
 		}
 		runs[i] = o
 	}
-	group, attempts, err := store.FanOut(ctx, runs, parallel)
+	group, attempts, err := pipeline.FanOut(ctx, store, runs, parallel)
 	for _, f := range flush {
 		f()
 	}

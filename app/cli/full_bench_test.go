@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -62,7 +63,7 @@ func BenchmarkRunToFirstOutput(b *testing.B) {
 					list, _ := st.List()
 					for _, m := range list {
 						sb, _ := st.Get(m.ID)
-						if fi, err := os.Stat(sb.Path(sandbox.RootDiskFile)); err == nil {
+						if fi, err := os.Stat(sb.Path(pipeline.RootDiskFile)); err == nil {
 							cloneBytes = fi.Sys().(*syscall.Stat_t).Blocks * 512
 						}
 						if code := Main([]string{"--home", home, "rm", m.ID}, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -74,7 +74,7 @@ func TestFullImageDemoLoop(t *testing.T) {
 	if !strings.Contains(replyOut, "continuing a conversation of 1 earlier rounds") {
 		t.Errorf("the agent's conversation in /home/agent did not survive the first round:\n%s", replyOut)
 	}
-	clone := sb.Path(sandbox.RootDiskFile)
+	clone := sb.Path(pipeline.RootDiskFile)
 	cfi, err := os.Stat(clone)
 	if err != nil {
 		t.Fatalf("the sandbox's root disk clone: %v", err)

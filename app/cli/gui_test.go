@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -97,7 +98,7 @@ func TestGUIRunWithATTY(t *testing.T) {
 	o := pn.Runs[0]
 	o.Stdin, o.Stdout, o.Stderr = strings.NewReader("hello\r"), &term, &term
 	o.TTY = &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70}
-	res, err := setup.Store.Run(context.Background(), o)
+	res, err := pipeline.Run(context.Background(), setup.Store, o)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}
@@ -140,7 +141,7 @@ func TestGUIAgentDemo(t *testing.T) {
 	var term bytes.Buffer
 	o := pn.Runs[0]
 	o.Stdout, o.Stderr = &term, &term
-	res, err := setup.Store.Run(context.Background(), o)
+	res, err := pipeline.Run(context.Background(), setup.Store, o)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}

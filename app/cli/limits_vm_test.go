@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -175,7 +176,7 @@ echo "written after the disk was full" > after.txt
 	if size != quota || used <= 0 || used > quota {
 		t.Errorf("workspace disk on the host: size %v, allocated %v; want %d and at most that", size, used, quota)
 	}
-	if _, err := os.Stat(sb.Path(sandbox.DiskFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(sb.Path(pipeline.DiskFile)); !os.IsNotExist(err) {
 		t.Errorf("the workspace disk was kept after the run: %v", err)
 	}
 	meta, err := sb.Meta()

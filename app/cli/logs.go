@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
@@ -105,7 +106,7 @@ func auditDetail(ev sandbox.Event) string {
 		return ""
 	}
 	switch ev.Event {
-	case sandbox.EventEgress:
+	case pipeline.EventEgress:
 		return egressDetail(m)
 	case sandbox.EventDecisions:
 		files, _ := m["files"].(map[string]any)

@@ -11,7 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/pipeline"
 )
 
 // netFlags are the network flags of run and exec.
@@ -68,7 +68,7 @@ every run, add it to [network] allow in ~/.config/airlock/config.toml.`,
 			if err != nil {
 				return err
 			}
-			pol, err := sb.ChangePolicy(cmd.Context(), sandbox.PolicyChange{Allow: args[1:], Deny: deny})
+			pol, err := pipeline.ChangePolicy(cmd.Context(), sb, pipeline.PolicyChange{Allow: args[1:], Deny: deny})
 			if err != nil {
 				return err
 			}

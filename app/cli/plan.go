@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/lockio"
@@ -58,9 +59,9 @@ func cliError(err error) error {
 		return fmt.Errorf("%w: stop it first (airlock stop), or use --force", err)
 	case errors.Is(err, sandbox.ErrNoVM):
 		return fmt.Errorf("%w (keep a sandbox's VM running with airlock run --keep)", err)
-	case errors.Is(err, sandbox.ErrNoMkfs):
+	case errors.Is(err, pipeline.ErrNoMkfs):
 		return fmt.Errorf("%w, or run with --disk none to keep /workspace in the VM's memory", err)
-	case errors.Is(err, sandbox.ErrNoUser):
+	case errors.Is(err, pipeline.ErrNoUser):
 		return fmt.Errorf("%w; the minimal image has no user but root, the full image has agent (--image full)", err)
 	}
 	return err

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/lockio"
@@ -159,7 +160,7 @@ inspection (airlock logs ID).`,
 	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
 	f.limits.registerRun(fl)
 	f.netFlags.register(cmd)
-	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", sandbox.MaxFanOut))
+	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
 	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
 	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
@@ -214,11 +215,11 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 // check refuses flags that do not go together, in the flags' words.
 func (f *runFlags) check(agents int) error {
 	n := max(f.fanOut, 1) * max(agents, 1)
-	if f.fanOut < 1 || n > sandbox.MaxFanOut {
+	if f.fanOut < 1 || n > pipeline.MaxFanOut {
 		if agents > 1 {
-			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", agents, f.fanOut, sandbox.MaxFanOut)
+			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", agents, f.fanOut, pipeline.MaxFanOut)
 		}
-		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, sandbox.MaxFanOut)
+		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, pipeline.MaxFanOut)
 	}
 	if n > 1 && f.interactive {
 		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
@@ -267,12 +268,12 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	var res *sandbox.RunResult
+	var res *pipeline.RunResult
 	var err error
 	if pn.Reply != "" {
-		res, err = store.Reply(ctx, pn.Reply, pn.Message, opts)
+		res, err = pipeline.Reply(ctx, store, pn.Reply, pn.Message, opts)
 	} else {
-		res, err = store.Run(ctx, opts)
+		res, err = pipeline.Run(ctx, store, opts)
 	}
 	p.Done("")
 	if res == nil {
@@ -304,36 +305,36 @@ type runSeen struct {
 }
 
 // render shows a run's progress events on the progress line and stderr.
-func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(sandbox.Progress) {
-	return func(ev sandbox.Progress) {
+func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pipeline.Progress) {
+	return func(ev pipeline.Progress) {
 		switch ev.Step {
-		case sandbox.StepCreated:
+		case pipeline.StepCreated:
 			e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
-		case sandbox.StepSnapshot:
+		case pipeline.StepSnapshot:
 			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
-		case sandbox.StepExcluded:
+		case pipeline.StepExcluded:
 			p.Done(ev.Message)
 			s.excluded = ev.Excluded
 			if !e.json {
 				printExclusions(e, ev.Excluded)
 			}
-		case sandbox.StepBoot:
+		case pipeline.StepBoot:
 			p.Step(ev.Message)
-		case sandbox.StepPush:
+		case pipeline.StepPush:
 			p.stepOrUpdate("push", counted(ev.Message, ev.Done, ev.Total))
-		case sandbox.StepRun:
+		case pipeline.StepRun:
 			p.Done("")
 			e.note("%s", ev.Message)
-		case sandbox.StepCollect:
+		case pipeline.StepCollect:
 			if len(ev.Excluded) > 0 {
 				s.skipped = ev.Excluded
 				e.note("%s", ev.Message)
 				break
 			}
 			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
-		case sandbox.StepStop:
+		case pipeline.StepStop:
 			p.stepOrUpdate("stop", ev.Message)
-		case sandbox.StepReady:
+		case pipeline.StepReady:
 			p.Done("")
 		}
 	}
@@ -341,7 +342,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(sa
 
 // printRunJSON prints what airlock run --json prints: the result, or
 // the error with the sandbox it left.
-func printRunJSON(e *env, res *sandbox.RunResult, err error, pn *plan.Plan, seen runSeen) error {
+func printRunJSON(e *env, res *pipeline.RunResult, err error, pn *plan.Plan, seen runSeen) error {
 	m := res.Meta
 	out := runResult{FinalMessage: res.FinalMessage, Sandbox: res.Sandbox.ID, Status: m.Status, SyncMode: m.SyncMode, ExitCode: res.ExitCode, Changes: m.Changes,
 		Excluded: seen.excluded, Skipped: seen.skipped, Summary: res.Summary, Timings: m.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: m.Verify}
@@ -466,7 +467,7 @@ func reasonLabel(r manifest.Reason) string {
 	return string(r)
 }
 
-func printRunSummary(e *env, res *sandbox.RunResult) {
+func printRunSummary(e *env, res *pipeline.RunResult) {
 	id := res.Sandbox.ID
 	m := res.Meta
 	w := e.stdout

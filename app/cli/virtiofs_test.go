@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
@@ -68,7 +69,7 @@ func TestRunVirtiofs(t *testing.T) {
 	if viaShare.Summary == "" || viaShare.Summary != viaCopy.Summary {
 		t.Errorf("summaries differ: %q vs %q", viaCopy.Summary, viaShare.Summary)
 	}
-	if _, err := os.Lstat(filepath.Join(home, "sandboxes", viaShare.Sandbox, sandbox.StagingDir)); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(home, "sandboxes", viaShare.Sandbox, pipeline.StagingDir)); !os.IsNotExist(err) {
 		t.Errorf("staging clone left after collection: %v", err)
 	}
 

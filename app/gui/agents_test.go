@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/vm"
@@ -95,7 +96,7 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 				o := &p.Runs[i]
 				netFor = append(netFor, o.Agent+":"+o.Network.Policy.Allow[0].Host)
 				o.Preflight = nil
-				o.Boot = func(context.Context, sandbox.Attach) (sandbox.Machine, error) {
+				o.Boot = func(context.Context, pipeline.Attach) (pipeline.Machine, error) {
 					return nil, errors.New("no machines in this test")
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -32,11 +33,11 @@ type fakeService struct {
 	// rounds holds what a sandbox's last round changed, by sandbox ID.
 	rounds map[string]*review.Changeset
 	// run, if set, plays a run; reply, if set, a Send back round.
-	run   func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
-	reply func(ctx context.Context, id, message string) (*sandbox.RunResult, error)
+	run   func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
+	reply func(ctx context.Context, id, message string) (*pipeline.RunResult, error)
 }
 
-func (s *fakeService) Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+func (s *fakeService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
 	if s.reply != nil {
 		return s.reply(ctx, id, message)
 	}
@@ -48,7 +49,7 @@ func (s *fakeService) Reply(ctx context.Context, id, message string) (*sandbox.R
 			s.infos[i].Round = 2
 		}
 	}
-	return &sandbox.RunResult{Meta: sandbox.Meta{ID: id, Round: 2, Status: sandbox.StatusReady}}, nil
+	return &pipeline.RunResult{Meta: sandbox.Meta{ID: id, Round: 2, Status: sandbox.StatusReady}}, nil
 }
 
 func (s *fakeService) RoundChangeset(_ context.Context, id string, n int) (*review.Changeset, error) {
@@ -88,7 +89,7 @@ func (s *fakeService) List() ([]sandbox.Info, error) {
 	return append([]sandbox.Info(nil), s.infos...), nil
 }
 
-func (s *fakeService) Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+func (s *fakeService) Run(ctx context.Context, req RunRequest) (*pipeline.RunResult, error) {
 	s.mu.Lock()
 	s.runs = append(s.runs, req)
 	run := s.run

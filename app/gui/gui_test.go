@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -293,7 +294,7 @@ func TestStopSendBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			svc := reviewService(t)
 			started, ended := make(chan struct{}), make(chan error, 1)
-			svc.reply = func(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+			svc.reply = func(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
 				close(started)
 				<-ctx.Done()
 				ended <- ctx.Err()
@@ -497,9 +498,9 @@ func TestRunFromDialog(t *testing.T) {
 	}
 	var typed string
 	svc := &fakeService{}
-	svc.run = func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
-		req.Progress(sandbox.Progress{Step: sandbox.StepCreated, Sandbox: "1a2b3c4d"})
-		req.Progress(sandbox.Progress{Step: sandbox.StepPush, Message: "push", Done: 3, Total: 6})
+	svc.run = func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error) {
+		req.Progress(pipeline.Progress{Step: pipeline.StepCreated, Sandbox: "1a2b3c4d"})
+		req.Progress(pipeline.Progress{Step: pipeline.StepPush, Message: "push", Done: 3, Total: 6})
 		req.Output.Write([]byte("hello \x1b[31mred\x1b[0m world\r\n"))
 		// The user types into the run view's terminal (focused on open).
 		for _, win := range fyne.CurrentApp().Driver().AllWindows() {
@@ -514,7 +515,7 @@ func TestRunFromDialog(t *testing.T) {
 		svc.mu.Lock()
 		svc.infos = []sandbox.Info{info}
 		svc.mu.Unlock()
-		return &sandbox.RunResult{Meta: info.Meta}, nil
+		return &pipeline.RunResult{Meta: info.Meta}, nil
 	}
 	svc.changesets = map[string]*review.Changeset{"1a2b3c4d": testChangeset(t)}
 	test.NewTempApp(t)
@@ -557,9 +558,9 @@ func TestRunFromDialog(t *testing.T) {
 func TestStopEndsTheRun(t *testing.T) {
 	started, done := make(chan struct{}), make(chan struct{})
 	svc := &fakeService{}
-	svc.run = func(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
-		req.Progress(sandbox.Progress{Step: sandbox.StepCreated, Sandbox: "5709abcd"})
-		req.Progress(sandbox.Progress{Step: sandbox.StepRun, Message: "running sh demo-agent.sh"})
+	svc.run = func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error) {
+		req.Progress(pipeline.Progress{Step: pipeline.StepCreated, Sandbox: "5709abcd"})
+		req.Progress(pipeline.Progress{Step: pipeline.StepRun, Message: "running sh demo-agent.sh"})
 		close(started)
 		<-ctx.Done()
 		return nil, fmt.Errorf("run: %w", ctx.Err())

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
@@ -47,7 +48,7 @@ func goAsync(f func()) { go f() }
 
 // runState is what the main window knows of a run it started.
 type runState struct {
-	progress sandbox.Progress
+	progress pipeline.Progress
 	view     *RunView
 }
 
@@ -393,9 +394,9 @@ func (w *MainWindow) start(req RunRequest) {
 	view.stop = cancel
 	req.Output, req.Input, req.TTY = view.term, view.term.Input(), view.term.TTY()
 	var id string
-	req.Progress = func(p sandbox.Progress) {
+	req.Progress = func(p pipeline.Progress) {
 		fyne.Do(func() {
-			if p.Step == sandbox.StepCreated {
+			if p.Step == pipeline.StepCreated {
 				id = p.Sandbox
 				w.mu.Lock()
 				w.runs[id] = &runState{view: view}
@@ -443,7 +444,7 @@ func (w *MainWindow) info(id string) (sandbox.Info, bool) {
 }
 
 // notify tells the desktop that a run ended.
-func (w *MainWindow) notify(req RunRequest, res *sandbox.RunResult, err error) {
+func (w *MainWindow) notify(req RunRequest, res *pipeline.RunResult, err error) {
 	project := filepath.Base(req.Project)
 	var body string
 	switch {
@@ -525,10 +526,10 @@ func changesText(info sandbox.Info) string {
 }
 
 // stepSpan is where each step sits on a run's progress bar.
-var stepSpan = map[sandbox.Step][2]float64{
-	sandbox.StepCreated: {0, 0.02}, sandbox.StepSnapshot: {0.02, 0.1}, sandbox.StepExcluded: {0.1, 0.1},
-	sandbox.StepBoot: {0.1, 0.4}, sandbox.StepPush: {0.4, 0.55}, sandbox.StepRun: {0.55, 0.85},
-	sandbox.StepCollect: {0.85, 0.97}, sandbox.StepStop: {0.97, 1}, sandbox.StepReady: {1, 1},
+var stepSpan = map[pipeline.Step][2]float64{
+	pipeline.StepCreated: {0, 0.02}, pipeline.StepSnapshot: {0.02, 0.1}, pipeline.StepExcluded: {0.1, 0.1},
+	pipeline.StepBoot: {0.1, 0.4}, pipeline.StepPush: {0.4, 0.55}, pipeline.StepRun: {0.55, 0.85},
+	pipeline.StepCollect: {0.85, 0.97}, pipeline.StepStop: {0.97, 1}, pipeline.StepReady: {1, 1},
 }
 
 // progressOf is a run's bar: the step's place in the pipeline, advanced
@@ -538,19 +539,19 @@ func progressOf(info sandbox.Info, run *runState) (float64, bool) {
 	if !info.Status.Active() || !info.Live {
 		return 0, false
 	}
-	var p sandbox.Progress
+	var p pipeline.Progress
 	if run != nil {
 		p = run.progress
 	} else {
-		p.Step = map[sandbox.Status]sandbox.Step{
-			sandbox.StatusCreated: sandbox.StepCreated, sandbox.StatusSnapshot: sandbox.StepSnapshot, sandbox.StatusBooting: sandbox.StepBoot,
-			sandbox.StatusPushing: sandbox.StepPush, sandbox.StatusRunning: sandbox.StepRun, sandbox.StatusCollecting: sandbox.StepCollect,
+		p.Step = map[sandbox.Status]pipeline.Step{
+			sandbox.StatusCreated: pipeline.StepCreated, sandbox.StatusSnapshot: pipeline.StepSnapshot, sandbox.StatusBooting: pipeline.StepBoot,
+			sandbox.StatusPushing: pipeline.StepPush, sandbox.StatusRunning: pipeline.StepRun, sandbox.StatusCollecting: pipeline.StepCollect,
 		}[info.Status]
 	}
 	return stepFraction(p), true
 }
 
-func stepFraction(p sandbox.Progress) float64 {
+func stepFraction(p pipeline.Progress) float64 {
 	span, ok := stepSpan[p.Step]
 	if !ok {
 		return 0

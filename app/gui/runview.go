@@ -13,7 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/pipeline"
 )
 
 // RunView is one run, live: its progress, the agent's terminal (attached
@@ -86,7 +86,7 @@ func (v *RunView) Tick(now time.Time) {
 	}
 }
 
-func (v *RunView) progress(p sandbox.Progress) {
+func (v *RunView) progress(p pipeline.Progress) {
 	msg := p.Message
 	if msg == "" {
 		msg = string(p.Step)
@@ -105,7 +105,7 @@ func (v *RunView) setState(s string) {
 }
 
 // finished shows how the run ended.
-func (v *RunView) finished(res *sandbox.RunResult, err error) {
+func (v *RunView) finished(res *pipeline.RunResult, err error) {
 	v.ended = true
 	v.stopBtn.Disable()
 	v.Tick(time.Now())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -26,7 +27,7 @@ type Service interface {
 	// Run starts a run and returns when it ends (ready, failed or
 	// stopped through ctx). Progress and output arrive on req's callbacks
 	// from the run's goroutine.
-	Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error)
+	Run(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
 	// Changeset is the changes of a sandbox, for review.
 	Changeset(ctx context.Context, id string) (*review.Changeset, error)
 	// Apply writes what d approves into the sandbox's project.
@@ -50,7 +51,7 @@ type Service interface {
 	// Reply sends a reviewed sandbox back to its agent with message (its
 	// saved comments and rejected hunks go too) and returns when the next
 	// round is collected.
-	Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error)
+	Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error)
 	// RoundChangeset is what round n (2 or more) of a sandbox changed
 	// over the round before it.
 	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
@@ -135,7 +136,7 @@ type RunRequest struct {
 	Input  io.Reader
 	TTY    *client.TTY
 	// Progress receives the run's events.
-	Progress func(sandbox.Progress)
+	Progress func(pipeline.Progress)
 }
 
 // StoreService is the Service over a sandbox store: every method is one
@@ -168,7 +169,7 @@ func (req RunRequest) Request() plan.Request {
 	return r
 }
 
-func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunResult, error) {
+func (s *StoreService) Run(ctx context.Context, req RunRequest) (*pipeline.RunResult, error) {
 	p, err := s.plan(ctx, req.Request())
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*sandbox.RunRes
 	defer p.Close()
 	o := p.Runs[0]
 	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
-	res, err := s.Store.Run(ctx, o)
+	res, err := pipeline.Run(ctx, s.Store, o)
 	return res, appError(err)
 }
 
@@ -208,7 +209,7 @@ func appError(err error) error {
 		return fmt.Errorf("%w\n(run airlock trust in a terminal, then start the run again)", err)
 	case errors.Is(err, sandbox.ErrRunning):
 		return fmt.Errorf("%w: press Stop in its run window first", err)
-	case errors.Is(err, sandbox.ErrNoUser):
+	case errors.Is(err, pipeline.ErrNoUser):
 		return fmt.Errorf("%w: choose the full image, whose user is agent", err)
 	}
 	return err
@@ -293,13 +294,13 @@ func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Stalen
 
 // Reply plans the next round of sandbox id as airlock reply does (the
 // same limits, network and agent preset) and runs it; ctx stops it.
-func (s *StoreService) Reply(ctx context.Context, id, message string) (*sandbox.RunResult, error) {
+func (s *StoreService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
 	p, err := s.plan(ctx, plan.Request{Reply: id, Message: message})
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	res, err := s.Store.Reply(ctx, p.Reply, p.Message, p.Runs[0])
+	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, p.Runs[0])
 	return res, appError(err)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -42,7 +43,7 @@ type ExecPlan struct {
 	Image   *image.Image
 	// Network is the fresh VM's way out (nil: an open network, or a kept
 	// sandbox's VM, whose proxy ended with its run).
-	Network *sandbox.Network
+	Network *pipeline.Network
 	// Env is the command's environment (the network's variables are added
 	// once it runs).
 	Env map[string]string

@@ -1,7 +1,7 @@
 // Package plan turns what a person asked for (a project, agent presets or
 // a command, a prompt, an image, flags or a dialog's fields, a reply
 // message) into the complete, validated plan of a run: every attempt's
-// sandbox.RunOptions with its environment, network policy and secrets,
+// pipeline.RunOptions with its environment, network policy and secrets,
 // image, limits (Airlock's defaults, the user's config.toml, the
 // project's airlock.toml narrowing only, the request's own; with the
 // trust rules), sync mode and verify command. airlock run, reply,
@@ -29,6 +29,7 @@ import (
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/vm"
@@ -130,7 +131,7 @@ type Request struct {
 }
 
 // Plan is a complete run: one RunOptions per attempt, ready for
-// sandbox.Store.Run, FanOut or Reply once the caller has added how it
+// pipeline.Run, FanOut or Reply once the caller has added how it
 // shows progress and output (Progress, Stdout, Stderr, Stdin, TTY).
 type Plan struct {
 	// Project is the project's absolute path.
@@ -141,7 +142,7 @@ type Plan struct {
 	// proxy).
 	OpenNetwork bool
 	// Runs are the attempts, agents × fan-out.
-	Runs []sandbox.RunOptions
+	Runs []pipeline.RunOptions
 	// Parallel is how many attempts run at once.
 	Parallel int
 	// Reply and Message make the plan a reply round of that sandbox.
@@ -207,11 +208,11 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	fanOut := max(req.FanOut, 1)
 	n := fanOut * max(len(req.Agents), 1)
-	if n > sandbox.MaxFanOut {
+	if n > pipeline.MaxFanOut {
 		if len(req.Agents) > 1 {
-			return nil, fmt.Errorf("%d agents × %d attempts each: at most %d attempts in all", len(req.Agents), fanOut, sandbox.MaxFanOut)
+			return nil, fmt.Errorf("%d agents × %d attempts each: at most %d attempts in all", len(req.Agents), fanOut, pipeline.MaxFanOut)
 		}
-		return nil, fmt.Errorf("%d attempts: give 1 to %d", fanOut, sandbox.MaxFanOut)
+		return nil, fmt.Errorf("%d attempts: give 1 to %d", fanOut, pipeline.MaxFanOut)
 	}
 	if req.Keep && n > 1 {
 		return nil, errors.New("a kept VM and several attempts do not go together: keep one sandbox's VM at a time")
@@ -241,7 +242,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if err != nil {
 		return nil, err
 	}
-	base := sandbox.RunOptions{
+	base := pipeline.RunOptions{
 		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
 		Timeout: eff.Limits.Timeout.Std(), Limits: ManifestLimits(eff.Limits), OpenNetwork: eff.OpenNetwork,
 		Resources: &p.Limits, Verify: req.Verify, NoVerify: req.NoVerify, Keep: req.Keep,
@@ -257,7 +258,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	case base.Verify == "":
 		base.Verify = proj.Verify
 	}
-	variants := make([]sandbox.RunOptions, 0, max(len(presets), 1))
+	variants := make([]pipeline.RunOptions, 0, max(len(presets), 1))
 	for _, ps := range presets {
 		if ps.Name == demoAgent {
 			stop, err := pl.startFakeModel(&ps)
@@ -296,7 +297,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if o.Image == "" {
 			o.Image = "minimal"
 		}
-		o.Boot = sandbox.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
+		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		roots, img, arch := pl.imageRoots(), o.Image, vm.Arch(o.Arch)
 		o.Preflight = func() error {
 			_, err := image.Find(roots, img, arch)
@@ -360,7 +361,7 @@ func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, erro
 // request's prompt (its continue command for a reply, its interactive
 // one without a prompt), its environment under the request's, its user,
 // image and final message.
-func (pl *Planner) agentRun(base sandbox.RunOptions, ps agent.Preset, req Request) (sandbox.RunOptions, error) {
+func (pl *Planner) agentRun(base pipeline.RunOptions, ps agent.Preset, req Request) (pipeline.RunOptions, error) {
 	o := base
 	switch {
 	case req.Reply != "":
@@ -461,7 +462,7 @@ func (pl *Planner) limits(user config.User, proj config.Project, flags config.Li
 // allow rules, the agent preset's hosts and API keys, and the project's
 // airlock.toml (what it widens only once the user confirmed that exact
 // file). An open network has none: nothing is proxied.
-func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*sandbox.Network, error) {
+func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*pipeline.Network, error) {
 	if p.OpenNetwork {
 		return nil, nil
 	}
@@ -486,7 +487,7 @@ func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *a
 	if err != nil {
 		return nil, err
 	}
-	return &sandbox.Network{Policy: pol, OnRequest: pl.OnRequest}, nil
+	return &pipeline.Network{Policy: pol, OnRequest: pl.OnRequest}, nil
 }
 
 // trusted says whether what the project's file widens counts: nothing

@@ -24,20 +24,21 @@ var ErrNotReady = errors.New("sandbox has no changes to review yet")
 // against the guest's manifest after the run, .airlock/ left out. It needs
 // no VM.
 func (sb *Sandbox) Changes() ([]manifest.Change, error) {
-	base, err := sb.readManifest(BaselineFile, true)
+	base, err := sb.ReadManifest(BaselineFile, true)
 	if err != nil {
 		return nil, err
 	}
-	gm, err := sb.readManifest(GuestFile, false)
+	gm, err := sb.ReadManifest(GuestFile, false)
 	if err != nil {
 		return nil, err
 	}
-	return manifest.Diff(withoutMeta(base), withoutMeta(gm)), nil
+	return manifest.Diff(WithoutMeta(base), WithoutMeta(gm)), nil
 }
 
-// readManifest reads a stored manifest. The guest's is decoded as the
+// ReadManifest reads a stored manifest (BaselineFile, GuestFile, a
+// round's). The guest's is decoded as the
 // untrusted input it is, every time.
-func (sb *Sandbox) readManifest(name string, trusted bool) (*manifest.Manifest, error) {
+func (sb *Sandbox) ReadManifest(name string, trusted bool) (*manifest.Manifest, error) {
 	f, err := os.Open(sb.Path(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		m, merr := sb.Meta()
@@ -77,7 +78,7 @@ func (sb *Sandbox) Changeset(ctx context.Context) (*review.Changeset, error) {
 // changesetOf builds a review.Changeset of changes from the content store.
 func (sb *Sandbox) changesetOf(ctx context.Context, changes []manifest.Change) (*review.Changeset, error) {
 	cs, err := review.New(ctx, changes, func(sum string) ([]byte, error) {
-		return readObject(sb.store.objects, sum)
+		return ReadObject(sb.store.objects, sum)
 	}, review.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("changeset of %s: %w", sb.ID, err)
@@ -114,7 +115,7 @@ func (sb *Sandbox) FinalMessage() (string, error) {
 	return string(data), err
 }
 
-func statsOf(cs *review.Changeset) ChangeStats {
+func StatsOf(cs *review.Changeset) ChangeStats {
 	var st ChangeStats
 	for _, f := range cs.Files {
 		st.Files++

@@ -89,7 +89,7 @@ func (sb *Sandbox) Staleness(ctx context.Context) (Staleness, error) {
 	if err != nil {
 		return Staleness{}, err
 	}
-	base, err := sb.readManifest(BaselineFile, true)
+	base, err := sb.ReadManifest(BaselineFile, true)
 	if err != nil {
 		return Staleness{}, err
 	}
@@ -105,7 +105,7 @@ func (sb *Sandbox) Staleness(ctx context.Context) (Staleness, error) {
 	if st.Baseline.IsZero() { // sandboxes from before the time was recorded
 		st.Baseline = m.Created
 	}
-	for _, c := range manifest.Diff(withoutMeta(base), withoutMeta(now)) {
+	for _, c := range manifest.Diff(WithoutMeta(base), WithoutMeta(now)) {
 		switch c.Kind {
 		case manifest.Added:
 			st.Added++

@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // TestStaleness: a sandbox knows when its baseline was taken and what it
@@ -15,19 +19,11 @@ import (
 // secret or an ignored file changing does not).
 func TestStaleness(t *testing.T) {
 	s := newStore(t)
-	project := newProject(t)
-	writeTree(t, project, map[string]string{".gitignore": "build/\n"})
-	res, _, _, err := runFake(t, s, project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := s.Get(res.Meta.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Meta.BaselineTime.IsZero() {
-		t.Fatal("the baseline's time was not recorded")
-	}
+	project := t.TempDir()
+	writeTree(t, project, map[string]string{
+		"a.txt": "first line\n", "b.txt": "one\ntwo\nthree\n", ".env": "TOKEN=secret\n", ".gitignore": "build/\n",
+	})
+	sb, meta := snapshotSandbox(t, s, project)
 	st, err := sb.Staleness(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +43,7 @@ func TestStaleness(t *testing.T) {
 	if err := os.Remove(filepath.Join(project, "b.txt")); err != nil {
 		t.Fatal(err)
 	}
-	base := res.Meta.BaselineTime
+	base := meta.BaselineTime
 	s.now = func() time.Time { return base.Add(15*time.Minute + 10*time.Second) }
 	st, err = sb.Staleness(context.Background())
 	if err != nil {
@@ -74,6 +70,45 @@ func TestAgo(t *testing.T) {
 	} {
 		if got := ago(d); got != want {
 			t.Errorf("ago(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// snapshotSandbox makes a sandbox whose baseline is project as it is
+// now, walked with a run's rules, as a run records it.
+func snapshotSandbox(t *testing.T, s *Store, project string) (*Sandbox, Meta) {
+	t.Helper()
+	base, _, err := manifest.Walk(context.Background(), project, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := base.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := s.Create(Meta{Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.WriteFile(sb.Path(BaselineFile), buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sb.Update(func(m *Meta) { m.Baseline, m.BaselineTime, m.Status = BaselineFile, s.Now().UTC(), StatusReady })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb, m
+}
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -1,14 +1,15 @@
-// Package sandbox owns Airlock's sandboxes: the store under
+// Package sandbox is the sandbox store: the records under
 // $AIRLOCK_HOME/sandboxes/<id>/ (sandbox.json written atomically, an
-// append-only audit.jsonl, the baseline and guest manifests, the transcript,
-// the agent's summary, apply journals), short IDs with prefix matching,
-// and the run pipeline (snapshot, boot, push, run, collect) with typed
-// progress events, plus the review steps on a stored sandbox (changeset,
-// apply, undo, recover). The CLI and the GUI render what it reports; it
-// prints nothing itself.
+// append-only audit.jsonl, locks, short IDs with prefix matching, the
+// baseline and guest manifests, the transcript, the agent's summary and
+// final message, the verify log, a kept VM's checkpoint records), the
+// review kept with a sandbox (review.json), and review on a stored
+// sandbox: changeset, apply, undo, recover, staleness, compare, a reply
+// round's prompt and what each round changed. app/pipeline runs
+// sandboxes and records them here; the CLI and the GUI render both.
 //
-// It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
-// machine is booted through a function it is handed.
+// It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
+// app/cli, app/gui or fyne: a stored sandbox needs no VM.
 package sandbox
 
 import (
@@ -212,6 +213,9 @@ func Open(h string) (*Store, error) {
 // Dir is the sandboxes/ directory.
 func (s *Store) Dir() string { return s.home.Sandboxes() }
 
+// Now is the store's clock (tests set it).
+func (s *Store) Now() time.Time { return s.now() }
+
 // Objects is the content store that holds baselines and pulled files.
 func (s *Store) Objects() *objects.Store { return s.objects }
 
@@ -219,7 +223,8 @@ func (s *Store) Objects() *objects.Store { return s.objects }
 // and any unique prefix works.
 const idLen = 8
 
-func newID() (string, error) {
+// NewID is a new random sandbox (or fan-out group) ID.
+func NewID() (string, error) {
 	var b [idLen / 2]byte
 	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
 		return "", fmt.Errorf("new sandbox id: %w", err)
@@ -245,7 +250,7 @@ func validID(s string) bool {
 // are filled in) and records "created" in its audit log.
 func (s *Store) Create(m Meta) (*Sandbox, error) {
 	for range 10 {
-		id, err := newID()
+		id, err := NewID()
 		if err != nil {
 			return nil, err
 		}
@@ -445,9 +450,9 @@ func (sb *Sandbox) Live() bool {
 	return false
 }
 
-// hold takes run.lock for the lifetime of a run; the returned function
-// releases it.
-func (sb *Sandbox) hold() (func(), error) {
+// Hold takes run.lock for the lifetime of a run (Live reports it); the
+// returned function releases it. A held sandbox is refused ErrRunning.
+func (sb *Sandbox) Hold() (func(), error) {
 	f, err := os.OpenFile(sb.Path(runLockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock sandbox %s: %w", sb.ID, err)

@@ -200,14 +200,14 @@ func TestRemoveRefusesLive(t *testing.T) {
 	if sb.Live() {
 		t.Fatal("a sandbox nobody runs is live")
 	}
-	release, err := sb.hold()
+	release, err := sb.Hold()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !sb.Live() {
 		t.Fatal("a held sandbox is not live")
 	}
-	if _, err := sb.hold(); !errors.Is(err, ErrRunning) {
+	if _, err := sb.Hold(); !errors.Is(err, ErrRunning) {
 		t.Errorf("second hold: %v, want ErrRunning", err)
 	}
 	if err := s.Remove("0000", false); !errors.Is(err, ErrRunning) {

@@ -1,14 +1,9 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/airlock-dev/airlock/guest/client"
-	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
 // VerifyFile keeps the verify command's output in the sandbox directory.
@@ -42,55 +37,6 @@ func (v *VerifyResult) String() string {
 	default:
 		return fmt.Sprintf("FAILED (exit %d)", v.ExitCode)
 	}
-}
-
-// verify runs RunOptions.Verify in /workspace with the command's
-// environment; its output streams live and into verify.log, and the
-// result goes to sandbox.json and the audit log. A failing verify
-// command is a result, not an error of the run.
-func (r *runner) verify(ctx context.Context, m Machine) error {
-	if r.o.Verify == "" {
-		return nil
-	}
-	f, err := os.OpenFile(r.sb.Path(VerifyFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
-	defer f.Close()
-	out := lockio.NewWriter(f)
-	r.progress(Progress{Step: StepVerify, Message: "verifying: " + r.o.Verify})
-	runCtx := ctx
-	if r.o.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
-		defer cancel()
-	}
-	t := time.Now()
-	err = m.Run(runCtx, client.Command{
-		Args: []string{"sh", "-c", r.o.Verify}, Dir: Workspace, Env: r.commandEnv(), User: r.user,
-		Stdout: teeWriter(r.o.Stdout, out), Stderr: teeWriter(r.o.Stderr, out),
-	})
-	res := &VerifyResult{Command: r.o.Verify, DurationMS: time.Since(t).Milliseconds()}
-	var exit *client.ExitError
-	switch {
-	case err == nil:
-		res.Passed = true
-	case errors.As(err, &exit):
-		res.ExitCode = exit.ExitCode()
-	case runCtx.Err() != nil && ctx.Err() == nil:
-		res.ExitCode = TimeoutExitCode
-		fmt.Fprintf(out, "\nairlock: the verify command ran longer than %s and was killed\n", r.o.Timeout)
-	case ctx.Err() != nil:
-		return fmt.Errorf("verify: %w", ctx.Err())
-	default:
-		res.ExitCode, res.Error = -1, err.Error()
-	}
-	if _, err := r.sb.Update(func(mt *Meta) { mt.Verify = res }); err != nil {
-		return err
-	}
-	return r.sb.Audit(Event{Event: EventVerified, Data: map[string]any{
-		"command": res.Command, "exit_code": res.ExitCode, "passed": res.Passed, "duration_ms": res.DurationMS, "error": res.Error,
-	}})
 }
 
 // VerifyLog is the verify command's output (nil when none ran).

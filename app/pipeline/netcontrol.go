@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
 // EgressSocket is the unix socket, in a running sandbox's directory, on
@@ -37,7 +38,7 @@ const maxControlLine = 64 << 10
 // servePolicyControl serves PolicyChange requests (one JSON line each,
 // answered with one) on path for proxy until ctx ends. Only the user can
 // connect: the socket is 0600 in the user's own sandbox directory.
-func servePolicyControl(ctx context.Context, path string, proxy *egress.Proxy, audit func(Event)) (stop func(), err error) {
+func servePolicyControl(ctx context.Context, path string, proxy *egress.Proxy, audit func(sandbox.Event)) (stop func(), err error) {
 	_ = os.Remove(path) // a stale socket of a crashed run
 	l, err := net.Listen("unix", path)
 	if err != nil {
@@ -78,7 +79,7 @@ func servePolicyControl(ctx context.Context, path string, proxy *egress.Proxy, a
 						} else {
 							proxy.SetPolicy(pol)
 							reply.Policy = policySummary(pol)
-							audit(Event{Event: EventEgressPolicy, Data: map[string]any{"change": ch, "policy": reply.Policy}})
+							audit(sandbox.Event{Event: EventEgressPolicy, Data: map[string]any{"change": ch, "policy": reply.Policy}})
 						}
 						mu.Unlock()
 					}
@@ -125,7 +126,7 @@ func applyChange(pol *egress.Policy, ch PolicyChange) (*egress.Policy, error) {
 
 // ChangePolicy asks the process running the sandbox to change its
 // network policy now, and returns the policy in force after it.
-func (sb *Sandbox) ChangePolicy(ctx context.Context, ch PolicyChange) (map[string]any, error) {
+func ChangePolicy(ctx context.Context, sb *sandbox.Sandbox, ch PolicyChange) (map[string]any, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sb.Path(EgressSocket))
 	if err != nil {

@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
 )
 
@@ -47,8 +48,8 @@ var _ Forwarder = guestMachine{}
 
 // Audit events of the network.
 const (
-	EventEgressPolicy EventKind = "egress-policy" // the policy the run started with (secret names and hosts, never values)
-	EventEgress       EventKind = "egress"        // one request through the proxy, allowed or denied (an egress.Record)
+	EventEgressPolicy sandbox.EventKind = "egress-policy" // the policy the run started with (secret names and hosts, never values)
+	EventEgress       sandbox.EventKind = "egress"        // one request through the proxy, allowed or denied (an egress.Record)
 )
 
 // StartNetwork serves n for the guest of m until the returned stop is
@@ -57,7 +58,7 @@ const (
 // proxy. It returns the environment the command needs (placeholders and
 // CA variables; the agent adds the proxy variables itself). audit, if
 // not nil, receives every event.
-func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit func(Event)) (env map[string]string, stop func(), err error) {
+func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit func(sandbox.Event)) (env map[string]string, stop func(), err error) {
 	f, ok := m.(Forwarder)
 	if !ok {
 		return nil, nil, errors.New("network: this machine cannot carry the guest's connections")
@@ -67,7 +68,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 		pol = &egress.Policy{}
 	}
 	if audit == nil {
-		audit = func(Event) {}
+		audit = func(sandbox.Event) {}
 	}
 	env = pol.GuestEnv()
 	var ca *egress.CA
@@ -82,7 +83,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 			env[k] = v
 		}
 	}
-	audit(Event{Event: EventEgressPolicy, Data: policySummary(pol)})
+	audit(sandbox.Event{Event: EventEgressPolicy, Data: policySummary(pol)})
 	l, err := f.Listen("tcp", guest.ProxyAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("network: forward the guest's %s to the egress proxy: %w", guest.ProxyAddr, err)
@@ -90,7 +91,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 	proxy := egress.New(egress.Config{
 		Dial: n.Dial, RootCAs: n.RootCAs, CA: ca,
 		Record: func(rec egress.Record) {
-			audit(Event{Event: EventEgress, Data: rec})
+			audit(sandbox.Event{Event: EventEgress, Data: rec})
 			if n.OnRequest != nil {
 				n.OnRequest(rec)
 			}
@@ -104,7 +105,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 		if stopControl, err = servePolicyControl(ctx, n.Control, proxy, audit); err != nil {
 			// The run goes on with the policy it has; only live changes
 			// are lost.
-			audit(Event{Event: EventEgressPolicy, Data: map[string]any{"control_error": err.Error()}})
+			audit(sandbox.Event{Event: EventEgressPolicy, Data: map[string]any{"control_error": err.Error()}})
 			stopControl = func() {}
 		}
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -39,7 +40,7 @@ func (l *localMachine) rewrite(s string) string {
 	if ws == "" {
 		ws = filepath.Join(l.root, "workspace")
 	}
-	return strings.ReplaceAll(s, Workspace, ws)
+	return strings.ReplaceAll(s, sandbox.Workspace, ws)
 }
 
 func (l *localMachine) SFTP(...sftp.ClientOption) (*sftp.Client, error) {
@@ -109,7 +110,7 @@ func (localTransfer) push(ctx context.Context, m Machine, dest string, base *man
 				return err
 			}
 		case manifest.File:
-			data, err := readObject(store, e.SHA256)
+			data, err := sandbox.ReadObject(store, e.SHA256)
 			if err != nil {
 				return err
 			}
@@ -164,12 +165,12 @@ test ! -e .env
 exit "${1:-0}"
 `
 
-func runFake(t *testing.T, s *Store, project string, args ...string) (*RunResult, *localMachine, []Progress, error) {
+func runFake(t *testing.T, s *sandbox.Store, project string, args ...string) (*RunResult, *localMachine, []Progress, error) {
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
 	var events []Progress
 	var out bytes.Buffer
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh", Command: args,
 		Image: "minimal", Arch: "amd64",
 		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
@@ -204,10 +205,10 @@ func TestRunPipeline(t *testing.T) {
 	if res.ExitCode != 3 || res.Meta.ExitCode == nil || *res.Meta.ExitCode != 3 {
 		t.Errorf("exit code %d (meta %v), want 3: a failing command still has its changes collected", res.ExitCode, res.Meta.ExitCode)
 	}
-	if res.Meta.Status != StatusReady {
+	if res.Meta.Status != sandbox.StatusReady {
 		t.Errorf("status %q", res.Meta.Status)
 	}
-	want := ChangeStats{Files: 4, Added: 1, Modified: 2, Deleted: 1, LinesAdded: 3, LinesRemoved: 2}
+	want := sandbox.ChangeStats{Files: 4, Added: 1, Modified: 2, Deleted: 1, LinesAdded: 3, LinesRemoved: 2}
 	if res.Meta.Changes == nil || *res.Meta.Changes != want {
 		t.Errorf("changes %+v, want %+v", res.Meta.Changes, want)
 	}
@@ -222,7 +223,7 @@ func TestRunPipeline(t *testing.T) {
 		t.Errorf("excluded %+v", res.Report.Excluded)
 	}
 	// The transcript has stdout and stderr.
-	tr, _ := os.ReadFile(res.Sandbox.Path(TranscriptFile))
+	tr, _ := os.ReadFile(res.Sandbox.Path(sandbox.TranscriptFile))
 	if !bytes.Contains(tr, []byte("agent: working")) || !bytes.Contains(tr, []byte("agent: done")) {
 		t.Errorf("transcript %q", tr)
 	}
@@ -272,24 +273,24 @@ func mustString(v any) string {
 
 func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: newProject(t), Command: []string{"true"},
 		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("no hypervisor") },
 	})
 	if err == nil || !strings.Contains(err.Error(), "no hypervisor") {
 		t.Fatalf("err %v", err)
 	}
-	if res == nil || res.Meta.Status != StatusFailed || !strings.Contains(res.Meta.Error, "no hypervisor") {
+	if res == nil || res.Meta.Status != sandbox.StatusFailed || !strings.Contains(res.Meta.Error, "no hypervisor") {
 		t.Fatalf("result %+v", res)
 	}
 	if res.Sandbox.Live() {
 		t.Error("a failed run left the sandbox live")
 	}
 	evs, _ := res.Sandbox.ReadAudit()
-	if last := evs[len(evs)-1]; last.Event != EventFailed {
+	if last := evs[len(evs)-1]; last.Event != sandbox.EventFailed {
 		t.Errorf("last audit event %s", last.Event)
 	}
-	if _, err := res.Sandbox.Changeset(context.Background()); !errors.Is(err, ErrNotReady) {
+	if _, err := res.Sandbox.Changeset(context.Background()); !errors.Is(err, sandbox.ErrNotReady) {
 		t.Errorf("changeset of a failed sandbox: %v, want ErrNotReady", err)
 	}
 }
@@ -322,7 +323,7 @@ func TestSelection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sel := Selection{Paths: tt.paths}
+			sel := sandbox.Selection{Paths: tt.paths}
 			var err error
 			for _, h := range tt.hunks {
 				if err = sel.ParseHunks(h); err != nil {
@@ -359,7 +360,7 @@ func TestApplyUndoRecover(t *testing.T) {
 	}
 	sb := res.Sandbox
 	cs, _ := sb.Changeset(ctx)
-	d, err := Selection{Paths: []string{"a.txt", "c.txt", "gone.txt"}}.Decisions(cs)
+	d, err := sandbox.Selection{Paths: []string{"a.txt", "c.txt", "gone.txt"}}.Decisions(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,13 +384,13 @@ func TestApplyUndoRecover(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(project, "gone.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("gone.txt still there: %v", err)
 	}
-	if m, _ := sb.Meta(); m.Status != StatusApplied {
+	if m, _ := sb.Meta(); m.Status != sandbox.StatusApplied {
 		t.Errorf("status after apply %q", m.Status)
 	}
 	// The audit has the hashes before and after.
 	evs, _ := sb.ReadAudit()
 	last := mustString(evs[len(evs)-1].Data)
-	if evs[len(evs)-1].Event != EventApplied || !strings.Contains(last, `"before_sha256"`) || !strings.Contains(last, `"after_sha256"`) {
+	if evs[len(evs)-1].Event != sandbox.EventApplied || !strings.Contains(last, `"before_sha256"`) || !strings.Contains(last, `"after_sha256"`) {
 		t.Errorf("applied event: %s", last)
 	}
 
@@ -420,10 +421,10 @@ func TestApplyUndoRecover(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(project, "c.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("c.txt still there after undo: %v", err)
 	}
-	if m, _ := sb.Meta(); m.Status != StatusReady {
+	if m, _ := sb.Meta(); m.Status != sandbox.StatusReady {
 		t.Errorf("status after undo %q", m.Status)
 	}
-	if _, err := sb.Undo(ctx); !errors.Is(err, ErrNothingToUndo) {
+	if _, err := sb.Undo(ctx); !errors.Is(err, sandbox.ErrNothingToUndo) {
 		t.Errorf("second undo: %v", err)
 	}
 
@@ -446,7 +447,7 @@ func TestApplyUndoRecover(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	s := newStore(t)
 	m := &localMachine{root: t.TempDir()}
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: newProject(t), Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
 		Timeout:  300 * time.Millisecond,
 		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
@@ -455,8 +456,8 @@ func TestRunTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != TimeoutExitCode || res.Meta.Status != StatusReady || res.Meta.Changes.Modified != 1 {
-		t.Errorf("after a timeout: exit %d, status %s, changes %+v; want %d, ready, the change made before it", res.ExitCode, res.Meta.Status, res.Meta.Changes, TimeoutExitCode)
+	if res.ExitCode != sandbox.TimeoutExitCode || res.Meta.Status != sandbox.StatusReady || res.Meta.Changes.Modified != 1 {
+		t.Errorf("after a timeout: exit %d, status %s, changes %+v; want %d, ready, the change made before it", res.ExitCode, res.Meta.Status, res.Meta.Changes, sandbox.TimeoutExitCode)
 	}
 	tr, _ := res.Sandbox.Transcript()
 	if !bytes.Contains(tr, []byte("was killed")) {
@@ -482,7 +483,7 @@ func (h *hungMachine) Kill() { h.once.Do(func() { close(h.killed) }) }
 func TestRunHardTimeoutStopsTheVM(t *testing.T) {
 	s := newStore(t)
 	m := &hungMachine{localMachine: &localMachine{root: t.TempDir()}, killed: make(chan struct{})}
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: newProject(t), Command: []string{"sleep", "30"},
 		Timeout: 100 * time.Millisecond, KillGrace: 100 * time.Millisecond,
 		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
@@ -519,4 +520,13 @@ func (h hungTransfer) Manifest(context.Context, Machine, string, transfer.Known,
 
 func (h hungTransfer) Pull(context.Context, Machine, string, []manifest.Change, *objects.Store, manifest.Limits, func(done, total int)) error {
 	return errors.New("machine is not running")
+}
+
+func newStore(t *testing.T) *sandbox.Store {
+	t.Helper()
+	s, err := sandbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

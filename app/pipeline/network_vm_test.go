@@ -1,4 +1,4 @@
-package sandbox_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -120,7 +121,7 @@ func TestNetworkInVM(t *testing.T) {
 		Secrets: []egress.Secret{{Host: "api.secret.test", Header: "x-api-key", Name: "ANTHROPIC_API_KEY", Value: secret, Placeholder: placeholder}},
 	}
 	var live []egress.Record
-	netw := &sandbox.Network{Policy: pol, Dial: dial, RootCAs: roots, OnRequest: func(r egress.Record) {
+	netw := &pipeline.Network{Policy: pol, Dial: dial, RootCAs: roots, OnRequest: func(r egress.Record) {
 		mu.Lock()
 		live = append(live, r)
 		mu.Unlock()
@@ -142,9 +143,9 @@ func TestNetworkInVM(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	bootOpts := launch.Options{Home: home, Arch: vm.AMD64, Backend: qemu.New(qemu.Config{CacheDir: filepath.Join(home, "cache", "qemu")})}
-	res, err := store.Run(ctx, sandbox.RunOptions{
+	res, err := pipeline.Run(ctx, store, pipeline.RunOptions{
 		Project: project, Script: []byte(netScript + dumpScript), ScriptName: "net.sh", Image: "minimal", Arch: "amd64",
-		Boot: sandbox.LaunchBoot(bootOpts), Network: netw, Stdout: &out, Stderr: &out,
+		Boot: pipeline.LaunchBoot(bootOpts), Network: netw, Stdout: &out, Stderr: &out,
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(out.String()))
@@ -208,7 +209,7 @@ func TestNetworkInVM(t *testing.T) {
 	}
 	var recs []egress.Record
 	for _, ev := range events {
-		if ev.Event != sandbox.EventEgress {
+		if ev.Event != pipeline.EventEgress {
 			continue
 		}
 		b, _ := json.Marshal(ev.Data)

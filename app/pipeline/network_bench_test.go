@@ -1,4 +1,4 @@
-package sandbox_test
+package pipeline_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/launch"
-	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -57,7 +57,7 @@ func BenchmarkGuestDownload(b *testing.B) {
 		defer c()
 		_ = g.Shutdown(sctx)
 	}()
-	m := sandbox.GuestMachine(g)
+	m := pipeline.GuestMachine(g)
 	nc, err := os.ReadFile(testenv.NetClient(b, vm.AMD64))
 	if err != nil {
 		b.Fatal(err)
@@ -69,7 +69,7 @@ func BenchmarkGuestDownload(b *testing.B) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, up.Listener.Addr().String())
 	}
-	env, stop, err := sandbox.StartNetwork(ctx, m, &sandbox.Network{Policy: &egress.Policy{Allow: []egress.Rule{{Host: "big.test"}}}, Dial: dial}, "bench", nil)
+	env, stop, err := pipeline.StartNetwork(ctx, m, &pipeline.Network{Policy: &egress.Policy{Allow: []egress.Rule{{Host: "big.test"}}}, Dial: dial}, "bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

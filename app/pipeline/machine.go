@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -26,13 +26,7 @@ func LaunchBoot(o launch.Options) func(ctx context.Context, a Attach) (Machine, 
 		if a.Root != "" {
 			o.RootDisk = a.Root
 		}
-		o.Shares, o.Disks = nil, nil
-		for _, sh := range a.Shares {
-			o.Shares = append(o.Shares, launch.Share{Share: sh.Share, Mount: sh.Mount})
-		}
-		for _, d := range a.Disks {
-			o.Disks = append(o.Disks, launch.Disk{Path: d.Path, Mount: d.Mount})
-		}
+		o.Shares, o.Disks = a.Shares, a.Disks
 		g, err := launch.Boot(ctx, o)
 		if err != nil {
 			return nil, err

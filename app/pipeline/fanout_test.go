@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -37,7 +38,7 @@ func TestFanOut(t *testing.T) {
 			Transfer: localTransfer{},
 		})
 	}
-	group, attempts, err := s.FanOut(context.Background(), runs, 2)
+	group, attempts, err := FanOut(context.Background(), s, runs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestFanOut(t *testing.T) {
 			t.Fatalf("attempt %d: %v", i+1, a.Err)
 		}
 		m := a.Result.Meta
-		if m.Group != group || m.Attempt != i+1 || m.Status != StatusReady {
+		if m.Group != group || m.Attempt != i+1 || m.Status != sandbox.StatusReady {
 			t.Errorf("attempt %d: group %q attempt %d status %s", i+1, m.Group, m.Attempt, m.Status)
 		}
 		if baseSHA == "" {
@@ -126,7 +127,7 @@ sed -i -e "s/^line $a\$/line $a by attempt $AIRLOCK_ATTEMPT/" -e "s/^line $b\$/l
 			Transfer: localTransfer{},
 		})
 	}
-	_, attempts, err := s.FanOut(context.Background(), runs, 2)
+	_, attempts, err := FanOut(context.Background(), s, runs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestFinalMessageKept(t *testing.T) {
 		return v.Result, v.Result != ""
 	}
 	m := &localMachine{root: t.TempDir()}
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(`echo '{"result": "Added stop words."}'`), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", FinalMessage: read,
 		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },

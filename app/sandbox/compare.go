@@ -1,84 +1,10 @@
 package sandbox
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-
-	"github.com/airlock-dev/airlock/app/config"
 )
-
-// MaxFanOut bounds how many attempts one fan-out may start.
-const MaxFanOut = 16
-
-// Attempt is one run of a fan-out: its result (nil if no sandbox was
-// made) and its error.
-type Attempt struct {
-	Result *RunResult
-	Err    error
-}
-
-// FanOut runs several attempts on one project from one baseline: the
-// project is snapshotted once, then every RunOptions in runs (all of the
-// same project) runs in its own sandbox and VM, at most parallel at once
-// (0: all at once). Each sandbox records the group's ID and its attempt
-// number, and its command sees AIRLOCK_GROUP and AIRLOCK_ATTEMPT. A
-// failed attempt does not stop the others; the error returned is only
-// for what stops them all (no runs, a bad project, the snapshot).
-func (s *Store) FanOut(ctx context.Context, runs []RunOptions, parallel int) (group string, _ []Attempt, _ error) {
-	if len(runs) == 0 {
-		return "", nil, errors.New("fan-out: no runs")
-	}
-	if len(runs) > MaxFanOut {
-		return "", nil, fmt.Errorf("fan-out: %d attempts asked, at most %d", len(runs), MaxFanOut)
-	}
-	project, err := filepath.Abs(runs[0].Project)
-	if err != nil {
-		return "", nil, fmt.Errorf("fan-out: %w", err)
-	}
-	for _, o := range runs[1:] {
-		if p, _ := filepath.Abs(o.Project); p != project {
-			return "", nil, fmt.Errorf("fan-out: every attempt must run on one project (%s and %s)", project, p)
-		}
-	}
-	cfg, err := config.Load(project)
-	if err != nil {
-		return "", nil, err
-	}
-	base, err := s.Snapshot(ctx, project, cfg, runs[0].Progress, runs[0].Logger)
-	if err != nil {
-		return "", nil, err
-	}
-	group, err = newID()
-	if err != nil {
-		return "", nil, err
-	}
-	if parallel <= 0 || parallel > len(runs) {
-		parallel = len(runs)
-	}
-	out := make([]Attempt, len(runs))
-	slots := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, o := range runs {
-		o.Project, o.Baseline, o.Group, o.Attempt = project, base, group, i+1
-		wg.Go(func() {
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				out[i].Err = ctx.Err()
-				return
-			}
-			defer func() { <-slots }()
-			out[i].Result, out[i].Err = s.Run(ctx, o)
-		})
-	}
-	wg.Wait()
-	return group, out, nil
-}
 
 // Comparison is one sandbox as airlock compare shows it beside others.
 type Comparison struct {

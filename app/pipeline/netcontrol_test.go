@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
 // TestChangePolicyWhileRunning: airlock allow reaches the running
@@ -14,14 +15,14 @@ import (
 // bad rules are refused, changing nothing.
 func TestChangePolicyWhileRunning(t *testing.T) {
 	s := newStore(t)
-	sb, err := s.Create(Meta{Project: t.TempDir()})
+	sb, err := s.Create(sandbox.Meta{Project: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := egress.New(egress.Config{}, &egress.Policy{Allow: []egress.Rule{{Host: "github.com", Source: "user"}}})
 	var mu sync.Mutex
-	var audited []Event
-	stop, err := servePolicyControl(context.Background(), sb.Path(EgressSocket), proxy, func(ev Event) {
+	var audited []sandbox.Event
+	stop, err := servePolicyControl(context.Background(), sb.Path(EgressSocket), proxy, func(ev sandbox.Event) {
 		mu.Lock()
 		audited = append(audited, ev)
 		mu.Unlock()
@@ -36,14 +37,14 @@ func TestChangePolicyWhileRunning(t *testing.T) {
 	if decide("pypi.org") {
 		t.Fatal("allowed before the change")
 	}
-	pol, err := sb.ChangePolicy(t.Context(), PolicyChange{Allow: []string{"pypi.org"}, Deny: []string{"evil.github.com"}})
+	pol, err := ChangePolicy(t.Context(), sb, PolicyChange{Allow: []string{"pypi.org"}, Deny: []string{"evil.github.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !decide("pypi.org") || !decide("github.com") {
 		t.Errorf("after allow: policy %v", pol)
 	}
-	if _, err := sb.ChangePolicy(t.Context(), PolicyChange{Allow: []string{"a b", "ok.example"}}); err == nil || !strings.Contains(err.Error(), "a b") {
+	if _, err := ChangePolicy(t.Context(), sb, PolicyChange{Allow: []string{"a b", "ok.example"}}); err == nil || !strings.Contains(err.Error(), "a b") {
 		t.Errorf("a bad rule: %v", err)
 	}
 	if decide("ok.example") {
@@ -55,7 +56,7 @@ func TestChangePolicyWhileRunning(t *testing.T) {
 	}
 	mu.Unlock()
 	stop()
-	if _, err := sb.ChangePolicy(t.Context(), PolicyChange{Allow: []string{"x.example"}}); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := ChangePolicy(t.Context(), sb, PolicyChange{Allow: []string{"x.example"}}); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Errorf("after the run: %v", err)
 	}
 }

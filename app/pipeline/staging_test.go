@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
@@ -41,11 +43,11 @@ func editProject(t *testing.T) string {
 
 // runMode runs script on project in the fake, in copy or virtiofs mode. In
 // virtiofs mode the fake's /workspace is the shared directory itself.
-func runMode(t *testing.T, s *Store, project string, mode SyncMode, script string) (*RunResult, *localMachine, []Share, error) {
+func runMode(t *testing.T, s *sandbox.Store, project string, mode sandbox.SyncMode, script string) (*RunResult, *localMachine, []launch.Share, error) {
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
-	var got []Share
-	res, err := s.Run(context.Background(), RunOptions{
+	var got []launch.Share
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(script), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", Sync: mode,
 		Boot: func(_ context.Context, a Attach) (Machine, error) {
@@ -70,7 +72,7 @@ func TestRunVirtiofsMatchesCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vfsRes, m, shares, err := runMode(t, s, project, SyncVirtiofs, editScript)
+	vfsRes, m, shares, err := runMode(t, s, project, sandbox.SyncVirtiofs, editScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +80,14 @@ func TestRunVirtiofsMatchesCopy(t *testing.T) {
 		t.Errorf("copy mode asked for shares %+v", copyShares)
 	}
 	staging := vfsRes.Sandbox.Path(StagingDir)
-	want := []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: Workspace}}
+	want := []launch.Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: staging}, Mount: sandbox.Workspace}}
 	if diff := cmp.Diff(want, shares); diff != "" {
 		t.Errorf("shares (-want +got):\n%s", diff)
 	}
 	if !m.shutdown {
 		t.Error("the machine was not shut down")
 	}
-	if copyRes.Meta.SyncMode != SyncCopy || vfsRes.Meta.SyncMode != SyncVirtiofs {
+	if copyRes.Meta.SyncMode != sandbox.SyncCopy || vfsRes.Meta.SyncMode != sandbox.SyncVirtiofs {
 		t.Errorf("sync modes %q, %q", copyRes.Meta.SyncMode, vfsRes.Meta.SyncMode)
 	}
 	if _, err := os.Lstat(staging); !errors.Is(err, fs.ErrNotExist) {
@@ -193,7 +195,7 @@ mkfifo fifo
 echo x > suid && chmod 4755 suid
 ln a.txt hard-a
 `
-	res, _, _, err := runMode(t, s, project, SyncVirtiofs, script)
+	res, _, _, err := runMode(t, s, project, sandbox.SyncVirtiofs, script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,16 +323,16 @@ func TestCloneBaseline(t *testing.T) {
 }
 
 func TestParseSyncMode(t *testing.T) {
-	for in, want := range map[string]SyncMode{"": SyncCopy, "copy": SyncCopy, "virtiofs": SyncVirtiofs} {
-		if got, err := ParseSyncMode(in); err != nil || got != want {
+	for in, want := range map[string]sandbox.SyncMode{"": sandbox.SyncCopy, "copy": sandbox.SyncCopy, "virtiofs": sandbox.SyncVirtiofs} {
+		if got, err := sandbox.ParseSyncMode(in); err != nil || got != want {
 			t.Errorf("ParseSyncMode(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseSyncMode("9p"); err == nil || !strings.Contains(err.Error(), "copy or virtiofs") {
+	if _, err := sandbox.ParseSyncMode("9p"); err == nil || !strings.Contains(err.Error(), "copy or virtiofs") {
 		t.Errorf("ParseSyncMode(9p): %v", err)
 	}
 	s := newStore(t)
-	if _, err := s.Run(context.Background(), RunOptions{Project: t.TempDir(), Command: []string{"true"}, Sync: "nfs",
+	if _, err := Run(context.Background(), s, RunOptions{Project: t.TempDir(), Command: []string{"true"}, Sync: "nfs",
 		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
 		t.Error("run with an unknown sync mode worked")
 	}

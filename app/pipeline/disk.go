@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/airlock-dev/airlock/app/launch"
 )
 
 // DiskFile is the sandbox's own disk: a sparse ext4 image holding
@@ -15,23 +17,15 @@ import (
 // removed once the run is collected.
 const DiskFile = "disk.img"
 
-// Disk is a block device of the machine, mounted by the guest agent.
-type Disk struct {
-	// Path is the raw image on the host.
-	Path string
-	// Mount is the absolute directory the guest mounts it on.
-	Mount string
-}
-
 // Attach is what the machine Boot starts must have attached and mounted.
 type Attach struct {
 	// ID is the sandbox's: the machine's run directory is run/<ID>, where
 	// airlock ls and airlock stop find its supervisor.
 	ID string
 	// Shares are virtio-fs shares (virtiofs sync mode).
-	Shares []Share
+	Shares []launch.Share
 	// Disks are ext4 disks (the workspace disk in copy mode).
-	Disks []Disk
+	Disks []launch.Disk
 	// Root is where the sandbox's copy-on-write clone of its image's root
 	// disk lives (RootDiskFile), for an image that has one: made on the
 	// first boot, booted again by every later round, removed with the

@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
 	"github.com/airlock-dev/airlock/vm"
@@ -40,7 +42,7 @@ type workspace interface {
 
 // workspace is the sync mode's workspace of this run.
 func (r *runner) workspace() workspace {
-	if r.o.Sync == SyncVirtiofs {
+	if r.o.Sync == sandbox.SyncVirtiofs {
 		return &stagingWorkspace{r: r, dir: r.sb.Path(StagingDir)}
 	}
 	return &copyWorkspace{r: r}
@@ -75,7 +77,7 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 			return err
 		}
 	}
-	if err := r.setStatus(StatusRunning, func(tm *Timings) { tm.PushMS = pushMS }); err != nil {
+	if err := r.setStatus(sandbox.StatusRunning, func(tm *sandbox.Timings) { tm.PushMS = pushMS }); err != nil {
 		return err
 	}
 	code, runMS, err := r.runCommand(ctx, m)
@@ -110,10 +112,10 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 // boot starts the machine with att and audits it; stop shuts it down
 // (once; not a kept machine).
 func (r *runner) boot(ctx context.Context, att Attach) (m Machine, stop func(), err error) {
-	if err := r.setStatus(StatusBooting, nil); err != nil {
+	if err := r.setStatus(sandbox.StatusBooting, nil); err != nil {
 		return nil, nil, err
 	}
-	if err := r.sb.Audit(Event{Event: EventLimits, Data: r.limitsEvent()}); err != nil {
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventLimits, Data: r.limitsEvent()}); err != nil {
 		return nil, nil, err
 	}
 	t := time.Now()
@@ -137,11 +139,11 @@ func (r *runner) boot(ctx context.Context, att Attach) (m Machine, stop func(), 
 		})
 	}
 	bootMS := time.Since(t).Milliseconds()
-	if err := r.sb.Audit(Event{Event: EventBooted, Data: map[string]any{"boot_ms": bootMS}}); err != nil {
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventBooted, Data: map[string]any{"boot_ms": bootMS}}); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	if _, err := r.sb.Update(func(mt *Meta) { mt.Timings.BootMS = bootMS }); err != nil {
+	if _, err := r.sb.Update(func(mt *sandbox.Meta) { mt.Timings.BootMS = bootMS }); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -158,7 +160,7 @@ func (r *runner) startNetwork(ctx context.Context, m Machine) (stop func(), err 
 	if n.Control == "" {
 		n.Control = r.sb.Path(EgressSocket)
 	}
-	env, stop, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev Event) {
+	env, stop, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev sandbox.Event) {
 		if err := r.sb.Audit(ev); err != nil {
 			r.log.Warn("audit", "sandbox", r.sb.ID, "err", err)
 		}
@@ -173,8 +175,8 @@ func (r *runner) startNetwork(ctx context.Context, m Machine) (stop func(), err 
 // collectChanges records how the command ended, collects what it
 // changed through ws, and marks the sandbox ready for review.
 func (r *runner) collectChanges(ctx context.Context, ws workspace, m Machine, base *manifest.Manifest, known transfer.Known, code int, runMS int64) error {
-	if _, err := r.sb.Update(func(mt *Meta) {
-		mt.Status, mt.ExitCode, mt.Timings.RunMS = StatusCollecting, &code, runMS
+	if _, err := r.sb.Update(func(mt *sandbox.Meta) {
+		mt.Status, mt.ExitCode, mt.Timings.RunMS = sandbox.StatusCollecting, &code, runMS
 	}); err != nil {
 		return err
 	}
@@ -191,13 +193,13 @@ func (r *runner) collectChanges(ctx context.Context, ws workspace, m Machine, ba
 	if err != nil {
 		return fmt.Errorf("collect: %w", err)
 	}
-	stats := statsOf(cs)
-	if _, err := r.sb.Update(func(mt *Meta) {
-		mt.Status, mt.Guest, mt.Changes, mt.Timings.CollectMS = StatusReady, GuestFile, &stats, collectMS
+	stats := sandbox.StatsOf(cs)
+	if _, err := r.sb.Update(func(mt *sandbox.Meta) {
+		mt.Status, mt.Guest, mt.Changes, mt.Timings.CollectMS = sandbox.StatusReady, sandbox.GuestFile, &stats, collectMS
 	}); err != nil {
 		return err
 	}
-	return r.sb.Audit(Event{Event: EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
 }
 
 // keep leaves the machine running under its supervisor.
@@ -242,7 +244,7 @@ func (w *copyWorkspace) prepare(ctx context.Context, _ *manifest.Report) (Attach
 		return Attach{}, err
 	}
 	w.disk = path
-	return Attach{Disks: []Disk{{Path: path, Mount: Workspace}}}, nil
+	return Attach{Disks: []launch.Disk{{Path: path, Mount: sandbox.Workspace}}}, nil
 }
 
 // release removes the workspace disk once the machine is gone (a kept
@@ -262,11 +264,11 @@ func (w *copyWorkspace) fill(ctx context.Context, m Machine, report *manifest.Re
 		var stderr bytes.Buffer
 		// (busybox's find has no -delete; a glob that matches nothing
 		// stays as it is, which rm -f ignores.)
-		if err := m.Exec(ctx, "if cd "+Workspace+" 2>/dev/null; then rm -rf -- ./* ./.[!.]* ./..?*; fi", nil, nil, &stderr); err != nil {
-			return transfer.Known{}, 0, fmt.Errorf("empty %s in the VM: %w (%s)", Workspace, err, strings.TrimSpace(stderr.String()))
+		if err := m.Exec(ctx, "if cd "+sandbox.Workspace+" 2>/dev/null; then rm -rf -- ./* ./.[!.]* ./..?*; fi", nil, nil, &stderr); err != nil {
+			return transfer.Known{}, 0, fmt.Errorf("empty %s in the VM: %w (%s)", sandbox.Workspace, err, strings.TrimSpace(stderr.String()))
 		}
 	}
-	ms, known, err := r.push(ctx, r.o.Transfer, m, report, Workspace)
+	ms, known, err := r.push(ctx, r.o.Transfer, m, report, sandbox.Workspace)
 	if err != nil {
 		return known, 0, err
 	}
@@ -297,7 +299,7 @@ func (w *stagingWorkspace) prepare(ctx context.Context, report *manifest.Report)
 		return Attach{}, err
 	}
 	w.pushMS = ms
-	return Attach{Shares: []Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: w.dir}, Mount: Workspace}}}, nil
+	return Attach{Shares: []launch.Share{{Share: vm.Share{Tag: WorkspaceTag, HostPath: w.dir}, Mount: sandbox.Workspace}}}, nil
 }
 
 func (w *stagingWorkspace) release() {}

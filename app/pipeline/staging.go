@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"context"
@@ -13,43 +13,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
-	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
 )
-
-// SyncMode is how the project reaches the VM and the changes come back.
-type SyncMode string
-
-const (
-	// SyncCopy pushes the baseline onto the VM's own disk and pulls the
-	// changed files back. It is the default, and it keeps machine
-	// snapshots possible.
-	SyncCopy SyncMode = "copy"
-	// SyncVirtiofs clones the baseline into a staging directory on the host
-	// (sandboxes/<id>/staging, never the real project) and shares it
-	// read-write into the VM over virtio-fs, for trees too large to copy;
-	// the changes are collected by walking the staging clone on the host,
-	// as hostile input, once the VM is gone. The machine cannot be
-	// snapshotted.
-	SyncVirtiofs SyncMode = "virtiofs"
-)
-
-// SyncModes lists the modes, the default first.
-var SyncModes = []SyncMode{SyncCopy, SyncVirtiofs}
-
-// ParseSyncMode reads a --sync value; empty means SyncCopy.
-func ParseSyncMode(s string) (SyncMode, error) {
-	if s == "" {
-		return SyncCopy, nil
-	}
-	if m := SyncMode(s); slices.Contains(SyncModes, m) {
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown sync mode %q: want copy or virtiofs", s)
-}
 
 // StagingDir is the staging clone in a sandbox directory (virtiofs mode).
 // It is removed once the changes are collected, and kept for inspection
@@ -59,14 +28,6 @@ const StagingDir = "staging"
 // WorkspaceTag is the virtio-fs tag of the staging clone, mounted on
 // Workspace in the guest.
 const WorkspaceTag = "workspace"
-
-// Share is a host directory the booted machine must share into the guest
-// over virtio-fs and mount on Mount.
-type Share struct {
-	vm.Share
-	// Mount is the absolute guest directory the share is mounted on.
-	Mount string
-}
 
 // stagingTransfer is the Transfer of virtiofs mode. Its machine is the
 // staging directory on the host, shared into the guest: Push clones the
@@ -80,8 +41,8 @@ type stagingTransfer struct {
 var _ Transfer = stagingTransfer{}
 
 func (t stagingTransfer) check(dir string) error {
-	if dir != Workspace {
-		return fmt.Errorf("virtiofs staging holds %s only, not %s", Workspace, dir)
+	if dir != sandbox.Workspace {
+		return fmt.Errorf("virtiofs staging holds %s only, not %s", sandbox.Workspace, dir)
 	}
 	return nil
 }

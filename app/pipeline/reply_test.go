@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -40,7 +41,7 @@ func TestReplyRound(t *testing.T) {
 	s := newStore(t)
 	project := newProject(t)
 	var out bytes.Buffer
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(roundScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
 		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
 	})
@@ -55,14 +56,14 @@ func TestReplyRound(t *testing.T) {
 	if err := sb.SaveDecisions(d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reply(context.Background(), sb.ID, "", RunOptions{Boot: fakeBoot(t)}); err == nil {
+	if _, err := Reply(context.Background(), s, sb.ID, "", RunOptions{Boot: fakeBoot(t)}); err == nil {
 		t.Error("a reply without a message was accepted")
 	}
-	res2, err := s.Reply(context.Background(), sb.ID, "Use version two.", RunOptions{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out})
+	res2, err := Reply(context.Background(), s, sb.ID, "Use version two.", RunOptions{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out})
 	if err != nil {
 		t.Fatalf("reply: %v\n%s", err, out.String())
 	}
-	if res2.Meta.Round != 2 || res2.Meta.Status != StatusReady {
+	if res2.Meta.Round != 2 || res2.Meta.Status != sandbox.StatusReady {
 		t.Errorf("after the reply: round %d, status %s", res2.Meta.Round, res2.Meta.Status)
 	}
 	for _, want := range []string{"Round 2. I read:", "Use version two.", "notes.txt: keep this", "a.txt, hunk 1 (lines 1-1) was rejected: say two"} {
@@ -84,7 +85,7 @@ func TestReplyRound(t *testing.T) {
 	if len(round.Files) != 1 || round.Files[0].Path != "a.txt" || string(round.Files[0].OldContent()) != "version one\n" {
 		t.Errorf("what round 2 changed: %+v", round.Files)
 	}
-	if _, err := os.Stat(filepath.Join(sb.Dir, RoundsDir, "1", GuestFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(sb.Dir, sandbox.RoundsDir, "1", sandbox.GuestFile)); err != nil {
 		t.Errorf("round 1 was not kept: %v", err)
 	}
 	if _, err := sb.RoundChangeset(context.Background(), 3); err == nil {

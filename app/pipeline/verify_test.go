@@ -1,4 +1,4 @@
-package sandbox
+package pipeline
 
 import (
 	"bytes"
@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
-func runVerify(t *testing.T, s *Store, project, verify string, noVerify bool) *RunResult {
+func runVerify(t *testing.T, s *sandbox.Store, project, verify string, noVerify bool) *RunResult {
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
 	var out bytes.Buffer
-	res, err := s.Run(context.Background(), RunOptions{
+	res, err := Run(context.Background(), s, RunOptions{
 		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh",
 		Image: "minimal", Arch: "amd64", Verify: verify, NoVerify: noVerify,
 		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
@@ -54,7 +56,7 @@ func TestVerify(t *testing.T) {
 	events, _ := res.Sandbox.ReadAudit()
 	found := false
 	for _, ev := range events {
-		if d, ok := ev.Data.(map[string]any); ok && ev.Event == EventVerified && d["passed"] == true {
+		if d, ok := ev.Data.(map[string]any); ok && ev.Event == sandbox.EventVerified && d["passed"] == true {
 			found = true
 		}
 	}
@@ -63,7 +65,7 @@ func TestVerify(t *testing.T) {
 	}
 
 	res = runVerify(t, s, project, "echo broken >&2; exit 3", false)
-	if v := res.Meta.Verify; v == nil || v.Passed || v.ExitCode != 3 || v.String() != "FAILED (exit 3)" || res.Meta.Status != StatusReady {
+	if v := res.Meta.Verify; v == nil || v.Passed || v.ExitCode != 3 || v.String() != "FAILED (exit 3)" || res.Meta.Status != sandbox.StatusReady {
 		t.Errorf("failing verify: %+v, status %s", v, res.Meta.Status)
 	}
 

@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// Reply sends a reviewed sandbox back to its agent for another round: a
+// fresh VM gets the sandbox's current tree (the baseline plus every
+// change so far), o.Command runs with the reply prompt in its
+// environment (AIRLOCK_REPLY, AIRLOCK_ROUND; the CLI puts it in an agent
+// preset's continue command), and its changes are collected. The review
+// then shows the total against the baseline, and RoundChangeset what
+// this round changed. The previous round is kept in rounds/N/. o's
+// Project, Baseline, Group and Attempt are ignored.
+func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptions) (*RunResult, error) {
+	if strings.TrimSpace(message) == "" {
+		return nil, errors.New("reply: say what the agent should do differently (--message)")
+	}
+	if o.Boot == nil {
+		return nil, errors.New("reply: no way to boot a machine")
+	}
+	sb, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	release, err := sb.Hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	meta, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if meta.Status != sandbox.StatusReady && meta.Status != sandbox.StatusApplied {
+		return nil, fmt.Errorf("reply to %s: it is %s; only a sandbox ready for review can be sent back", sb.ID, meta.Status)
+	}
+	if meta.SyncMode == sandbox.SyncVirtiofs {
+		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
+	}
+	prompt, err := sb.ReplyPrompt(ctx, message)
+	if err != nil {
+		return nil, err
+	}
+	start, err := sb.ReadManifest(sandbox.GuestFile, false)
+	if err != nil {
+		return nil, err
+	}
+	start = sandbox.WithoutMeta(start)
+	round := max(meta.Round, 1)
+	if err := sb.KeepRound(round); err != nil {
+		return nil, err
+	}
+	next := filepath.Join(sb.Path(sandbox.RoundsDir), strconv.Itoa(round+1))
+	if err := os.MkdirAll(next, 0o700); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(next, "prompt.md"), []byte(prompt), 0o600); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(meta.Project)
+	if err != nil {
+		return nil, err
+	}
+	o.Project, o.Baseline, o.Group, o.Attempt, o.Sync = meta.Project, nil, "", 0, sandbox.SyncCopy
+	o.Env = maps.Clone(o.Env)
+	if o.Env == nil {
+		o.Env = map[string]string{}
+	}
+	o.Env["AIRLOCK_REPLY"], o.Env["AIRLOCK_ROUND"] = prompt, strconv.Itoa(round+1)
+	if len(o.Command) == 0 && o.Script == nil {
+		// The same command as the first round, told about the reply by
+		// its environment.
+		o.Command = meta.Command
+		if meta.ScriptName != "" {
+			if o.Script, err = os.ReadFile(sb.Path(sandbox.ScriptFile)); err != nil {
+				return nil, fmt.Errorf("reply: the first round's script: %w", err)
+			}
+			o.ScriptName = meta.ScriptName
+		}
+	}
+	if o.Transfer == nil {
+		o.Transfer = DefaultTransfer()
+	}
+	if o.Verify == "" && !o.NoVerify && meta.Verify != nil {
+		o.Verify = meta.Verify.Command
+	}
+	r := &runner{s: s, o: o, project: meta.Project, cfg: cfg, progress: o.Progress, log: o.Logger, sb: sb, base: start}
+	if r.progress == nil {
+		r.progress = func(Progress) {}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.res = &RunResult{Sandbox: sb}
+	if _, err := sb.Update(func(m *sandbox.Meta) {
+		m.Round, m.Verify, m.ExitCode, m.Error = round+1, nil, nil, ""
+		if o.Script != nil {
+			m.Command = o.Command
+		}
+	}); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(sb.Path(sandbox.SummaryFile))
+	_ = os.Remove(sb.Path(sandbox.FinalFile))
+	_ = os.Remove(sb.Path(sandbox.VerifyFile))
+	if err := sb.Audit(sandbox.Event{Event: sandbox.EventReply, Data: map[string]any{"round": round + 1, "message": message, "prompt_sha256": fmt.Sprintf("%x", sha256.Sum256([]byte(prompt)))}}); err != nil {
+		return nil, err
+	}
+	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID, Message: fmt.Sprintf("round %d", round+1)})
+	report := &manifest.Report{}
+	for _, e := range start.Entries {
+		switch e.Type {
+		case manifest.File:
+			report.Files++
+			report.Bytes += e.Size
+		case manifest.Symlink:
+			report.Symlinks++
+		case manifest.Dir:
+			report.Dirs++
+		}
+	}
+	return r.finish(ctx, time.Now(), r.session(ctx, start, report))
+}

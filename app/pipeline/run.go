@@ -1,0 +1,801 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+
+	"github.com/pkg/sftp"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/lockio"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/vm/disk"
+)
+
+// scriptPath is where a --script is put in the guest: outside /workspace,
+// so it is never part of the changeset.
+const scriptPath = "/tmp/airlock-script"
+
+// DefaultKillGrace is RunOptions.KillGrace's default.
+const DefaultKillGrace = 30 * time.Second
+
+// maxSummary caps the agent's summary that is kept.
+const maxSummary = 1 << 20
+
+// Machine is a booted VM as the pipeline uses it: SFTP and Exec carry the
+// files (the sync/transfer Remote contract), Run runs the command,
+// Shutdown ends it.
+type Machine interface {
+	SFTP(opts ...sftp.ClientOption) (*sftp.Client, error)
+	Exec(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) error
+	Run(ctx context.Context, cmd client.Command) error
+	Shutdown(ctx context.Context) error
+}
+
+// Transfer moves the project into a machine and the changes back. Push
+// and Pull report files done out of total. Push returns what the machine
+// now knows of the tree (the zero Known when it keeps nothing), which
+// Manifest is given so that only the changes since need to travel; it
+// returns what the machine knows after it.
+type Transfer interface {
+	Push(ctx context.Context, m Machine, dest string, base *manifest.Manifest, store *objects.Store, progress func(done, total int)) (transfer.Known, error)
+	Manifest(ctx context.Context, m Machine, dir string, since transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error)
+	Pull(ctx context.Context, m Machine, dir string, changes []manifest.Change, store *objects.Store, limits manifest.Limits, progress func(done, total int)) error
+}
+
+// Step names a phase of a run, for progress events.
+type Step string
+
+const (
+	StepCreated  Step = "created"  // the sandbox exists (Progress.Sandbox is its ID)
+	StepSnapshot Step = "snapshot" // walking and copying the project
+	StepExcluded Step = "excluded" // the snapshot is done; Progress.Excluded lists what was left out
+	StepBoot     Step = "boot"
+	StepPush     Step = "push" // Done/Total files
+	StepRun      Step = "run"  // the command runs; its output streams to RunOptions.Stdout/Stderr
+	StepCollect  Step = "collect"
+	StepVerify   Step = "verify"
+	StepStop     Step = "stop"
+	StepReady    Step = "ready" // ready for review
+)
+
+// Progress is one progress event of a run.
+type Progress struct {
+	Step    Step   `json:"step"`
+	Sandbox string `json:"sandbox,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Done and Total count files where a step has them.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
+	// Excluded is set on StepExcluded (what the snapshot left out) and on
+	// a StepCollect event that reports what the guest left out.
+	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
+}
+
+// RunOptions says what to run on which project.
+type RunOptions struct {
+	// Project is the real project directory. It is only read.
+	Project string
+	// Command is the argv run in /workspace. With Script, it is the
+	// script's arguments.
+	Command []string
+	// Script, if set, is a POSIX shell script copied into the guest
+	// (outside /workspace) and run with sh, Command as its arguments.
+	Script []byte
+	// ScriptName is the script's file name, for people.
+	ScriptName string
+	// Image and Arch are recorded in sandbox.json.
+	Image, Arch string
+	// Sync is how the project reaches the VM; empty means SyncCopy.
+	Sync sandbox.SyncMode
+	// User runs the command (and the verify step) as that user of the
+	// guest, owner of /workspace; empty means the image's default user
+	// (the full image's "agent"; root on the minimal image).
+	User string
+	// Boot starts the machine of sandbox a.ID; it is called after the
+	// snapshot (and, in virtiofs mode, after the staging clone). The
+	// machine must share every one of a.Shares into the guest, attach
+	// every one of a.Disks, and have each mounted on its Mount before Boot
+	// returns.
+	Boot func(ctx context.Context, a Attach) (Machine, error)
+	// Transfer moves files in copy mode; nil means the default.
+	Transfer Transfer
+	// Env is added to the command's environment.
+	Env map[string]string
+	// Baseline, if set, is the snapshot to start from (taken once with
+	// Snapshot for several runs); nil snapshots the project.
+	Baseline *Baseline
+	// Group and Attempt mark one run of a fan-out: the runs of one group
+	// start from one baseline, numbered from 1. The command sees
+	// AIRLOCK_ATTEMPT (and AIRLOCK_GROUP).
+	Group   string
+	Attempt int
+	// Verify, if set, is a shell command run in /workspace after the
+	// command (the project's airlock.toml verify, or --verify); its
+	// output (verify.log) and exit status are part of the review.
+	Verify string
+	// NoVerify skips the verify step, even the project's.
+	NoVerify bool
+	// Agent names the agent preset that made Command, if any (a reply
+	// continues the conversation with the same preset).
+	Agent string
+	// Preflight, if set, runs once the options are checked and before the
+	// sandbox is made: its error (an image that is not built) stops the
+	// run with nothing left behind.
+	Preflight func() error
+	// FinalMessage, if set, reads the agent's final message from what the
+	// command printed on stdout (up to MaxAgentOutput; nothing is read
+	// from more); the message is kept with the sandbox (final.md) and
+	// shown as the rationale when the agent wrote no summary.
+	FinalMessage func(stdout []byte) (string, bool)
+	// Network, if set, gives the guest its only way out: the egress proxy
+	// (see Network). Nil leaves the guest without any.
+	Network *Network
+	// Timeout, if set, kills the command after this long; what it changed
+	// until then is still collected, and its exit code is TimeoutExitCode.
+	// A guest that does not end the command within KillGrace after that
+	// is stopped by the host.
+	Timeout time.Duration
+	// KillGrace is how long after Timeout the host waits for the command
+	// to end before it stops the VM; zero means DefaultKillGrace.
+	KillGrace time.Duration
+	// DiskSize, if positive, gives the VM a disk of its own of this many
+	// bytes for /workspace (copy mode): a sparse ext4 image in the
+	// sandbox directory, which is the workspace's quota, removed once the
+	// changes are collected. Zero keeps /workspace in the guest's memory.
+	DiskSize int64
+	// Keep leaves the VM running after a successful run (copy mode
+	// only), under its supervisor with its idle TTL, with its workspace
+	// disk: airlock exec ID, checkpoint and rollback work on it. The
+	// network proxy ends with the run.
+	Keep bool
+	// OpenNetwork records that Boot gives the machine an unprotected
+	// network device: it is written to sandbox.json and the audit log.
+	OpenNetwork bool
+	// Resources are the limits the machine runs with, recorded in
+	// sandbox.json and the audit log.
+	Resources *config.Limits
+	// Stdin, if set, is the command's input. Stdout and Stderr receive its
+	// output live; nil discards it (the transcript keeps it either way).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// TTY, if set, runs the command under a pseudo-terminal of this size
+	// (resized through its Resize channel), so interactive agents can be
+	// used from a terminal widget; the terminal merges stderr into Stdout.
+	TTY *client.TTY
+	// Limits cap what comes back from the guest; the zero value takes
+	// manifest's defaults.
+	Limits manifest.Limits
+	// Progress receives events from the calling goroutine; nil discards.
+	Progress func(Progress)
+	// Logger receives diagnostics; nil discards.
+	Logger *slog.Logger
+}
+
+// RunResult is what a run produced.
+type RunResult struct {
+	Sandbox *sandbox.Sandbox
+	Meta    sandbox.Meta
+	// Report tells what the snapshot left out.
+	Report *manifest.Report
+	// ExitCode is the command's (128+N for a signal).
+	ExitCode int
+	// Summary is the agent's .airlock/summary.md, if it wrote one.
+	Summary string
+	// FinalMessage is the agent's final message, read from its output by
+	// RunOptions.FinalMessage ("" if none).
+	FinalMessage string
+}
+
+// MaxAgentOutput caps the command's stdout kept for its final message.
+const MaxAgentOutput = 8 << 20
+
+// Run makes a new sandbox from the project and runs the command in it:
+// snapshot (walk + content store), boot, push into /workspace, run with
+// live output and a transcript, collect (the guest's manifest, diffed
+// against the baseline, changed files pulled into the content store), stop.
+// The sandbox is then ready for review without the VM.
+//
+// A command that exits non-zero still has its changes collected; its
+// code is in the result. When a step fails, the sandbox is kept, marked
+// failed with the reason, and returned with the error.
+func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error) {
+	if o.Boot == nil {
+		return nil, errors.New("run: no way to boot a machine")
+	}
+	if len(o.Command) == 0 && o.Script == nil {
+		return nil, errors.New("run: no command given")
+	}
+	project, err := filepath.Abs(o.Project)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if fi, err := os.Stat(project); err != nil {
+		return nil, fmt.Errorf("run: project: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("run: project %s is not a directory", project)
+	}
+	cfg, err := config.Load(project)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case o.NoVerify:
+		o.Verify = ""
+	case o.Verify == "":
+		o.Verify = cfg.Verify
+	}
+	r := &runner{s: s, o: o, project: project, cfg: cfg, progress: o.Progress, log: o.Logger}
+	if r.progress == nil {
+		r.progress = func(Progress) {}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.o.Transfer == nil {
+		r.o.Transfer = DefaultTransfer()
+	}
+	if r.o.Sync, err = sandbox.ParseSyncMode(string(o.Sync)); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if o.Keep && (r.o.Sync == sandbox.SyncVirtiofs || o.DiskSize <= 0) {
+		return nil, errors.New("keep: a kept VM needs the copy sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
+	}
+	if o.Preflight != nil {
+		if err := o.Preflight(); err != nil {
+			return nil, err
+		}
+	}
+	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
+		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent}
+	if o.OpenNetwork {
+		meta.Network = sandbox.NetworkOpen
+	}
+	if o.Script != nil {
+		sum := sha256.Sum256(o.Script)
+		meta.Script, meta.ScriptName = hex.EncodeToString(sum[:]), o.ScriptName
+	}
+	sb, err := s.Create(meta)
+	if err != nil {
+		return nil, err
+	}
+	release, err := sb.Hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	r.sb = sb
+	r.res = &RunResult{Sandbox: sb}
+	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID})
+	started := time.Now()
+	return r.finish(ctx, started, r.run(ctx))
+}
+
+// finish records how a run (or a reply round) ended, started then.
+func (r *runner) finish(ctx context.Context, started time.Time, err error) (*RunResult, error) {
+	sb := r.sb
+	m, uerr := sb.Update(func(m *sandbox.Meta) {
+		m.Timings.TotalMS = time.Since(started).Milliseconds()
+		if err != nil {
+			m.Status, m.Error = sandbox.StatusFailed, err.Error()
+			if ctx.Err() != nil {
+				m.Error = "interrupted: " + m.Error
+			}
+		}
+	})
+	if err != nil {
+		_ = sb.Audit(sandbox.Event{Event: sandbox.EventFailed, Data: map[string]any{"error": err.Error()}})
+		r.res.Meta = m
+		return r.res, fmt.Errorf("sandbox %s: %w", sb.ID, err)
+	}
+	if uerr != nil {
+		return r.res, uerr
+	}
+	r.res.Meta = m
+	r.progress(Progress{Step: StepReady, Sandbox: sb.ID})
+	return r.res, nil
+}
+
+// Baseline is a snapshot of a project, taken once: its manifest, what the
+// walk left out, and when. Its files are in the content store. Several
+// runs can start from one Baseline (fan-out).
+type Baseline struct {
+	Manifest *manifest.Manifest
+	Report   *manifest.Report
+	Time     time.Time
+}
+
+// Snapshot walks the project with its rules (cfg's excludes, .gitignore,
+// the secret deny-list) and puts its files into the content store.
+// Progress and log may be nil.
+func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.Project, progress func(Progress), log *slog.Logger) (*Baseline, error) {
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	at := s.Now().UTC()
+	progress(Progress{Step: StepSnapshot, Message: "snapshot " + project})
+	base, report, err := manifest.Walk(ctx, project, manifest.WalkOptions{
+		Excludes: cfg.Exclude,
+		Logger:   log,
+		Progress: func(p manifest.Progress) {
+			if p.Phase == manifest.PhaseHash {
+				progress(Progress{Step: StepSnapshot, Message: "snapshot", Done: p.FilesHashed, Total: p.FilesTotal})
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if err := objects.SnapshotTree(ctx, project, base, s.Objects()); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &Baseline{Manifest: base, Report: report, Time: at}, nil
+}
+
+type runner struct {
+	killed   atomic.Bool // the host stopped the VM at the hard time limit
+	kept     bool        // the VM outlives the run (RunOptions.Keep)
+	s        *sandbox.Store
+	o        RunOptions
+	project  string
+	cfg      config.Project
+	sb       *sandbox.Sandbox
+	base     *manifest.Manifest // the baseline, once snapshotted
+	res      *RunResult
+	progress func(Progress)
+	log      *slog.Logger
+	netEnv   map[string]string // the network's variables (placeholders, CA)
+	user     string            // the guest user the command runs as ("" root)
+}
+
+func (r *runner) setStatus(st sandbox.Status, timing func(*sandbox.Timings)) error {
+	_, err := r.sb.Update(func(m *sandbox.Meta) {
+		m.Status = st
+		if timing != nil {
+			timing(&m.Timings)
+		}
+	})
+	return err
+}
+
+func (r *runner) run(ctx context.Context) error {
+	// Snapshot.
+	if err := r.setStatus(sandbox.StatusSnapshot, nil); err != nil {
+		return err
+	}
+	t := time.Now()
+	b := r.o.Baseline
+	if b == nil {
+		var err error
+		b, err = Snapshot(ctx, r.s, r.project, r.cfg, r.progress, r.log)
+		if err != nil {
+			return err
+		}
+	}
+	base, report, baseTime := b.Manifest, b.Report, b.Time
+	r.base = base
+	r.res.Report = report
+	var buf bytes.Buffer
+	if err := base.Encode(&buf); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(r.sb.Path(sandbox.BaselineFile), buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("snapshot: store baseline: %w", err)
+	}
+	baseSum := sha256.Sum256(buf.Bytes())
+	if r.o.Script != nil {
+		if err := atomicfile.WriteFile(r.sb.Path(sandbox.ScriptFile), r.o.Script, 0o600); err != nil {
+			return fmt.Errorf("store script: %w", err)
+		}
+	}
+	if _, err := r.sb.Update(func(m *sandbox.Meta) {
+		m.Baseline, m.BaselineSHA256 = sandbox.BaselineFile, hex.EncodeToString(baseSum[:])
+		m.BaselineTime = baseTime
+		m.Excluded = len(report.Excluded)
+		m.Timings.SnapshotMS = time.Since(t).Milliseconds()
+	}); err != nil {
+		return err
+	}
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventExcluded, Data: map[string]any{"excluded": report.Excluded}}); err != nil {
+		return err
+	}
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventSnapshot, Data: map[string]any{
+		"files": report.Files, "dirs": report.Dirs, "symlinks": report.Symlinks, "bytes": report.Bytes,
+		"manifest_sha256": hex.EncodeToString(baseSum[:]),
+	}}); err != nil {
+		return err
+	}
+	r.progress(Progress{Step: StepExcluded, Excluded: report.Excluded,
+		Message: fmt.Sprintf("snapshot: %d files, %d bytes, %d paths excluded", report.Files, report.Bytes, len(report.Excluded))})
+	return r.session(ctx, base, report)
+}
+
+// Detacher is an optional Machine capability: leave the VM running after
+// the run, under its supervisor.
+type Detacher interface {
+	Detach() error
+}
+
+// Killer is an optional Machine capability: force the machine off at
+// once, whatever the guest does.
+type Killer interface {
+	Kill()
+}
+
+func (r *runner) killGrace() time.Duration {
+	if r.o.KillGrace > 0 {
+		return r.o.KillGrace
+	}
+	return DefaultKillGrace
+}
+
+// forceStop stops the machine without the guest's help, at the hard time
+// limit.
+func (r *runner) forceStop(m Machine) {
+	r.killed.Store(true)
+	r.log.Warn("time limit: the command did not end; stopping the VM", "sandbox", r.sb.ID, "timeout", r.o.Timeout)
+	_ = r.sb.Audit(sandbox.Event{Event: sandbox.EventStopped, Data: map[string]any{
+		"reason": fmt.Sprintf("the guest did not end the command at its %s time limit", r.o.Timeout)}})
+	if k, ok := m.(Killer); ok {
+		k.Kill()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = m.Shutdown(ctx)
+}
+
+// removeDisk records how much of the host's disk the workspace disk took
+// (never more than its size: it is the quota) and removes it; everything
+// in it is in the content store by now.
+func (r *runner) removeDisk(path string) {
+	if fi, err := os.Stat(path); err == nil {
+		_ = r.sb.Audit(sandbox.Event{Event: sandbox.EventDisk, Data: map[string]any{"size_bytes": fi.Size(), "allocated_bytes": disk.Allocated(fi)}})
+	}
+	if err := os.Remove(path); err != nil {
+		r.log.Warn("remove workspace disk", "sandbox", r.sb.ID, "err", err)
+	}
+}
+
+// answers reports whether the guest still runs a trivial command.
+func answers(ctx context.Context, m Machine) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return m.Exec(ctx, "true", nil, io.Discard, io.Discard) == nil
+}
+
+// probeTimeout bounds answers.
+const probeTimeout = 15 * time.Second
+
+// limitsEvent is the audit record of the VM's limits and network mode.
+func (r *runner) limitsEvent() map[string]any {
+	ev := map[string]any{"network": sandbox.NetworkNone, "disk_bytes": r.o.DiskSize, "timeout": r.o.Timeout.String()}
+	if r.o.OpenNetwork {
+		ev["network"], ev["unprotected"] = sandbox.NetworkOpen, "the VM can reach any host directly: no proxy, no allow-list, no request log"
+	}
+	if r.o.Resources != nil {
+		ev["limits"] = r.o.Resources
+	}
+	return ev
+}
+
+// push carries the baseline to dest through tr (m is nil for the
+// staging clone, made before boot) and audits it.
+func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manifest.Report, dest string) (ms int64, known transfer.Known, err error) {
+	if err := r.setStatus(sandbox.StatusPushing, nil); err != nil {
+		return 0, known, err
+	}
+	t := time.Now()
+	msg := "pushing"
+	if r.o.Sync == sandbox.SyncVirtiofs {
+		msg = "cloning into the staging directory"
+	}
+	total := report.Files + report.Symlinks
+	r.progress(Progress{Step: StepPush, Message: msg, Total: total})
+	known, err = tr.Push(ctx, m, sandbox.Workspace, r.base, r.s.Objects(), func(done, total int) {
+		r.progress(Progress{Step: StepPush, Message: msg, Done: done, Total: total})
+	})
+	if err != nil {
+		return 0, known, fmt.Errorf("push: %w", err)
+	}
+	ms = time.Since(t).Milliseconds()
+	return ms, known, r.sb.Audit(sandbox.Event{Event: sandbox.EventPushed, Data: map[string]any{
+		"files": report.Files, "bytes": report.Bytes, "dest": dest, "sync_mode": r.o.Sync, "push_ms": ms}})
+}
+
+// runCommand runs the command in /workspace with live output, keeping a
+// transcript. A non-zero exit is a result, not an error.
+func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64, err error) {
+	tf, err := os.OpenFile(r.sb.Path(sandbox.TranscriptFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, 0, fmt.Errorf("open transcript: %w", err)
+	}
+	defer tf.Close()
+	tr := lockio.NewWriter(tf)
+	args := r.o.Command
+	if r.o.Script != nil {
+		args = append([]string{"sh", scriptPath}, r.o.Command...)
+	}
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventCommand, Data: map[string]any{"argv": args, "dir": sandbox.Workspace, "script_sha256": scriptSum(r.o.Script)}}); err != nil {
+		return 0, 0, err
+	}
+	shown := strings.Join(args, " ")
+	if r.o.Script != nil {
+		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
+	}
+	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + sandbox.Workspace})
+	stdout := teeWriter(r.o.Stdout, tr)
+	var captured *capWriter // the agent's stdout, for its final message
+	if r.o.FinalMessage != nil {
+		captured = &capWriter{w: stdout, max: MaxAgentOutput}
+		stdout = captured
+	}
+	cmd := client.Command{
+		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
+		Stdout: stdout, Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
+	}
+	runCtx := ctx
+	if r.o.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
+		defer cancel()
+		// The guest ends the command when runCtx ends; a guest that does
+		// not (hung, or hostile) is stopped by the host.
+		hard := time.AfterFunc(r.o.Timeout+r.killGrace(), func() { r.forceStop(m) })
+		defer hard.Stop()
+	}
+	t := time.Now()
+	err = m.Run(runCtx, cmd)
+	ms = time.Since(t).Milliseconds()
+	var exit *client.ExitError
+	timedOut := false
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case runCtx.Err() != nil && ctx.Err() == nil:
+		timedOut, code = true, sandbox.TimeoutExitCode
+		fmt.Fprintf(tr, "\nairlock: the command ran longer than %s and was killed; what it changed until then is collected\n", r.o.Timeout)
+		// client.Run gives up on a guest that does not confirm the kill:
+		// one that does not answer now either is stopped, not waited on.
+		if !r.killed.Load() && !answers(ctx, m) {
+			r.forceStop(m)
+		}
+	default:
+		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
+	}
+	r.res.ExitCode = code
+	if captured != nil {
+		if err := r.keepFinalMessage(captured); err != nil {
+			return 0, ms, err
+		}
+	}
+	ev := map[string]any{"exit_code": code, "run_ms": ms}
+	if timedOut {
+		ev["timed_out"] = r.o.Timeout.String()
+	}
+	if exit != nil && exit.Signal != "" {
+		ev["signal"] = exit.Signal
+	}
+	return code, ms, r.sb.Audit(sandbox.Event{Event: sandbox.EventExit, Data: ev})
+}
+
+// commandEnv is the environment of the command and of the verify step:
+// the network's variables, the fan-out's, then RunOptions.Env.
+func (r *runner) commandEnv() map[string]string {
+	if len(r.netEnv) == 0 && r.o.Group == "" {
+		return r.o.Env
+	}
+	env := maps.Clone(r.netEnv)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if r.o.Group != "" {
+		env["AIRLOCK_GROUP"], env["AIRLOCK_ATTEMPT"] = r.o.Group, strconv.Itoa(r.o.Attempt)
+	}
+	maps.Copy(env, r.o.Env)
+	return env
+}
+
+func scriptSum(script []byte) string {
+	if script == nil {
+		return ""
+	}
+	sum := sha256.Sum256(script)
+	return hex.EncodeToString(sum[:])
+}
+
+// collect fetches the guest's manifest of /workspace (only the changes
+// since what the guest knows, when it knows the pushed tree), keeps it,
+// and pulls every changed file (and the agent's summary) into the content
+// store.
+func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *manifest.Manifest, known transfer.Known) error {
+	k, err := tr.Manifest(ctx, m, sandbox.Workspace, known, r.o.Limits, r.cfg.Exclude)
+	if err != nil {
+		return err
+	}
+	gm := k.Manifest
+	if len(k.Skipped) > 0 {
+		if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventSkipped, Data: map[string]any{"skipped": k.Skipped}}); err != nil {
+			return err
+		}
+		r.progress(Progress{Step: StepCollect, Excluded: k.Skipped, Message: skippedMessage(k.Skipped)})
+	}
+	var buf bytes.Buffer
+	if err := gm.Encode(&buf); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(r.sb.Path(sandbox.GuestFile), buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("store guest manifest: %w", err)
+	}
+	changes := manifest.Diff(sandbox.WithoutMeta(base), sandbox.WithoutMeta(gm))
+	var pull []manifest.Change
+	for _, c := range changes {
+		if c.New != nil && c.New.Type == manifest.File && !r.s.Objects().Has(c.New.SHA256) {
+			pull = append(pull, c)
+		}
+	}
+	summary, hasSummary := gm.Lookup(sandbox.SummaryPath)
+	hasSummary = hasSummary && summary.Type == manifest.File && summary.Size <= maxSummary
+	if hasSummary && !r.s.Objects().Has(summary.SHA256) {
+		pull = append(pull, manifest.Change{Kind: manifest.Added, Path: summary.Path, New: &summary})
+	}
+	if len(pull) > 0 {
+		if err := tr.Pull(ctx, m, sandbox.Workspace, pull, r.s.Objects(), r.o.Limits, func(done, total int) {
+			r.progress(Progress{Step: StepCollect, Message: "pulling", Done: done, Total: total})
+		}); err != nil {
+			return err
+		}
+	}
+	if hasSummary {
+		data, err := sandbox.ReadObject(r.s.Objects(), summary.SHA256)
+		if err != nil {
+			return fmt.Errorf("read the agent's summary: %w", err)
+		}
+		if err := atomicfile.WriteFile(r.sb.Path(sandbox.SummaryFile), data, 0o600); err != nil {
+			return fmt.Errorf("store the agent's summary: %w", err)
+		}
+		r.res.Summary = string(data)
+	}
+	return nil
+}
+
+// putScript copies a --script into the guest, outside /workspace.
+// userName is what an account name may be (as useradd allows by default).
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+
+// ErrNoUser means the guest has no such user to run the command as (the
+// image lacks it).
+var ErrNoUser = errors.New("the image has no such user")
+
+// DefaultUserer is a Machine whose image names the user commands run as
+// by default.
+type DefaultUserer interface {
+	DefaultUser() string
+}
+
+// chownWorkspace gives the pushed /workspace to user (the push wrote it as
+// root), so the command, run as user, can change it.
+func chownWorkspace(ctx context.Context, m Machine, user string) error {
+	if !userName.MatchString(user) {
+		return fmt.Errorf("user %q: not a valid account name", user)
+	}
+	var stderr bytes.Buffer
+	if err := m.Exec(ctx, "chown -R -h "+user+": "+sandbox.Workspace, nil, nil, &stderr); err != nil {
+		return fmt.Errorf("give %s to %s in the VM: %w (%s): %w", sandbox.Workspace, user, err, strings.TrimSpace(stderr.String()), ErrNoUser)
+	}
+	return nil
+}
+
+func putScript(ctx context.Context, m Machine, script []byte) error {
+	var stderr bytes.Buffer
+	if err := m.Exec(ctx, "cat > "+scriptPath, bytes.NewReader(script), nil, &stderr); err != nil {
+		return fmt.Errorf("copy script into the VM: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// teeWriter writes to the live stream (if any) and the transcript; a
+// failing live stream does not stop the transcript.
+// keepFinalMessage reads the agent's final message from its captured
+// stdout and keeps it with the sandbox.
+func (r *runner) keepFinalMessage(c *capWriter) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.over {
+		return nil
+	}
+	msg, ok := r.o.FinalMessage(c.buf.Bytes())
+	if !ok || strings.TrimSpace(msg) == "" {
+		return nil
+	}
+	if err := atomicfile.WriteFile(r.sb.Path(sandbox.FinalFile), []byte(msg), 0o600); err != nil {
+		return fmt.Errorf("store the agent's final message: %w", err)
+	}
+	r.res.FinalMessage = msg
+	return nil
+}
+
+// capWriter passes writes on to w and keeps the first max bytes; over is
+// set once more came.
+type capWriter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if !c.over && c.buf.Len()+len(p) <= c.max {
+		c.buf.Write(p)
+	} else {
+		c.over = true
+		c.buf.Reset()
+	}
+	c.mu.Unlock()
+	return c.w.Write(p)
+}
+
+func teeWriter(live io.Writer, transcript io.Writer) io.Writer {
+	if live == nil {
+		return transcript
+	}
+	return &tee{live: live, tr: transcript}
+}
+
+type tee struct {
+	live, tr io.Writer
+}
+
+func (t *tee) Write(p []byte) (int, error) {
+	_, _ = t.live.Write(p)
+	return t.tr.Write(p)
+}
+
+// skippedMessage tells the user what the guest left out of its changes,
+// quoting the paths (they come from the guest).
+func skippedMessage(skipped []manifest.Exclusion) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "left out of the changes (%d): ", len(skipped))
+	for i, x := range skipped {
+		if i == 5 {
+			fmt.Fprintf(&b, ", and %d more (airlock logs --audit)", len(skipped)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		what := string(x.Reason)
+		if x.Reason == manifest.ReasonSpecial {
+			what = "special file " + x.Rule
+		}
+		fmt.Fprintf(&b, "%q (%s)", x.Path, what)
+	}
+	return b.String()
+}
