@@ -87,8 +87,46 @@ type File struct {
 	// Added and Removed count lines over all hunks.
 	Added   int `json:"added"`
 	Removed int `json:"removed"`
+	// Flags are what deserves a reviewer's second look at this change,
+	// each with the reason in words.
+	Flags []Flag `json:"flags,omitempty"`
 
 	oldData, newData []byte
+}
+
+// FlagKind names a reason to look twice at a change.
+type FlagKind string
+
+const (
+	// FlagControl: the content or the name holds terminal control or
+	// Unicode bidi/invisible format characters, which could make what is
+	// shown differ from what is applied (they are shown as visible
+	// escapes).
+	FlagControl FlagKind = "control-characters"
+	// FlagHostExec: the file runs on the user's machine later (git
+	// hooks, .envrc, editor tasks, build and package scripts, CI
+	// workflows, a script made executable).
+	FlagHostExec FlagKind = "runs-on-host"
+	// FlagMode: a mode change git cannot express (a directory's mode,
+	// bits beyond the owner's execute bit), shown in words.
+	FlagMode FlagKind = "mode"
+)
+
+// Flag is one reason to look twice at a change.
+type Flag struct {
+	Kind FlagKind `json:"kind"`
+	// Reason says why, for a reviewer ("runs on your machine: git hook").
+	Reason string `json:"reason"`
+}
+
+// HasFlag reports whether f carries a flag of kind k.
+func (f *File) HasFlag(k FlagKind) bool {
+	for _, fl := range f.Flags {
+		if fl.Kind == k {
+			return true
+		}
+	}
+	return false
 }
 
 // IsSymlink reports whether either side is a symbolic link.
