@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -111,6 +112,9 @@ const (
 	// bits beyond the owner's execute bit), shown in words.
 	FlagMode FlagKind = "mode"
 )
+
+// ControlReason is the reason of a FlagControl flag.
+const ControlReason = "contains control or bidi characters"
 
 // Flag is one reason to look twice at a change.
 type Flag struct {
@@ -266,6 +270,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 	if f.newData, err = content(f.New, src); err != nil {
 		return nil, fmt.Errorf("new content: %w", err)
 	}
+	defer flagControl(f)
 	if f.IsDir() {
 		return f, nil
 	}
@@ -289,6 +294,35 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 		f.Removed += h.Removed
 	}
 	return f, nil
+}
+
+// flagControl flags f with FlagControl when what a reviewer is shown of
+// it holds control or bidi characters (safetext.Suspicious): its path,
+// rename source or link targets, the lines of its hunks, or, for a text
+// file without hunks (a type change), either side's content. A file shown
+// as binary shows no content, and what the change leaves untouched is not
+// shown either.
+func flagControl(f *File) {
+	suspicious := safetext.Suspicious(f.Path) || safetext.Suspicious(f.OldPath)
+	for _, s := range []*Side{f.Old, f.New} {
+		if s != nil && safetext.Suspicious(s.Target) {
+			suspicious = true
+		}
+	}
+	for _, h := range f.Hunks {
+		for _, l := range h.Lines {
+			if suspicious {
+				break
+			}
+			suspicious = safetext.Suspicious(l.bytes())
+		}
+	}
+	if !suspicious && !f.Binary && len(f.Hunks) == 0 && f.Old != nil && f.New != nil && f.Old.Type != f.New.Type {
+		suspicious = safetext.SuspiciousBytes(f.oldData) || safetext.SuspiciousBytes(f.newData)
+	}
+	if suspicious && !f.HasFlag(FlagControl) {
+		f.Flags = append(f.Flags, Flag{Kind: FlagControl, Reason: ControlReason})
+	}
 }
 
 // content returns a side's bytes: the verified file content, or the link
