@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -87,8 +88,49 @@ type File struct {
 	// Added and Removed count lines over all hunks.
 	Added   int `json:"added"`
 	Removed int `json:"removed"`
+	// Flags are what deserves a reviewer's second look at this change,
+	// each with the reason in words.
+	Flags []Flag `json:"flags,omitempty"`
 
 	oldData, newData []byte
+}
+
+// FlagKind names a reason to look twice at a change.
+type FlagKind string
+
+const (
+	// FlagControl: the content or the name holds terminal control or
+	// Unicode bidi/invisible format characters, which could make what is
+	// shown differ from what is applied (they are shown as visible
+	// escapes).
+	FlagControl FlagKind = "control-characters"
+	// FlagHostExec: the file runs on the user's machine later (git
+	// hooks, .envrc, editor tasks, build and package scripts, CI
+	// workflows, a script made executable).
+	FlagHostExec FlagKind = "runs-on-host"
+	// FlagMode: a mode change git cannot express (a directory's mode,
+	// bits beyond the owner's execute bit), shown in words.
+	FlagMode FlagKind = "mode"
+)
+
+// ControlReason is the reason of a FlagControl flag.
+const ControlReason = "contains control or bidi characters"
+
+// Flag is one reason to look twice at a change.
+type Flag struct {
+	Kind FlagKind `json:"kind"`
+	// Reason says why, for a reviewer ("runs on your machine: git hook").
+	Reason string `json:"reason"`
+}
+
+// HasFlag reports whether f carries a flag of kind k.
+func (f *File) HasFlag(k FlagKind) bool {
+	for _, fl := range f.Flags {
+		if fl.Kind == k {
+			return true
+		}
+	}
+	return false
 }
 
 // IsSymlink reports whether either side is a symbolic link.
@@ -228,6 +270,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 	if f.newData, err = content(f.New, src); err != nil {
 		return nil, fmt.Errorf("new content: %w", err)
 	}
+	defer flagControl(f)
 	if f.IsDir() {
 		return f, nil
 	}
@@ -251,6 +294,35 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 		f.Removed += h.Removed
 	}
 	return f, nil
+}
+
+// flagControl flags f with FlagControl when what a reviewer is shown of
+// it holds control or bidi characters (safetext.Suspicious): its path,
+// rename source or link targets, the lines of its hunks, or, for a text
+// file without hunks (a type change), either side's content. A file shown
+// as binary shows no content, and what the change leaves untouched is not
+// shown either.
+func flagControl(f *File) {
+	suspicious := safetext.Suspicious(f.Path) || safetext.Suspicious(f.OldPath)
+	for _, s := range []*Side{f.Old, f.New} {
+		if s != nil && safetext.Suspicious(s.Target) {
+			suspicious = true
+		}
+	}
+	for _, h := range f.Hunks {
+		for _, l := range h.Lines {
+			if suspicious {
+				break
+			}
+			suspicious = safetext.Suspicious(l.bytes())
+		}
+	}
+	if !suspicious && !f.Binary && len(f.Hunks) == 0 && f.Old != nil && f.New != nil && f.Old.Type != f.New.Type {
+		suspicious = safetext.SuspiciousBytes(f.oldData) || safetext.SuspiciousBytes(f.newData)
+	}
+	if suspicious && !f.HasFlag(FlagControl) {
+		f.Flags = append(f.Flags, Flag{Kind: FlagControl, Reason: ControlReason})
+	}
 }
 
 // content returns a side's bytes: the verified file content, or the link

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -91,10 +92,10 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 		fmt.Fprintf(w, "skipped   %s: %s\n", fileLabel(f), f.Reason)
 	}
 	for _, c := range res.Conflicts {
-		fmt.Fprintf(w, "CONFLICT  %s: %s; left as it is\n", c.Path, c.Reason)
+		fmt.Fprintf(w, "CONFLICT  %s: %s; left as it is\n", shownLine(w, c.Path), c.Reason)
 		if c.Merge != nil {
-			shown := c.Merge.WithMarkers(review.MarkerLabels{Base: "snapshot", Ours: "project now", Theirs: "sandbox " + id})
-			writeIndented(w, shown, 40)
+			merged := c.Merge.WithMarkers(review.MarkerLabels{Base: "snapshot", Ours: "project now", Theirs: "sandbox " + id})
+			writeIndented(w, merged, 40)
 		}
 	}
 	fmt.Fprintf(w, "%d applied, %d merged, %d conflicts, %d skipped.", len(res.Applied), len(res.Merged), len(res.Conflicts), len(res.Skipped))
@@ -108,10 +109,11 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 }
 
 func fileLabel(f review.FileResult) string {
+	// Paths came from the guest: escaped wherever this is read.
 	if f.OldPath != "" {
-		return f.OldPath + " => " + f.Path
+		return safetext.Line(f.OldPath) + " => " + safetext.Line(f.Path)
 	}
-	return f.Path
+	return safetext.Line(f.Path)
 }
 
 func writeIndented(w io.Writer, data []byte, maxLines int) {
@@ -121,6 +123,6 @@ func writeIndented(w io.Writer, data []byte, maxLines int) {
 			fmt.Fprintf(w, "    … %d more lines\n", len(lines)-maxLines)
 			break
 		}
-		fmt.Fprintln(w, "    "+l)
+		fmt.Fprintln(w, "    "+shownLine(w, l))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -68,12 +69,17 @@ ID may be any unique prefix of the sandbox's ID.`,
 				return nil
 			}
 			patch, _ := review.Patch(cs, review.ApproveAll(cs), review.PatchOptions{})
-			useColor := (isTerminal(e.stdout) || color) && !noColor && os.Getenv("NO_COLOR") == ""
-			if !useColor {
+			onTerminal := isTerminal(e.stdout)
+			useColor := (onTerminal || color) && !noColor && os.Getenv("NO_COLOR") == ""
+			if !onTerminal && !useColor {
+				// A file or a pipe gets the exact bytes, for git apply.
 				_, err := e.stdout.Write(patch)
 				return err
 			}
-			writeColored(e.stdout, patch)
+			// What a person reads (a terminal, or colour for a pager) shows
+			// every byte from the guest as it is: control sequences and
+			// bidi characters as visible escapes.
+			writeShownPatch(e.stdout, cs, patch, useColor)
 			return nil
 		},
 	}
@@ -93,30 +99,48 @@ const (
 	ansiDim   = "\033[2m"
 )
 
-// writeColored colours a git patch as git does and numbers each file's
-// hunks.
-func writeColored(w io.Writer, patch []byte) {
+// controlNote is what the diff says above a file flagged
+// review.FlagControl.
+const controlNote = "contains control or bidi characters, shown as \\xNN and <U+XXXX>: what you see here is what would be applied"
+
+// writeShownPatch writes a git patch for a person: every line made safe
+// to show (safetext), a note for each file flagged review.FlagControl,
+// each file's hunks numbered, and, with colour, coloured as git does.
+func writeShownPatch(w io.Writer, cs *review.Changeset, patch []byte, color bool) {
+	paint := func(code, s string) string {
+		if !color {
+			return s
+		}
+		return code + s + ansiReset
+	}
+	for _, f := range cs.Files {
+		if f.HasFlag(review.FlagControl) {
+			fmt.Fprintln(w, paint(ansiBold, "# airlock: "+safetext.Line(f.Path)+" "+controlNote))
+		}
+	}
 	hunk := 0
 	inHeader := false
 	for _, line := range strings.SplitAfter(string(patch), "\n") {
 		if line == "" {
 			continue
 		}
-		body := strings.TrimSuffix(line, "\n")
+		// Rendered with its newline, so a CRLF line end stays one (a
+		// carriage return that rewinds the line does not).
+		body := strings.TrimSuffix(safetext.Text(line), "\n")
 		switch {
 		case strings.HasPrefix(body, "diff --git "):
 			hunk, inHeader = 0, true
-			fmt.Fprintf(w, "%s%s%s\n", ansiBold, body, ansiReset)
+			fmt.Fprintln(w, paint(ansiBold, body))
 		case strings.HasPrefix(body, "@@"):
 			hunk++
 			inHeader = false
-			fmt.Fprintf(w, "%s%s%s %s[hunk %d]%s\n", ansiCyan, body, ansiReset, ansiDim, hunk, ansiReset)
+			fmt.Fprintf(w, "%s %s\n", paint(ansiCyan, body), paint(ansiDim, fmt.Sprintf("[hunk %d]", hunk)))
 		case inHeader || strings.HasPrefix(body, "# airlock:"):
-			fmt.Fprintf(w, "%s%s%s\n", ansiBold, body, ansiReset)
+			fmt.Fprintln(w, paint(ansiBold, body))
 		case strings.HasPrefix(body, "+"):
-			fmt.Fprintf(w, "%s%s%s\n", ansiGreen, body, ansiReset)
+			fmt.Fprintln(w, paint(ansiGreen, body))
 		case strings.HasPrefix(body, "-"):
-			fmt.Fprintf(w, "%s%s%s\n", ansiRed, body, ansiReset)
+			fmt.Fprintln(w, paint(ansiRed, body))
 		default:
 			fmt.Fprintln(w, body)
 		}
@@ -151,6 +175,11 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		r := row{name: f.Path, add: f.Added, del: f.Removed}
 		if f.Status == review.Renamed {
 			r.name = f.OldPath + " => " + f.Path
+		}
+		// Names come from the guest: shown safely wherever --stat is read.
+		r.name = safetext.Line(r.name)
+		if f.HasFlag(review.FlagControl) {
+			r.name += " [control chars]"
 		}
 		if f.Binary {
 			r.binary = true

@@ -128,6 +128,9 @@ func writeCompare(w io.Writer, rows []sandbox.Comparison) {
 	for _, c := range rows {
 		cells := c.Cells()
 		cells[len(cells)-1] = clip(cells[len(cells)-1], 60)
+		for i := range cells {
+			cells[i] = shownLine(w, cells[i]) // the rationale came from the guest
+		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()

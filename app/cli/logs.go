@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -34,7 +35,9 @@ exit, collected, decisions, applies with before/after hashes, undo).
 				if err != nil {
 					return err
 				}
-				_, err = e.stdout.Write(raw)
+				// As stored; on a terminal, the paths and messages it holds
+				// from the guest are shown safely.
+				_, err = io.WriteString(e.stdout, shown(e.stdout, string(raw)))
 				return err
 			}
 			transcript, err := sb.Transcript()
@@ -60,22 +63,25 @@ exit, collected, decisions, applies with before/after hashes, undo).
 			if e.json {
 				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "final_message": final, "verify": string(verifyLog), "audit": events})
 			}
+			// Everything below but the headings came from the guest: on a
+			// terminal it is shown safely (the transcript's own control
+			// sequences as visible escapes, not replayed), else as it is.
 			w := e.stdout
 			fmt.Fprintf(w, "== transcript (%s)\n", sb.Path(sandbox.TranscriptFile))
-			w.Write(transcript)
+			io.WriteString(w, shown(w, string(transcript)))
 			if len(transcript) > 0 && !bytes.HasSuffix(transcript, []byte("\n")) {
 				fmt.Fprintln(w)
 			}
 			if summary != "" {
 				fmt.Fprintln(w, "== the agent's summary")
-				fmt.Fprint(w, summary)
+				fmt.Fprint(w, shown(w, summary))
 				if !strings.HasSuffix(summary, "\n") {
 					fmt.Fprintln(w)
 				}
 			}
 			if final != "" {
 				fmt.Fprintln(w, "== the agent's final message")
-				fmt.Fprint(w, final)
+				fmt.Fprint(w, shown(w, final))
 				if !strings.HasSuffix(final, "\n") {
 					fmt.Fprintln(w)
 				}
@@ -83,14 +89,14 @@ exit, collected, decisions, applies with before/after hashes, undo).
 			if verifyLog != nil {
 				m, _ := sb.Meta()
 				fmt.Fprintf(w, "== verify: %s (%s)\n", m.Verify.String(), sb.Path(sandbox.VerifyFile))
-				w.Write(verifyLog)
+				io.WriteString(w, shown(w, string(verifyLog)))
 				if len(verifyLog) > 0 && !bytes.HasSuffix(verifyLog, []byte("\n")) {
 					fmt.Fprintln(w)
 				}
 			}
 			fmt.Fprintln(w, "== audit")
 			for _, ev := range events {
-				fmt.Fprintf(w, "%s  %-10s %s\n", ev.Time.Local().Format("2006-01-02 15:04:05"), ev.Event, auditDetail(ev))
+				fmt.Fprintf(w, "%s  %-10s %s\n", ev.Time.Local().Format("2006-01-02 15:04:05"), ev.Event, shownLine(w, auditDetail(ev)))
 			}
 			return nil
 		},

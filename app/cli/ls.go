@@ -77,7 +77,7 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if s.Network.Open() {
 					network = "OPEN (unprotected)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, s.Project, clip(s.CommandLine(), 40))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, shownLine(e.stdout, s.Project), shownLine(e.stdout, clip(s.CommandLine(), 40)))
 			}
 			return tw.Flush()
 		},

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -126,3 +128,23 @@ func (p *progressLine) draw() {
 
 // termSize returns the size of the terminal f.
 func termSize(f *os.File) (cols, rows int, err error) { return term.GetSize(int(f.Fd())) }
+
+// shown is text from the guest (a path, a summary, a file's lines) as
+// it may be written to w: made safe (safetext.Text: control sequences,
+// bidi and invisible characters as visible escapes) when w is a terminal,
+// the exact bytes otherwise (a file, a pipe, a patch for git apply).
+func shown(w io.Writer, s string) string {
+	if isTerminal(w) {
+		return safetext.Text(s)
+	}
+	return s
+}
+
+// shownLine is shown for text that must stay on one line (a path, a
+// table cell): on a terminal a newline in it is escaped too.
+func shownLine(w io.Writer, s string) string {
+	if isTerminal(w) {
+		return safetext.Line(s)
+	}
+	return s
+}

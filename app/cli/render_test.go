@@ -10,10 +10,10 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
-func TestWriteColoredKeepsThePatch(t *testing.T) {
+func TestWriteShownPatchKeepsACleanPatch(t *testing.T) {
 	patch := "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-old\n+new\n ctx\n@@ -9 +9 @@\n-a\n+b\ndiff --git a/y b/y\nold mode 100644\nnew mode 100755\n"
 	var out bytes.Buffer
-	writeColored(&out, []byte(patch))
+	writeShownPatch(&out, &review.Changeset{}, []byte(patch), true)
 	plain := regexp.MustCompile("\033\\[[0-9;]*m").ReplaceAllString(out.String(), "")
 	if strings.Count(plain, "[hunk 1]") != 1 || strings.Count(plain, "[hunk 2]") != 1 {
 		t.Errorf("hunks not numbered per file:\n%s", plain)

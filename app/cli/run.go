@@ -328,7 +328,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 		case pipeline.StepCollect:
 			if len(ev.Excluded) > 0 {
 				s.skipped = ev.Excluded
-				e.note("%s", ev.Message)
+				e.note("%s", shownLine(e.stderr, ev.Message)) // guest paths
 				break
 			}
 			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
@@ -374,7 +374,7 @@ func printFinalMessage(e *env, final, agentName string) {
 	}
 	fmt.Fprintf(e.stdout, "\nThe agent's final message (%s of its output):\n", field)
 	for _, l := range strings.Split(strings.TrimRight(final, "\n"), "\n") {
-		fmt.Fprintln(e.stdout, "  "+l)
+		fmt.Fprintln(e.stdout, "  "+shownLine(e.stdout, l))
 	}
 }
 
@@ -475,7 +475,7 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 	if res.Summary != "" {
 		fmt.Fprintln(w, "The agent's summary (.airlock/summary.md):")
 		for _, l := range strings.Split(strings.TrimRight(res.Summary, "\n"), "\n") {
-			fmt.Fprintln(w, "  "+l)
+			fmt.Fprintln(w, "  "+shownLine(w, l))
 		}
 		fmt.Fprintln(w)
 	}

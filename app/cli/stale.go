@@ -75,7 +75,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			}
 			fmt.Fprintf(w, "baseline  %s\n", st)
 			for _, p := range st.Paths {
-				fmt.Fprintf(w, "          %s\n", p)
+				fmt.Fprintf(w, "          %s\n", shownLine(w, p))
 			}
 			if n := st.Behind() - len(st.Paths); n > 0 {
 				fmt.Fprintf(w, "          … and %d more\n", n)

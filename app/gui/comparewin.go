@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // CompareWindow shows the attempts of a fan-out side by side (status,
@@ -41,6 +42,9 @@ func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, revie
 		cells := r.Cells()
 		last := len(cells) - 1 // the rationale; the lines changed before it
 		cells[last-1] = strings.Replace(cells[last-1], " -", " −", 1)
+		for i := range cells {
+			cells[i] = safetext.Line(cells[i]) // the rationale is the agent's
+		}
 		why := cells[last]
 		rationale := widget.NewLabel(why)
 		rationale.Truncation = fyne.TextTruncateEllipsis

@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -30,6 +31,7 @@ func ShowConflicts(parent fyne.Window, conflicts []*review.ConflictError) {
 			}
 			ours, theirs = o.String(), t.String()
 		}
+		ours, theirs = safetext.Text(ours), safetext.Text(theirs)
 		sides := container.NewGridWithColumns(2,
 			container.NewBorder(widget.NewLabelWithStyle("Your project now", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil,
 				container.NewScroll(widget.NewLabelWithStyle(ours, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))),
@@ -38,7 +40,7 @@ func ShowConflicts(parent fyne.Window, conflicts []*review.ConflictError) {
 		)
 		reason := widget.NewLabel(c.Reason + ": the file was left as it is; resolve it by hand or reject the change.")
 		reason.Wrapping = fyne.TextWrapWord
-		items = append(items, container.NewTabItem(c.Path, container.NewBorder(reason, nil, nil, nil, sides)))
+		items = append(items, container.NewTabItem(safetext.Line(c.Path), container.NewBorder(reason, nil, nil, nil, sides)))
 	}
 	d := dialog.NewCustom(fmt.Sprintf("%d %s in conflict", len(conflicts), plural(len(conflicts), "file", "files")), "Close", container.NewAppTabs(items...), parent)
 	d.Resize(fyne.NewSize(900, 560))

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -32,7 +33,7 @@ func (r *ReviewWindow) showFile() {
 		r.diff.Refresh()
 		return
 	}
-	title := widget.NewLabelWithStyle(f.Path, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title := widget.NewLabelWithStyle(safetext.Line(f.Path), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.refresh(); r.showFile() })
 	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.refresh(); r.showFile() })
 	state := widget.NewLabel(r.m.fileState(f).String())
@@ -45,7 +46,11 @@ func (r *ReviewWindow) showFile() {
 	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
 	r.diff.Add(r.fileHead)
 	for _, line := range describeFile(f) {
-		r.diff.Add(widget.NewLabel(line))
+		l := widget.NewLabel(line)
+		if strings.HasPrefix(line, "⚠") {
+			l.Importance = widget.WarningImportance
+		}
+		r.diff.Add(l)
 	}
 	comment := widget.NewEntry()
 	comment.SetPlaceHolder("Comment on this file (kept with the decisions)")
@@ -138,7 +143,8 @@ func diffGrid(h review.Hunk) *widget.TextGrid {
 			oldN++
 			newN++
 		}
-		text := fmt.Sprintf("%5s %5s %s %s", o, n, l.Kind, strings.ReplaceAll(l.Text, "\t", "    "))
+		// The line as it is, controls and bidi characters made visible.
+		text := fmt.Sprintf("%5s %5s %s %s", o, n, l.Kind, strings.ReplaceAll(safetext.Line(l.Text), "\t", "    "))
 		if l.NoEOL {
 			text += "  ⏎ (no newline at end of file)"
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // MainWindow lists the sandboxes and starts runs: drop a project folder
@@ -192,7 +193,7 @@ func (w *MainWindow) Tick(reload bool) {
 	w.table.Refresh()
 }
 
-func (w *MainWindow) showMessage(s string) { w.message.SetText(s) }
+func (w *MainWindow) showMessage(s string) { w.message.SetText(safetext.Text(s)) } // errors may quote guest paths
 
 // Message is the text of the window's message line, for tests.
 func (w *MainWindow) Message() string { return w.message.Text }
@@ -227,7 +228,7 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 3:
 		st := statusText(info)
 		if run != nil && info.Status.Active() && run.progress.Message != "" {
-			st = run.progress.Message
+			st = safetext.Line(run.progress.Message)
 		}
 		label.SetText(st)
 	case 4:

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/bytesize"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -294,13 +295,16 @@ func statusLetter(f *review.File) string {
 // renames, modes, binary content, links.
 func describeFile(f *review.File) []string {
 	var out []string
+	for _, fl := range f.Flags {
+		out = append(out, flagText(fl))
+	}
 	switch f.Status {
 	case review.Added:
 		out = append(out, "New file")
 	case review.Deleted:
 		out = append(out, "Deleted")
 	case review.Renamed:
-		out = append(out, fmt.Sprintf("Renamed from %s", f.OldPath))
+		out = append(out, fmt.Sprintf("Renamed from %s", safetext.Line(f.OldPath)))
 	case review.TypeChanged:
 		out = append(out, fmt.Sprintf("Changed from a %s to a %s", f.Old.Type, f.New.Type))
 	}
@@ -308,7 +312,7 @@ func describeFile(f *review.File) []string {
 		out = append(out, fmt.Sprintf("Mode changed from %04o to %04o", f.Old.Mode, f.New.Mode))
 	}
 	if f.IsSymlink() && f.New != nil {
-		out = append(out, "Symbolic link to "+f.New.Target)
+		out = append(out, "Symbolic link to "+safetext.Line(f.New.Target))
 	}
 	if f.Binary {
 		what := "Binary file"
@@ -321,6 +325,19 @@ func describeFile(f *review.File) []string {
 		out = append(out, fmt.Sprintf("+%d −%d in %d %s", f.Added, f.Removed, len(f.Hunks), plural(len(f.Hunks), "hunk", "hunks")))
 	}
 	return out
+}
+
+// controlHint says, under a file flagged review.FlagControl, what the
+// escapes in its lines are.
+const controlHint = `: shown as \xNN and <U+XXXX>, so what you see is what would be applied`
+
+// flagText is a flag as the file's header shows it.
+func flagText(fl review.Flag) string {
+	s := "⚠ " + fl.Reason
+	if fl.Kind == review.FlagControl {
+		s += controlHint
+	}
+	return s
 }
 
 func sideSize(s *review.Side) string {

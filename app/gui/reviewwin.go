@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -136,10 +137,12 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.tree.OpenAllBranches()
 
 	r.approved = widget.NewList(func() int { return len(r.taken) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
-		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(r.taken[i].Path) })
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			o.(*widget.Label).SetText(safetext.Line(r.taken[i].Path))
+		})
 	r.rejected = widget.NewList(func() int { return len(r.left) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
-			o.(*widget.Label).SetText(r.left[i].Path + " (" + r.m.fileState(r.left[i]).String() + ")")
+			o.(*widget.Label).SetText(safetext.Line(r.left[i].Path) + " (" + r.m.fileState(r.left[i]).String() + ")")
 		})
 	r.approved.OnSelected = func(i widget.ListItemID) { r.pickTaken = i }
 	r.rejected.OnSelected = func(i widget.ListItemID) { r.pickLeft = i }
@@ -171,7 +174,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
 	if strings.TrimSpace(summary) != "" {
-		md := widget.NewRichTextFromMarkdown(summary)
+		md := widget.NewRichTextFromMarkdown(safetext.Text(summary))
 		md.Wrapping = fyne.TextWrapWord
 		rationale = md
 	} else {
@@ -240,7 +243,7 @@ func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.
 		icon.SetResource(theme.FolderOpenIcon())
 		verdict.Hide()
 		mark.Hide()
-		name.SetText(strings.TrimSuffix(id[strings.LastIndex(strings.TrimSuffix(id, "/"), "/")+1:], "/") + "/")
+		name.SetText(safetext.Line(strings.TrimSuffix(id[strings.LastIndex(strings.TrimSuffix(id, "/"), "/")+1:], "/")) + "/")
 		return
 	}
 	f := r.m.cs.File(id)
@@ -252,9 +255,12 @@ func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.
 	verdict.Show()
 	mark.SetText(statusLetter(f))
 	mark.Show()
-	label := id[strings.LastIndex(id, "/")+1:]
+	label := safetext.Line(id[strings.LastIndex(id, "/")+1:])
 	if f.Status == review.Renamed {
-		label += "  (was " + f.OldPath + ")"
+		label += "  (was " + safetext.Line(f.OldPath) + ")"
+	}
+	if f.HasFlag(review.FlagControl) {
+		label += "  ⚠"
 	}
 	name.SetText(label)
 }

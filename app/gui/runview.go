@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // RunView is one run, live: its progress, the agent's terminal (attached
@@ -87,7 +88,7 @@ func (v *RunView) Tick(now time.Time) {
 }
 
 func (v *RunView) progress(p pipeline.Progress) {
-	msg := p.Message
+	msg := safetext.Line(p.Message) // it may name the guest's paths
 	if msg == "" {
 		msg = string(p.Step)
 	}

@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hinshun/vt10x"
+
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // The terminal a transcript is shown through: wide enough for most lines,
@@ -30,7 +32,9 @@ func lastLines(s string, n int) string {
 // (a progress line shows its last state), colours and other control
 // sequences are left out, and a line longer than the terminal wraps.
 func plainTranscript(b []byte) string {
-	s := renderTerminal(b, transcriptCols, transcriptRows)
+	// What the terminal kept may still hold bidi or invisible
+	// characters (they are printable to it): made visible too.
+	s := safetext.Text(renderTerminal(b, transcriptCols, transcriptRows))
 	if strings.TrimSpace(s) == "" {
 		return "(the command printed nothing)"
 	}

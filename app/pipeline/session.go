@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
 	"github.com/airlock-dev/airlock/vm"
@@ -199,7 +200,36 @@ func (r *runner) collectChanges(ctx context.Context, ws workspace, m Machine, ba
 	}); err != nil {
 		return err
 	}
-	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+	data := map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}
+	if fl := flaggedPaths(cs); len(fl) > 0 {
+		data["flagged"] = fl
+	}
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCollected, Data: data})
+}
+
+// maxFlaggedAudit bounds the paths the audit log names per kind of flag;
+// the changeset has them all.
+const maxFlaggedAudit = 100
+
+// flaggedPaths is, per kind of flag (review.FlagControl: control or bidi
+// characters, …), the paths of the files of cs that carry it, for the
+// audit log: at most maxFlaggedAudit, then "… and N more".
+func flaggedPaths(cs *review.Changeset) map[review.FlagKind][]string {
+	out := map[review.FlagKind][]string{}
+	count := map[review.FlagKind]int{}
+	for _, f := range cs.Files {
+		for _, fl := range f.Flags {
+			if count[fl.Kind]++; count[fl.Kind] <= maxFlaggedAudit {
+				out[fl.Kind] = append(out[fl.Kind], f.Path)
+			}
+		}
+	}
+	for k, n := range count {
+		if n > maxFlaggedAudit {
+			out[k] = append(out[k], fmt.Sprintf("… and %d more", n-maxFlaggedAudit))
+		}
+	}
+	return out
 }
 
 // keep leaves the machine running under its supervisor.

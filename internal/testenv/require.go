@@ -31,10 +31,11 @@ const (
 	Git         Capability = "git"          // git
 	Go          Capability = "go"           // the go command
 	Unix        Capability = "unix"         // /bin/sh, tar, /etc/passwd, FIFOs
+	Tmux        Capability = "tmux"         // tmux (a real terminal whose screen a test reads)
 )
 
 // Capabilities is every Capability, the meaning of "all".
-var Capabilities = []Capability{KVM, AMD64, Root, NonRoot, QEMU, QEMUImg, Virtiofsd, Mkfs, ForeignArch, Git, Go, Unix}
+var Capabilities = []Capability{KVM, AMD64, Root, NonRoot, QEMU, QEMUImg, Virtiofsd, Mkfs, ForeignArch, Git, Go, Unix, Tmux}
 
 // Skip skips a test that cannot run without c, saying why; when
 // AIRLOCK_TEST_REQUIRE requires c, it fails the test instead.
