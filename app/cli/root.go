@@ -54,11 +54,21 @@ type env struct {
 	onPlan func(*plan.Plan) error
 }
 
+// home is Airlock's home for this command (--home, else home.Dir),
+// created private to the user, or tightened when an older Airlock left it
+// readable by others (home.Make), before anything is written below it.
 func (e *env) home() (string, error) {
-	if e.homeFlag != "" {
-		return e.homeFlag, nil
+	h := e.homeFlag
+	if h == "" {
+		var err error
+		if h, err = home.Dir(); err != nil {
+			return "", err
+		}
 	}
-	return home.Dir()
+	if err := home.Make(h); err != nil {
+		return "", err
+	}
+	return h, nil
 }
 
 func (e *env) guestFinder(h string) guestbin.Finder {

@@ -88,7 +88,7 @@ func (f Finder) build(ctx context.Context, src, arch string) (string, error) {
 	if f.BuildDir == "" {
 		return "", errors.New("build airlock-guest: no build directory")
 	}
-	if err := os.MkdirAll(f.BuildDir, 0o755); err != nil {
+	if err := os.MkdirAll(f.BuildDir, 0o700); err != nil { // cache/ is the user's: private
 		return "", fmt.Errorf("build airlock-guest: %w", err)
 	}
 	out := filepath.Join(f.BuildDir, Name(arch))

@@ -1,5 +1,6 @@
 // Package home locates Airlock's state directory (images, objects,
-// sandboxes, caches) on each operating system.
+// sandboxes, caches) on each operating system, and keeps it private to
+// its owner.
 //
 // It is plain path logic: it must not import vm, guest, sync, review or fyne.
 package home
@@ -7,6 +8,7 @@ package home
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,6 +41,55 @@ func dirFor(goos string, getenv func(string) string, userHome func() (string, er
 		}
 		return filepath.Join(h, ".local", "share", "airlock"), nil
 	}
+}
+
+// privateMode is the mode of the home and of the folders right under it
+// that hold the user's data: only the user can list or enter them, so a
+// project file that was 0600 is not readable by other local users once
+// it sits in the content store.
+const privateMode = 0o700
+
+// Make creates the home directory root if it does not exist, private to
+// its owner (0700), and tightens it if it does (see Tighten). Whatever
+// creates the home should call it first, so that nothing below is ever
+// readable by other users.
+func Make(root string) error {
+	if err := os.MkdirAll(root, privateMode); err != nil {
+		return fmt.Errorf("create Airlock's home: %w", err)
+	}
+	return Tighten(root)
+}
+
+// Tighten takes group and other permissions away from an existing home
+// root and from the folders right under it that hold the user's data
+// (objects/, sandboxes/, cache/, run/): homes made before Airlock kept
+// them private were 0755. It changes only what has such bits, so it costs
+// a few stats on every open; it walks nothing deeper (the objects written
+// as 0444 then are out of reach behind a 0700 objects/). A missing home
+// or folder is left alone.
+func Tighten(root string) error {
+	l := Layout{Root: root}
+	for i, dir := range []string{root, l.Objects(), l.Sandboxes(), l.Cache(), l.Runs()} {
+		stat := os.Lstat
+		if i == 0 {
+			stat = os.Stat // the home itself may be a symbolic link the user made
+		}
+		fi, err := stat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("make Airlock's home private: %w", err)
+		}
+		if !fi.IsDir() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(dir, fi.Mode().Perm()&privateMode); err != nil {
+			return fmt.Errorf("make Airlock's home private: %s is %#o, readable by other users, and cannot be changed to %#o: %w",
+				dir, fi.Mode().Perm(), fi.Mode().Perm()&privateMode, err)
+		}
+	}
+	return nil
 }
 
 // Layout names the folders and files inside a home directory: every path

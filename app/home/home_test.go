@@ -2,6 +2,7 @@ package home
 
 import (
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"testing"
@@ -120,5 +121,36 @@ func TestLayout(t *testing.T) {
 		if filepath.Dir(p) != l.Cache() {
 			t.Errorf("%s is not in the cache %s", p, l.Cache())
 		}
+	}
+}
+
+func TestMakeIsPrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "a", "airlock")
+	if err := Make(root); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("a new home: %v, %v; want a 0700 directory", fi, err)
+	}
+	// An old home: tightened. A symbolic link under it is not followed
+	// (what it points at is not Airlock's to change).
+	outside := t.TempDir()
+	if err := os.Chmod(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, Layout{Root: root}.Cache()); err != nil {
+		t.Fatal(err)
+	}
+	if err := Make(root); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(root); fi.Mode().Perm() != 0o700 {
+		t.Errorf("an old 0755 home is %#o after Make, want 0700", fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(outside); fi.Mode().Perm() != 0o755 {
+		t.Errorf("Make followed the symbolic link cache/ and changed %s to %#o", outside, fi.Mode().Perm())
 	}
 }

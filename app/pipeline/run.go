@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
@@ -207,6 +208,16 @@ type RunResult struct {
 	// RunOptions.FinalMessage ("" if none).
 	FinalMessage string
 }
+
+// What the transcript (transcript.log) and verify.log keep of one
+// command's output: its first TranscriptHead and last TranscriptTail
+// bytes, with a marker line between them saying how much was left out, so
+// that a guest cannot fill the host's disk through them. The live output
+// is not cut.
+const (
+	TranscriptHead = 32 << 20
+	TranscriptTail = 32 << 20
+)
 
 // MaxAgentOutput caps the command's stdout kept for its final message.
 const MaxAgentOutput = 8 << 20
@@ -535,7 +546,9 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		return 0, 0, fmt.Errorf("open transcript: %w", err)
 	}
 	defer tf.Close()
-	tr := lockio.NewWriter(tf)
+	capped := headtail.New(tf, "transcript", TranscriptHead, TranscriptTail)
+	defer capped.Close() // on an early return too: the tail is written
+	tr := lockio.NewWriter(capped)
 	args := r.o.Command
 	if r.o.Script != nil {
 		args = append([]string{"sh", scriptPath}, r.o.Command...)
@@ -588,6 +601,9 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	default:
 		return 0, ms, fmt.Errorf("run %s: %w", args[0], err)
 	}
+	if err := r.closeCapped(capped, sandbox.TranscriptFile); err != nil {
+		return 0, ms, err
+	}
 	r.res.ExitCode = code
 	if captured != nil {
 		if err := r.keepFinalMessage(captured); err != nil {
@@ -602,6 +618,22 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		ev["signal"] = exit.Signal
 	}
 	return code, ms, r.sb.Audit(sandbox.Event{Event: sandbox.EventExit, Data: ev})
+}
+
+// closeCapped writes the end of a log the guest filled (the tail kept
+// past its head) and, when the cap left bytes out, records how many in
+// the audit log.
+func (r *runner) closeCapped(w *headtail.Writer, file string) error {
+	st, err := w.Close()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", file, err)
+	}
+	if !st.Capped() {
+		return nil
+	}
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCapped, Data: map[string]any{
+		"log": file, "seen_bytes": st.Seen, "kept_bytes": st.Kept, "left_out_bytes": st.LeftOut,
+		"head_bytes": TranscriptHead, "tail_bytes": TranscriptTail}})
 }
 
 // commandEnv is the environment of the command and of the verify step:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
@@ -25,7 +26,9 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	defer f.Close()
-	out := lockio.NewWriter(f)
+	capped := headtail.New(f, "verify log", TranscriptHead, TranscriptTail)
+	defer capped.Close() // on an early return too: the tail is written
+	out := lockio.NewWriter(capped)
 	r.progress(Progress{Step: StepVerify, Message: "verifying: " + r.o.Verify})
 	runCtx := ctx
 	if r.o.Timeout > 0 {
@@ -52,6 +55,9 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 		return fmt.Errorf("verify: %w", ctx.Err())
 	default:
 		res.ExitCode, res.Error = -1, err.Error()
+	}
+	if err := r.closeCapped(capped, sandbox.VerifyFile); err != nil {
+		return err
 	}
 	if _, err := r.sb.Update(func(mt *sandbox.Meta) { mt.Verify = res }); err != nil {
 		return err

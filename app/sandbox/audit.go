@@ -31,6 +31,7 @@ const (
 	EventUndone    EventKind = "undone"
 	EventRecovered EventKind = "recovered" // an interrupted apply was finished
 	EventRemoved   EventKind = "removed"   // in the store's audit log
+	EventCapped    EventKind = "capped"    // a log the guest filled (transcript, verify.log) was cut to its cap: bytes seen and kept
 )
 
 // Event is one line of audit.jsonl.

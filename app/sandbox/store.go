@@ -197,7 +197,12 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the sandbox store of an Airlock home.
+// The home and its folders are made private to the user (0700), and an
+// older home that others could read is tightened (home.Make).
 func Open(h string) (*Store, error) {
+	if err := home.Make(h); err != nil {
+		return nil, fmt.Errorf("open sandbox store: %w", err)
+	}
 	l := home.Layout{Root: h}
 	dir := l.Sandboxes()
 	if err := os.MkdirAll(dir, 0o700); err != nil {

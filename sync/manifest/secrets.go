@@ -9,8 +9,10 @@ import (
 
 // The secret deny-list: files that commonly hold credentials. They never
 // enter a manifest made by Walk, whatever .gitignore or airlock.toml say,
-// and every one is reported. Names are matched exactly (case-sensitively)
-// on the last path element, at any depth.
+// and every one is reported. Names are matched on the last path element,
+// at any depth, ignoring case: macOS file systems are case-insensitive by
+// default, so .ENV, deploy.PEM and ID_RSA are the same secrets to the
+// tools that read them.
 //
 //   - environment files: .env, .env.* (except the templates .env.example,
 //     .env.sample, .env.template, .env.dist, which projects commit on
@@ -116,10 +118,13 @@ var secretRules = []secretRule{
 // maxTokenScan bounds how much of a file a content rule reads.
 const maxTokenScan = 1 << 20
 
-// secretRuleFor returns the deny-list rule matching rel, or nil. open is
-// called only for rules that look at content (and only for regular
-// files); a file that cannot be read is treated as holding a token.
+// secretRuleFor returns the deny-list rule matching rel, or nil. Every
+// rule is written in lower case and sees rel lowered, so case never gets
+// a secret past the list. open is called only for rules that look at
+// content (and only for regular files); a file that cannot be read is
+// treated as holding a token.
 func secretRuleFor(rel string, isDir, isRegular bool, open func() (io.ReadCloser, error)) *secretRule {
+	rel = strings.ToLower(rel)
 	name := path.Base(rel)
 	for i := range secretRules {
 		r := &secretRules[i]

@@ -261,3 +261,67 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
+
+// The attack: a project on a case-insensitive file system (macOS's
+// default) holds its secrets under names in other cases. Every one is
+// still a secret, so Walk leaves it out and it is never pushed into the
+// VM; names that only look alike stay in.
+func TestWalkSecretsIgnoreCase(t *testing.T) {
+	dir := t.TempDir()
+	secrets := []string{
+		".ENV",
+		".Env.Local",
+		".ENVRC",
+		"deploy.PEM",
+		"certs/Server.Key",
+		"keys/ID_RSA",
+		"keys/Id_Ed25519_work",
+		"Credentials.json",
+		"gcp/SERVICE-ACCOUNT.JSON",
+		"ci/.NETRC",
+		"infra/Prod.TFSTATE",
+		".Kube/Config",
+		".Docker/CONFIG.json",
+		"web/.NPMRC",
+	}
+	secretDirs := []string{".Aws", "home/.SSH", ".Config/GCloud"}
+	tree := map[string]string{
+		"environment.md":     "not a secret",
+		".ENV.Example":       "KEY=",
+		"keys/ID_RSA.PUB":    "public",
+		"docs/pem-format.md": "about PEM",
+		"web/.NPMRC":         "//registry/:_authToken=abc\n",
+		"ok/.npmrc":          "registry=https://example.invalid\n",
+		".Aws/credentials":   "aws",
+		"home/.SSH/id_rsa":   "key",
+		".Config/GCloud/adc": "gcloud",
+	}
+	for _, s := range secrets {
+		if _, ok := tree[s]; !ok {
+			tree[s] = "secret"
+		}
+	}
+	writeTree(t, dir, tree)
+
+	m, rep, err := Walk(context.Background(), dir, WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	excluded := map[string]Reason{}
+	for _, e := range rep.Excluded {
+		excluded[e.Path] = e.Reason
+	}
+	for _, s := range append(secrets, secretDirs...) {
+		if excluded[s] != ReasonSecret {
+			t.Errorf("%s: excluded as %q, want %q (the deny-list must ignore case)", s, excluded[s], ReasonSecret)
+		}
+		if _, ok := m.Lookup(s); ok {
+			t.Errorf("%s is in the manifest, so it would be pushed into the VM", s)
+		}
+	}
+	for _, keep := range []string{"environment.md", ".ENV.Example", "keys/ID_RSA.PUB", "docs/pem-format.md", "ok/.npmrc"} {
+		if _, ok := m.Lookup(keep); !ok {
+			t.Errorf("%s is not in the manifest (excluded as %q); it only looks like a secret", keep, excluded[keep])
+		}
+	}
+}

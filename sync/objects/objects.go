@@ -36,8 +36,14 @@ var (
 )
 
 // objectMode is the mode of a stored object: read-only, so a hard link to
-// it cannot be edited in place by mistake.
-const objectMode = 0o444
+// it cannot be edited in place by mistake, and readable by its owner
+// only: a project's 0600 file stays the user's once stored.
+const objectMode = 0o400
+
+// dirMode is the mode of the store's directories: only the owner can list
+// or enter them, which also keeps objects written 0444 by older versions
+// out of other users' reach.
+const dirMode = 0o700
 
 // Store is a content-addressed directory. Its methods are safe for
 // concurrent use, by several processes too.
@@ -51,8 +57,19 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open object store %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(abs, "tmp"), dirMode); err != nil {
 		return nil, fmt.Errorf("open object store %s: %w", dir, err)
+	}
+	// A store made before it was private: tighten its top directory once,
+	// which puts every object in it out of reach without touching them.
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open object store %s: %w", dir, err)
+	}
+	if perm := fi.Mode().Perm(); perm&^dirMode != 0 {
+		if err := os.Chmod(abs, perm&dirMode); err != nil {
+			return nil, fmt.Errorf("open object store %s: it is %#o, readable by other users, and cannot be made %#o: %w", dir, perm, perm&dirMode, err)
+		}
 	}
 	return &Store{dir: abs}, nil
 }
@@ -200,7 +217,7 @@ func (s *Store) put(ctx context.Context, r io.Reader, want string, wantSize int6
 	if err := tmp.Close(); err != nil {
 		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
 		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {

@@ -330,7 +330,7 @@ func (a *apt) kernelFor(ctx context.Context, arch vm.Arch, meta *debPackage) (*d
 // `apt-get download` unless a copy with the right SHA-256 is there. It
 // reports whether the cached copy was used.
 func (a *apt) download(ctx context.Context, p *debPackage) (string, bool, error) {
-	if err := os.MkdirAll(a.cacheDir, 0o755); err != nil {
+	if err := os.MkdirAll(a.cacheDir, 0o700); err != nil { // cache/ is the user's: private
 		return "", false, fmt.Errorf("download %s: %w", p.Name, err)
 	}
 	file := filepath.Join(a.cacheDir, p.FileName())

@@ -116,10 +116,13 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	cacheRoot := filepath.Join(b.opts.Home, "cache")
 	debCache := filepath.Join(cacheRoot, "debs", "full-"+string(arch))
 	npmCache := filepath.Join(cacheRoot, "npm")
-	for _, d := range []string{debCache, npmCache, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range []string{debCache, npmCache} {
+		if err := os.MkdirAll(d, 0o700); err != nil { // cache/ is the user's: private
 			return nil, err
 		}
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
 	}
 	srcs, err := readAptSources("/")
 	if err != nil {

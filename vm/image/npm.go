@@ -70,7 +70,7 @@ func agentList(ps []NpmPackage) string {
 // npmPack downloads p's tarball into dir with `npm pack` (kept there: a
 // rebuild reuses it) and returns its path.
 func npmPack(ctx context.Context, npm string, p NpmPackage, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil { // cache/ is the user's: private
 		return "", err
 	}
 	base := strings.ReplaceAll(strings.TrimPrefix(p.Name, "@"), "/", "-") + "-" + p.Version + ".tgz"

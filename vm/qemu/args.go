@@ -33,8 +33,9 @@ const SerialPortName = "airlock.link"
 // so they exist the moment Start runs QEMU, with no waiting for QEMU to
 // create them.
 const (
-	qmpFD  = 3 // listening QMP socket (StateDir/qmp.sock)
-	linkFD = 4 // listening serial-link socket, serial links only
+	qmpFD     = 3 // listening QMP socket (StateDir/qmp.sock)
+	linkFD    = 4 // listening serial-link socket, serial links only
+	consoleFD = 5 // the write end of the console pipe, read by the backend
 )
 
 // Default file names inside Spec.StateDir.
@@ -121,7 +122,10 @@ func LinkSocket(spec vm.Spec) string {
 	return filepath.Join(spec.StateDir, linkSocketName)
 }
 
-// ConsoleLog is the path of the file receiving the guest console.
+// ConsoleLog is the path of the file receiving the guest console. QEMU
+// does not write it: it writes the console into a pipe (fd consoleFD,
+// opened as /dev/fd/N) that the backend reads and keeps in this file
+// within a cap (consoleHead, consoleTail).
 func ConsoleLog(spec vm.Spec) string {
 	if spec.ConsoleLog != "" {
 		return spec.ConsoleLog
@@ -148,8 +152,8 @@ func checkSocketPath(what, path, goos string) error {
 // Args builds the QEMU command line for spec on host, program name first
 // (like exec.Cmd.Args). spec should have its defaults filled in
 // (vm.Spec.WithDefaults); Args checks nothing on disk. The QMP listener
-// must be passed to QEMU as fd 3 and, for serial links, the link listener
-// as fd 4.
+// must be passed to QEMU as fd 3, for serial links the link listener as
+// fd 4, and the write end of the console pipe as fd 5.
 func Args(spec vm.Spec, host Host) ([]string, error) {
 	var errs []error
 	prog, err := Binary(spec.Arch)
@@ -252,7 +256,9 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	}
 	add("-append", strings.TrimSpace(console+" "+spec.Cmdline))
 
-	add("-chardev", "file,id=console,path="+escape(ConsoleLog(spec)), "-serial", "chardev:console")
+	// The console goes into a pipe the backend reads (see console.go): a
+	// file QEMU wrote itself would grow as long as the guest prints.
+	add("-chardev", fmt.Sprintf("file,id=console,path=/dev/fd/%d", consoleFD), "-serial", "chardev:console")
 	add("-chardev", fmt.Sprintf("socket,id=qmp,fd=%d,server=on,wait=off", qmpFD), "-mon", "chardev=qmp,mode=control")
 
 	if spec.Network == vm.NetworkNAT {

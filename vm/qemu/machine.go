@@ -34,6 +34,7 @@ type machine struct {
 	qmpPath  string
 	linkPath string // serial links only
 	console  string
+	con      *console // carries the guest console into the console log
 	log      *slog.Logger
 	cmd      *exec.Cmd
 	out      *tailBuffer  // QEMU's stdout and stderr, last bytes
@@ -97,7 +98,9 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
-			f.Close()
+			if f != nil {
+				f.Close()
+			}
 		}
 	}()
 	f, err := listenUnix(m.qmpPath)
@@ -115,7 +118,21 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		}
 		files = append(files, f)
 		sockets = append(sockets, m.linkPath)
+	} else {
+		files = append(files, nil) // no fd linkFD: QEMU gets it closed
 	}
+	con, conW, err := openConsole(m.console, m.log)
+	if err != nil {
+		removeAll(sockets)
+		return nil, err
+	}
+	files = append(files, conW)
+	started := false
+	defer func() {
+		if !started {
+			con.abort()
+		}
+	}()
 
 	// One virtiofsd per share, each on a socket bound here, before QEMU
 	// connects to it.
@@ -138,7 +155,7 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 	}
 
 	cmd := exec.Command(prog, qargs...)
-	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD
+	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD, fd 5 = consoleFD
 	cmd.Stdout, cmd.Stderr = m.out, m.out
 	cmd.Dir = spec.StateDir
 	cmd.SysProcAttr = sysProcAttr()
@@ -149,11 +166,16 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		removeAll(sockets)
 		return nil, fmt.Errorf("run %s: %w", prog, err)
 	}
-	// QEMU holds the listeners now; close ours so that its exit closes them.
+	// QEMU holds the listeners and the console pipe now; close ours so
+	// that its exit closes them (and ends the console's copy).
 	for _, f := range files {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 	files = nil
+	started, m.con = true, con
+	go con.copy()
 
 	go m.supervise(ctx, sockets)
 	select {
@@ -281,6 +303,9 @@ func (m *machine) supervise(ctx context.Context, sockets []string) {
 	for _, s := range sockets {
 		os.Remove(s)
 	}
+	// The console log is whole (its tail written) before anyone is told
+	// the machine is gone and reads its last lines.
+	m.con.finish()
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

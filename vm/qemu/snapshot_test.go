@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,8 +87,20 @@ func TestRestoreArgs(t *testing.T) {
 	moved.Name, moved.StateDir, moved.Disks = "t2", "/run/other", []vm.Disk{{Path: "/sandboxes/x/disk.img"}}
 	if got, _, err = RestoreArgs(moved, dsaved, 0, "linux"); err != nil {
 		t.Errorf("restore into another run dir with another disk file: %v", err)
-	} else if j := strings.Join(got, " "); !strings.Contains(j, "file=/sandboxes/x/disk.img") || !strings.Contains(j, "/run/other/console.log") {
+	} else if j := strings.Join(got, " "); !strings.Contains(j, "file=/sandboxes/x/disk.img") || !strings.Contains(j, "file,id=console,path=/dev/fd/5") {
 		t.Errorf("restore args keep the saved paths: %q", got)
+	}
+	// A machine saved when QEMU wrote the console log itself (its path on
+	// the command line) restores into the console pipe.
+	fileSaved := dsaved
+	fileSaved.Args = slices.Clone(dargs)
+	for i, a := range fileSaved.Args {
+		if strings.HasPrefix(a, "file,id=console,") {
+			fileSaved.Args[i] = "file,id=console,path=/run/t1/console.log"
+		}
+	}
+	if _, _, err := RestoreArgs(moved, fileSaved, 0, "linux"); err != nil {
+		t.Errorf("restore a machine saved with a console file: %v", err)
 	}
 	for name, change := range map[string]func(*vm.Spec){
 		"read-only disk": func(s *vm.Spec) { s.Disks = []vm.Disk{{Path: "/d", ReadOnly: true}} },
