@@ -199,7 +199,11 @@ func (r *runner) collectChanges(ctx context.Context, ws workspace, m Machine, ba
 	}); err != nil {
 		return err
 	}
-	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCollected, Data: map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}})
+	ev := map[string]any{"changes": stats, "collect_ms": collectMS, "summary": r.res.Summary != ""}
+	if he := sandbox.HostExecFiles(cs); len(he) > 0 {
+		ev["host_exec"] = he
+	}
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventCollected, Data: ev})
 }
 
 // keep leaves the machine running under its supervisor.
