@@ -237,7 +237,9 @@ func (sel *Selection) ParseHunks(spec string) error {
 }
 
 // Decisions turns a selection into review.Decisions for cs, reporting
-// every path or hunk that cs does not have.
+// every path or hunk that cs does not have. Files that run on the user's
+// machine are taken by All or a directory only with IncludeHostExec
+// (LeftOut lists the others); a file named is always taken.
 func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
 	hostExecOut := !sel.IncludeHostExec
 	if sel.All {
