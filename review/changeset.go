@@ -36,6 +36,10 @@ type Options struct {
 	// MaxTextSize is the size above which a file is not diffed line by
 	// line and is treated like a binary file: 0 means 8 MiB.
 	MaxTextSize int64
+	// HostExec adds patterns to the built-in list of files that run on
+	// the user's machine (see hostexec.go); a change to a matching path
+	// is flagged FlagHostExec. The built-in list always applies.
+	HostExec []string
 }
 
 func (o Options) context() int {
@@ -271,6 +275,9 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 		return nil, fmt.Errorf("new content: %w", err)
 	}
 	defer flagControl(f)
+	if fl, ok := hostExecFlag(f, opts.HostExec); ok {
+		f.Flags = append(f.Flags, fl)
+	}
 	if f.IsDir() {
 		return f, nil
 	}

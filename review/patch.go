@@ -50,6 +50,7 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 			skips = append(skips, Skip{f.Path, reason})
 			continue
 		}
+		writeHostExec(&body, f)
 		writeFilePatch(&body, f, sel, d.Files[f.Path].approvesMode())
 	}
 	var out bytes.Buffer
@@ -58,6 +59,17 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 	}
 	out.Write(body.Bytes())
 	return out.Bytes(), skips
+}
+
+// writeHostExec marks a file that runs on the user's machine with a
+// comment line before its diff ("# runs on your machine: git hook"),
+// which git apply ignores.
+func writeHostExec(w *bytes.Buffer, f *File) {
+	for _, fl := range f.Flags {
+		if fl.Kind == FlagHostExec {
+			fmt.Fprintf(w, "# %s\n", fl.Reason)
+		}
+	}
 }
 
 func writeFilePatch(w *bytes.Buffer, f *File, sel []bool, approveMode bool) {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -14,14 +16,20 @@ import (
 )
 
 func newApplyCmd(e *env) *cobra.Command {
-	var all bool
+	var all, includeHostExec bool
 	var hunks []string
 	cmd := &cobra.Command{
-		Use:   "apply ID [--all | PATH... | --hunks PATH:N[,N...]]",
+		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]]",
 		Short: "Write approved changes of a sandbox into the real project",
 		Long: `apply writes the changes you approve into the real project: every change
 (--all), whole files or folders (PATH...), or single hunks of a file
 (--hunks PATH:1,3, numbered as airlock diff shows them); they combine.
+
+Files that run on your machine later (git hooks, .envrc, editor tasks,
+Makefiles, package.json scripts, CI workflows, files made executable, the
+patterns of [review] host_exec in config.toml; airlock diff marks them)
+are left out of --all and of a folder named, each with the reason: name
+each one to apply it, or add --include-host-exec to take them all.
 
 Each file is checked against the snapshot first. A file you have not
 touched since the run is written atomically; one you changed meanwhile is
@@ -31,15 +39,17 @@ with backups is written before anything changes, so airlock undo ID
 restores the project byte for byte, and an apply cut short (a crash, a
 power cut) is finished by the next airlock command.
 
-airlock exits 0 when everything approved was applied or merged, 1 when a
-file conflicted, and 125 when Airlock itself failed.`,
+airlock exits 0 when everything approved was applied or merged (files
+left out because they run on your machine included), 1 when a file
+conflicted, and 125 when Airlock itself failed.`,
 		Example: `  airlock apply 3f2a --all
-  airlock apply 3f2a src/main.go README.md
+  airlock apply 3f2a --all --include-host-exec
+  airlock apply 3f2a src/main.go README.md .envrc
   airlock apply 3f2a --hunks src/main.go:1,3`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sel := sandbox.Selection{All: all, Paths: args[1:]}
+			sel := sandbox.Selection{All: all, Paths: args[1:], IncludeHostExec: includeHostExec}
 			if all && (len(args) > 1 || len(hunks) > 0) {
 				return errors.New("--all approves everything: give either --all or paths and --hunks")
 			}
@@ -65,6 +75,9 @@ file conflicted, and 125 when Airlock itself failed.`,
 			if err != nil {
 				return err
 			}
+			for _, f := range sel.LeftOut(cs) {
+				res.LeftOut = append(res.LeftOut, review.Skip{Path: f.Path, Reason: sandbox.HostExecReason(f)})
+			}
 			if len(res.Conflicts) > 0 {
 				e.exitCode = 1
 			}
@@ -77,6 +90,7 @@ file conflicted, and 125 when Airlock itself failed.`,
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "approve every change")
 	cmd.Flags().StringArrayVar(&hunks, "hunks", nil, "approve hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
+	cmd.Flags().BoolVar(&includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too (git hooks, .envrc, Makefile…)")
 	return cmd
 }
 
@@ -91,6 +105,9 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 	for _, f := range res.Skipped {
 		fmt.Fprintf(w, "skipped   %s: %s\n", fileLabel(f), f.Reason)
 	}
+	for _, f := range res.LeftOut {
+		fmt.Fprintf(w, "left out  %s (%s); apply it with --include-host-exec or name it: airlock apply %s %s\n", displayPath(f.Path), f.Reason, id, shellArg(f.Path))
+	}
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(w, "CONFLICT  %s: %s; left as it is\n", shownLine(w, c.Path), c.Reason)
 		if c.Merge != nil {
@@ -98,7 +115,11 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 			writeIndented(w, merged, 40)
 		}
 	}
-	fmt.Fprintf(w, "%d applied, %d merged, %d conflicts, %d skipped.", len(res.Applied), len(res.Merged), len(res.Conflicts), len(res.Skipped))
+	fmt.Fprintf(w, "%d applied, %d merged, %d conflicts, %d skipped", len(res.Applied), len(res.Merged), len(res.Conflicts), len(res.Skipped))
+	if n := len(res.LeftOut); n > 0 {
+		fmt.Fprintf(w, ", %d left out (%s on your machine)", n, plural(n, "runs", "run"))
+	}
+	fmt.Fprint(w, ".")
 	if len(res.Applied)+len(res.Merged) > 0 {
 		fmt.Fprintf(w, " Undo with: airlock undo %s", id)
 	}
@@ -125,4 +146,38 @@ func writeIndented(w io.Writer, data []byte, maxLines int) {
 		}
 		fmt.Fprintln(w, "    "+shownLine(w, l))
 	}
+}
+
+// displayPath shows a path from the guest on one line: quoted when it
+// holds a space, a control or non-printable character.
+func displayPath(p string) string {
+	for _, r := range p {
+		if r == ' ' || !unicode.IsPrint(r) {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}
+
+// shellArg is p as a shell argument to copy: as it is when it holds only
+// safe characters, else in single quotes (a control or non-printable
+// character makes it a Go-quoted string, shown rather than run).
+func shellArg(p string) string {
+	safe := true
+	for _, r := range p {
+		switch {
+		case !unicode.IsPrint(r):
+			return strconv.Quote(p)
+		case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-/+@%,:=", r)):
+		default:
+			safe = false
+		}
+	}
+	if safe && !strings.HasPrefix(p, "-") {
+		return p
+	}
+	if strings.HasPrefix(p, "-") {
+		p = "./" + p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

@@ -23,8 +23,13 @@ func newDiffCmd(e *env) *cobra.Command {
 git-style unified diff that git apply accepts (binary files are named, not
 shown). On a terminal it is coloured and every hunk is numbered, for
 airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
---stat; with --json the whole changeset (files, hunks, lines). After
+--stat; with --json the whole changeset (files, hunks, lines, flags). After
 airlock reply, --round N shows what round N changed.
+
+A file that runs on your machine later (a git hook, .envrc, a Makefile,
+package.json scripts, a CI workflow, a file made executable…) is marked
+"# runs on your machine: <why>" before its diff (git apply ignores the
+line) and in the --stat; airlock apply --all leaves it out unless named.
 
 ID may be any unique prefix of the sandbox's ID.`,
 		Example: `  airlock diff 3f2a
@@ -45,7 +50,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			}
 			noteStaleness(cmd.Context(), e, sb)
 			if len(args) > 1 {
-				sel := sandbox.Selection{Paths: args[1:]}
+				sel := sandbox.Selection{Paths: args[1:], IncludeHostExec: true}
 				d, err := sel.Decisions(cs)
 				if err != nil {
 					return err
@@ -91,12 +96,13 @@ ID may be any unique prefix of the sandbox's ID.`,
 }
 
 const (
-	ansiReset = "\033[m"
-	ansiBold  = "\033[1m"
-	ansiRed   = "\033[31m"
-	ansiGreen = "\033[32m"
-	ansiCyan  = "\033[36m"
-	ansiDim   = "\033[2m"
+	ansiReset  = "\033[m"
+	ansiBold   = "\033[1m"
+	ansiRed    = "\033[31m"
+	ansiGreen  = "\033[32m"
+	ansiCyan   = "\033[36m"
+	ansiYellow = "\033[33m"
+	ansiDim    = "\033[2m"
 )
 
 // controlNote is what the diff says above a file flagged
@@ -135,6 +141,11 @@ func writeShownPatch(w io.Writer, cs *review.Changeset, patch []byte, color bool
 			hunk++
 			inHeader = false
 			fmt.Fprintf(w, "%s %s\n", paint(ansiCyan, body), paint(ansiDim, fmt.Sprintf("[hunk %d]", hunk)))
+		case strings.HasPrefix(body, "# ") && !strings.HasPrefix(body, "# airlock:"):
+			// A flag before a file's diff ("# runs on your machine: …");
+			// no header or binary literal line starts so.
+			inHeader = false
+			fmt.Fprintln(w, paint(ansiBold+ansiYellow, body))
 		case inHeader || strings.HasPrefix(body, "# airlock:"):
 			fmt.Fprintln(w, paint(ansiBold, body))
 		case strings.HasPrefix(body, "+"):
@@ -164,6 +175,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		add    int
 		del    int
 		binary bool
+		flag   string
 	}
 	var rows []row
 	nameW, countW, maxChange := 0, 0, 0
@@ -172,7 +184,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		if f.IsDir() {
 			continue
 		}
-		r := row{name: f.Path, add: f.Added, del: f.Removed}
+		r := row{name: f.Path, add: f.Added, del: f.Removed, flag: sandbox.HostExecReason(f)}
 		if f.Status == review.Renamed {
 			r.name = f.OldPath + " => " + f.Path
 		}
@@ -202,9 +214,15 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		rows = append(rows, r)
 	}
 	barW := max(width-nameW-countW-6, 10)
+	flagged := 0
 	for _, r := range rows {
+		mark := ""
+		if r.flag != "" {
+			mark = "  # " + r.flag
+			flagged++
+		}
 		if r.binary {
-			fmt.Fprintf(w, " %-*s | %s\n", nameW, r.name, r.count)
+			fmt.Fprintf(w, " %-*s | %s%s\n", nameW, r.name, r.count, mark)
 			continue
 		}
 		a, d := r.add, r.del
@@ -216,7 +234,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		if bar != "" {
 			bar = " " + bar
 		}
-		fmt.Fprintf(w, " %-*s | %*s%s\n", nameW, r.name, countW, r.count, bar)
+		fmt.Fprintf(w, " %-*s | %*s%s%s\n", nameW, r.name, countW, r.count, bar, mark)
 	}
 	files := "files"
 	if len(rows) == 1 {
@@ -230,6 +248,10 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		line += fmt.Sprintf(", %d %s(-)", removed, plural(removed, "deletion", "deletions"))
 	}
 	fmt.Fprintln(w, line)
+	if flagged > 0 {
+		fmt.Fprintf(w, " %d %s on your machine (marked #): airlock apply --all leaves %s out; name %s, or add --include-host-exec\n",
+			flagged, plural(flagged, "file runs", "files run"), plural(flagged, "it", "them"), plural(flagged, "it", "each"))
+	}
 }
 
 func scale(n, total, width int) int {

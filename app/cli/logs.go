@@ -135,6 +135,15 @@ func auditDetail(ev sandbox.Event) string {
 			}
 			parts = append(parts, s)
 		}
+		if list, _ := m["host_exec_left_out"].([]any); len(list) > 0 {
+			var paths []string
+			for _, x := range list {
+				if xm, ok := x.(map[string]any); ok {
+					paths = append(paths, fmt.Sprint(xm["path"]))
+				}
+			}
+			parts = append(parts, "left out, runs on your machine: "+strings.Join(paths, ", "))
+		}
 		return strings.Join(parts, "; ")
 	case sandbox.EventExcluded:
 		list, _ := m["excluded"].([]any)

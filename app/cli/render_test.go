@@ -49,3 +49,26 @@ func TestWriteStat(t *testing.T) {
 		t.Errorf("scaled stat line %q", line)
 	}
 }
+
+func TestWriteStatMarksHostExec(t *testing.T) {
+	cs := &review.Changeset{Files: []*review.File{
+		{Path: ".envrc", Status: review.Added, Added: 1, Flags: []review.Flag{{Kind: review.FlagHostExec, Reason: "runs on your machine: direnv runs it when you cd in"}}},
+		{Path: "a.go", Status: review.Modified, Added: 3, Removed: 1},
+	}}
+	var out bytes.Buffer
+	writeStat(&out, cs, 80)
+	want := ` .envrc | 1 +  # runs on your machine: direnv runs it when you cd in
+ a.go   | 4 +++-
+ 2 files changed, 4 insertions(+), 1 deletion(-)
+ 1 file runs on your machine (marked #): airlock apply --all leaves it out; name it, or add --include-host-exec
+`
+	if out.String() != want {
+		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
+	}
+	patch := "diff --git a/y b/y\nold mode 100644\nnew mode 100755\n# runs on your machine: make runs it\ndiff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1 +1 @@\n-a\n+b\n"
+	out.Reset()
+	writeShownPatch(&out, &review.Changeset{}, []byte(patch), true)
+	if !strings.Contains(out.String(), ansiYellow+"# runs on your machine: make runs it") {
+		t.Errorf("marker not highlighted:\n%q", out.String())
+	}
+}

@@ -184,7 +184,7 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	if err != nil {
 		return err
 	}
-	store, err := sandbox.Open(h)
+	store, err := e.sandboxes()
 	if err != nil {
 		return err
 	}

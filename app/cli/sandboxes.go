@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"os"
+
+	"github.com/airlock-dev/airlock/app/config"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
@@ -11,7 +14,23 @@ func (e *env) sandboxes() (*sandbox.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.Open(h)
+	st, err := sandbox.Open(h)
+	if err != nil {
+		return nil, err
+	}
+	st.HostExec = userHostExec
+	return st, nil
+}
+
+// userHostExec reads the user's [review] host_exec patterns from
+// config.toml, each time a changeset is built.
+func userHostExec() ([]string, error) {
+	path, err := config.UserPath(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	u, err := config.LoadUser(path)
+	return u.Review.HostExec, err
 }
 
 // openSandbox resolves an ID (or unique prefix) and first finishes any

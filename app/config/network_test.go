@@ -212,3 +212,33 @@ func TestPolicyPreset(t *testing.T) {
 		t.Errorf("a preset's secret with no value: %v", err)
 	}
 }
+
+func TestLoadUserHostExec(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, p, "[review]\nhost_exec = [\"scripts/deploy/**\", \"tools/*.py\"]\n", 0o600)
+	u, err := LoadUser(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"scripts/deploy/**", "tools/*.py"}, u.Review.HostExec); diff != "" {
+		t.Errorf("host_exec (-want +got):\n%s", diff)
+	}
+	// Every bad pattern is named at once, with what is wanted.
+	writeFile(t, p, "[review]\nhost_exec = [\"\", \"../x\", \"a/[b\"]\n", 0o600)
+	_, err = LoadUser(p)
+	for _, want := range []string{"review.host_exec 1", "review.host_exec 2", "no \"..\"", "review.host_exec 3", "not a valid glob"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadUser: error %v, want one containing %q", err, want)
+		}
+	}
+	writeFile(t, p, "[review]\nhost_exe = [\"x\"]\n", 0o600)
+	if _, err := LoadUser(p); err == nil || !strings.Contains(err.Error(), "[review] host_exec") {
+		t.Errorf("LoadUser with a typo: %v, want the known keys named", err)
+	}
+	// A project's airlock.toml cannot touch the list.
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, FileName), "[review]\nhost_exec = []\n", 0o644)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "unknown keys review") {
+		t.Errorf("Load of a project with [review]: %v, want unknown keys", err)
+	}
+}

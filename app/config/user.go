@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/airlock-dev/airlock/app/egress"
 )
@@ -30,6 +32,9 @@ const UserFileName = "config.toml"
 //	[secrets]                       # where no Keychain holds them
 //	ANTHROPIC_API_KEY = "sk-ant-…"
 //
+//	[review]
+//	host_exec = ["scripts/deploy/**", "tools/*.py"]
+//
 // The zero value is a user without one: no host allowed.
 type User struct {
 	// Limits are the user's limits; DefaultLimits fill what it leaves out
@@ -42,6 +47,50 @@ type User struct {
 	// Secrets are values of secrets by name (SecretRule.Env). They never
 	// leave the host. On macOS the Keychain is looked up first.
 	Secrets map[string]string `toml:"secrets"`
+	// Review tunes the review of every sandbox.
+	Review Review `toml:"review"`
+}
+
+// Review is the user's [review] table.
+type Review struct {
+	// HostExec adds path patterns to Airlock's built-in list of files
+	// that run on the user's machine later (git hooks, .envrc, Makefile,
+	// …): a change to a matching file is marked "runs on your machine"
+	// and left out of apply --all unless named. Patterns are relative to
+	// the project root; one without a slash matches a name at any depth,
+	// "**" any number of directories. Only the user's file has the key: a
+	// project's airlock.toml cannot change the list.
+	HostExec []string `toml:"host_exec"`
+}
+
+// Validate reports every unusable pattern.
+func (r Review) Validate() error {
+	var errs []error
+	for i, p := range r.HostExec {
+		if err := validPathPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("review.host_exec %d: %w", i+1, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validPathPattern is the check of review.ValidHostExecPattern (config
+// does not import review): not empty, relative, no "..", every element a
+// valid path.Match glob.
+func validPathPattern(pattern string) error {
+	p := strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
+	if strings.TrimSpace(p) == "" || strings.ContainsRune(p, 0) {
+		return fmt.Errorf("%q: want a path pattern such as \"scripts/deploy/**\" or \"*.py\"", pattern)
+	}
+	for _, e := range strings.Split(p, "/") {
+		if e == ".." || e == "" {
+			return fmt.Errorf("%q: want a path inside the project (no \"..\", no empty elements)", pattern)
+		}
+		if _, err := path.Match(e, ""); err != nil {
+			return fmt.Errorf("%q: %q is not a valid glob", pattern, e)
+		}
+	}
+	return nil
 }
 
 // UserPath is where the user's configuration lives:
@@ -73,7 +122,7 @@ func LoadUser(path string) (User, error) {
 	if err != nil {
 		return u, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets]"); err != nil {
+	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets], [review] host_exec"); err != nil {
 		return User{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	u.defaults()
@@ -96,7 +145,7 @@ func (u *User) defaults() {
 
 // Validate reports every problem at once.
 func (u User) Validate() error {
-	errs := []error{u.Limits.Validate(), u.Network.Validate()}
+	errs := []error{u.Limits.Validate(), u.Network.Validate(), u.Review.Validate()}
 	for k, v := range u.Secrets {
 		if !egress.ValidEnvName(k) {
 			errs = append(errs, fmt.Errorf("secrets: %q is not a valid name (letters, digits, _)", k))

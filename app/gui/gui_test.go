@@ -35,6 +35,8 @@ func newTestReview(t *testing.T, svc *fakeService) *ReviewWindow {
 		t.Fatal(err)
 	}
 	r.async = syncNow
+	// The user answers Yes to "<path> runs on your machine. Apply it?".
+	r.confirm = func(_, _ string, answer func(bool)) { answer(true) }
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	t.Cleanup(r.Window.Close)
 	return r
@@ -741,4 +743,82 @@ func TestSendBackFromTheMainWindowOpensTheNewRound(t *testing.T) {
 	if nr.view == nil || !nr.roundOnly {
 		t.Errorf("the new review does not show the new round (selector %v, round only %v)", nr.view != nil, nr.roundOnly)
 	}
+}
+
+// The attack: an approved file that runs on the user's machine
+// (scripts/run.sh, made executable) is not written without a question,
+// asked once per such file; No leaves it out of this apply only.
+func TestApplyAsksOncePerHostExecFile(t *testing.T) {
+	svc := reviewService(t)
+	r := newTestReview(t, svc)
+	var asked []string
+	answer := false
+	r.confirm = func(title, message string, reply func(bool)) {
+		asked = append(asked, message)
+		reply(answer)
+	}
+	r.tree.Select("scripts/run.sh")
+	if !strings.Contains(r.diffText(), "Made executable: it can be run on your machine. Apply asks before writing it.") {
+		t.Errorf("the file's header does not say it runs on your machine:\n%s", r.diffText())
+	}
+	r.m.setAll(true)
+	r.refresh()
+	test.Tap(r.applyBtn)
+	want := []string{"scripts/run.sh runs on your machine (made executable: it can be run on your machine).\n\nApply it?"}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+	got := svc.appliedDecisions()
+	if len(got) != 1 {
+		t.Fatalf("Apply called %d times, want 1", len(got))
+	}
+	if _, ok := got[0].Files["scripts/run.sh"]; ok {
+		t.Errorf("answered No, but scripts/run.sh was passed to Apply: %+v", got[0].Files)
+	}
+	if _, ok := got[0].Files["src/main.go"]; !ok {
+		t.Errorf("the other files were not applied: %+v", got[0].Files)
+	}
+	if !strings.Contains(r.status.Text, "Left out (runs on your machine): scripts/run.sh.") {
+		t.Errorf("status = %q", r.status.Text)
+	}
+	if r.m.d.Files["scripts/run.sh"].Verdict != review.Approve {
+		t.Error("No changed the review's verdict; it leaves the file out of this apply only")
+	}
+
+	asked, answer = nil, true
+	test.Tap(r.applyBtn)
+	if got := svc.appliedDecisions(); len(asked) != 1 || len(got) != 2 || got[1].Files["scripts/run.sh"].Verdict != review.Approve {
+		t.Errorf("Yes: asked %d times, Apply got %+v", len(asked), got)
+	}
+
+	// Only the flagged file approved, and No: nothing is applied.
+	r.m.setAll(false)
+	r.m.setFile(r.m.cs.File("scripts/run.sh"), true)
+	r.refresh()
+	asked, answer = nil, false
+	test.Tap(r.applyBtn)
+	if n := len(svc.appliedDecisions()); len(asked) != 1 || n != 2 {
+		t.Errorf("asked %d times, Apply called %d times in all, want 1 and 2", len(asked), n)
+	}
+	if !strings.HasPrefix(r.status.Text, "Nothing applied. Left out") {
+		t.Errorf("status = %q", r.status.Text)
+	}
+}
+
+// diffText is the text of every label in the diff pane, a line each.
+func (r *ReviewWindow) diffText() string {
+	var b strings.Builder
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch w := o.(type) {
+		case *widget.Label:
+			b.WriteString(w.Text + "\n")
+		case *fyne.Container:
+			for _, c := range w.Objects {
+				walk(c)
+			}
+		}
+	}
+	walk(r.diff)
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -45,6 +46,12 @@ func (r *ReviewWindow) showFile() {
 	r.fileState = state
 	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
 	r.diff.Add(r.fileHead)
+	if reason := sandbox.HostExecReason(f); reason != "" {
+		warn := widget.NewLabelWithStyle(strings.ToUpper(reason[:1])+reason[1:]+". Apply asks before writing it.", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		warn.Importance = widget.WarningImportance
+		warn.Wrapping = fyne.TextWrapWord
+		r.diff.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon())), nil, warn))
+	}
 	for _, line := range describeFile(f) {
 		l := widget.NewLabel(line)
 		if strings.HasPrefix(line, "⚠") {

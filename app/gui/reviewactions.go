@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
 )
 
 // sendBackHint says what "Send back to agent" sends.
@@ -91,11 +92,59 @@ func (r *ReviewWindow) StopRound() {
 func (r *ReviewWindow) apply() {
 	r.save()
 	d := r.m.decisions()
-	if taken, _ := r.m.approved(); len(taken) == 0 {
+	taken, _ := r.m.approved()
+	if len(taken) == 0 {
 		r.status.SetText("Nothing approved: approve files or hunks first.")
 		return
 	}
+	var flagged []*review.File
+	for _, f := range taken {
+		if f.HasFlag(review.FlagHostExec) {
+			flagged = append(flagged, f)
+		}
+	}
 	r.applyBtn.Disable()
+	r.askHostExec(flagged, d, nil)
+}
+
+// askHostExec asks, once per file, whether each approved file that runs
+// on the user's machine is to be applied; a No leaves it out of this
+// apply (the review keeps its verdict). Then it applies what is left.
+func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, leftOut []string) {
+	if len(flagged) == 0 {
+		r.applyDecided(d, leftOut)
+		return
+	}
+	f := flagged[0]
+	why := strings.TrimPrefix(sandbox.HostExecReason(f), review.HostExecPrefix)
+	r.confirm("Runs on your machine", fmt.Sprintf("%s runs on your machine (%s).\n\nApply it?", f.Path, why), func(yes bool) {
+		if !yes {
+			delete(d.Files, f.Path)
+			leftOut = append(leftOut, f.Path)
+		}
+		r.askHostExec(flagged[1:], d, leftOut)
+	})
+}
+
+// applyDecided applies d; leftOut names the files the user chose to
+// leave out, for the status line.
+func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
+	left := ""
+	if len(leftOut) > 0 {
+		left = fmt.Sprintf(" Left out (%s on your machine): %s.", plural(len(leftOut), "runs", "run"), strings.Join(leftOut, ", "))
+	}
+	touched := false
+	for _, f := range r.m.cs.Files {
+		if _, ok := d.Selection(f); ok {
+			touched = true
+			break
+		}
+	}
+	if !touched {
+		r.applyBtn.Enable()
+		r.status.SetText("Nothing applied." + left)
+		return
+	}
 	r.status.SetText("Applying…")
 	r.async(func() {
 		res, err := r.svc.Apply(context.Background(), r.id, d)
@@ -106,7 +155,7 @@ func (r *ReviewWindow) apply() {
 				dialog.ShowError(err, r.Window)
 				return
 			}
-			r.status.SetText(applySummary(res))
+			r.status.SetText(applySummary(res) + left)
 			if len(res.Conflicts) > 0 {
 				ShowConflicts(r.Window, res.Conflicts)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -73,6 +74,9 @@ type ReviewWindow struct {
 	onRound func()
 	// async runs apply and undo off fyne's goroutine.
 	async func(func())
+	// confirm asks a yes/no question and calls answer with the reply: a
+	// dialog on the window (tests set their own).
+	confirm func(title, message string, answer func(bool))
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
@@ -95,6 +99,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 		return nil, err
 	}
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
+	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
 	// A saved review that no longer fits the changeset is left aside.
 	if saved.Validate(cs) == nil && saved.Files != nil {
 		r.m.d = saved
@@ -122,7 +127,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		func(id widget.TreeNodeID) []widget.TreeNodeID { return r.treeIDs.children[id] },
 		func(id widget.TreeNodeID) bool { return id == "" || isFolder(id) },
 		func(branch bool) fyne.CanvasObject {
-			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewIcon(nil), widget.NewLabel("M"), widget.NewLabel("name"))
+			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewIcon(nil), widget.NewLabel("M"), widget.NewLabel("name"), widget.NewIcon(nil))
 		},
 		r.updateTreeNode,
 	)
@@ -239,6 +244,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.CanvasObject) {
 	box := o.(*fyne.Container)
 	icon, verdict, mark, name := box.Objects[0].(*widget.Icon), box.Objects[1].(*widget.Icon), box.Objects[2].(*widget.Label), box.Objects[3].(*widget.Label)
+	warn := box.Objects[4].(*widget.Icon)
+	warn.Hide()
 	if branch {
 		icon.SetResource(theme.FolderOpenIcon())
 		verdict.Hide()
@@ -261,6 +268,12 @@ func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.
 	}
 	if f.HasFlag(review.FlagControl) {
 		label += "  ⚠"
+	}
+	if f.HasFlag(review.FlagHostExec) {
+		// Files that run on the user's machine: a warning sign after
+		// the name (the reason is in the file's header).
+		warn.SetResource(theme.NewWarningThemedResource(theme.WarningIcon()))
+		warn.Show()
 	}
 	name.SetText(label)
 }

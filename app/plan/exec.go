@@ -68,6 +68,7 @@ func (pl *Planner) Exec(ctx context.Context, req ExecRequest) (*ExecPlan, error)
 		if err != nil {
 			return nil, err
 		}
+		store.HostExec = pl.HostExec
 		if p.Sandbox, err = store.Get(req.Sandbox); err != nil {
 			return nil, err
 		}

@@ -331,6 +331,7 @@ func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, erro
 	if err != nil {
 		return nil, err
 	}
+	store.HostExec = pl.HostExec
 	sb, err := store.Get(req.Reply)
 	if err != nil {
 		return nil, err
@@ -426,6 +427,14 @@ func (pl *Planner) user() (config.User, error) {
 		return config.User{}, nil
 	}
 	return config.LoadUser(pl.UserConfig)
+}
+
+// HostExec returns the user's [review] host_exec patterns: files that
+// run on their machine, added to the built-in list (see
+// sandbox.Store.HostExec).
+func (pl *Planner) HostExec() ([]string, error) {
+	u, err := pl.user()
+	return u.Review.HostExec, err
 }
 
 // Limits are the effective limits of a run on project ("" for none)

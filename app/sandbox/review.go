@@ -76,10 +76,20 @@ func (sb *Sandbox) Changeset(ctx context.Context) (*review.Changeset, error) {
 }
 
 // changesetOf builds a review.Changeset of changes from the content store.
+// Files that run on the user's machine are flagged from the built-in list
+// and the store's HostExec patterns.
 func (sb *Sandbox) changesetOf(ctx context.Context, changes []manifest.Change) (*review.Changeset, error) {
+	var opts review.Options
+	if sb.store.HostExec != nil {
+		pats, err := sb.store.HostExec()
+		if err != nil {
+			return nil, fmt.Errorf("changeset of %s: the patterns of files that run on your machine: %w", sb.ID, err)
+		}
+		opts.HostExec = pats
+	}
 	cs, err := review.New(ctx, changes, func(sum string) ([]byte, error) {
 		return ReadObject(sb.store.objects, sum)
-	}, review.Options{})
+	}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("changeset of %s: %w", sb.ID, err)
 	}
@@ -140,10 +150,70 @@ func StatsOf(cs *review.Changeset) ChangeStats {
 
 // Selection names what to approve: whole files, and hunks of files
 // (numbered from 1 in the order the diff shows them).
+//
+// A file that runs on the user's machine (review.FlagHostExec) is taken
+// when it is named (its path, or hunks of it); All and a directory leave
+// it out (see LeftOut) unless IncludeHostExec is set.
 type Selection struct {
 	All   bool
 	Paths []string
 	Hunks map[string][]int
+	// IncludeHostExec lets All and directories take files that run on
+	// the user's machine too.
+	IncludeHostExec bool
+}
+
+// LeftOut returns the files that run on the user's machine which All or
+// a directory of sel reaches but Decisions leaves out, because they are
+// not named and IncludeHostExec is not set.
+func (sel Selection) LeftOut(cs *review.Changeset) []*review.File {
+	if sel.IncludeHostExec {
+		return nil
+	}
+	named := map[string]bool{}
+	for _, p := range sel.Paths {
+		named[cleanArg(p)] = true
+	}
+	for p := range sel.Hunks {
+		named[cleanArg(p)] = true
+	}
+	var out []*review.File
+	for _, f := range cs.Files {
+		if !f.HasFlag(review.FlagHostExec) || named[f.Path] {
+			continue
+		}
+		if sel.All || slices.ContainsFunc(sel.Paths, func(p string) bool { return strings.HasPrefix(f.Path, cleanArg(p)+"/") }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Flagged is a file with the reason it was flagged, for the audit log.
+type Flagged struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// HostExecFiles lists the files of cs that run on the user's machine.
+func HostExecFiles(cs *review.Changeset) []Flagged {
+	var out []Flagged
+	for _, f := range cs.Files {
+		if r := HostExecReason(f); r != "" {
+			out = append(out, Flagged{f.Path, r})
+		}
+	}
+	return out
+}
+
+// HostExecReason is the reason f runs on the user's machine, or "".
+func HostExecReason(f *review.File) string {
+	for _, fl := range f.Flags {
+		if fl.Kind == review.FlagHostExec {
+			return fl.Reason
+		}
+	}
+	return ""
 }
 
 // ParseHunks parses "PATH:1,3" (hunks 1 and 3 of PATH) into sel.Hunks.
@@ -167,10 +237,19 @@ func (sel *Selection) ParseHunks(spec string) error {
 }
 
 // Decisions turns a selection into review.Decisions for cs, reporting
-// every path or hunk that cs does not have.
+// every path or hunk that cs does not have. Files that run on the user's
+// machine are taken by All or a directory only with IncludeHostExec
+// (LeftOut lists the others); a file named is always taken.
 func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
+	hostExecOut := !sel.IncludeHostExec
 	if sel.All {
-		return review.ApproveAll(cs), nil
+		d := review.ApproveAll(cs)
+		for _, f := range cs.Files {
+			if hostExecOut && f.HasFlag(review.FlagHostExec) {
+				delete(d.Files, f.Path)
+			}
+		}
+		return d, nil
 	}
 	d := review.Decisions{Files: map[string]review.FileDecision{}}
 	var errs []error
@@ -180,12 +259,15 @@ func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
 			d.SetFile(f.Path, review.Approve)
 			continue
 		}
-		// A directory approves everything under it.
+		// A directory approves everything under it but what runs on
+		// the user's machine, which is taken only by name.
 		n := 0
 		for _, f := range cs.Files {
 			if strings.HasPrefix(f.Path, p+"/") {
-				d.SetFile(f.Path, review.Approve)
 				n++
+				if !hostExecOut || !f.HasFlag(review.FlagHostExec) {
+					d.SetFile(f.Path, review.Approve)
+				}
 			}
 		}
 		if n == 0 {
@@ -215,6 +297,9 @@ func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
 		return review.Decisions{}, err
 	}
 	if len(d.Files) == 0 {
+		if left := sel.LeftOut(cs); len(left) > 0 {
+			return d, fmt.Errorf("nothing selected: every file named runs on your machine (%s is one: %s); name each, or add --include-host-exec", left[0].Path, HostExecReason(left[0]))
+		}
 		return d, errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
 	}
 	return d, nil
@@ -308,6 +393,10 @@ type ApplyResult struct {
 	*review.Result
 	// Recovered lists interrupted applies finished first.
 	Recovered []string `json:"recovered,omitempty"`
+	// LeftOut lists the files that run on the user's machine which the
+	// selection reached but left out (Selection.LeftOut), with reasons;
+	// the caller fills it in.
+	LeftOut []review.Skip `json:"left_out,omitempty"`
 }
 
 // Apply writes the changes approved by d into the real project with
@@ -349,7 +438,7 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 	if err := os.MkdirAll(filepath.Dir(jdir), 0o700); err != nil {
 		return nil, err
 	}
-	if err := sb.Audit(Event{Event: EventDecisions, Data: d}); err != nil {
+	if err := sb.Audit(Event{Event: EventDecisions, Data: decisionsEvent(cs, d)}); err != nil {
 		return nil, err
 	}
 	res, err := review.Apply(ctx, m.Project, cs, d, review.ApplyOptions{JournalDir: jdir})
@@ -373,6 +462,30 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 		}
 	}
 	return &ApplyResult{Result: res, Recovered: rec}, nil
+}
+
+// decisionsEvent is the audit record of an apply's decisions: the
+// decisions themselves ("files"), and every file that runs on the
+// user's machine, taken ("host_exec_approved") or left out
+// ("host_exec_left_out"), with its reason.
+func decisionsEvent(cs *review.Changeset, d review.Decisions) map[string]any {
+	approved, left := []Flagged{}, []Flagged{}
+	for _, f := range cs.Files {
+		r := HostExecReason(f)
+		if r == "" {
+			continue
+		}
+		if _, touched := d.Selection(f); touched {
+			approved = append(approved, Flagged{f.Path, r})
+		} else {
+			left = append(left, Flagged{f.Path, r})
+		}
+	}
+	ev := map[string]any{"files": d.Files}
+	if len(approved)+len(left) > 0 {
+		ev["host_exec_approved"], ev["host_exec_left_out"] = approved, left
+	}
+	return ev
 }
 
 // ErrNothingToUndo means the sandbox has no apply left to undo.

