@@ -266,6 +266,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 	if f.newData, err = content(f.New, src); err != nil {
 		return nil, fmt.Errorf("new content: %w", err)
 	}
+	f.Flags = append(f.Flags, modeFlags(f)...)
 	if f.IsDir() {
 		return f, nil
 	}
