@@ -343,3 +343,29 @@ func sortedLines(s string) []string {
 	sort.Strings(lines)
 	return lines
 }
+
+// TestApplyKeepsLongChainInside: os.Root gives up after 8 links, the
+// kernel after 40; a chain of 12 links that stays inside is created and
+// not rolled back.
+func TestApplyKeepsLongChainInside(t *testing.T) {
+	project, _ := projectWithSibling(t)
+	var ch []manifest.Change
+	for i := range 12 {
+		target := "keep.txt"
+		if i > 0 {
+			target = "l" + string(rune('a'+i-1))
+		}
+		ch = append(ch, linkChange("l"+string(rune('a'+i)), target))
+	}
+	cs, err := New(context.Background(), ch, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Apply(context.Background(), project, cs, ApproveAll(cs), ApplyOptions{JournalDir: journalDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 12 || len(res.Skipped) != 0 {
+		t.Errorf("result %+v", res)
+	}
+}
