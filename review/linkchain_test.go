@@ -232,9 +232,8 @@ func TestApplyRollsBackLinkThatEscapesOnceWritten(t *testing.T) {
 		}
 		return false
 	}}
-	before := ""
 	_, err = Apply(context.Background(), project, cs, ApproveAll(cs), opts)
-	before = snapshot(t, project)
+	after := snapshot(t, project)
 	if err == nil || !strings.Contains(err.Error(), "symbolic link up") || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("err = %v", err)
 	}
@@ -243,8 +242,8 @@ func TestApplyRollsBackLinkThatEscapesOnceWritten(t *testing.T) {
 			t.Errorf("%s left in the project: %v", p, err)
 		}
 	}
-	if want := "d1 link -> .\n"; !strings.Contains(before, want) {
-		t.Errorf("project:\n%s", before)
+	if want := "d1 link -> .\n"; !strings.Contains(after, want) {
+		t.Errorf("project:\n%s", after)
 	}
 	if j, err := ReadJournal(jd); err != nil || j.State != Undone {
 		t.Errorf("journal: %v %+v", err, j)
