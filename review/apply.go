@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,9 +23,12 @@ type ApplyOptions struct {
 	// written (and fsynced) before the project is touched. Keep it: Undo
 	// and Recover read it.
 	JournalDir string
-	// AllowEscapingSymlinks lets Apply create symbolic links whose target
-	// is absolute or climbs out of the project. By default such links are
-	// skipped and reported: a link is harmless until something follows it.
+	// AllowEscapingSymlinks lets Apply create symbolic links that lead
+	// out of the project: an absolute target, one that climbs above the
+	// root, or a chain of links that does (d1 -> ".", up -> "d1/d1/../..").
+	// By default such links are skipped and reported, judged against the
+	// project as it will be after the apply, and checked again once
+	// written (an apply whose links escape after all is rolled back).
 	AllowEscapingSymlinks bool
 	// Logger receives one debug line per step; nil discards.
 	Logger *slog.Logger
@@ -85,6 +89,9 @@ type applier struct {
 	opts    ApplyOptions
 	log     *slog.Logger
 	objects map[string][]byte
+	// umask is the user's, read once: new files and directories get the
+	// modes a tool of theirs would give them.
+	umask fs.FileMode
 }
 
 // Apply writes every change of cs approved by d into the project at
@@ -117,9 +124,10 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		opts:    opts,
 		log:     logger(opts.Logger),
 		objects: map[string][]byte{},
+		umask:   umask(),
 	}
 	res := &Result{JournalDir: opts.JournalDir}
-	var steps []Step
+	var planned []plannedFile
 	for _, f := range cs.Files {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("apply: %w", err)
@@ -138,13 +146,23 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		case len(pf.steps) == 0:
 			pf.result.Reason = "already as approved in the project"
 			res.Skipped = append(res.Skipped, pf.result)
-		case pf.merged:
-			res.Merged = append(res.Merged, pf.result)
-			steps = append(steps, pf.steps...)
 		default:
-			res.Applied = append(res.Applied, pf.result)
-			steps = append(steps, pf.steps...)
+			planned = append(planned, pf)
 		}
+	}
+	if !opts.AllowEscapingSymlinks {
+		var refused []FileResult
+		planned, refused = a.refuseEscapingLinks(planned)
+		res.Skipped = append(res.Skipped, refused...)
+	}
+	var steps []Step
+	for _, pf := range planned {
+		if pf.merged {
+			res.Merged = append(res.Merged, pf.result)
+		} else {
+			res.Applied = append(res.Applied, pf.result)
+		}
+		steps = append(steps, pf.steps...)
 	}
 	steps, err = a.withParents(steps)
 	if err != nil {
@@ -174,6 +192,18 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 				return nil, fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
 			}
 			return nil, fmt.Errorf("%w; the project was restored as it was", err)
+		}
+	}
+	if !opts.AllowEscapingSymlinks {
+		// The plan judged every link against the project as it was; a
+		// change made meanwhile could still send one outside. Ask the
+		// kernel, through the project's root, where each one leads.
+		if err := a.checkCreatedLinks(j.Steps); err != nil {
+			err = fmt.Errorf("apply: %w", err)
+			if rerr := rollBack(a.pr, a.js, j, a.log); rerr != nil {
+				return nil, fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
+			}
+			return nil, fmt.Errorf("%w; the whole apply was rolled back and the project restored as it was", err)
 		}
 	}
 	if opts.crash != nil && opts.crash(len(j.Steps)) {

@@ -278,6 +278,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 	if fl, ok := hostExecFlag(f, opts.HostExec); ok {
 		f.Flags = append(f.Flags, fl)
 	}
+	f.Flags = append(f.Flags, modeFlags(f)...)
 	if f.IsDir() {
 		return f, nil
 	}

@@ -29,7 +29,8 @@ type PatchOptions struct {
 // 120000) are included; partially approved files carry only their approved
 // hunks. Directories are implied by their files. What is left out is
 // listed in the returned skips and in comment lines before the first diff,
-// which git apply ignores.
+// which git apply ignores; so is what git cannot say about a mode
+// (FlagMode), in a comment line before the file's diff.
 func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 	var body bytes.Buffer
 	var skips []Skip
@@ -40,7 +41,10 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 		}
 		switch {
 		case f.IsDir():
-			skips = append(skips, Skip{f.Path, "directories are not part of git patches; their files are"})
+			skips = append(skips, Skip{f.Path, "directories are not part of git patches; their files are" + modeReasons(f)})
+			continue
+		case f.Status == ModeChanged && gitMode(f.Old.Type, f.Old.Mode) == gitMode(f.New.Type, f.New.Mode):
+			skips = append(skips, Skip{f.Path, "its mode change is not one git can show" + modeReasons(f)})
 			continue
 		case f.Binary && !opts.Binary && f.Status != Renamed && f.Status != ModeChanged:
 			reason := "binary file: apply it with airlock apply, or export with binary patches"
@@ -50,24 +54,28 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 			skips = append(skips, Skip{f.Path, reason})
 			continue
 		}
-		writeHostExec(&body, f)
+		writeFlagNotes(&body, f)
 		writeFilePatch(&body, f, sel, d.Files[f.Path].approvesMode())
 	}
 	var out bytes.Buffer
 	for _, s := range skips {
-		fmt.Fprintf(&out, "# airlock: %s left out of this patch: %s\n", s.Path, s.Reason)
+		fmt.Fprintf(&out, "# airlock: %s left out of this patch: %s\n", quotePath(s.Path), s.Reason)
 	}
 	out.Write(body.Bytes())
 	return out.Bytes(), skips
 }
 
-// writeHostExec marks a file that runs on the user's machine with a
-// comment line before its diff ("# runs on your machine: git hook"),
-// which git apply ignores.
-func writeHostExec(w *bytes.Buffer, f *File) {
+// writeFlagNotes writes, before a file's diff, lines that git apply
+// skips (it skips anything before a "diff --git" line) saying why the file
+// deserves a second look: it runs on the user's machine, or it asks for
+// a mode git cannot show.
+func writeFlagNotes(w *bytes.Buffer, f *File) {
 	for _, fl := range f.Flags {
-		if fl.Kind == FlagHostExec {
+		switch fl.Kind {
+		case FlagHostExec:
 			fmt.Fprintf(w, "# %s\n", fl.Reason)
+		case FlagMode:
+			fmt.Fprintf(w, "# airlock: %s: %s\n", quotePath(f.Path), fl.Reason)
 		}
 	}
 }
@@ -234,4 +242,15 @@ func quotePath(p string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// modeReasons is "; " and each FlagMode reason of f, or "".
+func modeReasons(f *File) string {
+	var out string
+	for _, fl := range f.Flags {
+		if fl.Kind == FlagMode {
+			out += "; " + fl.Reason
+		}
+	}
+	return out
 }

@@ -56,14 +56,3 @@ func ValidatePath(p string) error {
 	}
 	return nil
 }
-
-// symlinkEscapes reports whether a symbolic link at linkPath (relative to
-// the project root) with the given target would point outside the project:
-// an absolute target, or one whose ".." elements climb above the root.
-func symlinkEscapes(linkPath, target string) bool {
-	if target == "" || strings.HasPrefix(target, "/") || strings.IndexByte(target, 0) >= 0 {
-		return true
-	}
-	joined := path.Join(path.Dir(linkPath), target)
-	return joined == ".." || strings.HasPrefix(joined, "../")
-}

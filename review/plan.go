@@ -44,19 +44,14 @@ func (a *applier) planFile(f *File, outs []Outcome) (plannedFile, error) {
 		target := EntryState{Exists: out.Exists}
 		content := out.Content
 		if out.Exists {
-			target.Type, target.Mode = out.Type, out.Mode.Perm()
+			target.Type = out.Type
+			// Never the guest's exact mode: see the table in mode.go.
+			target.Mode = appliedMode(out.Type, out.Mode.Perm(), base, cur, a.umask)
 			switch out.Type {
 			case manifest.File:
 				target.SHA256 = sha256Hex(content)
 			case manifest.Symlink:
-				target.Mode, target.Target = 0, string(content)
-				if !a.opts.AllowEscapingSymlinks && symlinkEscapes(out.Path, target.Target) {
-					return pf, fmt.Errorf("symbolic link %s points outside the project (%q); not created", out.Path, target.Target)
-				}
-			}
-			// A mode the agent did not change follows the project's.
-			if cur.Exists && cur.Type == target.Type && base.Exists && base.Type == target.Type && base.Mode == target.Mode {
-				target.Mode = cur.Mode
+				target.Target = string(content)
 			}
 		}
 		if out.Path == f.Path {
@@ -154,7 +149,7 @@ func (a *applier) withParents(steps []Step) ([]Step, error) {
 				continue
 			}
 			created[dir] = true
-			out = append(out, Step{Path: dir, After: EntryState{Exists: true, Type: manifest.Dir, Mode: 0o755}})
+			out = append(out, Step{Path: dir, After: EntryState{Exists: true, Type: manifest.Dir, Mode: dirMode &^ a.umask}})
 		}
 	}
 	for dir := range removedDir {

@@ -174,17 +174,24 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		count  string
 		add    int
 		del    int
-		binary bool
+		binary bool // no line counts: a binary file, a directory
+		mode   bool // a mode git cannot show: marked [mode]
 		flag   string
 	}
 	var rows []row
-	nameW, countW, maxChange := 0, 0, 0
+	nameW, countW, maxChange, files := 0, 0, 0, 0
 	added, removed := cs.Stats()
 	for _, f := range cs.Files {
 		if f.IsDir() {
+			if f.HasFlag(review.FlagMode) {
+				r := row{name: f.Path + "/", count: "dir", binary: true, mode: true}
+				nameW = max(nameW, len(r.name))
+				rows = append(rows, r)
+			}
 			continue
 		}
-		r := row{name: f.Path, add: f.Added, del: f.Removed, flag: sandbox.HostExecReason(f)}
+		files++
+		r := row{name: f.Path, add: f.Added, del: f.Removed, mode: f.HasFlag(review.FlagMode), flag: sandbox.HostExecReason(f)}
 		if f.Status == review.Renamed {
 			r.name = f.OldPath + " => " + f.Path
 		}
@@ -214,11 +221,14 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		rows = append(rows, r)
 	}
 	barW := max(width-nameW-countW-6, 10)
-	flagged := 0
+	flagged, marked := 0, false
 	for _, r := range rows {
 		mark := ""
+		if r.mode {
+			mark, marked = " [mode]", true
+		}
 		if r.flag != "" {
-			mark = "  # " + r.flag
+			mark += "  # " + r.flag
 			flagged++
 		}
 		if r.binary {
@@ -236,11 +246,11 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		}
 		fmt.Fprintf(w, " %-*s | %*s%s%s\n", nameW, r.name, countW, r.count, bar, mark)
 	}
-	files := "files"
-	if len(rows) == 1 {
-		files = "file"
+	noun := "files"
+	if files == 1 {
+		noun = "file"
 	}
-	line := fmt.Sprintf(" %d %s changed", len(rows), files)
+	line := fmt.Sprintf(" %d %s changed", files, noun)
 	if added > 0 || removed == 0 {
 		line += fmt.Sprintf(", %d %s(+)", added, plural(added, "insertion", "insertions"))
 	}
@@ -248,6 +258,9 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		line += fmt.Sprintf(", %d %s(-)", removed, plural(removed, "deletion", "deletions"))
 	}
 	fmt.Fprintln(w, line)
+	if marked {
+		fmt.Fprintln(w, " [mode]: the sandbox asked for a mode git cannot show, applied differently; airlock diff says how")
+	}
 	if flagged > 0 {
 		fmt.Fprintf(w, " %d %s on your machine (marked #): airlock apply --all leaves %s out; name %s, or add --include-host-exec\n",
 			flagged, plural(flagged, "file runs", "files run"), plural(flagged, "it", "them"), plural(flagged, "it", "each"))

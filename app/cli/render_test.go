@@ -41,6 +41,23 @@ func TestWriteStat(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
 	}
+	// Modes git cannot show are marked, directories included.
+	cs = &review.Changeset{Files: []*review.File{
+		{Path: "all.sh", Status: review.Added, Added: 1, New: &review.Side{Type: manifest.File, Mode: 0o777},
+			Flags: []review.Flag{{Kind: review.FlagMode, Reason: "mode 0777 from the sandbox, applied as 0755"}}},
+		{Path: "open", Status: review.ModeChanged, Old: &review.Side{Type: manifest.Dir, Mode: 0o755}, New: &review.Side{Type: manifest.Dir, Mode: 0o777},
+			Flags: []review.Flag{{Kind: review.FlagMode, Reason: "directory mode change 0755 → 0777, not applied"}}},
+	}}
+	out.Reset()
+	writeStat(&out, cs, 80)
+	want = ` all.sh | 1 + [mode]
+ open/  | dir [mode]
+ 1 file changed, 1 insertion(+)
+ [mode]: the sandbox asked for a mode git cannot show, applied differently; airlock diff says how
+`
+	if out.String() != want {
+		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
+	}
 	// A large change is scaled to the width.
 	cs = &review.Changeset{Files: []*review.File{{Path: "big", Status: review.Modified, Added: 1000, Removed: 1000}}}
 	out.Reset()

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -355,6 +356,19 @@ func TestPlainChanges(t *testing.T) {
 				t.Errorf("describeFile = %q, want a line %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlainChangesModeFlag: a mode the sandbox asked for that git cannot
+// show is said in words above the diff.
+func TestPlainChangesModeFlag(t *testing.T) {
+	f := &review.File{Path: "open", Status: review.ModeChanged,
+		Old:   &review.Side{Type: manifest.Dir, Mode: 0o755},
+		New:   &review.Side{Type: manifest.Dir, Mode: 0o777},
+		Flags: []review.Flag{{Kind: review.FlagMode, Reason: "directory mode change 0755 → 0777 from the sandbox, not applied"}}}
+	got := strings.Join(describeFile(f), "\n")
+	if !strings.Contains(got, "Mode: directory mode change 0755 → 0777 from the sandbox, not applied") {
+		t.Errorf("describeFile = %q", got)
 	}
 }
 

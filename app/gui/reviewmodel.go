@@ -311,6 +311,11 @@ func describeFile(f *review.File) []string {
 	if f.Old != nil && f.New != nil && f.Old.Mode != f.New.Mode {
 		out = append(out, fmt.Sprintf("Mode changed from %04o to %04o", f.Old.Mode, f.New.Mode))
 	}
+	for _, fl := range f.Flags {
+		if fl.Kind == review.FlagMode {
+			out = append(out, "Mode: "+fl.Reason)
+		}
+	}
 	if f.IsSymlink() && f.New != nil {
 		out = append(out, "Symbolic link to "+safetext.Line(f.New.Target))
 	}
