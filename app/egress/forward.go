@@ -1,15 +1,16 @@
 package egress
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,32 +29,26 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		return
 	}
 	// Placeholders may leave only for their own host, over TLS, in any
-	// part of the request; the body is searched up to MaxBodyScan.
+	// part of the request: the target and headers are searched now, the
+	// body as it streams (placeholderScanner).
 	var own *Secret
 	if t.connect {
 		own = pol.secretFor(t.host, t.port)
 	}
-	var prefix []byte
-	if r.Body != nil && r.Body != http.NoBody && len(pol.Secrets) > 0 {
-		var err error
-		prefix, err = io.ReadAll(io.LimitReader(r.Body, int64(p.cfg.MaxBodyScan)))
-		if err != nil {
-			rec.Allowed, rec.Error = true, "read request body: "+err.Error()
-			p.record(rec)
-			return
-		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(prefix), r.Body), r.Body}
-	}
-	if s := pol.leak(own, r, prefix); s != nil {
-		p.deny(w, rec, Decision{Rule: "placeholder " + s.Name,
-			Reason: fmt.Sprintf("the request carries the placeholder of the secret %s, which Airlock sends to %s only (over HTTPS), never to %s", s.Name, s.Host, t)}, t)
+	if s := pol.leak(own, r); s != nil {
+		p.deny(w, rec, placeholderDecision(s, t), t)
 		return
 	}
+	var scan *placeholderScanner
+	var timeout *bodyTimeout
 	body := &countingReader{r: r.Body}
 	if r.Body != nil && r.Body != http.NoBody {
+		timeout = &bodyTimeout{r: r.Body, rc: http.NewResponseController(w), d: p.cfg.BodyTimeout}
+		var in io.ReadCloser = timeout
+		if scan = newPlaceholderScanner(in, pol.foreign(own)); scan != nil {
+			in = scan
+		}
+		body.r = in
 		r.Body = body
 	}
 	cw := &countingWriter{ResponseWriter: w}
@@ -61,6 +56,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	if t.connect {
 		scheme = "https"
 	}
+	// wrote is set once the request's headers (with the secret) were
+	// written towards the upstream: until then no credential left.
+	var wrote atomic.Bool
+	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}))
 	var proxyErr error
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -77,18 +76,57 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		ErrorLog:   log.New(io.Discard, "", 0),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			proxyErr = err
+			if scan != nil && scan.Found() != nil {
+				return // denied below
+			}
+			if _, ok := guardDecision(err); ok {
+				return // denied below
+			}
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusBadGateway)
+			if timeout != nil && timeout.timedOut.Load() {
+				fmt.Fprintf(w, "Airlock's egress proxy ended this request: %s.\n", timeout.reason())
+				return
+			}
 			fmt.Fprintf(w, "Airlock's egress proxy could not reach %s: %v\n", t, err)
 		},
 	}
 	rp.ServeHTTP(cw, r)
+	rec.BytesUp, rec.BytesDown, rec.Duration = body.n.Load(), cw.n, time.Since(start)
+	if rec.Secret != "" && !wrote.Load() {
+		rec.SecretNotSent = true
+	}
+	if scan != nil && scan.Found() != nil {
+		// The placeholder itself never left; the upstream saw at most
+		// the start of a body it never got the end of.
+		d := placeholderDecision(scan.Found(), t)
+		if cw.status == 0 {
+			p.deny(w, rec, d, t)
+			return
+		}
+		rec.Allowed, rec.Status, rec.Rule, rec.Reason = false, cw.status, d.Rule, d.Reason
+		p.record(rec)
+		return
+	}
+	if d, ok := guardDecision(proxyErr); ok {
+		p.deny(w, rec, d, t)
+		return
+	}
 	rec.Allowed, rec.Status = true, cw.status
-	rec.BytesUp, rec.BytesDown, rec.Duration = body.n, cw.n, time.Since(start)
-	if proxyErr != nil {
+	switch {
+	case timeout != nil && timeout.timedOut.Load():
+		rec.Error = timeout.reason()
+	case proxyErr != nil:
 		rec.Error = proxyErr.Error()
 	}
 	p.record(rec)
+}
+
+// placeholderDecision denies a request that carries the placeholder of s
+// to t.
+func placeholderDecision(s *Secret, t target) Decision {
+	return Decision{Rule: "placeholder " + s.Name,
+		Reason: fmt.Sprintf("the request carries the placeholder of the secret %s, which Airlock sends to %s only (over HTTPS), never to %s", s.Name, s.Host, t)}
 }
 
 // hostHeader is the Host header for t: the host, with the port unless it
@@ -103,15 +141,16 @@ func hostHeader(t target) string {
 	return t.String()
 }
 
-// countingReader counts a request body as it is read.
+// countingReader counts a request body as it is read (by the transport,
+// which may still be reading when the handler records).
 type countingReader struct {
 	r io.ReadCloser
-	n int64
+	n atomic.Int64
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 

@@ -55,6 +55,14 @@ type Rule struct {
 	Source string `json:"source,omitempty"`
 }
 
+// describe names the rule for a reason: `the user rule "x.com (GET)"`.
+func (r Rule) describe() string {
+	if r.Source == "" {
+		return fmt.Sprintf("the rule %q", r.String())
+	}
+	return fmt.Sprintf("the %s rule %q", r.Source, r.String())
+}
+
 // ParseRule parses HOST, HOST:PORT or HOST:* (IPv6 addresses in brackets
 // when a port follows).
 func ParseRule(s string) (Rule, error) {
@@ -244,7 +252,9 @@ type Policy struct {
 	// Its Methods are ignored: a denied host is denied whole.
 	Deny []Rule `json:"deny,omitempty"`
 	// Secrets are substituted for their placeholders on the way to their
-	// hosts. A secret's host needs no Allow rule of its own.
+	// hosts (over TLS). A secret's host needs no Allow rule of its own,
+	// but the Allow rules that match it still apply to the requests sent
+	// to it: their method limits hold, with or without the secret.
 	Secrets []Secret `json:"-"`
 }
 
@@ -255,6 +265,13 @@ type Decision struct {
 	Rule string
 	// Reason, when denied, says why in words for the agent and the user.
 	Reason string
+	// MethodLimit is true when a rule matched the host and port but not
+	// the method: allowing the host again would not help, its rule's
+	// methods would have to change.
+	MethodLimit bool
+	// allow, if set, is the host to suggest allowing instead of the
+	// request's (the address a name led to).
+	allow string
 }
 
 // Request is what the policy sees of a request: the target and, except
@@ -276,11 +293,20 @@ func (p *Policy) Decide(req Request) Decision {
 	target := net.JoinHostPort(host, strconv.Itoa(req.Port))
 	for _, r := range p.Deny {
 		if matchHost(normHost(r.Host), host) && r.matchPort(req.Port, req.Connect) {
-			return Decision{Rule: "deny " + r.String(), Reason: fmt.Sprintf("%s is denied by the %s rule %q", target, r.Source, r.String())}
+			return Decision{Rule: "deny " + r.String(), Reason: fmt.Sprintf("%s is denied by %s", target, r.describe())}
 		}
 	}
-	if s := p.secretFor(host, req.Port); s != nil {
-		return Decision{Allowed: true, Rule: "secret " + s.Name + " for " + s.Host}
+	// A secret means "intercept and substitute", not "allow everything":
+	// the CONNECT to its host is allowed so that the proxy can terminate
+	// its TLS and see each request, and each request inside is decided
+	// below with its method, like any other. Only over TLS: plain HTTP to
+	// the host gets no substitution and needs a rule of its own.
+	var secret *Secret
+	if req.Connect {
+		secret = p.secretFor(host, req.Port)
+	}
+	if secret != nil && req.Method == "CONNECT" {
+		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host}
 	}
 	var methodMiss *Rule
 	for i, r := range p.Allow {
@@ -299,9 +325,16 @@ func (p *Policy) Decide(req Request) Decision {
 	}
 	if methodMiss != nil {
 		if req.Method == "CONNECT" {
-			return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s is allowed for %s only, and methods cannot be seen inside an HTTPS tunnel", target, strings.Join(methodMiss.Methods, ", "))}
+			return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s is allowed for %s only, and methods cannot be seen inside an HTTPS tunnel", target, strings.Join(methodMiss.Methods, ", ")), MethodLimit: true}
 		}
-		return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s %s is not allowed: %s allows %s only", req.Method, target, host, strings.Join(methodMiss.Methods, ", "))}
+		reason := fmt.Sprintf("%s %s is not allowed: %s allows %s only", req.Method, target, methodMiss.describe(), strings.Join(methodMiss.Methods, ", "))
+		if secret != nil {
+			reason += fmt.Sprintf(" (the secret %s is sent to this host, but a secret does not lift its method limits)", secret.Name)
+		}
+		return Decision{Rule: methodMiss.String(), Reason: reason, MethodLimit: true}
+	}
+	if secret != nil {
+		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host}
 	}
 	return Decision{Rule: "default deny", Reason: fmt.Sprintf("%s is not on this sandbox's network allow-list", target)}
 }

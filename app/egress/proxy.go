@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +21,17 @@ import (
 )
 
 // Config configures a Proxy. The zero value reaches upstreams by the
-// host's DNS and routes, verifies TLS against the system roots and
-// records nothing.
+// host's DNS and routes, verifies TLS against the system roots, records
+// nothing, and has the limits below.
 type Config struct {
-	// Dial connects to an upstream; nil is a net.Dialer (names resolved
-	// on the host, never in the guest).
+	// Resolve looks up the addresses of an upstream's host name; nil is
+	// the host's DNS (never the guest's). Every address is checked by the
+	// address guard before it is dialled.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial connects to an upstream address (IP:port) that the guard let
+	// through; nil is a net.Dialer. A Dial without Resolve is a whole
+	// network of names (tests): it gets host names, and the guard, having
+	// no addresses to check, does not apply.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// RootCAs verifies upstream certificates of intercepted hosts; nil
 	// means the system roots.
@@ -39,14 +46,33 @@ type Config struct {
 	// body suggests to allow a host; empty means
 	// "airlock run --allow %s ...".
 	AllowHint string
-	// MaxBodyScan caps how much of a request body is searched for
-	// placeholders of secrets; zero means 1 MiB.
-	MaxBodyScan int
+	// MaxConns caps the guest's connections open through the proxy at
+	// once (tunnels, kept-alive connections, requests in flight): one more
+	// is answered 503 and closed. Zero means DefaultMaxConns.
+	MaxConns int
+	// HeaderTimeout is how long a request's line and headers may take to
+	// arrive; zero means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection (plain HTTP, or
+	// inside an intercepted host's TLS) may wait for its next request;
+	// zero means DefaultIdleTimeout. An opaque tunnel has no idle limit.
+	IdleTimeout time.Duration
+	// BodyTimeout is how long a request body may go without a byte
+	// arriving; the request is then ended. Zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
 
-const defaultBodyScan = 1 << 20
+// Defaults of Config's limits. 128 connections leave room for package
+// managers' parallel downloads (pip, npm and cargo open 10 to 50) while
+// bounding what one sandbox can hold open on the host.
+const (
+	DefaultMaxConns      = 128
+	DefaultHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout   = 2 * time.Minute
+	DefaultBodyTimeout   = time.Minute
+)
 
 // Proxy is the host's egress proxy for one sandbox. Create it with New,
 // run it with Serve; the policy may be swapped with SetPolicy at any time.
@@ -57,6 +83,11 @@ type Proxy struct {
 	transport *http.Transport
 	inner     *connListener // TLS-terminated connections for the inner server
 	buffers   httputil.BufferPool
+	// localAddrs lists the host's own addresses for the guard.
+	localAddrs func() []netip.Addr
+	// conns counts the guest's connections (MaxConns); refusing, the 503
+	// answers under way.
+	conns, refusing atomic.Int64
 
 	mu     sync.Mutex
 	tunnel map[net.Conn]struct{} // hijacked connections, closed when Serve ends
@@ -71,24 +102,30 @@ func New(cfg Config, pol *Policy) *Proxy {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Dial == nil {
-		cfg.Dial = guardedDial
-	}
 	if cfg.AllowHint == "" {
 		cfg.AllowHint = "airlock run --allow %s ..."
 	}
-	if cfg.MaxBodyScan == 0 {
-		cfg.MaxBodyScan = defaultBodyScan
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if pol == nil {
 		pol = &Policy{}
 	}
 	p := &Proxy{
-		cfg: cfg,
-		log: cfg.Logger,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		localAddrs: interfaceAddrs,
 		transport: &http.Transport{
 			Proxy:                 nil, // never a proxy of the host's environment
-			DialContext:           cfg.Dial,
 			TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 			TLSHandshakeTimeout:   30 * time.Second,
 			ForceAttemptHTTP2:     true,
@@ -100,6 +137,7 @@ func New(cfg Config, pol *Policy) *Proxy {
 		buffers: &bufferPool{},
 		tunnel:  map[net.Conn]struct{}{},
 	}
+	p.transport.DialContext = p.dialUpstream
 	p.policy.Store(pol)
 	return p
 }
@@ -121,10 +159,16 @@ func (p *Proxy) Policy() *Policy { return p.policy.Load() }
 // the accept error if l fails first. Serve is called once.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	errLog := log.New(io.Discard, "", 0)
-	front := &http.Server{Handler: http.HandlerFunc(p.serveFront), ReadHeaderTimeout: time.Minute, ErrorLog: errLog}
+	front := &http.Server{
+		Handler:           http.HandlerFunc(p.serveFront),
+		ReadHeaderTimeout: p.cfg.HeaderTimeout,
+		IdleTimeout:       p.cfg.IdleTimeout,
+		ErrorLog:          errLog,
+	}
 	inner := &http.Server{
 		Handler:           http.HandlerFunc(p.serveIntercepted),
-		ReadHeaderTimeout: time.Minute,
+		ReadHeaderTimeout: p.cfg.HeaderTimeout,
+		IdleTimeout:       p.cfg.IdleTimeout,
 		ErrorLog:          errLog,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if ic, ok := c.(*interceptedConn); ok {
@@ -252,8 +296,15 @@ func (p *Proxy) deny(w http.ResponseWriter, rec Record, d Decision, t target) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Airlock blocked this request: %s.\n\n", d.Reason)
 	b.WriteString("This sandbox reaches the network only through Airlock's proxy on the host, which allows the hosts on its allow-list and nothing else.\n")
-	if !strings.HasPrefix(d.Rule, "placeholder") {
+	switch {
+	case strings.HasPrefix(d.Rule, "placeholder"):
+	case d.MethodLimit:
+		fmt.Fprintf(&b, "If it should be allowed, ask the user to add %s to the methods of that rule (methods = [...] of its [[network.host]] in their Airlock configuration, ~/.config/airlock/config.toml).\n", rec.Method)
+	default:
 		allow := t.host
+		if d.allow != "" {
+			allow = d.allow
+		}
 		if strings.Contains(allow, ":") {
 			allow = "[" + allow + "]"
 		}
@@ -273,9 +324,23 @@ func (p *Proxy) deny(w http.ResponseWriter, rec Record, d Decision, t target) {
 	_, _ = io.WriteString(w, b.String())
 }
 
-// unreachable answers 502 when an allowed host cannot be reached.
+// unreachable answers 502 when an allowed host cannot be reached, or 403
+// when the address guard refused where its name leads.
 func (p *Proxy) unreachable(w http.ResponseWriter, rec Record, t target, err error) {
+	if d, ok := guardDecision(err); ok {
+		p.deny(w, rec, d, t)
+		return
+	}
 	rec.Allowed, rec.Status, rec.Error, rec.Duration = true, http.StatusBadGateway, err.Error(), time.Since(rec.Time)
 	http.Error(w, fmt.Sprintf("Airlock's egress proxy could not reach %s: %v", t, err), http.StatusBadGateway)
 	p.record(rec)
+}
+
+// guardDecision is the denial for an error of the address guard.
+func guardDecision(err error) (Decision, bool) {
+	var g *guardError
+	if !errors.As(err, &g) {
+		return Decision{}, false
+	}
+	return Decision{Rule: "address guard", Reason: g.Error(), allow: g.refused[0].addr.String()}, true
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,31 +17,84 @@ import (
 	"time"
 )
 
-// testNet maps test host names to local servers: the proxy's Dial, as
-// DNS would on the host.
+// testNet is the host's DNS and routes for tests: names resolve to
+// addresses (each test name to one of its own in 203.0.113.0/24, a
+// documentation range the address guard lets through, unless point says
+// otherwise), and an address:port dials a local server. It logs every
+// address dialled.
 type testNet struct {
 	mu    sync.Mutex
-	names map[string]string // host:port → 127.0.0.1:port
+	addrs map[string][]netip.Addr // host → what it resolves to
+	names map[string]string       // address:port → 127.0.0.1:port
+	next  byte
+	dials []string
 }
 
+// add makes host:port (a name or an address) lead to the local server at
+// addr.
 func (n *testNet) add(hostport, addr string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.names == nil {
-		n.names = map[string]string{}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		panic(err)
 	}
-	n.names[hostport] = addr
+	if n.addrs == nil {
+		n.addrs, n.names = map[string][]netip.Addr{}, map[string]string{}
+	}
+	ips := []netip.Addr{}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = append(ips, ip)
+	} else {
+		if n.addrs[host] == nil {
+			n.next++
+			n.addrs[host] = []netip.Addr{netip.AddrFrom4([4]byte{203, 0, 113, n.next})}
+		}
+		ips = n.addrs[host]
+	}
+	for _, ip := range ips {
+		n.names[net.JoinHostPort(ip.String(), port)] = addr
+	}
+}
+
+// point makes host resolve to addrs.
+func (n *testNet) point(host string, addrs ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.addrs == nil {
+		n.addrs, n.names = map[string][]netip.Addr{}, map[string]string{}
+	}
+	n.addrs[host] = nil
+	for _, a := range addrs {
+		n.addrs[host] = append(n.addrs[host], netip.MustParseAddr(a))
+	}
+}
+
+func (n *testNet) resolve(_ context.Context, host string) ([]netip.Addr, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ips, ok := n.addrs[host]; ok {
+		return ips, nil
+	}
+	return nil, &net.DNSError{Err: "no such host (test)", Name: host, IsNotFound: true}
 }
 
 func (n *testNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	n.mu.Lock()
 	to, ok := n.names[addr]
+	n.dials = append(n.dials, addr)
 	n.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("dial %s: no such host (test)", addr)
+		return nil, fmt.Errorf("dial %s: no route (test)", addr)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, to)
+}
+
+func (n *testNet) dialled() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.dials...)
 }
 
 // harness is a proxy on a loopback listener, its records, and an upstream
@@ -56,16 +110,20 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, pol *Policy) *harness {
+	return newHarnessConfig(t, pol, Config{})
+}
+
+// newHarnessConfig is newHarness with the limits of cfg.
+func newHarnessConfig(t *testing.T, pol *Policy, cfg Config) *harness {
 	t.Helper()
 	ca, err := NewCA("test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{net: &testNet{}, ca: ca, roots: x509.NewCertPool()}
-	h.proxy = New(Config{
-		Dial: h.net.dial, RootCAs: h.roots, CA: ca,
-		Record: func(r Record) { h.mu.Lock(); h.records = append(h.records, r); h.mu.Unlock() },
-	}, pol)
+	cfg.Resolve, cfg.Dial, cfg.RootCAs, cfg.CA = h.net.resolve, h.net.dial, h.roots, ca
+	cfg.Record = func(r Record) { h.mu.Lock(); h.records = append(h.records, r); h.mu.Unlock() }
+	h.proxy = New(cfg, pol)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

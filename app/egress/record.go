@@ -41,7 +41,11 @@ type Record struct {
 	Reason  string `json:"reason,omitempty"`
 	// Secret names the secret substituted into the request, if any.
 	Secret string `json:"secret,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// SecretNotSent is true when the request with the secret never left
+	// the host (its upstream could not be reached or its TLS failed): the
+	// credential did not go anywhere.
+	SecretNotSent bool   `json:"secret_not_sent,omitempty"`
+	Error         string `json:"error,omitempty"`
 }
 
 // String is the record as one line for people.
@@ -52,6 +56,10 @@ func (r Record) String() string {
 		verdict = "DENIED"
 	}
 	s := fmt.Sprintf("%s %s %s%s", verdict, r.Method, target, r.Path)
+	if r.Host == "" && r.Method == "" {
+		// A connection refused before its request was read.
+		s = verdict + " a connection"
+	}
 	if r.Status != 0 {
 		s += fmt.Sprintf(" → %d", r.Status)
 	}
@@ -60,7 +68,10 @@ func (r Record) String() string {
 	} else {
 		s += ": " + r.Reason
 	}
-	if r.Secret != "" {
+	switch {
+	case r.Secret != "" && r.SecretNotSent:
+		s += " [" + r.Secret + " not sent]"
+	case r.Secret != "":
 		s += " [" + r.Secret + " substituted]"
 	}
 	if r.Error != "" {

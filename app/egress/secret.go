@@ -131,17 +131,26 @@ func substitute(h http.Header, s *Secret) bool {
 	return done
 }
 
-// leak returns the first secret whose placeholder appears in the
-// request's target, headers or body prefix while the request is not
-// going to that secret's own host over TLS (own is that secret, or nil).
-func (p *Policy) leak(own *Secret, r *http.Request, body []byte) *Secret {
+// foreign returns the secrets whose placeholders must not go with a
+// request for own's host (own is that host's secret, or nil): all the
+// others.
+func (p *Policy) foreign(own *Secret) []*Secret {
+	var out []*Secret
 	for i := range p.Secrets {
-		s := &p.Secrets[i]
-		if own != nil && s.Placeholder == own.Placeholder {
-			continue
+		if own == nil || p.Secrets[i].Placeholder != own.Placeholder {
+			out = append(out, &p.Secrets[i])
 		}
-		if strings.Contains(r.URL.String(), s.Placeholder) || strings.Contains(r.Host, s.Placeholder) ||
-			strings.Contains(string(body), s.Placeholder) {
+	}
+	return out
+}
+
+// leak returns the first secret whose placeholder appears in the
+// request's target or headers while the request is not going to that
+// secret's own host over TLS (own is that secret, or nil). The body is
+// searched as it streams (placeholderScanner).
+func (p *Policy) leak(own *Secret, r *http.Request) *Secret {
+	for _, s := range p.foreign(own) {
+		if strings.Contains(r.URL.String(), s.Placeholder) || strings.Contains(r.Host, s.Placeholder) {
 			return s
 		}
 		for k, vs := range r.Header {

@@ -29,7 +29,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, start time.Time)
 		p.intercept(w, t, rec)
 		return
 	}
-	up, err := p.cfg.Dial(r.Context(), "tcp", t.String())
+	up, err := p.dialUpstream(r.Context(), "tcp", t.String())
 	if err != nil {
 		p.unreachable(w, rec, t, err)
 		return
