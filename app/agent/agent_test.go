@@ -101,7 +101,7 @@ func TestBuiltinPresets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !pol.Decide(egress.Request{Host: tt.host, Port: 443, Method: "POST"}).Allowed || pol.Decide(egress.Request{Host: "example.com", Port: 443, Method: "CONNECT", Connect: true}).Allowed {
+			if !pol.Decide(egress.Request{Host: tt.host, Port: 443, Method: "POST", Connect: true}).Allowed || pol.Decide(egress.Request{Host: "example.com", Port: 443, Method: "CONNECT", Connect: true}).Allowed {
 				t.Error("policy does not allow exactly the preset's host")
 			}
 			if env := pol.GuestEnv(); !strings.HasPrefix(env[tt.secret.Env], egress.PlaceholderPrefix) {

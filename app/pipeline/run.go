@@ -561,7 +561,8 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		shown = strings.Join(append([]string{"sh", r.o.ScriptName}, r.o.Command...), " ")
 	}
 	r.progress(Progress{Step: StepRun, Message: "running " + shown + " in " + sandbox.Workspace})
-	stdout := teeWriter(r.o.Stdout, tr)
+	liveOut, liveErr := liveWriters(r.o.Stdout, r.o.Stderr)
+	stdout := teeWriter(liveOut, tr)
 	var captured *capWriter // the agent's stdout, for its final message
 	if r.o.FinalMessage != nil {
 		captured = &capWriter{w: stdout, max: MaxAgentOutput}
@@ -569,7 +570,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	}
 	cmd := client.Command{
 		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
-		Stdout: stdout, Stderr: teeWriter(r.o.Stderr, tr), TTY: r.o.TTY,
+		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY,
 	}
 	runCtx := ctx
 	if r.o.Timeout > 0 {
@@ -792,6 +793,28 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	}
 	c.mu.Unlock()
 	return c.w.Write(p)
+}
+
+// liveWriters are the command's live stdout and stderr: one writer given
+// for both (a terminal widget, a buffer) gets writes from the two
+// streams' copiers at once, so it is locked.
+func liveWriters(stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	if stdout != nil && sameWriter(stdout, stderr) {
+		w := lockio.NewWriter(stdout)
+		return w, w
+	}
+	return stdout, stderr
+}
+
+// sameWriter reports whether a and b are the same writer (false for
+// writers that cannot be compared).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 func teeWriter(live io.Writer, transcript io.Writer) io.Writer {

@@ -530,3 +530,30 @@ func newStore(t *testing.T) *sandbox.Store {
 	}
 	return s
 }
+
+// TestOneLiveWriterForBoth: a command whose stdout and stderr go to one
+// writer (the app's terminal, a buffer) writes to it from both streams'
+// copiers at once; the pipeline locks it (the race detector checks).
+func TestOneLiveWriterForBoth(t *testing.T) {
+	var buf bytes.Buffer
+	out, errw := liveWriters(&buf, &buf)
+	if out != errw {
+		t.Fatal("one writer given for both streams was not shared locked")
+	}
+	var wg sync.WaitGroup
+	for _, w := range []io.Writer{out, errw} {
+		wg.Go(func() {
+			for range 1000 {
+				_, _ = w.Write([]byte("line\n"))
+			}
+		})
+	}
+	wg.Wait()
+	if buf.Len() != 2*1000*5 {
+		t.Errorf("%d bytes written, want %d", buf.Len(), 2*1000*5)
+	}
+	var a, b bytes.Buffer
+	if o, e := liveWriters(&a, &b); o != io.Writer(&a) || e != io.Writer(&b) {
+		t.Error("two writers were wrapped")
+	}
+}
