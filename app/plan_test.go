@@ -223,13 +223,15 @@ func TestAppStopsSendBackMidBoot(t *testing.T) {
 	}
 }
 
-// processesNaming lists the processes whose command line names dir.
+// processesNaming lists the processes of the machine whose run directory
+// is dir: its supervisor names dir, QEMU is named after the machine
+// (-name guest=airlock-NAME, NAME the directory's base name).
 func processesNaming(dir string) []string {
 	var out []string
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, c := range cmdlines {
 		b, err := os.ReadFile(c)
-		if err == nil && strings.Contains(string(b), dir) {
+		if err == nil && (strings.Contains(string(b), dir) || strings.Contains(string(b), "airlock-"+filepath.Base(dir)+"\x00")) {
 			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}

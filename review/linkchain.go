@@ -140,15 +140,23 @@ type afterTree struct {
 	pr    *project
 	after map[string]EntryState
 	fresh map[string]bool // directories created where none is now
+	// parents are the directories above what the steps leave: the apply
+	// makes the missing ones.
+	parents map[string]bool
 }
 
 func newAfterTree(pr *project, planned []plannedFile) *afterTree {
-	t := &afterTree{pr: pr, after: map[string]EntryState{}, fresh: map[string]bool{}}
+	t := &afterTree{pr: pr, after: map[string]EntryState{}, fresh: map[string]bool{}, parents: map[string]bool{}}
 	for _, pf := range planned {
 		for _, s := range pf.steps {
 			t.after[s.Path] = s.After
 			if s.After.Type == manifest.Dir && s.Before.Type != manifest.Dir {
 				t.fresh[s.Path] = true
+			}
+			if s.After.Exists {
+				for dir := path.Dir(s.Path); dir != "."; dir = path.Dir(dir) {
+					t.parents[dir] = true
+				}
 			}
 		}
 	}
@@ -172,7 +180,13 @@ func (t *afterTree) lookup(p string) (linkNode, string, error) {
 			return nodeOther, "", nil // a new directory holds only what the steps put there
 		}
 	}
-	return t.pr.linkNode(p)
+	node, target, err := t.pr.linkNode(p)
+	if err == nil && node == nodeOther && t.parents[p] {
+		// A parent the apply makes: a directory, holding only what the
+		// steps put there (a link created in it is followed from it).
+		return nodeDir, "", nil
+	}
+	return node, target, err
 }
 
 // refuseEscapingLinks drops the planned files that create a symbolic link

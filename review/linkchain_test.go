@@ -368,3 +368,37 @@ func TestApplyKeepsLongChainInside(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// TestApplyRefusesLinkInNewFolder: a link created in a folder the apply
+// makes (sub/up2 -> ../.., sub not in the project yet) is followed from
+// that folder and refused before anything is written, not caught only
+// once written.
+func TestApplyRefusesLinkInNewFolder(t *testing.T) {
+	project, _ := projectWithSibling(t)
+	before := snapshot(t, project)
+	cs, err := New(context.Background(), []manifest.Change{linkChange("sub/up2", "../.."), linkChange("sub/deep/in", "../../a.txt")}, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decisions
+	d.SetFile("sub/up2", Approve)
+	res, err := Apply(context.Background(), project, cs, d, ApplyOptions{JournalDir: journalDir(t)})
+	if err != nil {
+		t.Fatalf("apply: %v (the link should be refused in planning, not rolled back)", err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Path != "sub/up2" || !strings.Contains(res.Skipped[0].Reason, "points outside the project") {
+		t.Fatalf("skipped %+v, want sub/up2 outside the project", res.Skipped)
+	}
+	if diff := cmp.Diff(sortedLines(before), sortedLines(snapshot(t, project))); diff != "" {
+		t.Errorf("project changed (-want +got):\n%s", diff)
+	}
+	// A link in a new folder that stays inside is created.
+	d = Decisions{}
+	d.SetFile("sub/deep/in", Approve)
+	if res, err := Apply(context.Background(), project, cs, d, ApplyOptions{JournalDir: journalDir(t)}); err != nil || len(res.Skipped) != 0 {
+		t.Fatalf("apply sub/deep/in: %+v, %v", res, err)
+	}
+	if got, err := os.Readlink(filepath.Join(project, "sub/deep/in")); err != nil || got != "../../a.txt" {
+		t.Errorf("sub/deep/in: %q, %v", got, err)
+	}
+}

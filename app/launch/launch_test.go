@@ -362,7 +362,9 @@ func TestBootTimeoutShowsConsole(t *testing.T) {
 	t.Logf("boot error as a user sees it:\n%v", err)
 }
 
-// qemuProcesses lists the qemu processes whose command line names dir.
+// qemuProcesses lists the qemu processes of the machine whose run
+// directory is dir: QEMU is named after the machine (-name
+// guest=airlock-NAME, NAME the directory's base name).
 func qemuProcesses(t *testing.T, dir string) []string {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
@@ -376,7 +378,7 @@ func qemuProcesses(t *testing.T, dir string) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, "qemu-system") && strings.Contains(cmd, dir) {
+		if strings.Contains(cmd, "qemu-system") && strings.Contains(cmd, "airlock-"+filepath.Base(dir)+" ") {
 			found = append(found, e.Name()+": "+cmd)
 		}
 	}

@@ -316,14 +316,17 @@ func TestSupervisorKilled(t *testing.T) {
 	if len(kids) == 0 {
 		t.Fatalf("supervisor %d has no QEMU child", pid)
 	}
-	var qemuExited []func()
+	// The supervisor itself too: QEMU's parent-death signal can come
+	// when the thread that started it exits, before the last of the
+	// supervisor's threads (and its listening sockets) are gone.
+	exited := []func(){watchExit(t, pid)}
 	for _, k := range kids {
-		qemuExited = append(qemuExited, watchExit(t, k))
+		exited = append(exited, watchExit(t, k))
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range qemuExited {
+	for _, f := range exited {
 		f()
 	}
 	if err := m.Wait(); err == nil || !strings.Contains(err.Error(), "died") {
