@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,23 @@ import (
 	"strings"
 	"time"
 )
+
+// maxTask caps a task typed into the demo agent's session.
+const maxTask = 64 << 10
+
+// askTask asks for the task on out and reads one line of it from in.
+func askTask(in io.Reader, out io.Writer) (string, error) {
+	fmt.Fprint(out, "demo-agent: what should I do? ")
+	line, err := bufio.NewReader(io.LimitReader(in, maxTask)).ReadString('\n')
+	task := strings.TrimSpace(line)
+	if task == "" {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("read the task: %w", err)
+		}
+		return "", errors.New("demo-agent: no task given (type one, or run it with -p TASK)")
+	}
+	return task, nil
+}
 
 // demoAgent is Airlock's stand-in for an AI coding agent (the demo
 // preset, /init demo-agent): it sends the prompt to a model API at
@@ -31,8 +49,17 @@ func demoAgent(args []string) error {
 		return err
 	}
 	api := os.Getenv("AIRLOCK_DEMO_API")
-	if api == "" || *prompt == "" {
-		return errors.New("demo-agent needs -p PROMPT and AIRLOCK_DEMO_API")
+	if api == "" {
+		return errors.New("demo-agent needs AIRLOCK_DEMO_API (airlock run --agent demo sets it)")
+	}
+	if *prompt == "" {
+		// Without -p it is interactive, as a real agent's session is:
+		// it asks for the task on its terminal.
+		task, err := askTask(os.Stdin, os.Stdout)
+		if err != nil {
+			return err
+		}
+		*prompt = task
 	}
 	// Like a real agent, it keeps its conversation in its home: on the
 	// full image that is the sandbox's own root disk, which the next round
