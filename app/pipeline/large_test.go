@@ -110,7 +110,7 @@ func TestSkippedMessage(t *testing.T) {
 		{Path: "p", Reason: manifest.ReasonSpecial, Rule: "p---------"},
 	}, 1<<30)
 	want := `left out of the changes (2): "big.bin" (5.0 GiB, over the 1.0 GiB cap), "p" (special file p---------); ` +
-		`the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or [limits] max_file_size in airlock.toml`
+		`the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -867,7 +867,7 @@ func skippedMessage(skipped []manifest.Exclusion, maxFile int64) string {
 		fmt.Fprintf(&b, "%q (%s)", x.Path, what)
 	}
 	if large {
-		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or [limits] max_file_size in airlock.toml")
+		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml")
 	}
 	return b.String()
 }
