@@ -378,6 +378,9 @@ func FuzzListingResolve(f *testing.F) {
 	f.Add([]byte(`{"id":"n","base":"` + id + `","changed":[{"path":"d","type":"symlink","mode":511,"target":"/etc"}]}`))
 	f.Add([]byte(`{"id":"n","entries":[{"path":"a","type":"dir","mode":493}]}`))
 	f.Add([]byte(`{"id":"n","base":"` + id + `","deleted":["a","d","d/x"]}`))
+	f.Add([]byte(`{"id":"n","base":"` + id + `","deleted":["d/x"],"skipped":[{"path":"d/x","reason":"too-large","size":5368709120},{"path":"new","reason":"too-large","size":5368709120}]}`))
+	f.Add([]byte(`{"id":"n","base":"` + id + `","changed":[{"path":"d","type":"symlink","mode":511,"target":"/etc"}],"deleted":["d/x"],"skipped":[{"path":"d/x","reason":"too-large","size":5368709120}]}`))
+	f.Add([]byte(`{"id":"n","entries":[{"path":"big","type":"file","mode":420,"size":5368709120,"sha256":"` + sum("y") + `"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base := &Manifest{Entries: []Entry{fileE("a", "a"), dirE("d"), fileE("d/x", "x")}}
 		ls, err := DecodeListing(bytes.NewReader(data), Limits{MaxEntries: 1000})
@@ -393,6 +396,17 @@ func FuzzListingResolve(f *testing.F) {
 		}
 		if len(base.Entries) != 3 || base.Entries[0].Path != "a" {
 			t.Fatal("Resolve changed the base manifest")
+		}
+		// Whatever the guest names as left out for its size, putting the
+		// baseline back there, or leaving out what is over the cap,
+		// never makes an invalid manifest.
+		kept := KeepLeftOut(m, base, ls.Skipped)
+		if err := kept.Validate(Limits{MaxEntries: 1000}); err != nil {
+			t.Fatalf("KeepLeftOut returned a manifest that does not validate: %v", err)
+		}
+		small, _ := LeaveOutLarge(kept, base, Limits{MaxFileSize: 1})
+		if err := small.Validate(Limits{MaxEntries: 1000, MaxFileSize: 1}); err != nil && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("LeaveOutLarge returned a manifest that does not validate: %v", err)
 		}
 	})
 }
