@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,12 +244,11 @@ echo done`
 }
 
 // TestHostileGuestHugeSparseFile: a 5 GB sparse file (next to links out
-// of the workspace) is over the caps: by default over the per-file cap
-// (1 GiB), refused by its size before the guest reads any of it; with the
-// per-file cap raised, over the cap on the total (4 GiB). Either way the
-// run ends with a clear error, the sandbox is kept, marked failed, for
-// inspection, nothing is pulled and nothing is written outside the
-// project.
+// of the workspace) with the per-file cap raised is over the cap on the
+// total (4 GiB): the run ends with a clear error, the sandbox is kept,
+// marked failed, for inspection, nothing is pulled and nothing is written
+// outside the project. (Over the per-file cap, a file is left out and the
+// rest is collected: TestHugeSparseFileLeftOut.)
 func TestHostileGuestHugeSparseFile(t *testing.T) {
 	testenv.SkipIfShort(t)
 	for _, tc := range []struct {
@@ -256,7 +256,6 @@ func TestHostileGuestHugeSparseFile(t *testing.T) {
 		flags []string
 		want  []string
 	}{
-		{"per-file cap", nil, []string{`"sparse.bin": file is 5368709120 bytes, over the limit of 1073741824`}},
 		{"total cap", []string{"--max-file-size", "8G"}, []string{"add up to 5368709", "over the limit of 4294967296"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,6 +298,91 @@ func TestHostileGuestHugeSparseFile(t *testing.T) {
 			checkHomeLayout(t, home)
 		})
 	}
+}
+
+// TestHugeSparseFileLeftOut is item 6 of issue 19 as the attack: the
+// command grows a baseline file to 3 GiB (sparse), makes a new 3 GiB one
+// and edits another file. One bad file never sinks the review: the run
+// exits with the command's code (0), names both files with their size and
+// the cap (terminal, --json's skipped, the audit log), and apply --all
+// applies the edit; the baseline's big.bin is not deleted and new.bin
+// never reaches the project.
+func TestHugeSparseFileLeftOut(t *testing.T) {
+	testenv.SkipIfShort(t)
+	const agent = `set -e; truncate -s 3G big.bin; truncate -s 3G new.bin; echo edited >> src/main.go; ls -ls big.bin new.bin`
+	setup := func(t *testing.T) (home, outside, project string, before map[string]entry) {
+		home, outside, project, _ = hostileSetup(t)
+		writeFiles(t, project, map[string]string{"big.bin": "small\n"})
+		return home, outside, project, treeState(t, outside)
+	}
+	t.Run("terminal", func(t *testing.T) {
+		home, outside, project, before := setup(t)
+		start := time.Now()
+		code, out, errOut := airlockCLI(t, home, "run", "--arch", "amd64", "--project", project, "--", "sh", "-c", agent)
+		t.Logf("run took %s", time.Since(start).Round(time.Millisecond))
+		for _, line := range strings.Split(errOut, "\n") {
+			if strings.Contains(line, "left out") {
+				t.Log(line)
+			}
+		}
+		if code != 0 {
+			t.Fatalf("run: exit %d, want the command's 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		for _, s := range []string{`"big.bin" (3.0 GiB, over the 1.0 GiB cap)`, `"new.bin" (3.0 GiB, over the 1.0 GiB cap)`, "--max-file-size"} {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("the run does not say %q:\n%s", s, errOut)
+			}
+		}
+		sb, meta := onlySandbox(t, home)
+		if meta.Status != sandbox.StatusReady || meta.Changes == nil || meta.Changes.Files != 1 {
+			t.Fatalf("sandbox: status %s, changes %+v; want ready, 1 file", meta.Status, meta.Changes)
+		}
+		evs, err := sb.ReadAudit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var skipped string
+		for _, e := range evs {
+			if e.Event == sandbox.EventSkipped {
+				b, _ := json.Marshal(e.Data)
+				skipped = string(b)
+			}
+		}
+		if !strings.Contains(skipped, `"path":"big.bin","reason":"too-large","rule":"3221225472 bytes, over the 1073741824-byte cap","size":3221225472`) {
+			t.Errorf("audit: skipped event %s", skipped)
+		}
+		if code, out, errOut := airlockCLI(t, home, "apply", meta.ID, "--all"); code != 0 {
+			t.Fatalf("apply --all: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for p, want := range map[string]string{"src/main.go": "package main\nedited\n", "big.bin": "small\n"} {
+			if got, err := os.ReadFile(filepath.Join(project, p)); err != nil || string(got) != want {
+				t.Errorf("%s after apply: %q, %v; want %q", p, got, err, want)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(project, "new.bin")); err == nil {
+			t.Error("new.bin, left out, reached the project")
+		}
+		checkOutside(t, outside, project, before)
+		checkHomeLayout(t, home)
+	})
+	t.Run("json", func(t *testing.T) {
+		home, _, project, _ := setup(t)
+		code, out, errOut := airlockCLI(t, home, "--json", "run", "--arch", "amd64", "--project", project, "--", "sh", "-c", agent)
+		if code != 0 {
+			t.Fatalf("run --json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		var res runResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("run --json printed %q: %v", out, err)
+		}
+		want := []manifest.Exclusion{
+			{Path: "big.bin", Reason: manifest.ReasonTooLarge, Rule: "3221225472 bytes, over the 1073741824-byte cap", Size: 3 << 30},
+			{Path: "new.bin", Reason: manifest.ReasonTooLarge, Rule: "3221225472 bytes, over the 1073741824-byte cap", Size: 3 << 30},
+		}
+		if res.ExitCode != 0 || res.Changes == nil || res.Changes.Files != 1 || !reflect.DeepEqual(res.Skipped, want) {
+			t.Errorf("run --json: exit %d, changes %+v, skipped %+v; want 0, 1 file, %+v", res.ExitCode, res.Changes, res.Skipped, want)
+		}
+	})
 }
 
 // TestHostileGuestManyFiles: 200,000 new files come back as a changeset

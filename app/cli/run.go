@@ -49,7 +49,8 @@ type runResult struct {
 	Changes  *sandbox.ChangeStats `json:"changes,omitempty"`
 	Excluded []manifest.Exclusion `json:"excluded"`
 	// Skipped is what the guest left out of the changes (special files,
-	// unreadable directories, invalid names).
+	// unreadable directories, invalid names, files over the per-file cap
+	// with their size: reason "too-large").
 	Skipped []manifest.Exclusion `json:"skipped,omitempty"`
 	Summary string               `json:"summary,omitempty"`
 	// FinalMessage is an agent preset's final message, read from its

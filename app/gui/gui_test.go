@@ -836,3 +836,24 @@ func (r *ReviewWindow) diffText() string {
 	walk(r.diff)
 	return b.String()
 }
+
+// What the guest left out of the changes (a file over the size cap)
+// stays in the run's terminal, its name made safe, and the line that
+// ends the run says how many.
+func TestRunViewShowsLeftOut(t *testing.T) {
+	test.NewTempApp(t)
+	v := NewRunView(fyne.CurrentApp(), RunRequest{Project: t.TempDir(), Command: []string{"make"}})
+	t.Cleanup(v.Window.Close)
+	v.progress(pipeline.Progress{Step: pipeline.StepCollect, Message: "left out of the changes (1): big\x1b[31m.bin (3.0 GiB, over the 1.0 GiB cap)",
+		Excluded: []manifest.Exclusion{{Path: "big\x1b[31m.bin", Reason: manifest.ReasonTooLarge, Size: 3 << 30}}})
+	v.progress(pipeline.Progress{Step: pipeline.StepCollect, Message: "pulling", Done: 1, Total: 1})
+	got := v.term.Text()
+	if !strings.Contains(got, `big\x1b[31m.bin (3.0 GiB, over the 1.0 GiB cap)`) {
+		t.Errorf("terminal shows %q, want the left-out file with its escape made visible", got)
+	}
+	info := testInfo("1a2b3c4d")
+	v.finished(&pipeline.RunResult{Meta: info.Meta}, nil)
+	if !strings.HasSuffix(v.state.Text, "; 1 left out (named in the terminal)") {
+		t.Errorf("run view state %q", v.state.Text)
+	}
+}

@@ -20,15 +20,18 @@ import (
 // RunView is one run, live: its progress, the agent's terminal (attached
 // to the VM's PTY: type into it, resize it), elapsed time and Stop.
 type RunView struct {
-	Window   fyne.Window
-	term     *terminal
-	state    *widget.Label
-	clock    *widget.Label
-	bar      *widget.ProgressBar
-	stopBtn  *widget.Button
-	review   *widget.Button
-	started  time.Time
-	ended    bool
+	Window  fyne.Window
+	term    *terminal
+	state   *widget.Label
+	clock   *widget.Label
+	bar     *widget.ProgressBar
+	stopBtn *widget.Button
+	review  *widget.Button
+	started time.Time
+	ended   bool
+	// leftOut counts what the guest left out of the changes (files over
+	// the size cap, special files…), for the line that ends the run.
+	leftOut  int
 	stop     func()
 	onReview func()
 }
@@ -89,6 +92,12 @@ func (v *RunView) Tick(now time.Time) {
 
 func (v *RunView) progress(p pipeline.Progress) {
 	msg := safetext.Line(p.Message) // it may name the guest's paths
+	if p.Step == pipeline.StepCollect && len(p.Excluded) > 0 {
+		// What was left out of the changes stays in the terminal, where
+		// the next progress does not replace it.
+		v.leftOut = len(p.Excluded)
+		fmt.Fprintf(v.term, "\r\n\x1b[1;33mairlock: %s\x1b[0m\r\n", msg)
+	}
 	if msg == "" {
 		msg = string(p.Step)
 	}
@@ -127,6 +136,9 @@ func (v *RunView) finished(res *pipeline.RunResult, err error) {
 				v.review.Importance = widget.HighImportance
 				v.review.Refresh()
 			}
+		}
+		if v.leftOut > 0 {
+			msg += fmt.Sprintf("; %d left out (named in the terminal)", v.leftOut)
 		}
 		v.setState(msg)
 	}

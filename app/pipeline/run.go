@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -671,12 +672,15 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 	if err != nil {
 		return err
 	}
-	gm := k.Manifest
+	// A file left out for its size is no change: the baseline's entry
+	// stays at its path (a file the command grew past the cap is not
+	// "deleted"; a new one is simply absent).
+	gm := manifest.KeepLeftOut(k.Manifest, base, k.Skipped)
 	if len(k.Skipped) > 0 {
 		if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventSkipped, Data: map[string]any{"skipped": k.Skipped}}); err != nil {
 			return err
 		}
-		r.progress(Progress{Step: StepCollect, Excluded: k.Skipped, Message: skippedMessage(k.Skipped)})
+		r.progress(Progress{Step: StepCollect, Excluded: k.Skipped, Message: skippedMessage(k.Skipped, r.o.Limits.FileSizeCap())})
 	}
 	var buf bytes.Buffer
 	if err := gm.Encode(&buf); err != nil {
@@ -834,23 +838,36 @@ func (t *tee) Write(p []byte) (int, error) {
 }
 
 // skippedMessage tells the user what the guest left out of its changes,
-// quoting the paths (they come from the guest).
-func skippedMessage(skipped []manifest.Exclusion) string {
+// quoting the paths (they come from the guest); a file left out for its
+// size is named with its size and maxFile, the cap, and the message says
+// how to raise it.
+func skippedMessage(skipped []manifest.Exclusion, maxFile int64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "left out of the changes (%d): ", len(skipped))
+	large := false
 	for i, x := range skipped {
+		large = large || x.Reason == manifest.ReasonTooLarge
 		if i == 5 {
 			fmt.Fprintf(&b, ", and %d more (airlock logs --audit)", len(skipped)-i)
-			break
+			continue
+		}
+		if i > 5 {
+			continue
 		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		what := string(x.Reason)
-		if x.Reason == manifest.ReasonSpecial {
+		switch x.Reason {
+		case manifest.ReasonSpecial:
 			what = "special file " + x.Rule
+		case manifest.ReasonTooLarge:
+			what = fmt.Sprintf("%s, over the %s cap", bytesize.Format(x.Size), bytesize.Format(maxFile))
 		}
 		fmt.Fprintf(&b, "%q (%s)", x.Path, what)
+	}
+	if large {
+		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml")
 	}
 	return b.String()
 }

@@ -72,8 +72,8 @@ func (t stagingTransfer) Manifest(ctx context.Context, _ Machine, dir string, _ 
 	if err := t.check(dir); err != nil {
 		return transfer.Known{}, err
 	}
-	m, err := walkHostile(ctx, t.root, limits, excludes)
-	return transfer.Known{Manifest: m}, err
+	m, left, err := walkHostile(ctx, t.root, limits, excludes)
+	return transfer.Known{Manifest: m, Skipped: left}, err
 }
 
 // Pull stores the changed files of the staging directory into the
@@ -129,13 +129,15 @@ func storeHostile(root *os.Root, e manifest.Entry, store *objects.Store) error {
 }
 
 // walkHostile walks a tree the guest could write, stopping early at the
-// caps of limits, and returns its manifest as Decode would from the guest.
-func walkHostile(ctx context.Context, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, error) {
+// caps of limits, and returns its manifest as Decode would from the guest,
+// without the files over the per-file cap, which it returns as
+// exclusions (manifest.ReasonTooLarge).
+func walkHostile(ctx context.Context, dir string, limits manifest.Limits, excludes []string) (*manifest.Manifest, []manifest.Exclusion, error) {
 	maxEntries, maxTotal := hostileCaps(limits)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	m, _, err := manifest.Walk(ctx, dir, manifest.WalkOptions{
-		Excludes: excludes, IncludeGit: limits.AllowGit,
+	m, report, err := manifest.Walk(ctx, dir, manifest.WalkOptions{
+		Excludes: excludes, IncludeGit: limits.AllowGit, MaxFileSize: limits.FileSizeCap(),
 		Progress: func(p manifest.Progress) {
 			switch {
 			case p.Entries > maxEntries:
@@ -146,16 +148,24 @@ func walkHostile(ctx context.Context, dir string, limits manifest.Limits, exclud
 		},
 	})
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return nil, cause
+		return nil, nil, cause
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	// A file that grew past the cap after its stat is left out too.
+	m, late := manifest.LeaveOutLarge(m, nil, limits)
 	m.StripSpecialBits()
 	if err := m.Validate(limits); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return m, nil
+	var left []manifest.Exclusion
+	for _, x := range report.Excluded {
+		if x.Reason == manifest.ReasonTooLarge {
+			left = append(left, x)
+		}
+	}
+	return m, append(left, late...), nil
 }
 
 // hostileCaps are the entry and byte caps of limits, defaults filled in

@@ -23,7 +23,7 @@ const (
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back
-	EventSkipped   EventKind = "skipped"   // what the guest's walk left out: special files, unreadable, invalid names
+	EventSkipped   EventKind = "skipped"   // what the guest's walk left out: special files, unreadable, invalid names, files over the size cap (with their size)
 	EventDisk      EventKind = "disk"      // the workspace disk's size and the host space it took, before its removal
 	EventFailed    EventKind = "failed"
 	EventDecisions EventKind = "decisions"

@@ -21,13 +21,17 @@ type Listing struct {
 	Changed []Entry  `json:"changed,omitempty"`
 	Deleted []string `json:"deleted,omitempty"`
 	// Skipped is what the walk left out that the user should hear of:
-	// special files, unreadable directories, names no manifest may hold
-	// (see Noteworthy). It is text from the far side, for showing only.
+	// special files, unreadable directories, names no manifest may hold,
+	// files over the size cap (see Noteworthy). It is text from the far
+	// side, for showing only; the paths of files left out for their size
+	// are checked as entry paths are, as the host keeps the baseline's
+	// entries there.
 	Skipped []Exclusion `json:"skipped,omitempty"`
 }
 
-// MaxSkipped caps Listing.Skipped: a walker lists at most this many, and
-// a decoder refuses more.
+// MaxSkipped caps Listing.Skipped but for files left out for their size
+// (ReasonTooLarge), which count with the entries: a walker lists at most
+// this many, and a decoder refuses more.
 const MaxSkipped = 100
 
 // maxRuleLen caps an Exclusion's Rule in a listing.
@@ -35,12 +39,20 @@ const maxRuleLen = 256
 
 // Noteworthy returns the exclusions of a walk that a listing reports:
 // those the user did not ask for (special files, unreadable directories,
-// invalid names), at most MaxSkipped, with rules cut to a bounded length.
+// invalid names, files over the size cap), with rules cut to a bounded
+// length; at most MaxSkipped of each reason but ReasonTooLarge. Every
+// file left out for its size is listed: the host keeps the baseline's
+// entry at its path, so that a file left out never reads as deleted
+// (see KeepLeftOut); a decoder counts them with the entries.
 func Noteworthy(excluded []Exclusion) []Exclusion {
 	var out []Exclusion
+	others := 0
 	for _, x := range NoteworthyAll(excluded) {
-		if len(out) == MaxSkipped {
-			break
+		if x.Reason != ReasonTooLarge {
+			if others == MaxSkipped {
+				continue
+			}
+			others++
 		}
 		if len(x.Rule) > maxRuleLen {
 			x.Rule = x.Rule[:maxRuleLen]
@@ -56,7 +68,7 @@ func NoteworthyAll(excluded []Exclusion) []Exclusion {
 	var out []Exclusion
 	for _, x := range excluded {
 		switch x.Reason {
-		case ReasonSpecial, ReasonUnreadable, ReasonInvalidName:
+		case ReasonSpecial, ReasonUnreadable, ReasonInvalidName, ReasonTooLarge:
 			out = append(out, x)
 		}
 	}
@@ -166,18 +178,37 @@ func DecodeListing(r io.Reader, limits Limits) (*Listing, error) {
 	if err := decodeStrict(r, l.MaxManifestBytes, &ls); err != nil {
 		return nil, fmt.Errorf("decode listing: %w", err)
 	}
-	if n := len(ls.Entries) + len(ls.Changed) + len(ls.Deleted); n > l.MaxEntries {
+	large := 0
+	for _, x := range ls.Skipped {
+		if x.Reason == ReasonTooLarge {
+			large++
+		}
+	}
+	if n := len(ls.Entries) + len(ls.Changed) + len(ls.Deleted) + large; n > l.MaxEntries {
 		return nil, fmt.Errorf("decode listing: %w", tooLarge("", "%d entries, over the limit of %d", n, l.MaxEntries))
 	}
-	if len(ls.Skipped) > MaxSkipped {
-		return nil, fmt.Errorf("decode listing: %w", tooLarge("", "%d skipped paths, over the limit of %d", len(ls.Skipped), MaxSkipped))
+	if n := len(ls.Skipped) - large; n > MaxSkipped {
+		return nil, fmt.Errorf("decode listing: %w", tooLarge("", "%d skipped paths, over the limit of %d", n, MaxSkipped))
 	}
 	for _, x := range ls.Skipped {
 		switch {
-		case x.Reason != ReasonSpecial && x.Reason != ReasonUnreadable && x.Reason != ReasonInvalidName:
+		case x.Reason != ReasonSpecial && x.Reason != ReasonUnreadable && x.Reason != ReasonInvalidName && x.Reason != ReasonTooLarge:
 			return nil, fmt.Errorf("decode listing: %w", invalid("", "skipped path with reason %q", x.Reason))
 		case len(x.Path) > l.MaxPathLen || len(x.Rule) > maxRuleLen:
 			return nil, fmt.Errorf("decode listing: %w", tooLarge("", "a skipped path or its rule is too long"))
+		case x.Reason != ReasonTooLarge && x.Size != 0:
+			return nil, fmt.Errorf("decode listing: %w", invalid(x.Path, "a skipped path with a size, for reason %q", x.Reason))
+		case x.Reason != ReasonTooLarge:
+			continue
+		}
+		// A file left out for its size: the host keeps the baseline's
+		// entries at its path, so the path is held to the rules of an
+		// entry's, and the size must be over the host's own cap.
+		if err := validPathLen(x.Path, l.AllowGit, l.MaxPathLen); err != nil {
+			return nil, fmt.Errorf("decode listing: skipped path: %w", err)
+		}
+		if x.Dir || x.Size <= l.MaxFileSize {
+			return nil, fmt.Errorf("decode listing: %w", invalid(x.Path, "left out as too large, but it is a directory or its size %d is not over the cap of %d", x.Size, l.MaxFileSize))
 		}
 	}
 	return &ls, nil

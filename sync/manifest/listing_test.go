@@ -224,7 +224,11 @@ func TestStateFileRoundTrip(t *testing.T) {
 		t.Fatalf("cache holds %d files, want 2", cache.Len())
 	}
 	file := filepath.Join(t.TempDir(), "state")
-	if err := WriteStateFile(file, &State{ID: "id1", Manifest: m, Cache: cache}); err != nil {
+	skipped := []Exclusion{
+		{Path: "big", Reason: ReasonTooLarge, Rule: TooLargeRule(5<<30, 1<<30), Size: 5 << 30},
+		{Path: "p", Reason: ReasonSpecial, Rule: "p---------"},
+	}
+	if err := WriteStateFile(file, &State{ID: "id1", Manifest: m, Cache: cache, Skipped: skipped}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
@@ -242,6 +246,9 @@ func TestStateFileRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(cache.files, s.Cache.files, cmp.AllowUnexported(cachedFile{}, fileStat{})); diff != "" {
 		t.Errorf("cache (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(skipped, s.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 
 	// Cut short, or not a state file at all: an error, never a panic.
@@ -307,12 +314,61 @@ func TestSeedLeavesRacyFilesOut(t *testing.T) {
 	}
 }
 
+// A file over MaxFileSize is left out and named with its size and the
+// cap; it stops nothing: the rest of the tree is walked and hashed.
 func TestWalkMaxFileSize(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"small": "x", "big": strings.Repeat("x", 100)})
-	_, _, err := Walk(context.Background(), dir, WalkOptions{MaxFileSize: 10})
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "big") {
-		t.Fatalf("got %v, want ErrTooLarge naming big", err)
+	writeFiles(t, dir, map[string]string{"small": "x", "big": strings.Repeat("x", 100), "d/also-big": strings.Repeat("y", 11)})
+	m, report, err := Walk(context.Background(), dir, WalkOptions{MaxFileSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, e := range m.Entries {
+		paths = append(paths, e.Path)
+	}
+	if diff := cmp.Diff([]string{"d", "small"}, paths); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	want := []Exclusion{
+		{Path: "big", Reason: ReasonTooLarge, Rule: "100 bytes, over the 10-byte cap", Size: 100},
+		{Path: "d/also-big", Reason: ReasonTooLarge, Rule: "11 bytes, over the 10-byte cap", Size: 11},
+	}
+	if diff := cmp.Diff(want, report.Excluded); diff != "" {
+		t.Errorf("excluded (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, Noteworthy(report.Excluded)); diff != "" {
+		t.Errorf("noteworthy (-want +got):\n%s", diff)
+	}
+}
+
+// Rewalk leaves out a touched file that grew past the cap, and keeps
+// naming one left out before that nothing touched since.
+func TestRewalkMaxFileSize(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a": "a", "b": "b", "old-big": strings.Repeat("z", 50)})
+	opts := WalkOptions{MaxFileSize: 10}
+	prev, report, err := Walk(context.Background(), dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"a": strings.Repeat("x", 20)})
+	m, report, err := Rewalk(context.Background(), dir, prev, NoteworthyAll(report.Excluded), []Touched{{Path: "a"}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Lookup("a"); ok {
+		t.Error("a, grown past the cap, is in the manifest")
+	}
+	if _, ok := m.Lookup("b"); !ok {
+		t.Error("b is missing")
+	}
+	want := []Exclusion{
+		{Path: "a", Reason: ReasonTooLarge, Rule: "20 bytes, over the 10-byte cap", Size: 20},
+		{Path: "old-big", Reason: ReasonTooLarge, Rule: "50 bytes, over the 10-byte cap", Size: 50},
+	}
+	if diff := cmp.Diff(want, report.Excluded); diff != "" {
+		t.Errorf("excluded (-want +got):\n%s", diff)
 	}
 }
 
@@ -322,6 +378,9 @@ func FuzzListingResolve(f *testing.F) {
 	f.Add([]byte(`{"id":"n","base":"` + id + `","changed":[{"path":"d","type":"symlink","mode":511,"target":"/etc"}]}`))
 	f.Add([]byte(`{"id":"n","entries":[{"path":"a","type":"dir","mode":493}]}`))
 	f.Add([]byte(`{"id":"n","base":"` + id + `","deleted":["a","d","d/x"]}`))
+	f.Add([]byte(`{"id":"n","base":"` + id + `","deleted":["d/x"],"skipped":[{"path":"d/x","reason":"too-large","size":5368709120},{"path":"new","reason":"too-large","size":5368709120}]}`))
+	f.Add([]byte(`{"id":"n","base":"` + id + `","changed":[{"path":"d","type":"symlink","mode":511,"target":"/etc"}],"deleted":["d/x"],"skipped":[{"path":"d/x","reason":"too-large","size":5368709120}]}`))
+	f.Add([]byte(`{"id":"n","entries":[{"path":"big","type":"file","mode":420,"size":5368709120,"sha256":"` + sum("y") + `"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		base := &Manifest{Entries: []Entry{fileE("a", "a"), dirE("d"), fileE("d/x", "x")}}
 		ls, err := DecodeListing(bytes.NewReader(data), Limits{MaxEntries: 1000})
@@ -337,6 +396,17 @@ func FuzzListingResolve(f *testing.F) {
 		}
 		if len(base.Entries) != 3 || base.Entries[0].Path != "a" {
 			t.Fatal("Resolve changed the base manifest")
+		}
+		// Whatever the guest names as left out for its size, putting the
+		// baseline back there, or leaving out what is over the cap,
+		// never makes an invalid manifest.
+		kept := KeepLeftOut(m, base, ls.Skipped)
+		if err := kept.Validate(Limits{MaxEntries: 1000}); err != nil {
+			t.Fatalf("KeepLeftOut returned a manifest that does not validate: %v", err)
+		}
+		small, _ := LeaveOutLarge(kept, base, Limits{MaxFileSize: 1})
+		if err := small.Validate(Limits{MaxEntries: 1000, MaxFileSize: 1}); err != nil && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("LeaveOutLarge returned a manifest that does not validate: %v", err)
 		}
 	})
 }

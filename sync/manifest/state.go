@@ -32,7 +32,7 @@ type State struct {
 }
 
 // stateMagic starts a state file; the digit is the format version.
-const stateMagic = "airlock-manifest-state 3\n"
+const stateMagic = "airlock-manifest-state 4\n"
 
 // errState: a state file that is not one, or is cut short.
 var errState = errors.New("not a manifest state file")
@@ -83,7 +83,7 @@ func ReadStateFile(path string) (*State, error) {
 // entry its path, type, mode, and by type the size and hex SHA-256 (files) or
 // the target (symlinks), then for files whether the cache holds their stat
 // data, and that data; then the count of Skipped and per exclusion its
-// path, whether it is a directory, reason and rule. Strings are
+// path, whether it is a directory, reason, rule and size. Strings are
 // length-prefixed, numbers varints.
 const (
 	tagFile    = 'f'
@@ -152,6 +152,7 @@ func (s *State) encode(w *bufio.Writer) error {
 		}
 		buf = appendString(buf, string(x.Reason))
 		buf = appendString(buf, x.Rule)
+		buf = binary.AppendVarint(buf, x.Size)
 	}
 	_, err := w.Write(buf)
 	return err
@@ -271,7 +272,7 @@ func decodeState(data string) (*State, error) {
 		return nil, errState
 	}
 	for range n {
-		x := Exclusion{Path: r.string(), Dir: r.byte() == 1, Reason: Reason(r.string()), Rule: r.string()}
+		x := Exclusion{Path: r.string(), Dir: r.byte() == 1, Reason: Reason(r.string()), Rule: r.string(), Size: r.varint()}
 		if r.err {
 			return nil, errState
 		}

@@ -94,6 +94,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// FileSizeCap is the cap on one file that l sets: its MaxFileSize with
+// the default filled in, math.MaxInt64 for none.
+func (l Limits) FileSizeCap() int64 {
+	return l.withDefaults().MaxFileSize
+}
+
 // ValidPath checks a path that came from an untrusted source: relative,
 // slash-separated and clean (no empty, "." or ".." elements, no leading or
 // trailing slash), valid UTF-8 without NUL, control characters or

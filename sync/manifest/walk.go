@@ -31,9 +31,10 @@ type WalkOptions struct {
 	IncludeGit bool
 	// NoGitignore disables .gitignore and .git/info/exclude processing.
 	NoGitignore bool
-	// MaxFileSize, when positive, makes Walk fail with an error wrapping
-	// ErrTooLarge at the first file over that many bytes, before it reads
-	// any file.
+	// MaxFileSize, when positive, leaves out every file over that many
+	// bytes, by its size and before reading any of it, as an Exclusion
+	// with ReasonTooLarge and the size: one oversized file is reported,
+	// it does not stop the walk.
 	MaxFileSize int64
 	// Workers bounds how many files are hashed at once; 0 means
 	// min(4, GOMAXPROCS), 1 hashes sequentially.
@@ -81,6 +82,7 @@ const (
 	ReasonSpecial     Reason = "special-file"   // fifo, socket, device
 	ReasonInvalidName Reason = "invalid-name"   // a name ValidPath rejects
 	ReasonUnreadable  Reason = "unreadable"     // permission denied
+	ReasonTooLarge    Reason = "too-large"      // a file over WalkOptions.MaxFileSize
 )
 
 // Exclusion is one path Walk left out. An excluded directory is reported
@@ -91,6 +93,14 @@ type Exclusion struct {
 	Reason Reason `json:"reason"`
 	// Rule is what matched: ".gitignore:3: *.log", "SSH private key …".
 	Rule string `json:"rule,omitempty"`
+	// Size is the size in bytes of a file left out for ReasonTooLarge.
+	Size int64 `json:"size,omitempty"`
+}
+
+// TooLargeRule is the Rule of an Exclusion for ReasonTooLarge: the size
+// and the cap it is over.
+func TooLargeRule(size, max int64) string {
+	return fmt.Sprintf("%d bytes, over the %d-byte cap", size, max)
 }
 
 // Report tells what Walk left out and how much it kept.
@@ -360,7 +370,9 @@ func (w *walker) visit(sc *dirScan, dir string, d *os.Root, base string, ignores
 		sc.entries = append(sc.entries, Entry{Path: rel, Type: Symlink, Mode: SymlinkMode, Target: target})
 	default:
 		if max := w.opts.MaxFileSize; max > 0 && info.Size() > max {
-			return false, fmt.Errorf("walk: %w", tooLarge(rel, "file is %d bytes, over the limit of %d", info.Size(), max))
+			sc.excluded = append(sc.excluded, Exclusion{Path: rel, Reason: ReasonTooLarge, Rule: TooLargeRule(info.Size(), max), Size: info.Size()})
+			w.log.Debug("excluded", "path", rel, "reason", ReasonTooLarge, "size", info.Size())
+			return false, nil
 		}
 		sc.entries = append(sc.entries, Entry{Path: rel, Type: File, Mode: mode.Perm(), Size: info.Size()})
 		if w.stats != nil {

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/internal/testenv"
 
@@ -71,6 +74,34 @@ func TestHostileManifest(t *testing.T) {
 	}
 }
 
+// A lying guest lists a file over the per-file cap (under the total):
+// the host leaves it out and names it itself, as an honest guest's walk
+// would, and the rest stays. The next delta resolves against what the
+// guest holds, the left-out file with it.
+func TestHostileManifestOverFileCap(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	out := `{"id":"` + id + `","entries":[{"path":"big","type":"file","mode":420,"size":2000000000,` + sumA + `},{"path":"x","type":"file","mode":420,"size":2,` + sumA + `}]}`
+	k, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, out), "/workspace", transfer.Known{}, transfer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Manifest.Entries) != 1 || k.Manifest.Entries[0].Path != "x" {
+		t.Errorf("manifest %+v, want x only", k.Manifest.Entries)
+	}
+	want := []manifest.Exclusion{{Path: "big", Reason: manifest.ReasonTooLarge, Rule: "2000000000 bytes, over the 1073741824-byte cap", Size: 2000000000}}
+	if diff := cmp.Diff(want, k.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	next := `{"id":"` + strings.Repeat("1", 32) + `","base":"` + id + `","deleted":["big"]}`
+	k2, err := transfer.RemoteManifest(t.Context(), lyingGuest(t, next), "/workspace", k, transfer.Options{})
+	if err != nil {
+		t.Fatalf("a delta deleting the left-out file: %v", err)
+	}
+	if len(k2.Manifest.Entries) != 1 || len(k2.Skipped) != 0 {
+		t.Errorf("after the delta: %+v, skipped %+v", k2.Manifest.Entries, k2.Skipped)
+	}
+}
+
 func TestHostileManifestSetuidDropped(t *testing.T) {
 	out := entries(`{"path":"x","type":"file","mode":2541,"size":2,` + sumA + `}`) // 0o4755
 	m, err := remoteManifest(t.Context(), lyingGuest(t, out), "/workspace", transfer.Options{})
@@ -125,14 +156,39 @@ func TestHostileManifestEndless(t *testing.T) {
 // caps: it stops early, before hashing, and the host reports the cap.
 func TestRealGuestCaps(t *testing.T) {
 	t.Run("sparse-5GB", func(t *testing.T) {
+		// Over the per-file cap: left out by its size, before the guest
+		// reads any of it, and named; the rest of the tree comes back.
 		ws := t.TempDir()
 		f, err := os.Create(filepath.Join(ws, "sparse"))
 		must(t, err)
 		must(t, f.Truncate(5<<30))
 		f.Close()
-		_, err = remoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t)})
-		if err == nil || !strings.Contains(err.Error(), "over the limit") {
+		must(t, os.WriteFile(filepath.Join(ws, "small"), []byte("a\n"), 0o644))
+		start := time.Now()
+		k, err := transfer.RemoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Known{}, transfer.Options{AgentPath: agentBin(t)})
+		if err != nil {
 			t.Fatalf("5 GB sparse file: %v", err)
+		}
+		t.Logf("walked in %s", time.Since(start))
+		if _, ok := k.Manifest.Lookup("small"); !ok || len(k.Manifest.Entries) != 1 {
+			t.Errorf("manifest %+v, want small only", k.Manifest.Entries)
+		}
+		want := []manifest.Exclusion{{Path: "sparse", Reason: manifest.ReasonTooLarge, Rule: "5368709120 bytes, over the 1073741824-byte cap", Size: 5 << 30}}
+		if diff := cmp.Diff(want, k.Skipped); diff != "" {
+			t.Errorf("skipped (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("sparse-5GB-total", func(t *testing.T) {
+		// With the per-file cap raised, the total cap still fails the
+		// collect: it is about the whole, not one file.
+		ws := t.TempDir()
+		f, err := os.Create(filepath.Join(ws, "sparse"))
+		must(t, err)
+		must(t, f.Truncate(5<<30))
+		f.Close()
+		_, err = remoteManifest(t.Context(), &localRemote{t: t}, ws, transfer.Options{AgentPath: agentBin(t), Limits: manifest.Limits{MaxFileSize: 8 << 30}})
+		if err == nil || !strings.Contains(err.Error(), "over the limit") {
+			t.Fatalf("5 GB sparse file, per-file cap 8 GiB: %v", err)
 		}
 		t.Log(err)
 	})

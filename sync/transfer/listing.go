@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -25,9 +26,22 @@ type Known struct {
 	ID       string
 	Manifest *manifest.Manifest
 	// Skipped is what the guest's walk left out that the user should hear
-	// of (manifest.Noteworthy): untrusted text, for showing and the audit
-	// log only.
+	// of (manifest.Noteworthy), and the files the host left out for their
+	// size (manifest.LeaveOutLarge): untrusted text, for showing and the
+	// audit log, and for manifest.KeepLeftOut.
 	Skipped []manifest.Exclusion
+	// guest is the manifest the guest remembers under ID, when it is not
+	// Manifest (files over the size cap left out of Manifest): the base
+	// of the next delta.
+	guest *manifest.Manifest
+}
+
+// base returns the manifest the guest remembers under k.ID.
+func (k Known) base() *manifest.Manifest {
+	if k.guest != nil {
+		return k.guest
+	}
+	return k.Manifest
 }
 
 // DefaultStateDir is where the guest keeps a manifest.State per
@@ -86,11 +100,18 @@ func validID(id string) bool {
 // changes when it still remembers since.ID, the whole tree otherwise. The
 // answer is decoded as it streams in, with opts.Limits, and resolved into
 // the full manifest, which is validated as hostile input whichever form
-// it came in (paths, types, setuid bits dropped, caps on entries, file
-// size and total bytes). An honest guest stops early when a cap is hit; a
+// it came in (paths, types, setuid bits dropped, caps on entries and
+// total bytes). An honest guest stops early when a cap is hit; a
 // dishonest one is cut off by the decoder. Errors wrap
 // manifest.ErrInvalid or manifest.ErrTooLarge when the answer broke a
 // rule. The zero since asks for the whole tree.
+//
+// One file over the per-file cap sinks nothing: the guest leaves it out
+// of its listing and names it in Skipped (manifest.ReasonTooLarge, with
+// its size); a file over the cap that the listing holds all the same
+// (a lying guest) is left out by the host, and named likewise, unless it
+// is since's entry unchanged. Callers put the baseline back at those
+// paths with manifest.KeepLeftOut.
 func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts Options) (Known, error) {
 	args := []string{opts.agent(), "manifest"}
 	if opts.Limits.AllowGit {
@@ -132,7 +153,10 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	var m *manifest.Manifest
 	ls, derr := manifest.DecodeListing(pr, opts.Limits)
 	if derr == nil {
-		m, derr = ls.Resolve(since.ID, since.Manifest, opts.Limits)
+		// The per-file cap leaves files out (below), it fails nothing.
+		whole := opts.Limits
+		whole.MaxFileSize = -1
+		m, derr = ls.Resolve(since.ID, since.base(), whole)
 	}
 	if derr != nil {
 		pr.CloseWithError(derr) // stops the guest's output
@@ -148,6 +172,11 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 		return Known{}, fmt.Errorf("manifest of guest %s: %w%s", dir, derr, stderr.suffix())
 	}
 	k := Known{Manifest: m, Skipped: ls.Skipped}
+	if kept, left := manifest.LeaveOutLarge(m, since.base(), opts.Limits); len(left) > 0 {
+		k.Manifest, k.guest = kept, m
+		k.Skipped = append(slices.Clone(k.Skipped), left...)
+		slices.SortFunc(k.Skipped, func(a, b manifest.Exclusion) int { return strings.Compare(a.Path, b.Path) })
+	}
 	if validID(ls.ID) {
 		k.ID = ls.ID
 	}

@@ -210,6 +210,50 @@ func TestListingReportsSkipped(t *testing.T) {
 	}
 }
 
+// The attack of issue 19: the command grows a baseline file to 5 GiB
+// (sparse), makes a new 3 GiB one, and edits another file. Both big files
+// are left out and named with their size; with the baseline put back at
+// their paths the only change is the edit (big.bin is not deleted). A
+// later collect after the guest removes big.bin sees it deleted.
+func TestListingLeavesOutLargeFiles(t *testing.T) {
+	r := &localRemote{t: t}
+	base, ws, known, opts := pushAndSeed(t, r)
+	must(t, os.Truncate(filepath.Join(ws, "big.bin"), 5<<30))
+	f, err := os.Create(filepath.Join(ws, "new.bin"))
+	must(t, err)
+	must(t, f.Truncate(3<<30))
+	f.Close()
+	must(t, os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main // edited\n"), 0o644))
+	k, err := transfer.RemoteManifest(t.Context(), r, ws, known, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []manifest.Exclusion{
+		{Path: "big.bin", Reason: manifest.ReasonTooLarge, Rule: "5368709120 bytes, over the 1073741824-byte cap", Size: 5 << 30},
+		{Path: "new.bin", Reason: manifest.ReasonTooLarge, Rule: "3221225472 bytes, over the 1073741824-byte cap", Size: 3 << 30},
+	}
+	if diff := cmp.Diff(want, k.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	changes := manifest.Diff(base, manifest.KeepLeftOut(k.Manifest, base, k.Skipped))
+	if len(changes) != 1 || changes[0].Path != "main.go" || changes[0].Kind != manifest.Modified {
+		t.Errorf("changes %+v, want main.go modified only", changes)
+	}
+
+	must(t, os.Remove(filepath.Join(ws, "big.bin")))
+	k2, err := transfer.RemoteManifest(t.Context(), r, ws, k, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k2.Skipped) != 1 || k2.Skipped[0].Path != "new.bin" {
+		t.Errorf("skipped %+v, want new.bin", k2.Skipped)
+	}
+	changes = manifest.Diff(base, manifest.KeepLeftOut(k2.Manifest, base, k2.Skipped))
+	if len(changes) != 2 || changes[0].Path != "big.bin" || changes[0].Kind != manifest.Deleted {
+		t.Errorf("changes %+v, want big.bin deleted and main.go modified", changes)
+	}
+}
+
 // A guest cannot flood the host through the skipped list, nor pass off a
 // reason of its own.
 func TestHostileSkipped(t *testing.T) {

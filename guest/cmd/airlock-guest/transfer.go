@@ -42,7 +42,7 @@ func transferCommand(name string, args []string) error {
 		fs.BoolVar(&noGitignore, "no-gitignore", false, "ignore .gitignore files")
 		fs.Var(&excludes, "exclude", "extra gitignore-style `pattern` (repeatable)")
 		fs.IntVar(&maxEntries, "max-entries", 0, "stop when the tree has more than `n` entries")
-		fs.Int64Var(&maxFile, "max-file-size", 0, "fail when a file is over `n` bytes")
+		fs.Int64Var(&maxFile, "max-file-size", 0, "leave out, and name, every file over `n` bytes")
 		fs.Int64Var(&maxTotal, "max-total-bytes", 0, "stop when files add up to more than `n` bytes")
 		fs.StringVar(&since, "since", "", "print only the changes since the remembered manifest `id`, if it is the one remembered")
 		fs.BoolVar(&seed, "seed", false, "remember the manifest on stdin as the directory's content (the host has just pushed it) and print its id")
