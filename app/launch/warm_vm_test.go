@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,4 +289,97 @@ func TestWarmStartFullImage(t *testing.T) {
 	if out := sh(t, g3, "cat /home/agent/probe.txt"); out != "sandbox" {
 		t.Errorf("a later round: /home/agent/probe.txt = %q", out)
 	}
+}
+
+// TestColdBootKeepsWarmSnapshot alternates cold and warm boots of one
+// machine shape: a cold boot asked for (Warm unset, airlock --cold) and one
+// that must be cold (a virtio-fs share) leave the current snapshot alone,
+// so every warm boot after them restores it, and its files are the ones
+// the first boot saved (not rewritten, not replaced).
+func TestColdBootKeepsWarmSnapshot(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := warmHome(t)
+	shutdown := func(g *launch.Guest) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := g.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}
+
+	g0, n0 := warmBoot(t, home, withDisk(t))
+	if g0.Warm || !strings.Contains(n0.String(), "saving one") {
+		t.Fatalf("first boot: warm %v, notices %q; want a cold boot that saves a snapshot", g0.Warm, n0.String())
+	}
+	shutdown(g0)
+	recs, _ := filepath.Glob(filepath.Join(launch.WarmDir(home, "minimal", vm.AMD64), "*", "warm.json"))
+	if len(recs) != 1 {
+		t.Fatalf("warm records after the first boot: %q", recs)
+	}
+	dir := filepath.Dir(recs[0])
+	snap := snapshotFiles(t, dir)
+
+	_, virtiofsErr := os.Stat("/usr/lib/qemu/virtiofsd")
+	for round := range 3 {
+		o := withDisk(t)
+		o.Warm = false
+		g, n := warmBoot(t, home, o)
+		if g.Warm || n.String() != "" {
+			t.Errorf("round %d, cold: warm %v, notices %q; want a cold boot that says nothing", round, g.Warm, n.String())
+		}
+		shutdown(g)
+		if round == 1 && virtiofsErr == nil {
+			// A boot that must be cold: a machine with a share.
+			g, n := warmBoot(t, home, launch.Options{Warm: true,
+				Shares: []launch.Share{{Share: vm.Share{Tag: "workspace", HostPath: t.TempDir()}, Mount: "/workspace"}}})
+			if g.Warm || !strings.Contains(n.String(), "virtio-fs share") {
+				t.Errorf("round %d, share: warm %v, notices %q; want a cold boot that says why", round, g.Warm, n.String())
+			}
+			shutdown(g)
+		}
+		if got := snapshotFiles(t, dir); got != snap {
+			t.Fatalf("round %d: the cold boot touched the warm snapshot:\nbefore %s\nafter  %s", round, snap, got)
+		}
+		g, n = warmBoot(t, home, withDisk(t))
+		if !g.Warm || n.String() != "" {
+			t.Fatalf("round %d, warm after cold: warm %v in %s, notices %q; want a restore of the first boot's snapshot",
+				round, g.Warm, g.BootTime, n.String())
+		}
+		if got := sh(t, g, "grep ' /workspace ' /proc/mounts"); !strings.Contains(got, "ext4") {
+			t.Errorf("round %d, restored: /workspace not mounted: %q", round, got)
+		}
+		shutdown(g)
+		if got := snapshotFiles(t, dir); got != snap {
+			t.Fatalf("round %d: a restore rewrote the warm snapshot:\nbefore %s\nafter  %s", round, snap, got)
+		}
+	}
+}
+
+// snapshotFiles describes the files of a warm snapshot's directory: name,
+// inode, size and modification time of each, and the record's content.
+func snapshotFiles(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ino uint64
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		fmt.Fprintf(&b, "%s ino %d size %d mtime %d; ", e.Name(), ino, fi.Size(), fi.ModTime().UnixNano())
+	}
+	rec, err := os.ReadFile(filepath.Join(dir, "warm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(rec)
+	return b.String()
 }
