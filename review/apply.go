@@ -92,6 +92,10 @@ type applier struct {
 	// umask is the user's, read once: new files and directories get the
 	// modes a tool of theirs would give them.
 	umask fs.FileMode
+	// replaced are the paths whose planned steps remove a file or link
+	// and make a directory there: what is under them is planned as
+	// absent, not as under a file.
+	replaced map[string]bool
 }
 
 // Apply writes every change of cs approved by d into the project at
@@ -105,6 +109,9 @@ type applier struct {
 func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, opts ApplyOptions) (*Result, error) {
 	if err := d.Validate(cs); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
+	}
+	if needs := d.Needs(cs); len(needs) > 0 {
+		return nil, fmt.Errorf("apply: %w; nothing was applied", needsError(needs))
 	}
 	projectDir, err := filepath.Abs(projectDir)
 	if err != nil {
@@ -123,8 +130,9 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		js:      journalStore{dir: opts.JournalDir},
 		opts:    opts,
 		log:     logger(opts.Logger),
-		objects: map[string][]byte{},
-		umask:   umask(),
+		objects:  map[string][]byte{},
+		umask:    umask(),
+		replaced: map[string]bool{},
 	}
 	res := &Result{JournalDir: opts.JournalDir}
 	var planned []plannedFile
@@ -148,6 +156,11 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			res.Skipped = append(res.Skipped, pf.result)
 		default:
 			planned = append(planned, pf)
+			for _, s := range pf.steps {
+				if s.After.Type == manifest.Dir && pf.replaces(s.Path) {
+					a.replaced[s.Path] = true
+				}
+			}
 		}
 	}
 	if !opts.AllowEscapingSymlinks {
