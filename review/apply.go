@@ -126,10 +126,10 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	}
 	defer root.Close()
 	a := &applier{
-		pr:      &project{root: root},
-		js:      journalStore{dir: opts.JournalDir},
-		opts:    opts,
-		log:     logger(opts.Logger),
+		pr:       &project{root: root},
+		js:       journalStore{dir: opts.JournalDir},
+		opts:     opts,
+		log:      logger(opts.Logger),
 		objects:  map[string][]byte{},
 		umask:    umask(),
 		replaced: map[string]bool{},
