@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -135,6 +136,12 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		replaced: map[string]bool{},
 	}
 	res := &Result{JournalDir: opts.JournalDir}
+	becomeDirs := map[string]*File{}
+	for _, f := range cs.Files {
+		if f.becomesDir() {
+			becomeDirs[f.Path] = f
+		}
+	}
 	var planned []plannedFile
 	for _, f := range cs.Files {
 		if err := ctx.Err(); err != nil {
@@ -150,7 +157,11 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		case errors.As(err, &ce):
 			res.Conflicts = append(res.Conflicts, ce)
 		case err != nil:
-			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: err.Error()})
+			reason := err.Error()
+			if a := typeChangedAbove(becomeDirs, f.Path, (*File).becomesDir); a != nil && errors.Is(err, errFileParent) {
+				reason = fmt.Sprintf("%s is still a %s: its change to a directory was not applied (see %s); left out", a.Path, TypeWord(a.Old.Type), a.Path)
+			}
+			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
 		case len(pf.steps) == 0:
 			pf.result.Reason = "already as approved in the project"
 			res.Skipped = append(res.Skipped, pf.result)
@@ -188,15 +199,25 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	if err := a.writeJournal(j); err != nil {
 		return nil, err
 	}
+	kept := map[string]EntryState{} // directories not removed, as they stay
 	for i, s := range j.Steps {
 		if opts.crash != nil && opts.crash(i) {
 			return nil, errCrashed
+		}
+		if st, ok := kept[s.Path]; ok && !s.Before.Exists {
+			// The file or link that was to replace a directory kept
+			// below: not made, the step recorded as leaving it.
+			j.Steps[i].Before, j.Steps[i].After = st, st
+			continue
 		}
 		err := a.step(s)
 		if err != nil && !s.After.Exists && s.Before.Type == manifest.Dir && isNotEmpty(err) {
 			// The project has files there that the run did not know of.
 			j.Steps[i].After = s.Before
-			res.Skipped = append(res.Skipped, FileResult{Path: s.Path, Reason: "directory not removed: it holds files the run did not know of"})
+			kept[s.Path] = s.Before
+			res.Skipped = append(res.Skipped, FileResult{Path: s.Path, Reason: keptDirReason(j.Steps[i+1:], s.Path)})
+			res.Applied = slices.DeleteFunc(res.Applied, func(r FileResult) bool { return r.Path == s.Path })
+			res.Merged = slices.DeleteFunc(res.Merged, func(r FileResult) bool { return r.Path == s.Path })
 			err = nil
 		}
 		if err != nil {
@@ -287,6 +308,18 @@ func (a *applier) keep(data []byte) string {
 	sum := sha256Hex(data)
 	a.objects[sum] = data
 	return sum
+}
+
+// keptDirReason says why the directory at p was left standing: it holds
+// files the run did not know of; and, when later steps were to put a file
+// or link there, that they were not taken.
+func keptDirReason(later []Step, p string) string {
+	for _, s := range later {
+		if s.Path == p && s.After.Exists {
+			return fmt.Sprintf("directory not replaced by a %s: it holds files the run did not know of; move them away and apply again", TypeWord(s.After.Type))
+		}
+	}
+	return "directory not removed: it holds files the run did not know of"
 }
 
 // isNotEmpty reports a failed removal of a directory that has entries.

@@ -135,11 +135,13 @@ func (pr *project) state(p string) (EntryState, []byte, error) {
 }
 
 // replayState is state as Undo and Recover read a journal's paths: a
-// path under a file holds nothing (a directory the apply turned into a
-// file, or a file it will turn into a directory, was there or will be).
+// path under a file or a symbolic link holds nothing (a directory the
+// apply turned into a file or link, or one it will make in place of a
+// file or link, was there or will be). Nothing is read through the link,
+// and setState refuses to write through it.
 func (pr *project) replayState(p string) (EntryState, []byte, error) {
 	st, data, err := pr.state(p)
-	if errors.Is(err, errFileParent) {
+	if errors.Is(err, errFileParent) || errors.Is(err, errSymlinkParent) {
 		return EntryState{}, nil, nil
 	}
 	return st, data, err
