@@ -99,7 +99,7 @@ func TestWriteStatMarksHostExec(t *testing.T) {
 // marks after a bar is wider than the width.
 func TestWriteStatFitsWidth(t *testing.T) {
 	deep := strings.Repeat("very/", 78) + "deep.go" // 397 columns
-	wide := strings.Repeat("目录/", 30) + "文件.go" // 2 columns a character
+	wide := strings.Repeat("目录/", 30) + "文件.go"     // 2 columns a character
 	cases := []struct {
 		name  string
 		width int
