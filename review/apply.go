@@ -111,9 +111,6 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	if err := d.Validate(cs); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
-	if needs := d.Needs(cs); len(needs) > 0 {
-		return nil, fmt.Errorf("apply: %w; nothing was applied", needsError(needs))
-	}
 	projectDir, err := filepath.Abs(projectDir)
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
@@ -136,6 +133,14 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		replaced: map[string]bool{},
 	}
 	res := &Result{JournalDir: opts.JournalDir}
+	// A change that cannot be made without one left out is left out too,
+	// naming what it needs (Patch does the same).
+	needs := map[string]string{}
+	for _, n := range d.Needs(cs) {
+		if needs[n.Path] == "" {
+			needs[n.Path] = n.Error()
+		}
+	}
 	becomeDirs := map[string]*File{}
 	for _, f := range cs.Files {
 		if f.becomesDir() {
@@ -149,6 +154,10 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		}
 		outs := d.Resolve(f)
 		if len(outs) == 0 {
+			continue
+		}
+		if reason := needs[f.Path]; reason != "" {
+			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
 			continue
 		}
 		pf, err := a.planFile(f, outs)

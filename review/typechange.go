@@ -1,7 +1,6 @@
 package review
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -76,8 +75,8 @@ func (e *NeedError) Error() string {
 }
 
 // Needs lists the changes d approves that cannot be made without a change
-// of cs that d leaves out (see NeedError), in path order. Apply refuses
-// decisions with needs; Patch leaves those changes out.
+// of cs that d leaves out (see NeedError), in path order. Apply and Patch
+// leave those changes out, with the NeedError as the reason.
 func (d Decisions) Needs(cs *Changeset) []*NeedError {
 	byPath := make(map[string]*File, len(cs.Files))
 	for _, f := range cs.Files {
@@ -124,21 +123,4 @@ func typeChangedAbove(byPath map[string]*File, p string, is func(*File) bool) *F
 		}
 	}
 	return nil
-}
-
-// needsError joins needs for an error message, naming the first few.
-func needsError(needs []*NeedError) error {
-	const shown = 5
-	var b strings.Builder
-	for i, n := range needs {
-		if i == shown {
-			fmt.Fprintf(&b, "; and %d more", len(needs)-shown)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(n.Error())
-	}
-	return errors.New(b.String())
 }
