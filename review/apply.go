@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -92,6 +93,10 @@ type applier struct {
 	// umask is the user's, read once: new files and directories get the
 	// modes a tool of theirs would give them.
 	umask fs.FileMode
+	// replaced are the paths whose planned steps remove a file or link
+	// and make a directory there: what is under them is planned as
+	// absent, not as under a file.
+	replaced map[string]bool
 }
 
 // Apply writes every change of cs approved by d into the project at
@@ -119,14 +124,29 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	}
 	defer root.Close()
 	a := &applier{
-		pr:      &project{root: root},
-		js:      journalStore{dir: opts.JournalDir},
-		opts:    opts,
-		log:     logger(opts.Logger),
-		objects: map[string][]byte{},
-		umask:   umask(),
+		pr:       &project{root: root},
+		js:       journalStore{dir: opts.JournalDir},
+		opts:     opts,
+		log:      logger(opts.Logger),
+		objects:  map[string][]byte{},
+		umask:    umask(),
+		replaced: map[string]bool{},
 	}
 	res := &Result{JournalDir: opts.JournalDir}
+	// A change that cannot be made without one left out is left out too,
+	// naming what it needs (Patch does the same).
+	needs := map[string]string{}
+	for _, n := range d.Needs(cs) {
+		if needs[n.Path] == "" {
+			needs[n.Path] = n.Error()
+		}
+	}
+	becomeDirs := map[string]*File{}
+	for _, f := range cs.Files {
+		if f.becomesDir() {
+			becomeDirs[f.Path] = f
+		}
+	}
 	var planned []plannedFile
 	for _, f := range cs.Files {
 		if err := ctx.Err(); err != nil {
@@ -136,18 +156,31 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		if len(outs) == 0 {
 			continue
 		}
+		if reason := needs[f.Path]; reason != "" {
+			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
+			continue
+		}
 		pf, err := a.planFile(f, outs)
 		var ce *ConflictError
 		switch {
 		case errors.As(err, &ce):
 			res.Conflicts = append(res.Conflicts, ce)
 		case err != nil:
-			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: err.Error()})
+			reason := err.Error()
+			if a := typeChangedAbove(becomeDirs, f.Path, (*File).becomesDir); a != nil && errors.Is(err, errFileParent) {
+				reason = fmt.Sprintf("%s is still a %s: its change to a directory was not applied (see %s); left out", a.Path, TypeWord(a.Old.Type), a.Path)
+			}
+			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
 		case len(pf.steps) == 0:
 			pf.result.Reason = "already as approved in the project"
 			res.Skipped = append(res.Skipped, pf.result)
 		default:
 			planned = append(planned, pf)
+			for _, s := range pf.steps {
+				if s.After.Type == manifest.Dir && pf.replaces(s.Path) {
+					a.replaced[s.Path] = true
+				}
+			}
 		}
 	}
 	if !opts.AllowEscapingSymlinks {
@@ -175,15 +208,25 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	if err := a.writeJournal(j); err != nil {
 		return nil, err
 	}
+	kept := map[string]EntryState{} // directories not removed, as they stay
 	for i, s := range j.Steps {
 		if opts.crash != nil && opts.crash(i) {
 			return nil, errCrashed
+		}
+		if st, ok := kept[s.Path]; ok && !s.Before.Exists {
+			// The file or link that was to replace a directory kept
+			// below: not made, the step recorded as leaving it.
+			j.Steps[i].Before, j.Steps[i].After = st, st
+			continue
 		}
 		err := a.step(s)
 		if err != nil && !s.After.Exists && s.Before.Type == manifest.Dir && isNotEmpty(err) {
 			// The project has files there that the run did not know of.
 			j.Steps[i].After = s.Before
-			res.Skipped = append(res.Skipped, FileResult{Path: s.Path, Reason: "directory not removed: it holds files the run did not know of"})
+			kept[s.Path] = s.Before
+			res.Skipped = append(res.Skipped, FileResult{Path: s.Path, Reason: keptDirReason(j.Steps[i+1:], s.Path)})
+			res.Applied = slices.DeleteFunc(res.Applied, func(r FileResult) bool { return r.Path == s.Path })
+			res.Merged = slices.DeleteFunc(res.Merged, func(r FileResult) bool { return r.Path == s.Path })
 			err = nil
 		}
 		if err != nil {
@@ -274,6 +317,18 @@ func (a *applier) keep(data []byte) string {
 	sum := sha256Hex(data)
 	a.objects[sum] = data
 	return sum
+}
+
+// keptDirReason says why the directory at p was left standing: it holds
+// files the run did not know of; and, when later steps were to put a file
+// or link there, that they were not taken.
+func keptDirReason(later []Step, p string) string {
+	for _, s := range later {
+		if s.Path == p && s.After.Exists {
+			return fmt.Sprintf("directory not replaced by a %s: it holds files the run did not know of; move them away and apply again", TypeWord(s.After.Type))
+		}
+	}
+	return "directory not removed: it holds files the run did not know of"
 }
 
 // isNotEmpty reports a failed removal of a directory that has entries.

@@ -279,7 +279,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 		f.Flags = append(f.Flags, fl)
 	}
 	f.Flags = append(f.Flags, modeFlags(f)...)
-	if f.IsDir() {
+	if f.IsDir() && f.TypeChange() == "" {
 		return f, nil
 	}
 	limit := opts.maxText()

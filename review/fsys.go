@@ -66,6 +66,10 @@ type project struct {
 // errSymlinkParent is returned when a parent of a path is a symbolic link.
 var errSymlinkParent = errors.New("a parent directory is a symbolic link")
 
+// errFileParent is returned when a parent of a path is a file: nothing
+// can be at the path.
+var errFileParent = errors.New("is not a directory")
+
 // checkParents verifies that every existing parent of p is a real
 // directory, and returns the parents that are missing, shallowest first.
 func (pr *project) checkParents(p string) (missing []string, err error) {
@@ -84,7 +88,7 @@ func (pr *project) checkParents(p string) (missing []string, err error) {
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return nil, fmt.Errorf("%s: %w", dir, errSymlinkParent)
 		case !fi.IsDir():
-			return nil, fmt.Errorf("%s is not a directory", dir)
+			return nil, fmt.Errorf("%s %w", dir, errFileParent)
 		}
 	}
 	return nil, nil
@@ -128,6 +132,19 @@ func (pr *project) state(p string) (EntryState, []byte, error) {
 		return EntryState{}, nil, fmt.Errorf("%s is a special file (%s); Airlock does not touch those", p, fi.Mode().Type())
 	}
 	return st, nil, nil
+}
+
+// replayState is state as Undo and Recover read a journal's paths: a
+// path under a file or a symbolic link holds nothing (a directory the
+// apply turned into a file or link, or one it will make in place of a
+// file or link, was there or will be). Nothing is read through the link,
+// and setState refuses to write through it.
+func (pr *project) replayState(p string) (EntryState, []byte, error) {
+	st, data, err := pr.state(p)
+	if errors.Is(err, errFileParent) || errors.Is(err, errSymlinkParent) {
+		return EntryState{}, nil, nil
+	}
+	return st, data, err
 }
 
 func (pr *project) readFile(p string) ([]byte, error) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"path"
+	"sort"
 	"strings"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -34,19 +36,32 @@ type PatchOptions struct {
 func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 	var body bytes.Buffer
 	var skips []Skip
-	for _, f := range cs.Files {
+	needs := map[string]string{}
+	for _, n := range d.Needs(cs) {
+		if _, ok := needs[n.Path]; !ok {
+			needs[n.Path] = n.Error()
+		}
+	}
+	emptied := emptiedByTypeChange(cs, d)
+	for _, f := range patchOrder(cs.Files) {
 		sel, touched := d.Selection(f)
 		if !touched {
 			continue
 		}
+		// A deletion that lets a type change through is written even for
+		// a binary file: git needs only its hash to remove it.
+		deletesBinary := f.Binary && !opts.Binary && (f.becomesDir() || (f.Status == Deleted && emptied[f.Path]))
 		switch {
-		case f.IsDir():
+		case needs[f.Path] != "":
+			skips = append(skips, Skip{f.Path, needs[f.Path]})
+			continue
+		case f.IsDir() && f.TypeChange() == "":
 			skips = append(skips, Skip{f.Path, "directories are not part of git patches; their files are" + modeReasons(f)})
 			continue
 		case f.Status == ModeChanged && gitMode(f.Old.Type, f.Old.Mode) == gitMode(f.New.Type, f.New.Mode):
 			skips = append(skips, Skip{f.Path, "its mode change is not one git can show" + modeReasons(f)})
 			continue
-		case f.Binary && !opts.Binary && f.Status != Renamed && f.Status != ModeChanged:
+		case f.Binary && !opts.Binary && f.Status != Renamed && f.Status != ModeChanged && !deletesBinary:
 			reason := "binary file: apply it with airlock apply, or export with binary patches"
 			if f.TooLarge {
 				reason = "too large to diff as text: apply it with airlock apply, or export with binary patches"
@@ -55,6 +70,13 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 			continue
 		}
 		writeFlagNotes(&body, f)
+		if tc := f.TypeChange(); tc != "" && f.IsDir() {
+			fmt.Fprintf(&body, "# airlock: %s: %s\n", quotePath(f.Path), tc)
+		}
+		if deletesBinary {
+			writeBinaryDeletion(&body, f.Path, f.Old, f.oldData)
+			continue
+		}
 		writeFilePatch(&body, f, sel, d.Files[f.Path].approvesMode())
 	}
 	var out bytes.Buffer
@@ -63,6 +85,81 @@ func Patch(cs *Changeset, d Decisions, opts PatchOptions) ([]byte, []Skip) {
 	}
 	out.Write(body.Bytes())
 	return out.Bytes(), skips
+}
+
+// patchOrder is the order of files in a patch: by path, but a directory
+// that becomes a file or link comes after every change that empties it
+// (the deletions under it, the renames out of it). git apply checks a
+// patch in order, and refuses a file over a directory that still holds
+// something.
+func patchOrder(files []*File) []*File {
+	last := map[string]int{} // a directory that stops being one: its last emptying change
+	for i, f := range files {
+		if f.stopsBeingDir() {
+			last[f.Path] = i
+		}
+	}
+	if len(last) == 0 {
+		return files
+	}
+	for i, f := range files {
+		for _, p := range []string{f.Path, f.OldPath} {
+			for dir := path.Dir(p); p != "" && dir != "."; dir = path.Dir(dir) {
+				if _, ok := last[dir]; ok {
+					last[dir] = max(last[dir], i)
+				}
+			}
+		}
+	}
+	type placed struct {
+		f        *File
+		at       int
+		deferred bool
+	}
+	order := make([]placed, len(files))
+	for i, f := range files {
+		order[i] = placed{f, i, false}
+		if k, ok := last[f.Path]; ok && f.stopsBeingDir() {
+			order[i] = placed{f, k, true}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].at != order[j].at {
+			return order[i].at < order[j].at
+		}
+		return !order[i].deferred && order[j].deferred
+	})
+	out := make([]*File, len(files))
+	for i, p := range order {
+		out[i] = p.f
+	}
+	return out
+}
+
+// emptiedByTypeChange is the set of deleted paths under a directory that d
+// approves turning into a file or link.
+func emptiedByTypeChange(cs *Changeset, d Decisions) map[string]bool {
+	byPath := map[string]*File{}
+	for _, f := range cs.Files {
+		if f.stopsBeingDir() {
+			byPath[f.Path] = f
+		}
+	}
+	if len(byPath) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, f := range cs.Files {
+		if f.Status != Deleted {
+			continue
+		}
+		if a := typeChangedAbove(byPath, f.Path, (*File).stopsBeingDir); a != nil {
+			if _, taken := d.Selection(a); taken {
+				out[f.Path] = true
+			}
+		}
+	}
+	return out
 }
 
 // writeFlagNotes writes, before a file's diff, lines that git apply
@@ -83,8 +180,14 @@ func writeFlagNotes(w *bytes.Buffer, f *File) {
 func writeFilePatch(w *bytes.Buffer, f *File, sel []bool, approveMode bool) {
 	switch {
 	case f.Status == TypeChanged || (f.Old != nil && f.New != nil && f.Old.Type != f.New.Type):
-		writeWhole(w, f.Path, f.Old, f.oldData, nil, nil, f.Binary && f.Old.Type == manifest.File)
-		writeWhole(w, f.Path, nil, nil, f.New, f.newData, f.Binary && f.New.Type == manifest.File)
+		// The directory side of a type change is implied by the files
+		// under it, as every directory in a git patch.
+		if f.Old.Type != manifest.Dir {
+			writeWhole(w, f.Path, f.Old, f.oldData, nil, nil, f.Binary && f.Old.Type == manifest.File)
+		}
+		if f.New.Type != manifest.Dir {
+			writeWhole(w, f.Path, nil, nil, f.New, f.newData, f.Binary && f.New.Type == manifest.File)
+		}
 	case f.Old == nil:
 		writeWhole(w, f.Path, nil, nil, f.New, f.newData, f.Binary)
 	case f.New == nil:
@@ -165,6 +268,14 @@ func writeWhole(w *bytes.Buffer, path string, old *Side, oldData []byte, new *Si
 	for _, h := range hunks {
 		writeHunk(w, h)
 	}
+}
+
+// writeBinaryDeletion writes the deletion of a binary file without its
+// content: git apply removes it once its hash matches the full index line.
+func writeBinaryDeletion(w *bytes.Buffer, p string, old *Side, oldData []byte) {
+	a, b := quotePath("a/"+p), quotePath("b/"+p)
+	fmt.Fprintf(w, "diff --git %s %s\ndeleted file mode %s\nindex %s..%s\n", a, b, gitMode(old.Type, old.Mode), gitBlobID(oldData), zeroBlobID)
+	fmt.Fprintf(w, "Binary files %s and /dev/null differ\n", a)
 }
 
 func writeHunk(w *bytes.Buffer, h Hunk) {

@@ -2,7 +2,9 @@ package review
 
 import (
 	"fmt"
+	"path"
 	"sort"
+	"strings"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
@@ -37,7 +39,7 @@ func (a *applier) planFile(f *File, outs []Outcome) (plannedFile, error) {
 			return pf, err
 		}
 		base, baseData := baseOf(f, out.Path)
-		cur, curData, err := a.pr.state(out.Path)
+		cur, curData, err := a.state(out.Path)
 		if err != nil {
 			return pf, fmt.Errorf("%s: %w", out.Path, err)
 		}
@@ -92,6 +94,58 @@ func (a *applier) planFile(f *File, outs []Outcome) (plannedFile, error) {
 	return pf, nil
 }
 
+// replaces reports whether the steps remove a file or link at p.
+func (pf plannedFile) replaces(p string) bool {
+	for _, s := range pf.steps {
+		if s.Path == p && s.Before.Exists && s.Before.Type != manifest.Dir && !s.After.Exists {
+			return true
+		}
+	}
+	return false
+}
+
+// underReplaced returns the path above p that the plan turns from a file
+// or link into a directory, or "".
+func (a *applier) underReplaced(p string) string {
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if a.replaced[dir] {
+			return dir
+		}
+	}
+	return ""
+}
+
+// state is what p holds as the plan sees it: nothing under a file or
+// link that an earlier planned change turns into a directory, what the
+// project holds otherwise.
+func (a *applier) state(p string) (EntryState, []byte, error) {
+	if a.underReplaced(p) != "" {
+		return EntryState{}, nil, nil
+	}
+	return a.pr.state(p)
+}
+
+// missingParents is checkParents as the plan sees the project: the
+// directory that replaces a file or link, and all below it, are missing.
+func (a *applier) missingParents(p string) ([]string, error) {
+	elems := strings.Split(p, "/")
+	for i := 1; i < len(elems); i++ {
+		dir := strings.Join(elems[:i], "/")
+		if !a.replaced[dir] {
+			continue
+		}
+		missing, err := a.pr.checkParents(dir)
+		if err != nil {
+			return nil, err
+		}
+		for j := i; j < len(elems); j++ {
+			missing = append(missing, strings.Join(elems[:j], "/"))
+		}
+		return missing, nil
+	}
+	return a.pr.checkParents(p)
+}
+
 // merge combines the user's edits (cur) with the approved content when the
 // path changed in the project since the run.
 func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, cur EntryState, curData, theirs []byte) ([]byte, error) {
@@ -140,7 +194,7 @@ func (a *applier) withParents(steps []Step) ([]Step, error) {
 		if !s.After.Exists {
 			continue
 		}
-		missing, err := a.pr.checkParents(s.Path)
+		missing, err := a.missingParents(s.Path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Path, err)
 		}

@@ -10,7 +10,7 @@ import (
 // rollForward finishes the steps of j not done yet.
 func rollForward(pr *project, js journalStore, j *Journal, log *slog.Logger) error {
 	for i, s := range j.Steps {
-		cur, _, err := pr.state(s.Path)
+		cur, _, err := pr.replayState(s.Path)
 		if err != nil {
 			return fmt.Errorf("recover %s: %w", s.Path, err)
 		}

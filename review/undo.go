@@ -19,7 +19,7 @@ func rollBack(pr *project, js journalStore, j *Journal, log *slog.Logger) error 
 	var errs []error
 	for i := len(j.Steps) - 1; i >= 0; i-- {
 		s := j.Steps[i]
-		cur, _, err := pr.state(s.Path)
+		cur, _, err := pr.replayState(s.Path)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("undo %s: %w", s.Path, err))
 			continue
@@ -93,7 +93,7 @@ func Undo(ctx context.Context, journalDir string) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("undo: %w", err)
 			}
-			cur, _, err := pr.state(p)
+			cur, _, err := pr.replayState(p)
 			if err != nil || !cur.Equal(want) {
 				changed = append(changed, p)
 			}

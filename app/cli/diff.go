@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -158,7 +160,12 @@ func writeShownPatch(w io.Writer, cs *review.Changeset, patch []byte, color bool
 	}
 }
 
+// termWidth is the width --stat fits in: $COLUMNS when set, as git
+// does, else the terminal's width, else 80.
 func termWidth(w io.Writer) int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return max(n, minStatWidth)
+	}
 	if f, ok := w.(*os.File); ok && isTerminal(f) {
 		if cols, _, err := termSize(f); err == nil && cols > 20 {
 			return cols
@@ -167,25 +174,35 @@ func termWidth(w io.Writer) int {
 	return 80
 }
 
-// writeStat prints a diffstat as git diff --stat does.
+// minStatWidth is the narrowest width --stat lays out for.
+const minStatWidth = 20
+
+// writeStat prints a diffstat as git diff --stat does, in width columns:
+// when the names, the counts and the bars do not fit, the bars shrink to
+// 3/8 of the width and the names are shortened from the front, keeping
+// their end ("…/tail/of/path.go"), so that no path makes a line wider.
+// What follows a row's bar (a [mode] mark, why a file runs on your
+// machine) is not shortened.
 func writeStat(w io.Writer, cs *review.Changeset, width int) {
 	type row struct {
 		name   string
+		suffix string // after the name, never shortened: " [control chars]"
 		count  string
 		add    int
 		del    int
-		binary bool // no line counts: a binary file, a directory
+		binary bool // no line counts: a binary file, a directory, a type change
 		mode   bool // a mode git cannot show: marked [mode]
 		flag   string
 	}
 	var rows []row
-	nameW, countW, maxChange, files := 0, 0, 0, 0
+	nameW, countW, binW, maxChange, files := 0, 0, 0, 0, 0
 	added, removed := cs.Stats()
 	for _, f := range cs.Files {
-		if f.IsDir() {
+		tc := f.TypeChange()
+		if f.IsDir() && tc == "" {
 			if f.HasFlag(review.FlagMode) {
-				r := row{name: f.Path + "/", count: "dir", binary: true, mode: true}
-				nameW = max(nameW, len(r.name))
+				r := row{name: safetext.Line(f.Path) + "/", count: "dir", binary: true, mode: true}
+				nameW = max(nameW, runewidth.StringWidth(r.name))
 				rows = append(rows, r)
 			}
 			continue
@@ -198,9 +215,12 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		// Names come from the guest: shown safely wherever --stat is read.
 		r.name = safetext.Line(r.name)
 		if f.HasFlag(review.FlagControl) {
-			r.name += " [control chars]"
+			r.suffix = " [control chars]"
 		}
-		if f.Binary {
+		switch {
+		case tc != "":
+			r.binary, r.count = true, tc
+		case f.Binary:
 			r.binary = true
 			var o, n int64
 			if f.Old != nil {
@@ -210,17 +230,20 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 				n = f.New.Size
 			}
 			r.count = fmt.Sprintf("Bin %d -> %d bytes", o, n)
-		} else {
+		default:
 			r.count = fmt.Sprint(f.Added + f.Removed)
 			maxChange = max(maxChange, f.Added+f.Removed)
-		}
-		nameW = max(nameW, len(r.name))
-		if !r.binary {
 			countW = max(countW, len(r.count))
 		}
+		nameW = max(nameW, runewidth.StringWidth(r.name+r.suffix))
 		rows = append(rows, r)
 	}
-	barW := max(width-nameW-countW-6, 10)
+	for _, r := range rows {
+		if r.binary {
+			binW = max(binW, runewidth.StringWidth(r.count))
+		}
+	}
+	nameW, barW := statWidths(max(width, minStatWidth), nameW, countW, maxChange, binW)
 	flagged, marked := 0, false
 	for _, r := range rows {
 		mark := ""
@@ -231,8 +254,9 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 			mark += "  # " + r.flag
 			flagged++
 		}
+		name := padRight(shortenPath(r.name, nameW-runewidth.StringWidth(r.suffix))+r.suffix, nameW)
 		if r.binary {
-			fmt.Fprintf(w, " %-*s | %s%s\n", nameW, r.name, r.count, mark)
+			fmt.Fprintf(w, " %s | %s%s\n", name, r.count, mark)
 			continue
 		}
 		a, d := r.add, r.del
@@ -244,7 +268,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		if bar != "" {
 			bar = " " + bar
 		}
-		fmt.Fprintf(w, " %-*s | %*s%s%s\n", nameW, r.name, countW, r.count, bar, mark)
+		fmt.Fprintf(w, " %s | %*s%s%s\n", name, countW, r.count, bar, mark)
 	}
 	noun := "files"
 	if files == 1 {
@@ -265,6 +289,64 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		fmt.Fprintf(w, " %d %s on your machine (marked #): airlock apply --all leaves %s out; name %s, or add --include-host-exec\n",
 			flagged, plural(flagged, "file runs", "files run"), plural(flagged, "it", "them"), plural(flagged, "it", "each"))
 	}
+}
+
+// statWidths fits a diffstat's columns in width as git does. A row is
+// " name | count bar", or " name | words" for a binary file or a type
+// change (binW, the widest words), and the last column stays empty. When
+// that does not fit, the bars get at most 3/8 of the width (at least 6
+// columns) and the names what is left; unlike git, a binary row's words
+// count too, so that no name makes a line overflow.
+func statWidths(width, nameW, countW, maxChange, binW int) (names, bars int) {
+	const fixed = 5 // " ", " | ", the empty last column
+	right := func(bars int) int {
+		r := binW
+		if countW > 0 {
+			r = max(r, countW+1+bars)
+		}
+		return r
+	}
+	spare := func(nameW int) int { return width - fixed - 1 - countW - nameW }
+	if nameW+fixed+right(maxChange) <= width {
+		return nameW, spare(nameW)
+	}
+	bars = maxChange
+	if limit := width*3/8 - countW - fixed - 1; bars > limit {
+		bars = max(limit, 6)
+	}
+	if avail := width - fixed - right(bars); nameW > avail {
+		return max(avail, 5), bars
+	}
+	return nameW, spare(nameW)
+}
+
+// shortenPath fits name in width columns as git's --stat does: "..."
+// and the end of the name, from a slash when one is left ("...
+// /tail/of/path").
+func shortenPath(name string, width int) string {
+	if runewidth.StringWidth(name) <= width {
+		return name
+	}
+	keep := max(width-3, 1)
+	rs := []rune(name)
+	i, w := len(rs), 0
+	for i > 0 && w+runewidth.RuneWidth(rs[i-1]) <= keep {
+		i--
+		w += runewidth.RuneWidth(rs[i])
+	}
+	tail := string(rs[i:])
+	if j := strings.IndexByte(tail, '/'); j >= 0 {
+		tail = tail[j:]
+	}
+	return "..." + tail
+}
+
+// padRight pads s with spaces to width columns.
+func padRight(s string, width int) string {
+	if n := width - runewidth.StringWidth(s); n > 0 {
+		return s + strings.Repeat(" ", n)
+	}
+	return s
 }
 
 func scale(n, total, width int) int {

@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mattn/go-runewidth"
 
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -87,5 +90,106 @@ func TestWriteStatMarksHostExec(t *testing.T) {
 	writeShownPatch(&out, &review.Changeset{}, []byte(patch), true)
 	if !strings.Contains(out.String(), ansiYellow+"# runs on your machine: make runs it") {
 		t.Errorf("marker not highlighted:\n%q", out.String())
+	}
+}
+
+// TestWriteStatFitsWidth: one deep path no longer makes every line as
+// wide as itself: bars shrink, then names are shortened from the front
+// as git does ("...", then the end from a slash), and no line but the
+// marks after a bar is wider than the width.
+func TestWriteStatFitsWidth(t *testing.T) {
+	deep := strings.Repeat("very/", 78) + "deep.go" // 397 columns
+	wide := strings.Repeat("目录/", 30) + "文件.go"     // 2 columns a character
+	cases := []struct {
+		name  string
+		width int
+		files []*review.File
+		want  []string // whole lines expected, among others
+	}{
+		{"a 400-column path", 80, []*review.File{
+			{Path: deep, Status: review.Modified, Added: 3, Removed: 2},
+			{Path: "a.go", Status: review.Modified, Added: 1},
+		}, []string{
+			" .../very/very/very/very/very/very/very/very/very/very/very/deep.go   | 5 +++--",
+			" a.go                                                                 | 1 +",
+		}},
+		{"a big change and a long path", 80, []*review.File{
+			{Path: deep, Status: review.Modified, Added: 1000, Removed: 1000},
+		}, nil},
+		{"binary and type changes", 80, []*review.File{
+			{Path: deep, Status: review.Added, Binary: true, New: &review.Side{Type: manifest.File, Size: 123456}},
+			{Path: "lib", Status: review.TypeChanged, Old: &review.Side{Type: manifest.File}, New: &review.Side{Type: manifest.Dir}},
+		}, []string{
+			" .../very/very/very/very/very/very/very/very/deep.go    | Bin 0 -> 123456 bytes",
+			" lib                                                    | file → directory",
+		}},
+		{"wide characters", 60, []*review.File{
+			{Path: wide, Status: review.Modified, Added: 1},
+		}, nil},
+		{"a rename", 50, []*review.File{
+			{Path: "new/" + deep, OldPath: deep, Status: review.Renamed},
+		}, nil},
+		{"narrow", 20, []*review.File{
+			{Path: deep, Status: review.Modified, Added: 300},
+			{Path: "x", Status: review.Modified, Added: 1},
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			writeStat(&out, &review.Changeset{Files: c.files}, c.width)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			for _, l := range lines[:len(c.files)] {
+				if w := runewidth.StringWidth(l); w >= c.width {
+					t.Errorf("%d columns, width %d: %q", w, c.width, l)
+				}
+				if !strings.Contains(l, " | ") {
+					t.Errorf("no separator: %q", l)
+				}
+			}
+			for _, want := range c.want {
+				if !slices.Contains(lines, want) {
+					t.Errorf("no line %q in\n%s", want, out.String())
+				}
+			}
+			if t.Failed() {
+				t.Logf("\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestWriteStatTypeChange: a type change is said in words, a file
+// counted, no bar.
+func TestWriteStatTypeChange(t *testing.T) {
+	cs := &review.Changeset{Files: []*review.File{
+		{Path: "d", Status: review.TypeChanged, Old: &review.Side{Type: manifest.Dir}, New: &review.Side{Type: manifest.File}},
+		{Path: "d/x.txt", Status: review.Deleted, Removed: 1, Old: &review.Side{Type: manifest.File}},
+		{Path: "lib", Status: review.TypeChanged, Old: &review.Side{Type: manifest.File}, New: &review.Side{Type: manifest.Dir}},
+		{Path: "lib/mod.txt", Status: review.Added, Added: 1, New: &review.Side{Type: manifest.File}},
+		{Path: "ln", Status: review.TypeChanged, Old: &review.Side{Type: manifest.File}, New: &review.Side{Type: manifest.Symlink}},
+	}}
+	var out bytes.Buffer
+	writeStat(&out, cs, 80)
+	want := ` d           | directory → file
+ d/x.txt     | 1 -
+ lib         | file → directory
+ lib/mod.txt | 1 +
+ ln          | file → symbolic link
+ 5 files changed, 1 insertion(+), 1 deletion(-)
+`
+	if out.String() != want {
+		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestTermWidthFromColumns(t *testing.T) {
+	t.Setenv("COLUMNS", "132")
+	if w := termWidth(&bytes.Buffer{}); w != 132 {
+		t.Errorf("COLUMNS=132: %d", w)
+	}
+	t.Setenv("COLUMNS", "")
+	if w := termWidth(&bytes.Buffer{}); w != 80 {
+		t.Errorf("no terminal, no COLUMNS: %d", w)
 	}
 }

@@ -359,6 +359,28 @@ func TestPlainChanges(t *testing.T) {
 	}
 }
 
+// TestPlainChangesTypeChange: a type change is said in words, with what
+// goes with it when a directory is involved, and no mode change between
+// a file's and a directory's modes.
+func TestPlainChangesTypeChange(t *testing.T) {
+	for _, tc := range []struct {
+		old, new manifest.Type
+		want     string
+	}{
+		{manifest.File, manifest.Dir, "Changed from a file to a directory: the file is removed, then what is under the directory is made; approve this change with those under it"},
+		{manifest.Dir, manifest.File, "Changed from a directory to a file: everything under the directory is removed first, then the file is made; approve this change with those under it"},
+		{manifest.Symlink, manifest.Dir, "Changed from a symbolic link to a directory: the symbolic link is removed"},
+		{manifest.File, manifest.Symlink, "Changed from a file to a symbolic link"},
+	} {
+		f := &review.File{Path: "lib", Status: review.TypeChanged,
+			Old: &review.Side{Type: tc.old, Mode: 0o644}, New: &review.Side{Type: tc.new, Mode: 0o755}}
+		got := strings.Join(describeFile(f), "\n")
+		if !strings.Contains(got, tc.want) || strings.Contains(got, "Mode changed") {
+			t.Errorf("describeFile = %q, want a line %q", got, tc.want)
+		}
+	}
+}
+
 // TestPlainChangesModeFlag: a mode the sandbox asked for that git cannot
 // show is said in words above the diff.
 func TestPlainChangesModeFlag(t *testing.T) {

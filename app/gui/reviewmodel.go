@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // reviewModel is the review window's state, without fyne: the changeset,
@@ -306,9 +307,9 @@ func describeFile(f *review.File) []string {
 	case review.Renamed:
 		out = append(out, fmt.Sprintf("Renamed from %s", safetext.Line(f.OldPath)))
 	case review.TypeChanged:
-		out = append(out, fmt.Sprintf("Changed from a %s to a %s", f.Old.Type, f.New.Type))
+		out = append(out, typeChangeText(f))
 	}
-	if f.Old != nil && f.New != nil && f.Old.Mode != f.New.Mode {
+	if f.Old != nil && f.New != nil && f.Old.Type == f.New.Type && f.Old.Mode != f.New.Mode {
 		out = append(out, fmt.Sprintf("Mode changed from %04o to %04o", f.Old.Mode, f.New.Mode))
 	}
 	for _, fl := range f.Flags {
@@ -330,6 +331,19 @@ func describeFile(f *review.File) []string {
 		out = append(out, fmt.Sprintf("+%d −%d in %d %s", f.Added, f.Removed, len(f.Hunks), plural(len(f.Hunks), "hunk", "hunks")))
 	}
 	return out
+}
+
+// typeChangeText says what a type change does, and, when a directory is
+// involved, which other changes go with it.
+func typeChangeText(f *review.File) string {
+	s := fmt.Sprintf("Changed from a %s to a %s", review.TypeWord(f.Old.Type), review.TypeWord(f.New.Type))
+	switch {
+	case f.New.Type == manifest.Dir:
+		s += fmt.Sprintf(": the %s is removed, then what is under the directory is made; approve this change with those under it", review.TypeWord(f.Old.Type))
+	case f.Old.Type == manifest.Dir:
+		s += fmt.Sprintf(": everything under the directory is removed first, then the %s is made; approve this change with those under it", review.TypeWord(f.New.Type))
+	}
+	return s
 }
 
 // controlHint says, under a file flagged review.FlagControl, what the
