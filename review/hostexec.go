@@ -184,24 +184,6 @@ func matchElems(pat, elems []string) bool {
 	return len(elems) == 0
 }
 
-// ValidHostExecPattern reports whether pattern is usable: not empty,
-// relative, no "..", every element valid for path.Match.
-func ValidHostExecPattern(pattern string) error {
-	p := strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
-	if strings.TrimSpace(p) == "" || strings.ContainsRune(p, 0) {
-		return fmt.Errorf("%q: want a path pattern such as \"scripts/deploy/**\" or \"*.py\"", pattern)
-	}
-	for _, e := range strings.Split(p, "/") {
-		if e == ".." || e == "" {
-			return fmt.Errorf("%q: want a path inside the project (no \"..\", no empty elements)", pattern)
-		}
-		if _, err := path.Match(e, ""); err != nil {
-			return fmt.Errorf("%q: %q is not a valid glob", pattern, e)
-		}
-	}
-	return nil
-}
-
 // hostExecFlag returns the FlagHostExec flag of f, if it deserves one:
 // its path (or its rename source, or the path its new link points to)
 // matches the built-in list or a pattern of extra; package.json's

@@ -198,16 +198,6 @@ func TestMatchHostExec(t *testing.T) {
 			t.Errorf("MatchHostExec(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "/", "../x", "a//b", "a/[/b", "x\x00"} {
-		if err := ValidHostExecPattern(bad); err == nil {
-			t.Errorf("ValidHostExecPattern(%q) accepted it", bad)
-		}
-	}
-	for _, good := range []string{"scripts/deploy/**", "tools/*.py", "/Brewfile", "ci/"} {
-		if err := ValidHostExecPattern(good); err != nil {
-			t.Errorf("ValidHostExecPattern(%q): %v", good, err)
-		}
-	}
 }
 
 // The marker before a flagged file's diff is a comment git apply ignores:

@@ -235,6 +235,16 @@ func TestLoadUserHostExec(t *testing.T) {
 	if _, err := LoadUser(p); err == nil || !strings.Contains(err.Error(), "[review] host_exec") {
 		t.Errorf("LoadUser with a typo: %v, want the known keys named", err)
 	}
+	for _, bad := range []string{"", "/", "../x", "a//b", "a/[/b", "x\x00"} {
+		if err := validPathPattern(bad); err == nil {
+			t.Errorf("validPathPattern(%q) accepted it", bad)
+		}
+	}
+	for _, good := range []string{"scripts/deploy/**", "tools/*.py", "/Brewfile", "ci/"} {
+		if err := validPathPattern(good); err != nil {
+			t.Errorf("validPathPattern(%q): %v", good, err)
+		}
+	}
 	// A project's airlock.toml cannot touch the list.
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, FileName), "[review]\nhost_exec = []\n", 0o644)

@@ -74,9 +74,9 @@ func (r Review) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validPathPattern is the check of review.ValidHostExecPattern (config
-// does not import review): not empty, relative, no "..", every element a
-// valid path.Match glob.
+// validPathPattern checks a [review] host_exec pattern (review matches
+// them): not empty, relative, no "..", every element a valid path.Match
+// glob.
 func validPathPattern(pattern string) error {
 	p := strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
 	if strings.TrimSpace(p) == "" || strings.ContainsRune(p, 0) {
