@@ -24,7 +24,6 @@ import (
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // errPlanned stops a run once its plan has been seen.
@@ -154,7 +153,7 @@ func write(t *testing.T, path, data string) {
 func TestAppStopsSendBackMidBoot(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	var setup cli.GUISetup
 	var stderr bytes.Buffer
 	cli.Main([]string{"--home", home, "gui"}, strings.NewReader(""), &bytes.Buffer{}, &stderr, cli.WithGUI(func(_ context.Context, s cli.GUISetup) error {
@@ -236,18 +235,4 @@ func processesNaming(dir string) []string {
 		}
 	}
 	return out
-}
-
-// vmHome is an Airlock home of its own that shares the test images.
-func vmHome(t *testing.T) string {
-	t.Helper()
-	testenv.Image(t, vm.AMD64)
-	shared := testenv.Home(t)
-	home := t.TempDir()
-	for _, d := range []string{"images", "cache"} {
-		if err := os.Symlink(filepath.Join(shared, d), filepath.Join(home, d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return home
 }

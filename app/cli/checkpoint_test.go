@@ -32,7 +32,7 @@ func TestKeepRefusesVirtiofs(t *testing.T) {
 // and finds the files and the process as they were.
 func TestCheckpointRollback(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	proj := t.TempDir()
 	if err := os.WriteFile(filepath.Join(proj, "a.txt"), []byte("v0\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestCheckpointRollback(t *testing.T) {
 // saved, and --cold boots cold.
 func TestExecWarmAndCold(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	exec := func(args ...string) bool {
 		t.Helper()
 		code, out, errOut := airlockCLI(t, home, append([]string{"--json", "exec"}, append(args, "--", "cat", "/proc/sys/kernel/random/uuid")...)...)

@@ -19,7 +19,7 @@ import (
 // second round is reviewed and applied.
 func TestDemoAgentLoop(t *testing.T) {
 	testenv.SkipIfShort(t)
-	demoAgentLoop(t, vmHome(t), "--disk", "none")
+	demoAgentLoop(t, testenv.VMHome(t), "--disk", "none")
 }
 
 // demoAgentLoop runs the demo agent's loop in home (run with runFlags,

@@ -19,7 +19,7 @@ import (
 // run, collected). It reports ms per attempt and the host disk each
 // sandbox keeps (allocated blocks, after the run).
 func BenchmarkFanOut(b *testing.B) {
-	benchFanOut(b, vmHome(b), "minimal", "256MiB")
+	benchFanOut(b, testenv.VMHome(b), "minimal", "256MiB")
 }
 
 // BenchmarkFanOutFull is BenchmarkFanOut on the full image: each sandbox

@@ -19,7 +19,7 @@ import (
 // is applied.
 func TestFanOutInVMs(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 	script := filepath.Join(t.TempDir(), "attempt.sh")
@@ -120,7 +120,7 @@ rationale = { json_field = "result" }
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 

@@ -42,7 +42,7 @@ func (w *firstLine) Write(p []byte) (int, error) {
 func BenchmarkRunToFirstOutput(b *testing.B) {
 	testenv.SkipIfShort(b)
 	im := testenv.FullImage(b, vm.AMD64)
-	home := vmHome(b)
+	home := testenv.VMHome(b)
 	project := b.TempDir()
 	copyTree(b, filepath.Join(testenv.RepoRoot(b), "examples", "demo-project"), project)
 	for _, name := range []string{"minimal", "full"} {

@@ -19,7 +19,7 @@ import (
 func fullHome(t testing.TB) (string, *image.Image) {
 	t.Helper()
 	im := testenv.FullImage(t, vm.AMD64)
-	return vmHome(t), im
+	return testenv.VMHome(t), im
 }
 
 // TestFullImageTools boots the full image and runs the agent CLIs and the

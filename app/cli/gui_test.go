@@ -84,7 +84,7 @@ func TestGUICommand(t *testing.T) {
 // widget's size, with what is typed as input.
 func TestGUIRunWithATTY(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	setup := guiSetup(t, home)
 	pn, err := setup.Planner.Run(t.Context(), plan.Request{
 		Project: t.TempDir(), Limits: config.Limits{CPUs: 1, Memory: 512 * config.MiB},
@@ -122,7 +122,7 @@ func TestGUIRunWithATTY(t *testing.T) {
 // and summary come back.
 func TestGUIAgentDemo(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	setup := guiSetup(t, home)
 	if setup.Planner == nil || len(setup.Agents) < 4 {
 		t.Fatalf("the GUI got no agents: %d presets", len(setup.Agents))

@@ -22,7 +22,7 @@ import (
 // Airlock home) shows up.
 func hostileSetup(t *testing.T) (home, outside, project string, before map[string]entry) {
 	t.Helper()
-	home = vmHome(t)
+	home = testenv.VMHome(t)
 	outside = t.TempDir()
 	project = filepath.Join(outside, "a", "b", "project")
 	if err := os.MkdirAll(project, 0o755); err != nil {

@@ -38,7 +38,7 @@ func execJSON(t *testing.T, home string, args ...string) execResult {
 func TestCPUsAndMemory(t *testing.T) {
 	testenv.SkipIfShort(t)
 	isolateUserConfig(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	for _, tt := range []struct {
 		cpus, memory string
 		wantCPUs     int
@@ -68,7 +68,7 @@ func TestCPUsAndMemory(t *testing.T) {
 func TestOpenNetwork(t *testing.T) {
 	testenv.SkipIfShort(t)
 	isolateUserConfig(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestOpenNetwork(t *testing.T) {
 func TestDiskQuota(t *testing.T) {
 	testenv.SkipIfShort(t)
 	isolateUserConfig(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	if err := os.WriteFile(filepath.Join(project, "README"), []byte("a project\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ echo "written after the disk was full" > after.txt
 func TestTimeoutKeepsWork(t *testing.T) {
 	testenv.SkipIfShort(t)
 	isolateUserConfig(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	if err := os.WriteFile(filepath.Join(project, "README"), []byte("a project\n"), 0o644); err != nil {
 		t.Fatal(err)

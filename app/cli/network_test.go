@@ -82,7 +82,7 @@ func TestProjectNetworkNeedsTrust(t *testing.T) {
 func TestRunProjectAllowInVM(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from the project's host\n")
 	}))
@@ -119,7 +119,7 @@ func TestRunProjectAllowInVM(t *testing.T) {
 func TestExecAllowInVM(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello exec\n")
 	}))

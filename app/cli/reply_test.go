@@ -16,7 +16,7 @@ import (
 // that sees the whole prompt, diff of the round, verify again, apply.
 func TestReplyInVM(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 	script := filepath.Join(t.TempDir(), "agent.sh")

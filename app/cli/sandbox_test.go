@@ -20,7 +20,6 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // airlockCLI runs the command line in-process with home as Airlock's home.
@@ -54,7 +53,7 @@ func (o *onRead) Read(p []byte) (int, error) {
 // conflict, leaving the user's file alone, where they do.
 func TestEditDuringRun(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 	readme, _ := os.ReadFile(filepath.Join(project, "README.md"))
@@ -157,21 +156,6 @@ func copyTree(t testing.TB, from, to string) {
 	}
 }
 
-// vmHome is an Airlock home of its own (sandboxes, objects) that shares
-// the test images.
-func vmHome(t testing.TB) string {
-	t.Helper()
-	testenv.Image(t, vm.AMD64)
-	shared := testenv.Home(t)
-	home := t.TempDir()
-	for _, d := range []string{"images", "cache"} {
-		if err := os.Symlink(filepath.Join(shared, d), filepath.Join(home, d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return home
-}
-
 // testAgent is the demo agent plus a symbolic link and a check that the
 // secret did not reach the workspace.
 func testAgent(t *testing.T) string {
@@ -196,7 +180,7 @@ if [ -e .env ]; then echo "SECRET IN THE WORKSPACE"; else echo "no .env in the w
 // git's, partial applies, undo, and applies over the user's own edits.
 func TestRunDiffApplyUndo(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	root := t.TempDir()
 	project := filepath.Join(root, "project")
 	os.Mkdir(project, 0o755)

@@ -45,7 +45,7 @@ func changesetOf(t *testing.T, home, id string) review.Changeset {
 // stay untouched until apply, and apply must then give the agent's tree.
 func TestRunVirtiofs(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 	original := treeState(t, project)
@@ -115,7 +115,7 @@ func TestRunVirtiofs(t *testing.T) {
 // them, leaves the fifo out, drops setuid, and the host is untouched.
 func TestRunVirtiofsHostile(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	project := t.TempDir()
 	copyTree(t, filepath.Join(testenv.RepoRoot(t), "examples", "demo-project"), project)
 	original := treeState(t, project)

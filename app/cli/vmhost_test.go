@@ -21,7 +21,7 @@ import (
 // finds and stops the VM with airlock ls and airlock stop.
 func TestSupervisedSandboxVM(t *testing.T) {
 	testenv.SkipIfShort(t)
-	home := vmHome(t)
+	home := testenv.VMHome(t)
 	st, err := sandbox.Open(home)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,21 @@ func Home(t testing.TB) string {
 	return h
 }
 
+// VMHome is an Airlock home of its own (sandboxes, objects) that shares
+// the test images (the minimal image built) and caches of Home.
+func VMHome(t testing.TB) string {
+	t.Helper()
+	Image(t, vm.AMD64)
+	shared := Home(t)
+	home := t.TempDir()
+	for _, d := range []string{"images", "cache"} {
+		if err := os.Symlink(filepath.Join(shared, d), filepath.Join(home, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
 // RepoRoot is the root of the Airlock source tree.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
