@@ -128,13 +128,16 @@ type Flag struct {
 }
 
 // HasFlag reports whether f carries a flag of kind k.
-func (f *File) HasFlag(k FlagKind) bool {
+func (f *File) HasFlag(k FlagKind) bool { return f.FlagReason(k) != "" }
+
+// FlagReason is the reason f carries a flag of kind k, or "".
+func (f *File) FlagReason(k FlagKind) string {
 	for _, fl := range f.Flags {
 		if fl.Kind == k {
-			return true
+			return fl.Reason
 		}
 	}
-	return false
+	return ""
 }
 
 // IsSymlink reports whether either side is a symbolic link.

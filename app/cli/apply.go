@@ -76,7 +76,7 @@ conflicted, and 125 when Airlock itself failed.`,
 				return err
 			}
 			for _, f := range sel.LeftOut(cs) {
-				res.LeftOut = append(res.LeftOut, review.Skip{Path: f.Path, Reason: sandbox.HostExecReason(f)})
+				res.LeftOut = append(res.LeftOut, review.Skip{Path: f.Path, Reason: f.FlagReason(review.FlagHostExec)})
 			}
 			if len(res.Conflicts) > 0 {
 				e.exitCode = 1

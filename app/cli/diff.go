@@ -208,7 +208,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 			continue
 		}
 		files++
-		r := row{name: f.Path, add: f.Added, del: f.Removed, mode: f.HasFlag(review.FlagMode), flag: sandbox.HostExecReason(f)}
+		r := row{name: f.Path, add: f.Added, del: f.Removed, mode: f.HasFlag(review.FlagMode), flag: f.FlagReason(review.FlagHostExec)}
 		if f.Status == review.Renamed {
 			r.name = f.OldPath + " => " + f.Path
 		}

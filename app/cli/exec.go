@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-dev/airlock/app/config"
-	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
@@ -37,8 +36,6 @@ type bootFlags struct {
 	bootTimeout time.Duration
 	openNetwork bool
 	cold        bool
-	network     vm.NetworkMode // set from the resolved limits
-	notice      func(string)   // why a boot is cold; nil discards
 }
 
 func (f *bootFlags) register(cmd *cobra.Command) {
@@ -52,14 +49,6 @@ func (f *bootFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.link, "link", "", "guest link: vsock or serial (default: vsock where the host has it)")
 	fl.DurationVar(&f.bootTimeout, "boot-timeout", launch.DefaultBootTimeout, "give up when the guest has not answered after this long")
 	fl.BoolVar(&f.cold, "cold", false, "boot the VM cold instead of restoring the image's warm snapshot (the first boot of an image and machine size saves one)")
-}
-
-func (f *bootFlags) options(h string, b vm.Backend, progress func(launch.Event)) launch.Options {
-	return launch.Options{
-		Home: h, ImageRoots: home.BundleImageRoots(), Image: f.image, Arch: vm.Arch(f.arch), CPUs: f.cpus, MemoryMiB: f.memory.MiB(),
-		Link: vm.LinkKind(f.link), Network: f.network, Backend: b, BootTimeout: f.bootTimeout, Progress: progress,
-		Warm: !f.cold, Notice: f.notice,
-	}
 }
 
 type execFlags struct {

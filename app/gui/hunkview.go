@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -46,7 +45,7 @@ func (r *ReviewWindow) showFile() {
 	r.fileState = state
 	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
 	r.diff.Add(r.fileHead)
-	if reason := sandbox.HostExecReason(f); reason != "" {
+	if reason := f.FlagReason(review.FlagHostExec); reason != "" {
 		warn := widget.NewLabelWithStyle(strings.ToUpper(reason[:1])+reason[1:]+". Apply asks before writing it.", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		warn.Importance = widget.WarningImportance
 		warn.Wrapping = fyne.TextWrapWord

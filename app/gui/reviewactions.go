@@ -116,7 +116,7 @@ func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, l
 		return
 	}
 	f := flagged[0]
-	why := strings.TrimPrefix(sandbox.HostExecReason(f), review.HostExecPrefix)
+	why := strings.TrimPrefix(f.FlagReason(review.FlagHostExec), review.HostExecPrefix)
 	r.confirm("Runs on your machine", fmt.Sprintf("%s runs on your machine (%s).\n\nApply it?", f.Path, why), func(yes bool) {
 		if !yes {
 			delete(d.Files, f.Path)

@@ -195,27 +195,6 @@ type Flagged struct {
 	Reason string `json:"reason"`
 }
 
-// HostExecFiles lists the files of cs that run on the user's machine.
-func HostExecFiles(cs *review.Changeset) []Flagged {
-	var out []Flagged
-	for _, f := range cs.Files {
-		if r := HostExecReason(f); r != "" {
-			out = append(out, Flagged{f.Path, r})
-		}
-	}
-	return out
-}
-
-// HostExecReason is the reason f runs on the user's machine, or "".
-func HostExecReason(f *review.File) string {
-	for _, fl := range f.Flags {
-		if fl.Kind == review.FlagHostExec {
-			return fl.Reason
-		}
-	}
-	return ""
-}
-
 // ParseHunks parses "PATH:1,3" (hunks 1 and 3 of PATH) into sel.Hunks.
 func (sel *Selection) ParseHunks(spec string) error {
 	i := strings.LastIndexByte(spec, ':')
@@ -298,7 +277,7 @@ func (sel Selection) Decisions(cs *review.Changeset) (review.Decisions, error) {
 	}
 	if len(d.Files) == 0 {
 		if left := sel.LeftOut(cs); len(left) > 0 {
-			return d, fmt.Errorf("nothing selected: every file named runs on your machine (%s is one: %s); name each, or add --include-host-exec", left[0].Path, HostExecReason(left[0]))
+			return d, fmt.Errorf("nothing selected: every file named runs on your machine (%s is one: %s); name each, or add --include-host-exec", left[0].Path, left[0].FlagReason(review.FlagHostExec))
 		}
 		return d, errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
 	}
@@ -471,7 +450,7 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 func decisionsEvent(cs *review.Changeset, d review.Decisions) map[string]any {
 	approved, left := []Flagged{}, []Flagged{}
 	for _, f := range cs.Files {
-		r := HostExecReason(f)
+		r := f.FlagReason(review.FlagHostExec)
 		if r == "" {
 			continue
 		}
