@@ -298,11 +298,8 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			o.Image = "minimal"
 		}
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
-		roots, img, arch := pl.imageRoots(), o.Image, vm.Arch(o.Arch)
-		o.Preflight = func() error {
-			_, err := image.Find(roots, img, arch)
-			return err
-		}
+		img, arch := o.Image, o.Arch
+		o.Preflight = func() error { return pl.CheckImage(img, arch) }
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {
