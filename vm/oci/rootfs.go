@@ -1,0 +1,199 @@
+package oci
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/Microsoft/hcsshim/ext4/tar2ext4"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// maxRootfs is the largest file system a root disk may describe.
+const maxRootfs = 256 << 30
+
+// Rootfs is what a root disk written from an image holds.
+type Rootfs struct {
+	// Size is the disk's size in bytes.
+	Size int64
+	// Entries is the number of files, directories and links in it.
+	Entries int
+	// Libc is "glibc", "musl" or "" (neither loader found): Airlock's
+	// agent CLIs run on a glibc image only.
+	Libc string
+}
+
+// WriteRootfs writes the file system of im, its layers applied bottom
+// first with OCI whiteouts, as a compact ext4 image at dst (replaced
+// atomically). The guest mounts it read-only, as an overlay's lower layer.
+// extra layers (uncompressed or compressed tar files, e.g. provisioning
+// layers) go on top of the image's own, in order.
+func (s Store) WriteRootfs(ctx context.Context, im *Image, dst string, extra ...string) (Rootfs, error) {
+	var layers []v1.Layer
+	for _, l := range im.Layers {
+		d, err := v1.NewHash(l.Digest)
+		if err != nil {
+			return Rootfs{}, fmt.Errorf("layer %q: %w", l.Digest, err)
+		}
+		bl, err := partial.CompressedToLayer(&storedLayer{s: s, d: d, size: l.Size, mt: types.MediaType(l.MediaType)})
+		if err != nil {
+			return Rootfs{}, err
+		}
+		layers = append(layers, bl)
+	}
+	for _, p := range extra {
+		bl, err := fileLayer(p)
+		if err != nil {
+			return Rootfs{}, err
+		}
+		layers = append(layers, bl)
+	}
+	img := layered{Image: empty.Image, layers: layers}
+	tmp := dst + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return Rootfs{}, err
+	}
+	defer os.Remove(tmp)
+	flat := mutate.Extract(img)
+	defer flat.Close()
+	pr, pw := io.Pipe()
+	var res Rootfs
+	go func() { pw.CloseWithError(reorder(ctx, flat, pw, &res)) }()
+	err = tar2ext4.ConvertTarToExt4(pr, f, tar2ext4.MaximumDiskSize(maxRootfs))
+	pr.CloseWithError(errors.New("conversion stopped"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Rootfs{}, fmt.Errorf("write the root disk of %s: %w", im.Ref, err)
+	}
+	fi, err := os.Stat(tmp)
+	if err != nil {
+		return Rootfs{}, err
+	}
+	res.Size = fi.Size()
+	return res, os.Rename(tmp, dst)
+}
+
+// reorder copies the flattened tar stream from r to w, with hard links
+// last (a layer's link may name a file of a lower layer, which the
+// top-down flattening writes after it), counting entries and noting the
+// C library's dynamic loader on the way.
+func reorder(ctx context.Context, r io.Reader, w io.Writer, res *Rootfs) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	var links []*tar.Header
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		res.Entries++
+		noteLibc(h.Name, res)
+		if h.Typeflag == tar.TypeLink {
+			links = append(links, h)
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	// The flattening writes the tar's end even when it fails: its error
+	// comes after.
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return err
+	}
+	for _, h := range links {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// noteLibc records which dynamic loader the image has.
+func noteLibc(name string, res *Rootfs) {
+	base := path.Base(name)
+	switch {
+	case strings.HasPrefix(base, "ld-musl-"):
+		if res.Libc == "" {
+			res.Libc = "musl"
+		}
+	case strings.HasPrefix(base, "ld-linux") && strings.Contains(base, ".so"):
+		res.Libc = "glibc"
+	}
+}
+
+// layered is an image of the given layers, for mutate.Extract, which asks
+// for nothing else (mutate.AppendLayers would read every layer once more,
+// for a configuration nobody reads).
+type layered struct {
+	v1.Image
+	layers []v1.Layer
+}
+
+func (l layered) Layers() ([]v1.Layer, error) { return l.layers, nil }
+
+// storedLayer is a layer whose compressed bytes are a blob in the store.
+type storedLayer struct {
+	s    Store
+	d    v1.Hash
+	size int64
+	mt   types.MediaType
+}
+
+func (l *storedLayer) Digest() (v1.Hash, error)            { return l.d, nil }
+func (l *storedLayer) Size() (int64, error)                { return l.size, nil }
+func (l *storedLayer) MediaType() (types.MediaType, error) { return l.mt, nil }
+func (l *storedLayer) Compressed() (io.ReadCloser, error)  { return l.s.Open(l.d) }
+
+// fileLayer is a layer kept as a tar file (gzip, zstd or plain) outside
+// the store.
+func fileLayer(p string) (v1.Layer, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	return partial.CompressedToLayer(&pathLayer{p: p, size: fi.Size()})
+}
+
+type pathLayer struct {
+	p    string
+	size int64
+}
+
+func (l *pathLayer) Digest() (v1.Hash, error) {
+	f, err := os.Open(l.p)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	defer f.Close()
+	h, _, err := v1.SHA256(f)
+	return h, err
+}
+func (l *pathLayer) Size() (int64, error)                { return l.size, nil }
+func (l *pathLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+func (l *pathLayer) Compressed() (io.ReadCloser, error)  { return os.Open(l.p) }

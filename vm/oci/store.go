@@ -1,0 +1,106 @@
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Store is the content store: blobs by digest under Dir/blobs/sha256, each
+// written once, verified before it is kept, read-only after.
+type Store struct {
+	Dir string
+}
+
+// Path is where the blob with digest d is kept.
+func (s Store) Path(d v1.Hash) string {
+	return filepath.Join(s.Dir, "blobs", d.Algorithm, d.Hex)
+}
+
+// Has says whether the blob with digest d is in the store.
+func (s Store) Has(d v1.Hash) bool {
+	fi, err := os.Stat(s.Path(d))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Open opens the blob with digest d.
+func (s Store) Open(d v1.Hash) (*os.File, error) {
+	if err := checkDigest(d); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.Path(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s is not in the content store %s: pull the image again", d, s.Dir)
+	}
+	return f, err
+}
+
+// Put keeps what r reads as the blob with digest d: it is written to a
+// temporary file, its digest checked, then renamed into place, so that a
+// blob in the store is always whole and right. A blob already there is not
+// read again (r is left unread). size is the expected size, -1 when
+// unknown.
+func (s Store) Put(d v1.Hash, size int64, r io.Reader) error {
+	if err := checkDigest(d); err != nil {
+		return err
+	}
+	if s.Has(d) {
+		return nil
+	}
+	dst := s.Path(d)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+d.Hex+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), r)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write blob %s: %w", short(d), err)
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("blob %s: the registry sent %d bytes, the manifest says %d", short(d), n, size)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != d.Hex {
+		return fmt.Errorf("blob %s: the registry sent content whose digest is sha256:%s", short(d), got)
+	}
+	if err := os.Chmod(tmp.Name(), 0o400); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// checkDigest refuses a digest this store cannot verify or that would make
+// a path of anything but its hex.
+func checkDigest(d v1.Hash) error {
+	if d.Algorithm != "sha256" || len(d.Hex) != 64 || strings.Trim(d.Hex, "0123456789abcdef") != "" {
+		return fmt.Errorf("digest %q: only sha256 digests are supported", d.String())
+	}
+	return nil
+}
+
+// short is a digest as people read it: sha256:0123456789ab.
+func short(d v1.Hash) string {
+	if len(d.Hex) < 12 {
+		return d.String()
+	}
+	return d.Algorithm + ":" + d.Hex[:12]
+}
+
