@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
 )
 
 func TestFormatExt4IsSparseAndReadable(t *testing.T) {

@@ -103,4 +103,3 @@ func short(d v1.Hash) string {
 	}
 	return d.Algorithm + ":" + d.Hex[:12]
 }
-
