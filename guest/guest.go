@@ -128,6 +128,17 @@ const (
 	// and the same process goes on as PID 1 there. The root disk is the
 	// sandbox's own copy-on-write clone of the image's root disk.
 	RootArg = "airlock.root"
+	// LowerArg, as LowerArg=DEV beside RootArg, makes the root an
+	// overlay: the ext4 device /dev/DEV, mounted read-only, is its lower
+	// layer (an OCI image's file system, shared by every sandbox of the
+	// image), and RootArg's device holds the upper layer (the sandbox's
+	// own changes, in UpperDir of that disk). Both disks' mounts move to
+	// RuntimeDir/lower and RuntimeDir/upper in the new root.
+	LowerArg = "airlock.lower"
+	// UpperDir and WorkDir are the overlay's upper and work directories
+	// on the root disk of a machine with LowerArg.
+	UpperDir = "upper"
+	WorkDir  = "work"
 	// RuntimeDir holds, on a machine that switched root, the agent binary
 	// (RuntimeDir/init, which /init links to), busybox and the modules
 	// loaded late. It is on the /run tmpfs, readable by every user.

@@ -20,11 +20,11 @@ import (
 func newImageCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build and list guest images",
+		Short: "Build, pull and list guest images",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImageBuildCmd(e), newImageLsCmd(e))
+	cmd.AddCommand(newImageBuildCmd(e), newImagePullCmd(e), newImageLsCmd(e))
 	return cmd
 }
 
@@ -47,6 +47,20 @@ type imageInfo struct {
 	Node            string            `json:"node,omitempty"`
 	Agents          map[string]string `json:"agents,omitempty"`
 	DebianPackages  int               `json:"debian_packages,omitempty"`
+	// An image made from an OCI image: what was pulled (the reference as
+	// asked, the manifest's digest, the platform), its read-only disk's
+	// size and C library.
+	OCI *ociInfo `json:"oci,omitempty"`
+}
+
+type ociInfo struct {
+	Ref        string `json:"ref"`
+	Name       string `json:"name"`
+	Digest     string `json:"digest"`
+	Platform   string `json:"platform"`
+	Layers     int    `json:"layers"`
+	LowerBytes int64  `json:"lower_bytes"`
+	Libc       string `json:"libc"`
 }
 
 func infoOf(im *image.Image) imageInfo {
@@ -55,6 +69,11 @@ func infoOf(im *image.Image) imageInfo {
 		Kernel:      im.Meta.Kernel.Package + " " + im.Meta.Kernel.Version,
 		KernelBytes: im.Meta.Kernel.Size, InitrdBytes: im.Meta.Initrd.Size,
 		Modules: len(im.Meta.Modules), Created: im.Meta.Created,
+	}
+	if o := im.Meta.OCI; o != nil && im.Meta.Lower != nil {
+		i.OCI = &ociInfo{Ref: o.Ref, Name: o.Name, Digest: o.Digest, Platform: o.Platform,
+			Layers: len(o.Layers) + len(o.Extra), LowerBytes: im.Meta.Lower.Size, Libc: o.Libc}
+		return i
 	}
 	if r := im.Meta.Rootfs; r != nil {
 		i.RootfsBytes, i.RootfsAllocated, i.User, i.Node = r.Size, r.Allocated, r.User, r.Node
@@ -194,7 +213,7 @@ func newImageLsCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List built guest images",
+		Short:   "List guest images, built or pulled",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := e.home()
@@ -217,15 +236,28 @@ func newImageLsCmd(e *env) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tARCH\tKERNEL\tSIZE\tBUILT")
+			fmt.Fprintln(tw, "NAME\tARCH\tFROM\tSIZE\tBUILT")
 			for _, i := range infos {
+				from := "debian packages, " + i.Kernel
 				size := bytesize.Format(i.KernelBytes + i.InitrdBytes)
-				if i.RootfsBytes > 0 {
+				switch {
+				case i.OCI != nil:
+					from = i.OCI.Ref + " " + shortDigest(i.OCI.Digest)
+					size = fmt.Sprintf("%s (disk %s)", bytesize.Format(i.KernelBytes+i.InitrdBytes+i.OCI.LowerBytes), bytesize.Format(i.OCI.LowerBytes))
+				case i.RootfsBytes > 0:
 					size = fmt.Sprintf("%s (root disk %s, %s on disk)", bytesize.Format(i.KernelBytes+i.InitrdBytes+i.RootfsAllocated), bytesize.Format(i.RootfsBytes), bytesize.Format(i.RootfsAllocated))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, i.Kernel, size, i.Created.Local().Format("2006-01-02 15:04"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.Name, i.Arch, from, size, i.Created.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()
 		},
 	}
+}
+
+// shortDigest is a digest as people read it: sha256:0123456789ab.
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
 }

@@ -105,6 +105,7 @@ func Tighten(root string) error {
 //	cache/qemu/             QEMU's probe verdicts
 //	cache/guest/            guest agents built from source
 //	cache/debs/, cache/npm/ downloaded packages for image builds (vm/image)
+//	oci/blobs/sha256/       pulled OCI blobs, each once (vm/oci)
 //	trust.json              the trust store of project configurations
 type Layout struct{ Root string }
 
@@ -114,6 +115,9 @@ func (l Layout) Images() string { return filepath.Join(l.Root, "images") }
 // Objects is the content-addressed store: baselines, pulled results,
 // apply backups.
 func (l Layout) Objects() string { return filepath.Join(l.Root, "objects") }
+
+// OCI is the content store of pulled OCI images' blobs (vm/oci.Store).
+func (l Layout) OCI() string { return filepath.Join(l.Root, "oci") }
 
 // Sandboxes holds a directory per sandbox.
 func (l Layout) Sandboxes() string { return filepath.Join(l.Root, "sandboxes") }

@@ -292,7 +292,9 @@ func (b *boot) makeRunDir(ctx context.Context) (err error) {
 
 // cloneRoot gives an image with a root disk the machine's clone of it
 // (Options.RootDisk, made when it does not exist) as the first disk: the
-// image's command line names it (vda).
+// image's command line names it (vda). An image made from an OCI image
+// adds its read-only lower disk second (vdb): the clone is then the
+// overlay's upper layer.
 func (b *boot) cloneRoot(ctx context.Context) error {
 	if b.img.Rootfs == "" {
 		return nil
@@ -308,6 +310,9 @@ func (b *boot) cloneRoot(ctx context.Context) error {
 		return err
 	}
 	b.spec.Disks = []vm.Disk{d}
+	if b.img.Lower != "" {
+		b.spec.Disks = append(b.spec.Disks, vm.Disk{Path: realPath(b.img.Lower), ReadOnly: true, Format: "raw"})
+	}
 	return nil
 }
 
@@ -460,7 +465,7 @@ func (b *boot) checkRoot(ctx context.Context) error {
 	if b.img.Rootfs == "" {
 		return nil
 	}
-	return checkRoot(ctx, b.c)
+	return checkRoot(ctx, b.c, b.img.Lower != "")
 }
 
 // saveIdentity keeps the identity of a supervised machine in its run
@@ -522,16 +527,22 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 
 // checkRoot makes sure the guest switched to its root disk: a command must
 // never run in the initramfs when the image's tools were asked for.
-func checkRoot(ctx context.Context, c *client.Client) error {
+func checkRoot(ctx context.Context, c *client.Client, overlay bool) error {
 	var out bytes.Buffer
 	if err := c.Run(ctx, client.Command{Script: "cat /proc/mounts", Stdout: &out}); err != nil {
 		return fmt.Errorf("check the guest's root disk: %w", err)
 	}
 	for _, l := range strings.Split(out.String(), "\n") {
 		f := strings.Fields(l)
-		if len(f) >= 3 && f[0] == "/dev/"+image.RootDevice && f[1] == "/" && f[2] == "ext4" {
+		if len(f) < 3 || f[1] != "/" {
+			continue
+		}
+		if !overlay && f[0] == "/dev/"+image.RootDevice && f[2] == "ext4" || overlay && f[0] == "overlay" && f[2] == "overlay" {
 			return nil
 		}
+	}
+	if overlay {
+		return fmt.Errorf("the guest did not mount its overlay root (the image's /dev/%s under the sandbox's /dev/%s); its console log says why", image.LowerDevice, image.RootDevice)
 	}
 	return fmt.Errorf("the guest did not switch to its root disk (/dev/%s is not mounted on /); its console log says why", image.RootDevice)
 }
@@ -738,6 +749,9 @@ func planWarmBoot(ctx context.Context, o Options, img *image.Image, spec vm.Spec
 		path := d.Path
 		if i == 0 && img.Rootfs != "" {
 			path = img.Rootfs // the clone's own file may be a small overlay
+		}
+		if d.ReadOnly && filepath.Base(path) == image.LowerFile {
+			path = img.Lower
 		}
 		fi, err := os.Stat(path)
 		if err != nil {

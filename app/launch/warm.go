@@ -114,8 +114,10 @@ type WarmRecord struct {
 	// the initrd; Guest is its hash as the image recorded it).
 	Kernel FileStamp `json:"kernel"`
 	Initrd FileStamp `json:"initrd"`
-	// Rootfs is the image's root disk, for an image with one.
+	// Rootfs is the image's root disk, for an image with one; Lower its
+	// read-only disk, for an image made from an OCI image.
 	Rootfs FileStamp `json:"rootfs,omitzero"`
+	Lower  FileStamp `json:"lower,omitzero"`
 	Guest  string    `json:"guest_sha256"`
 	// Hypervisor and Accelerator are the backend's account of itself
 	// (program and version).
@@ -145,6 +147,8 @@ func Stale(have *WarmRecord, want WarmRecord) string {
 		return "the image's initrd changed since the warm snapshot (" + want.Initrd.Path + ")"
 	case have.Rootfs != want.Rootfs:
 		return "the image's root disk changed since the warm snapshot (" + want.Rootfs.Path + ")"
+	case have.Lower != want.Lower:
+		return "the image's disk changed since the warm snapshot (" + want.Lower.Path + ")"
 	case have.Guest != want.Guest:
 		return "the guest agent changed since the warm snapshot"
 	case have.Backend != want.Backend:
@@ -196,6 +200,11 @@ func wantRecord(ctx context.Context, b vm.Backend, img *image.Image, shape WarmS
 	}
 	if img.Rootfs != "" {
 		if r.Rootfs, err = stampFile(realPath(img.Rootfs), img.Meta.Rootfs.SHA256); err != nil {
+			return r, err
+		}
+	}
+	if img.Lower != "" {
+		if r.Lower, err = stampFile(realPath(img.Lower), img.Meta.Lower.SHA256); err != nil {
 			return r, err
 		}
 	}

@@ -70,6 +70,10 @@ func Init(ctx context.Context) error {
 	if badRoot != "" {
 		log.Warn("root: ignored malformed kernel argument", "arg", badRoot)
 	}
+	lowerDev, badLower := lowerDevice(string(cmdline))
+	if badLower != "" {
+		log.Warn("root: ignored malformed kernel argument", "arg", badLower)
+	}
 	busybox := "/bin/busybox"
 	busyboxReady, commandsReady := make(chan struct{}), make(chan struct{})
 	installApplets := func() {
@@ -92,12 +96,12 @@ func Init(ctx context.Context) error {
 	if rootDev != "" {
 		// A failed switch leaves the initramfs as the root: the host
 		// finds no root disk mounted on / and says so.
-		if l, bb, err := switchRoot(rootDev, later); err != nil {
+		if l, bb, err := switchRoot(rootDev, lowerDev, later); err != nil {
 			log.Error("switch root", "dev", rootDev, "err", err)
 			go installApplets()
 		} else {
 			later, busybox = l, bb
-			log.Info("switched root", "dev", rootDev)
+			log.Info("switched root", "dev", rootDev, "lower", lowerDev)
 			close(busyboxReady) // a root disk brings its own tools
 		}
 	}

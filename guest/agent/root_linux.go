@@ -19,8 +19,10 @@ const sysroot = "/sysroot"
 // (with the mounts below them: /dev/pts, /dev/shm).
 var movedMounts = []string{"/dev", "/proc", "/sys", "/run", "/tmp"}
 
-// switchRoot mounts the ext4 disk /dev/dev read-write on sysroot and makes
-// it the root file system, as switch_root does, without leaving this
+// switchRoot mounts the ext4 disk /dev/dev read-write on sysroot (or, with
+// a lower device, an overlay of the read-only lower disk and an upper
+// layer on dev: mountOverlay) and makes it the root file system, as
+// switch_root does, without leaving this
 // process: the system mounts move into it; this binary, busybox (when the
 // initramfs has one) and the late modules are copied to
 // guest.RuntimeDir on its /run tmpfs; /init in it becomes a link to the
@@ -28,13 +30,18 @@ var movedMounts = []string{"/dev", "/proc", "/sys", "/run", "/tmp"}
 // Nothing else may be running a process while it works (chroot and the
 // working directory are the whole process's). It returns the late
 // modules' new paths and the busybox to use ("" when there is none).
-func switchRoot(dev string, later []string) (newLater []string, busybox string, err error) {
+func switchRoot(dev, lower string, later []string) (newLater []string, busybox string, err error) {
 	if err := os.MkdirAll(sysroot, 0o755); err != nil {
 		return nil, "", err
 	}
-	// noinit_itable: the image left its inode tables as holes; zeroing
-	// them would only grow the sandbox's clone.
-	if err := unix.Mount("/dev/"+dev, sysroot, "ext4", 0, "noinit_itable"); err != nil {
+	if lower != "" {
+		// The two disks are mounted under /run, so they move with it.
+		if err := mountOverlay(dev, lower); err != nil {
+			return nil, "", err
+		}
+	} else if err := unix.Mount("/dev/"+dev, sysroot, "ext4", 0, "noinit_itable"); err != nil {
+		// noinit_itable: the image left its inode tables as holes;
+		// zeroing them would only grow the sandbox's clone.
 		return nil, "", fmt.Errorf("mount root disk /dev/%s: %w", dev, err)
 	}
 	for _, m := range movedMounts {
@@ -91,6 +98,39 @@ func switchRoot(dev string, later []string) (newLater []string, busybox string, 
 		return nil, "", err
 	}
 	return newLater, busybox, nil
+}
+
+// layerMounts are where mountOverlay mounts the two disks of an overlay
+// root: on the initramfs's /run, which moves into the new root with them.
+var layerMounts = []string{guest.RuntimeDir + "/lower", guest.RuntimeDir + "/upper"}
+
+// mountOverlay mounts /dev/lower read-only and /dev/upper read-write and
+// an overlay of the two on sysroot: what the guest writes goes to the
+// upper disk's guest.UpperDir, the lower disk is never written.
+func mountOverlay(upper, lower string) error {
+	lowerDir, upperDir := layerMounts[0], layerMounts[1]
+	for _, d := range layerMounts {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("/dev/"+lower, lowerDir, "ext4", unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("mount the image's disk /dev/%s: %w", lower, err)
+	}
+	if err := unix.Mount("/dev/"+upper, upperDir, "ext4", 0, "noinit_itable"); err != nil {
+		return fmt.Errorf("mount the sandbox's disk /dev/%s: %w", upper, err)
+	}
+	up, work := upperDir+"/"+guest.UpperDir, upperDir+"/"+guest.WorkDir
+	for _, d := range []string{up, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := "lowerdir=" + lowerDir + ",upperdir=" + up + ",workdir=" + work
+	if err := unix.Mount("overlay", sysroot, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount the overlay root (%s): %w", opts, err)
+	}
+	return nil
 }
 
 // linkInit makes path a symbolic link to target, replacing a file or link

@@ -84,8 +84,17 @@ func netMode(cmdline string) string {
 // switch root to, "" when the argument is absent; a malformed value is
 // returned as bad.
 func rootDevice(cmdline string) (dev, bad string) {
+	return deviceArg(cmdline, guest.RootArg)
+}
+
+// lowerDevice reads guest.LowerArg as rootDevice reads guest.RootArg.
+func lowerDevice(cmdline string) (dev, bad string) {
+	return deviceArg(cmdline, guest.LowerArg)
+}
+
+func deviceArg(cmdline, arg string) (dev, bad string) {
 	for _, f := range strings.Fields(cmdline) {
-		v, ok := strings.CutPrefix(f, guest.RootArg+"=")
+		v, ok := strings.CutPrefix(f, arg+"=")
 		if !ok {
 			continue
 		}

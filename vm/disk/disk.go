@@ -5,10 +5,9 @@
 // backend can take one, falls back to a qcow2 overlay whose backing file
 // is the image (qemu-img). Keep makes a lasting copy of a disk (a
 // checkpoint's, a warm snapshot's), cloned or copied sparsely; FileCopier
-// copies plain files, reflinked where the file system can. FormatExt4
-// writes an empty ext4 file system in pure Go, sparse.
+// copies plain files, reflinked where the file system can.
 //
-// It is plain files, the qemu-img tool and go-diskfs: it must not import app, guest,
+// It is plain files and the qemu-img tool: it must not import app, guest,
 // sync, review, the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
 package disk
 

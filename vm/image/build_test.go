@@ -85,7 +85,7 @@ func TestBuildFake(t *testing.T) {
 		m.Kernel.MetaPackage != "linux-image-cloud-amd64 6.1.999-1" || m.Busybox.Version != "1:1.35.0-4" {
 		t.Errorf("meta %+v", m)
 	}
-	if !slices.Equal(m.MissingModules, []string{"9pnet_virtio", "9p"}) || len(m.Modules) != 18 {
+	if !slices.Equal(m.MissingModules, []string{"9pnet_virtio", "9p"}) || len(m.Modules) != 19 {
 		t.Errorf("modules %v missing %v", m.Modules, m.MissingModules)
 	}
 	if err := im.Verify(); err != nil {

@@ -28,15 +28,17 @@ type WantedModule struct {
 // MinimalModules are the modules of the minimal image for arch: the virtio
 // transports and devices the VM backends attach (console, disk, vsock, rng,
 // network, virtio-fs and 9p shares), ext4 for the workspace disk (built
-// into Debian's kernels, a module elsewhere), and the input devices that
+// into Debian's kernels, a module elsewhere), overlay for the root of an
+// image made from an OCI image, and the input devices that
 // carry the power button.
 func MinimalModules(arch vm.Arch) []WantedModule {
 	w := []WantedModule{
 		{Name: "virtio_pci", Required: true},
 		{Name: "virtio_console", Required: true},
 		{Name: "virtio_blk", Required: true},
-		{Name: "ext4", Required: true}, // the workspace disk
-		{Name: "virtio_net"},           // open-network mode only
+		{Name: "ext4", Required: true},    // the workspace disk
+		{Name: "overlay", Required: true}, // the root of an image made from an OCI image
+		{Name: "virtio_net"},              // open-network mode only
 		{Name: "vmw_vsock_virtio_transport", Required: true},
 		{Name: "virtio_rng"},
 		{Name: "virtiofs"},

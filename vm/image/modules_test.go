@@ -52,6 +52,7 @@ func cloudTree(t *testing.T) fstest.MapFS {
 		"net/vmw_vsock/vmw_vsock_virtio_transport.ko":        {"virtio", "vmw_vsock_virtio_transport_common", "virtio_ring", "vsock"},
 		"fs/fuse/fuse.ko":                                    nil,
 		"fs/fuse/virtiofs.ko":                                {"fuse", "virtio", "virtio_ring"},
+		"fs/overlayfs/overlay.ko":                            nil,
 		"drivers/input/evdev.ko":                             nil,
 		"drivers/acpi/button.ko":                             nil,
 		"net/unrelated.ko":                                   {"vsock"},
@@ -80,7 +81,7 @@ func TestResolveMinimalModules(t *testing.T) {
 	}
 	want := []string{
 		"virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
-		"virtio_console", "virtio_blk", "failover", "net_failover", "virtio_net",
+		"virtio_console", "virtio_blk", "overlay", "failover", "net_failover", "virtio_net",
 		"vsock", "vmw_vsock_virtio_transport_common", "vmw_vsock_virtio_transport",
 		"virtio_rng", "fuse", "virtiofs", "evdev", "button",
 	}

@@ -49,6 +49,10 @@ type Image struct {
 	// each sandbox boots a copy-on-write clone of, as the machine's first
 	// disk); empty when the image runs from its initramfs (minimal).
 	Rootfs string
+	// Lower is the path of the read-only disk of an image made from an OCI
+	// image (LowerFile): every sandbox's overlay root has it as its lower
+	// layer and its clone of Rootfs (blank) as the upper. Empty otherwise.
+	Lower string
 	// Meta is what image.toml says about how the image was built.
 	Meta Meta
 }
@@ -75,8 +79,13 @@ type Meta struct {
 	// MissingModules are optional wanted modules this kernel lacks
 	// altogether (neither a module nor built in).
 	MissingModules []string `toml:"missing_modules,omitempty"`
-	// Rootfs describes the root disk, when the image has one (full).
+	// Rootfs describes the root disk, when the image has one (full, or
+	// the blank upper layer of an image made from an OCI image).
 	Rootfs *RootfsMeta `toml:"rootfs,omitempty"`
+	// Lower describes the read-only disk of an image made from an OCI
+	// image; OCI what it was made from.
+	Lower *FileMeta `toml:"lower,omitempty"`
+	OCI   *OCIMeta  `toml:"oci,omitempty"`
 }
 
 // KernelMeta says which kernel an image boots.
@@ -168,6 +177,13 @@ func Load(home, name string, arch vm.Arch) (*Image, error) {
 			want int64
 		}{im.Rootfs, meta.Rootfs.Size})
 	}
+	if meta.Lower != nil {
+		im.Lower = filepath.Join(dir, LowerFile)
+		files = append(files, struct {
+			path string
+			want int64
+		}{im.Lower, meta.Lower.Size})
+	}
 	var errs []error
 	for _, f := range files {
 		st, err := os.Stat(f.path)
@@ -244,7 +260,14 @@ func (im *Image) Verify() error {
 		path string
 		want FileMeta
 	}{{im.Kernel, im.Meta.Kernel.FileMeta}, {im.Initrd, im.Meta.Initrd}}
-	if im.Meta.Rootfs != nil {
+	switch {
+	case im.Meta.Lower != nil:
+		// The blank upper layer's entry is an identity, not a hash.
+		files = append(files, struct {
+			path string
+			want FileMeta
+		}{im.Lower, *im.Meta.Lower})
+	case im.Meta.Rootfs != nil:
 		files = append(files, struct {
 			path string
 			want FileMeta

@@ -1,4 +1,4 @@
-package disk
+package ext4
 
 import (
 	"os"
@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-func TestFormatExt4IsSparseAndReadable(t *testing.T) {
+func TestFormatIsSparseAndReadable(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "upper.img")
 	const size = 8 << 30
-	if err := FormatExt4(p, size, "upper"); err != nil {
+	if err := Format(p, size, "upper"); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(p)
@@ -39,12 +39,12 @@ func TestFormatExt4IsSparseAndReadable(t *testing.T) {
 	}
 }
 
-func TestFormatExt4RefusesAnExistingFile(t *testing.T) {
+func TestFormatRefusesAnExistingFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "x.img")
 	if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := FormatExt4(p, 64<<20, "x"); err == nil {
+	if err := Format(p, 64<<20, "x"); err == nil {
 		t.Fatal("formatted over an existing file")
 	}
 	if b, _ := os.ReadFile(p); string(b) != "keep" {

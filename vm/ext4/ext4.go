@@ -1,4 +1,10 @@
-package disk
+// Package ext4 writes ext4 file systems on the host in pure Go, the same
+// on macOS and Linux, without mkfs or root: Format makes an empty one,
+// sparse, for a disk the guest writes (an overlay's upper layer).
+//
+// It is plain files and go-diskfs: it must not import app, guest, sync,
+// review, the hypervisor packages (vm/qemu, vm/vz), fyne or vz.
+package ext4
 
 import (
 	"bytes"
@@ -6,21 +12,21 @@ import (
 	"os"
 
 	"github.com/diskfs/go-diskfs/backend"
-	"github.com/diskfs/go-diskfs/filesystem/ext4"
+	diskfs "github.com/diskfs/go-diskfs/filesystem/ext4"
 )
 
-// FormatExt4 makes path a new, empty ext4 file system of size bytes,
+// Format makes path a new, empty ext4 file system of size bytes,
 // labelled label, in pure Go (go-diskfs): no mkfs on the host, the same
 // on macOS and Linux. The file is sparse: only the blocks that hold
 // something other than zeros are written (about 400 KiB for 8 GiB).
-func FormatExt4(path string, size int64, label string) error {
+func Format(path string, size int64, label string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
 	}
 	err = f.Truncate(size)
 	if err == nil {
-		_, err = ext4.Create(&sparseStorage{File: f, written: map[int64]bool{}}, size, 0, 512, &ext4.Params{VolumeName: label})
+		_, err = diskfs.Create(&sparseStorage{File: f, written: map[int64]bool{}}, size, 0, 512, &diskfs.Params{VolumeName: label})
 	}
 	if err == nil {
 		err = f.Sync()

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"archive/tar"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// busyboxLayers are the layers of a small image made from Debian's
+// busybox-static package (the one the minimal image was built from): the
+// package's files as they are, then the applet links and an /etc. The
+// test does not run the image's programs on the host.
+func busyboxLayers(t *testing.T) []v1.Layer {
+	t.Helper()
+	debs, _ := filepath.Glob(filepath.Join(testenv.Home(t), "cache", "debs", "busybox-static_*_amd64.deb"))
+	if len(debs) == 0 {
+		t.Fatal("no busybox-static package in the test home's cache: the minimal image build fetches it")
+	}
+	pkg, err := exec.Command("dpkg-deb", "--fsys-tarfile", debs[0]).Output()
+	if err != nil {
+		t.Fatalf("dpkg-deb --fsys-tarfile %s: %v", debs[0], err)
+	}
+	links := []ocitest.Entry{
+		{Name: "etc/", Type: tar.TypeDir}, {Name: "tmp/", Type: tar.TypeDir, Mode: 0o1777},
+		{Name: "root/", Type: tar.TypeDir, Mode: 0o700},
+		{Name: "etc/passwd", Body: "root:x:0:0:root:/root:/bin/sh\n"},
+		{Name: "etc/group", Body: "root:x:0:\n"},
+	}
+	for _, a := range []string{"sh", "cat", "ls", "echo", "id", "grep", "stat", "rm", "mkdir", "touch", "test", "["} {
+		links = append(links, ocitest.Entry{Name: "bin/" + a, Type: tar.TypeSymlink, Linkname: "busybox"})
+	}
+	return []v1.Layer{ocitest.LayerFromTar(t, pkg), ocitest.Layer(t, links...)}
+}
+
+// TestPulledImageBootsAsOverlay pulls an image of three layers (the
+// Debian package, links, and a layer whose whiteout deletes a lower file
+// and whose opaque directory hides a lower one) from a registry on
+// loopback, boots it, and runs commands in it: the root is an overlay of
+// the image's read-only disk and the sandbox's own, the whiteouts hold,
+// the root is writable, and a second sandbox starts warm.
+func TestPulledImageBootsAsOverlay(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := testenv.VMHome(t)
+	reg := ocitest.NewRegistry(t)
+	layers := busyboxLayers(t)
+	layers = append(layers,
+		ocitest.Layer(t,
+			ocitest.Entry{Name: "etc/keep", Body: "kept\n"},
+			ocitest.Entry{Name: "etc/gone", Body: "whited out\n"},
+			ocitest.Entry{Name: "opt/tool/", Type: tar.TypeDir},
+			ocitest.Entry{Name: "opt/tool/old", Body: "hidden\n"}),
+		ocitest.Layer(t,
+			ocitest.Entry{Name: "etc/.wh.gone"},
+			ocitest.Entry{Name: "opt/tool/", Type: tar.TypeDir},
+			ocitest.Entry{Name: "opt/tool/.wh..wh..opq"},
+			ocitest.Entry{Name: "opt/tool/new", Body: "on top\n"}))
+	ref := reg.Push(t, "team/busybox:test", ocitest.Image(t, "amd64", []string{"PATH=/bin"}, layers...))
+	name := "t-oci-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[len("Test"):]
+
+	code, out, errOut := airlockCLI(t, home, "image", "pull", "--arch", "amd64", "--insecure", "--name", name, ref)
+	if code != 0 {
+		t.Fatalf("image pull: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "pulled "+ref+" as image "+name) || !strings.Contains(out, "digest  sha256:") {
+		t.Errorf("image pull says:\n%s", out)
+	}
+	if !strings.Contains(errOut, "has no glibc loader") {
+		t.Errorf("a busybox-only image is not called out as lacking glibc:\n%s", errOut)
+	}
+
+	script := `cat /etc/keep
+ls /etc /opt/tool
+grep ' / ' /proc/mounts
+echo written > /etc/new && cat /etc/new
+id -u`
+	for round, warm := range []bool{false, true} {
+		code, out, errOut = airlockCLI(t, home, "exec", "--arch", "amd64", "--image", name, "--", "sh", "-c", script)
+		if code != 0 {
+			t.Fatalf("exec %d on the pulled image: exit %d\n%s%s", round, code, out, errOut)
+		}
+		for _, want := range []string{"kept\n", "new\n", "overlay / overlay", "written\n", "\n0\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("exec %d: output lacks %q:\n%s%s", round, want, out, errOut)
+			}
+		}
+		for _, gone := range []string{"gone", "old", ".wh."} {
+			if strings.Contains(out, gone) {
+				t.Errorf("exec %d: %q survived the whiteouts:\n%s", round, gone, out)
+			}
+		}
+		if warm && !strings.Contains(errOut, "warm") {
+			t.Logf("second exec's notices:\n%s", errOut)
+		}
+	}
+
+	code, out, _ = airlockCLI(t, home, "image", "ls", "--json")
+	if code != 0 {
+		t.Fatalf("image ls: exit %d", code)
+	}
+	var infos []imageInfo
+	if err := json.Unmarshal([]byte(out), &infos); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, i := range infos {
+		if i.Name == name && i.Arch == vm.AMD64 {
+			found = true
+			if i.OCI == nil || i.OCI.Ref != ref || !strings.HasPrefix(i.OCI.Digest, "sha256:") || i.OCI.Layers != 4 || i.OCI.Platform != "linux/amd64" {
+				t.Errorf("image ls: %+v", i.OCI)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("image ls does not list %s:\n%s", name, out)
+	}
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/internal/bytesize"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+func newImagePullCmd(e *env) *cobra.Command {
+	var arch, name string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "pull [--arch amd64|arm64] [--name NAME] REFERENCE",
+		Short: "Pull an OCI image and make it a guest image",
+		Long: `pull fetches an OCI (or Docker) image for the guest's platform
+(linux/arm64 on Apple silicon, linux/amd64 on Intel) and makes it a guest
+image: its layers become a read-only disk that every sandbox of the image
+shares, under an overlay whose upper layer is the sandbox's own. Nothing
+is installed on the host and nothing needs root: the disk is written in
+Go, the same on macOS and Linux.
+
+REFERENCE is what docker pull takes: debian:bookworm-slim,
+ghcr.io/team/img:tag, registry.example.com/team/img@sha256:…
+Credentials come from docker's config (~/.docker/config.json) and its
+credential helpers: sign in with docker login. Layers are kept once under
+the Airlock home's oci/ and shared between images; a second pull of an
+image fetches only what changed. The kernel and guest agent come from the
+minimal image, which must be there (it ships with the app).
+
+The image is named after the repository and tag unless --name says
+otherwise; run with it: airlock run --image NAME -- CMD.`,
+		Example: `  airlock image pull debian:bookworm-slim
+  airlock image pull --name py python:3.12-slim
+  airlock run --image py -- python3 --version`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if arch == "" {
+				arch = runtime.GOARCH
+			}
+			if name == "" {
+				name = imageNameOf(args[0])
+			}
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			boot, err := image.Find(home.ImageRoots(h), image.DefaultName, vm.Arch(arch))
+			if err != nil {
+				return fmt.Errorf("the minimal image boots pulled images: %w", err)
+			}
+			p := e.newProgress()
+			defer p.Done("")
+			p.Step("pulling " + args[0] + " for linux/" + arch)
+			store := oci.Store{Dir: home.Layout{Root: h}.OCI()}
+			pulled, err := store.Pull(cmd.Context(), args[0], oci.PullOptions{Arch: vm.Arch(arch), Insecure: insecure,
+				Progress: func(pr oci.Progress) { p.Update(pr.String()) }})
+			if err != nil {
+				return err
+			}
+			p.Step("writing the layers as a disk")
+			im, err := image.FromOCI(cmd.Context(), h, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled,
+				Progress: func(ev image.Progress) { p.Update(buildMessage(ev)) }})
+			p.Done("")
+			if err != nil {
+				return err
+			}
+			info := infoOf(im)
+			if e.json {
+				return e.printJSON(info)
+			}
+			fmt.Fprintf(e.stdout, "pulled %s as image %s (%s)\n  digest  %s\n  disk    %s, %d layers\n",
+				pulled.Name, im.Name, pulled.Platform, pulled.Digest, bytesize.Format(im.Meta.Lower.Size), len(pulled.Layers))
+			if libc := im.Meta.OCI.Libc; libc != "glibc" {
+				e.note("warning: %s has no glibc loader (%s): commands of its own run, but the agent CLIs Airlock adds need glibc; use a Debian- or Ubuntu-based image for them", pulled.Name, orNone(libc))
+			}
+			fmt.Fprintf(e.stdout, "run with: airlock run --image %s -- CMD\n", im.Name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
+	cmd.Flags().StringVar(&name, "name", "", "the guest image's name (default: from the repository and tag)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a registry served over plain HTTP (a local one)")
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no C library loader"
+	}
+	return s
+}
+
+// imageNameOf makes a guest image name of a reference: its repository's
+// last element and its tag (debian:bookworm-slim → debian-bookworm-slim).
+func imageNameOf(ref string) string {
+	ref = strings.ToLower(strings.TrimSpace(ref))
+	if i := strings.Index(ref, "@"); i >= 0 {
+		d := ref[i+1:]
+		ref = ref[:i]
+		if j := strings.Index(d, ":"); j >= 0 && len(d) > j+12 {
+			ref += "-" + d[j+1:j+13]
+		}
+	}
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		ref = ref[i+1:]
+	}
+	var b strings.Builder
+	for _, r := range strings.ReplaceAll(ref, ":", "-") {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	n := strings.TrimLeft(b.String(), ".-")
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	if n == "" {
+		n = "image"
+	}
+	return n
+}

@@ -1,0 +1,174 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/airlock-dev/airlock/vm/ext4"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// LowerFile is an OCI-based image's read-only disk: its layers applied,
+// the lower layer of every sandbox's overlay root.
+const LowerFile = "lower.img"
+
+// DefaultUpperSize is the size of a sandbox's upper layer on an OCI-based
+// image: what the guest may write outside its workspace (it is sparse, and
+// costs the host only what is written).
+const DefaultUpperSize = 16 << 30
+
+// LowerDevice is the guest's name of an OCI-based image's lower disk: the
+// second disk, after the sandbox's upper layer (RootDevice).
+const LowerDevice = "vdb"
+
+// OCIMeta is what image.toml says of an image made from an OCI image.
+type OCIMeta struct {
+	oci.Image
+	// Libc is the C library the image's loader belongs to ("glibc",
+	// "musl", "" when it has none).
+	Libc string `toml:"libc"`
+	// Extra are the layers put on top of the image's own (provisioning),
+	// as sha256 digests of their tar files.
+	Extra []string `toml:"extra,omitempty"`
+}
+
+// OCIOptions says how FromOCI makes an image.
+type OCIOptions struct {
+	// Name is the image's name in the store.
+	Name string
+	// Boot is the image whose kernel and initramfs boot it (the minimal
+	// image of the same arch).
+	Boot *Image
+	// Store holds the pulled image's blobs; Image is what was pulled.
+	Store oci.Store
+	Image *oci.Image
+	// Extra are layers (tar files) to put on top of the image's.
+	Extra []string
+	// UpperSize is the size of each sandbox's upper layer; 0 is
+	// DefaultUpperSize.
+	UpperSize int64
+	// Progress, when set, is told each step.
+	Progress func(Progress)
+}
+
+// Steps of FromOCI.
+const (
+	StepLower Step = "lower" // the layers written as the read-only disk
+	StepUpper Step = "upper" // the blank upper layer
+)
+
+// FromOCI makes the image o.Name in the store under home from a pulled OCI
+// image: the boot image's kernel and initramfs, whose agent mounts the
+// image as an overlay root; the layers (and o.Extra on top) as a compact
+// read-only ext4 (LowerFile) that every sandbox of the image shares; and a
+// blank ext4 (RootfsFile) that each sandbox clones as its own upper layer,
+// so a new sandbox costs no copy of the image. Nothing here runs the
+// image's programs or needs root. The new image replaces any of that name
+// whole, or not at all.
+func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
+	if err := validName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.Boot == nil || o.Image == nil {
+		return nil, errors.New("make an image from an OCI image: no boot image or no pulled image")
+	}
+	arch := o.Boot.Arch
+	report := func(p Progress) {
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+	}
+	dst := Dir(home, o.Name, arch)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+string(arch)+".new-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	for _, f := range [][2]string{{o.Boot.Kernel, KernelFile}, {o.Boot.Initrd, InitrdFile}} {
+		if err := copyFile(f[0], filepath.Join(tmp, f[1])); err != nil {
+			return nil, fmt.Errorf("make image %s: %w", o.Name, err)
+		}
+	}
+	report(Progress{Step: StepLower, Item: fmt.Sprintf("%d layers", len(o.Image.Layers)+len(o.Extra))})
+	rfs, err := o.Store.WriteRootfs(ctx, o.Image, filepath.Join(tmp, LowerFile), o.Extra...)
+	if err != nil {
+		return nil, err
+	}
+	lower, err := hashFile(filepath.Join(tmp, LowerFile))
+	if err != nil {
+		return nil, err
+	}
+	report(Progress{Step: StepLower, Item: fmt.Sprintf("%d entries", rfs.Entries), Done: lower.Size, Total: lower.Size})
+	size := o.UpperSize
+	if size <= 0 {
+		size = DefaultUpperSize
+	}
+	report(Progress{Step: StepUpper, Total: size})
+	if err := ext4.Format(filepath.Join(tmp, RootfsFile), size, "airlock-upper"); err != nil {
+		return nil, err
+	}
+	var extra []string
+	for _, p := range o.Extra {
+		fm, err := hashFile(p)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, "sha256:"+fm.SHA256)
+	}
+	meta := o.Boot.Meta
+	meta.Name, meta.Arch = o.Name, arch
+	meta.Created = time.Now().UTC().Truncate(time.Second)
+	meta.Cmdline = o.Boot.Meta.Cmdline + " " + guestRootArg + "=" + RootDevice + " " + guestLowerArg + "=" + LowerDevice
+	meta.Lower = &lower
+	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size)}
+	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: extra}
+	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
+		return nil, err
+	}
+	if err := install(tmp, dst); err != nil {
+		return nil, fmt.Errorf("install image %s: %w", o.Name, err)
+	}
+	return Load(home, o.Name, arch)
+}
+
+// upperIdentity stands for the blank upper layer's content in image.toml:
+// a sandbox's upper layer is only good on the lower disk it was made on,
+// so its identity is that disk's, with the size (hashing 16 GiB of holes
+// would say nothing more).
+func upperIdentity(lower FileMeta, size int64) FileMeta {
+	sum := sha256.Sum256([]byte("airlock blank upper\x00" + lower.SHA256 + "\x00" + strconv.FormatInt(size, 10)))
+	return FileMeta{SHA256: hex.EncodeToString(sum[:]), Size: size}
+}
+
+// guestLowerArg is guest.LowerArg (vm/image must not import guest).
+const guestLowerArg = "airlock.lower"
+
+// copyFile copies the boot image's kernel or initramfs (tens of MB).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
