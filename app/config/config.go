@@ -1,6 +1,7 @@
 // Package config reads Airlock's TOML configuration: a project's
 // airlock.toml (what a project carries with it: extra excludes, narrower
-// limits, network rules), the user's own config.toml ([limits], open
+// limits, network rules, the [environment] table that app/envspec
+// validates and interprets), the user's own config.toml ([limits], open
 // network, network allow-list, secrets and where their values live), and
 // the trust store that remembers which project files the user confirmed.
 // It merges them with the command line into the limits of one run
@@ -55,30 +56,68 @@ type Project struct {
 	// user's network policy. Widening needs the user's confirmation.
 	Network Network `toml:"network"`
 
+	// Environment is the [environment] table as written, nil without one.
+	// This package only decodes it (unknown keys are errors like
+	// everywhere else); app/envspec validates it and turns it into the
+	// project's environment.
+	Environment *Environment `toml:"environment"`
+
 	// SHA256 is the hash of the file as read (empty without a file): a
 	// confirmation is for these exact bytes.
 	SHA256 string `toml:"-"`
 }
 
+// Environment is airlock.toml's [environment] table: the project's own
+// environment, as written. app/envspec validates it.
+type Environment struct {
+	// Image is an OCI image reference; empty means Airlock's agent image.
+	Image string `toml:"image"`
+	// Apt lists Debian packages to install, in order.
+	Apt []string `toml:"apt"`
+	// Setup lists shell commands run once, in order, when the
+	// environment is built.
+	Setup []string `toml:"setup"`
+	// Env is set in the environment's processes.
+	Env map[string]string `toml:"env"`
+	// User is the user the agent runs as.
+	User string `toml:"user"`
+	// Hosts are the egress allow patterns the setup needs.
+	Hosts []string `toml:"hosts"`
+}
+
+// EnvironmentKeys are the keys of [environment], for messages.
+const EnvironmentKeys = "image, apt, setup, env, user, hosts"
+
 // Load reads dir/airlock.toml. A missing file is the zero Project.
 // Unknown keys are errors, so a typo does not silently do nothing.
 func Load(dir string) (Project, error) {
-	var p Project
 	path := filepath.Join(dir, FileName)
 	data, err := readSmall(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return p, nil
+		return Project{}, nil
 	}
 	if err != nil {
-		return p, fmt.Errorf("read %s: %w", path, err)
-	}
-	if err := decodeStrict(data, &p, "exclude, open_network, verify, [limits] "+limitKeys()+", [network]"); err != nil {
 		return Project{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return Project{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse decodes and validates the content of an airlock.toml, for a
+// caller that read the file itself (app/envspec, which refuses links
+// out of the project). Its errors do not name the file.
+func Parse(data []byte) (Project, error) {
+	var p Project
+	if err := decodeStrict(data, &p, "exclude, open_network, verify, [limits] "+limitKeys()+", [network], [environment] "+EnvironmentKeys); err != nil {
+		return Project{}, err
 	}
 	sum := sha256.Sum256(data)
 	p.SHA256 = hex.EncodeToString(sum[:])
 	if err := p.Validate(); err != nil {
-		return Project{}, fmt.Errorf("%s: %w", path, err)
+		return Project{}, err
 	}
 	return p, nil
 }

@@ -27,6 +27,18 @@ func TestLoad(t *testing.T) {
 			want: Project{Network: Network{Allow: []string{"github.com"}, Deny: []string{"gist.github.com"}, Host: []HostRule{{Host: "api.github.com", Methods: []string{"GET"}}}}},
 		},
 		{
+			name: "environment",
+			file: "[environment]\nimage = \"golang:1.24\"\napt = [\"make\"]\nsetup = [\"go version\"]\nuser = \"dev\"\nhosts = [\"proxy.golang.org\"]\n[environment.env]\nGOFLAGS = \"-mod=mod\"\n",
+			want: Project{Environment: &Environment{
+				Image: "golang:1.24", Apt: []string{"make"}, Setup: []string{"go version"},
+				Env: map[string]string{"GOFLAGS": "-mod=mod"}, User: "dev", Hosts: []string{"proxy.golang.org"},
+			}},
+		},
+		{name: "empty environment", file: "[environment]\n", want: Project{Environment: &Environment{}}},
+		{name: "environment typo", file: "[environment]\nimgae = \"x\"\n", wantErr: "unknown keys environment.imgae (known: "},
+		{name: "environment typo names the keys", file: "[environment]\nimgae = \"x\"\n", wantErr: "[environment] image, apt, setup, env, user, hosts"},
+		{name: "environment env not a string", file: "[environment.env]\nN = 1\n", wantErr: "airlock.toml"},
+		{
 			name:    "bad network, every problem",
 			file:    "[network]\nallow = [\"*\", \"a.com:0\"]\n[[network.secret]]\nhost = \"*.x.com\"\nheader = \"bad header\"\nenv = \"K\"\n",
 			wantErr: "wildcard",
