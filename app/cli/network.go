@@ -62,9 +62,10 @@ lasts for this run only and is kept in the audit log. To allow a host for
 every run, add it to [network] allow in ~/.config/airlock/config.toml.
 
 @npm, @pypi, @go, @crates, @rubygems, @maven and @debian stand for a package
-registry's hosts, GET and HEAD only ("@npm (GET,HEAD,PUT)" for more). Methods
-are enforced over HTTPS only when the run started with a rule that has
-methods (it then has the sandbox CA); otherwise over plain HTTP only.`,
+registry's hosts, GET and HEAD only ("@npm (GET,HEAD,PUT)" for more). A rule
+with methods reaches its host over HTTPS only if the run started with the
+sandbox CA (it had a secret or a rule with methods); otherwise over plain
+HTTP only.`,
 		Example: `  airlock allow 3f2a pypi.org files.pythonhosted.org
   airlock allow 3f2a @pypi
   airlock allow 3f2a --deny gist.github.com`,
