@@ -284,3 +284,29 @@ func TestProxyRegistryPreset(t *testing.T) {
 		t.Errorf("CONNECT to a proxy without a CA: %d %q", resp.StatusCode, b)
 	}
 }
+
+// FuzzParseRules: whatever a configuration holds, a rule read from it
+// reads back from its String, and a preset expands to valid rules.
+func FuzzParseRules(f *testing.F) {
+	for _, s := range []string{"@npm", "@npm (GET,HEAD,PUT)", "x.com (get)", "[::1]:80 (GET)", "a(b)", "@", "()", "*.x.com:* (POST)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rules, err := ParseRules(s)
+		if err != nil {
+			return
+		}
+		for _, r := range rules {
+			if err := r.Validate(); err != nil {
+				t.Fatalf("ParseRules(%q) gave an invalid rule %+v: %v", s, r, err)
+			}
+			if r.Registry != "" {
+				continue
+			}
+			again, err := ParseRule(r.String())
+			if err != nil || !cmp.Equal(again, r) {
+				t.Fatalf("ParseRules(%q) = %+v, whose String %q reads back as %+v, %v", s, r, r.String(), again, err)
+			}
+		}
+	})
+}
