@@ -57,7 +57,8 @@ type Preset struct {
 	Continue []string `toml:"continue" json:"continue,omitempty"`
 	// Env is added to the command's environment.
 	Env map[string]string `toml:"env" json:"env,omitempty"`
-	// Hosts are allow patterns (egress.ParseRule) the agent needs.
+	// Hosts are allow patterns the agent needs: hosts and registry
+	// presets such as "@npm" (egress.ParseRules).
 	Hosts []string `toml:"hosts" json:"hosts"`
 	// Secret lists the API keys the agent sends: the guest sees a
 	// placeholder in Env; the proxy puts the value in Header to Host.
@@ -232,7 +233,7 @@ func (p Preset) Validate() error {
 		}
 	}
 	for _, h := range p.Hosts {
-		if _, err := egress.ParseRule(h); err != nil {
+		if _, err := egress.ParseRules(h); err != nil {
 			errs = append(errs, fmt.Errorf("hosts: %w", err))
 		}
 	}
@@ -324,13 +325,15 @@ func (p Preset) Rules() ([]egress.Rule, error) {
 	var out []egress.Rule
 	var errs []error
 	for _, h := range p.Hosts {
-		r, err := egress.ParseRule(h)
+		rs, err := egress.ParseRules(h)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("agent %s: hosts: %w", p.Name, err))
 			continue
 		}
-		r.Source = "preset"
-		out = append(out, r)
+		for _, r := range rs {
+			r.Source = "preset"
+			out = append(out, r)
+		}
 	}
 	return out, errors.Join(errs...)
 }

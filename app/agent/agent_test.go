@@ -219,3 +219,39 @@ func write(t *testing.T, dir, s string) {
 		t.Fatal(err)
 	}
 }
+
+// An agent preset may name registry presets among its hosts.
+func TestPresetRegistryHosts(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, `
+[claude]
+hosts = ["api.anthropic.com", "@npm", "@pypi (GET)"]
+`)
+	presets, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := presets["claude"].Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rules {
+		got = append(got, r.Label()+" ["+r.Origin()+"]")
+	}
+	want := []string{
+		"api.anthropic.com [preset]",
+		"@npm registry.npmjs.org:443 (GET,HEAD) [preset @npm]",
+		"@npm registry.yarnpkg.com:443 (GET,HEAD) [preset @npm]",
+		"@pypi pypi.org:443 (GET) [preset @pypi]",
+		"@pypi files.pythonhosted.org:443 (GET) [preset @pypi]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rules\n%q\nwant\n%q", got, want)
+	}
+
+	write(t, dir, "[claude]\nhosts = [\"@npmjs\"]\n")
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "no registry preset @npmjs; the presets are @npm") {
+		t.Errorf("an unknown registry preset: %v", err)
+	}
+}

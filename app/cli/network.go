@@ -24,7 +24,7 @@ type netFlags struct {
 }
 
 func (f *netFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "let the guest reach HOST[:PORT] through Airlock's proxy (repeatable; *.example.com for subdomains, HOST:* for any port; default ports 443 for HTTPS, 80 for HTTP)")
+	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "let the guest reach HOST[:PORT] through Airlock's proxy (repeatable; *.example.com for subdomains, HOST:* for any port; default ports 443 for HTTPS, 80 for HTTP; \"HOST (GET,HEAD)\" for those methods only; a package registry read-only: "+egress.RegistryNames()+")")
 }
 
 // userConfig loads the user's config.toml.
@@ -53,14 +53,21 @@ func egressDetail(m map[string]any) string {
 func newAllowCmd(e *env) *cobra.Command {
 	var deny []string
 	cmd := &cobra.Command{
-		Use:   "allow ID HOST[:PORT]...",
+		Use:   "allow ID HOST[:PORT]|@REGISTRY...",
 		Short: "Let a running sandbox reach more hosts now (or --deny some), without restarting it",
 		Long: `allow changes the network policy of a sandbox whose command is running:
 the airlock run that runs it takes the change on its control socket
 (sandboxes/<id>/egress.sock) and applies it to the next request. The change
 lasts for this run only and is kept in the audit log. To allow a host for
-every run, add it to [network] allow in ~/.config/airlock/config.toml.`,
+every run, add it to [network] allow in ~/.config/airlock/config.toml.
+
+@npm, @pypi, @go, @crates, @rubygems, @maven and @debian stand for a package
+registry's hosts, GET and HEAD only ("@npm (GET,HEAD,PUT)" for more). A rule
+with methods reaches its host over HTTPS only if the run started with the
+sandbox CA (it had a secret or a rule with methods); otherwise over plain
+HTTP only.`,
 		Example: `  airlock allow 3f2a pypi.org files.pythonhosted.org
+  airlock allow 3f2a @pypi
   airlock allow 3f2a --deny gist.github.com`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

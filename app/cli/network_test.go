@@ -139,3 +139,37 @@ func TestExecAllowInVM(t *testing.T) {
 		t.Errorf("no live line for the denied request:\nstderr %q\nstdout %q", errOut, out)
 	}
 }
+
+// TestRegistryPresetFlags: --allow takes registry presets on run and
+// exec, an unknown one is refused before any VM with the list of
+// presets, and airlock trust lists a project's preset by name and host.
+func TestRegistryPresetFlags(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	home := t.TempDir()
+	project := t.TempDir()
+	for _, args := range [][]string{
+		{"run", "--project", project, "--allow", "@npn", "--", "true"},
+		{"exec", "--allow", "@npn", "--", "true"},
+	} {
+		code, _, errOut := airlockCLI(t, home, args...)
+		if code != ExitError || !strings.Contains(errOut, "no registry preset @npn; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian") {
+			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(project, "airlock.toml"), []byte("[network]\nallow = [\"@pypi\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := airlockCLI(t, home, "run", "--project", project, "--", "true")
+	if code != ExitError || !strings.Contains(errOut, "allow @pypi files.pythonhosted.org:443 (GET,HEAD)") {
+		t.Errorf("a project asking for @pypi: exit %d\n%s", code, errOut)
+	}
+	// The user's own --allow @pypi covers what the project asks.
+	_, _, errOut = airlockCLI(t, home, "run", "--project", project, "--allow", "@pypi", "--", "true")
+	if strings.Contains(errOut, "airlock trust") || strings.Contains(errOut, "registry preset") {
+		t.Errorf("--allow @pypi does not cover the project's @pypi:\n%s", errOut)
+	}
+	code, out, errOut := airlockCLI(t, home, "trust", project)
+	if code != 0 || !strings.Contains(out, "allow @pypi pypi.org:443 (GET,HEAD)") {
+		t.Errorf("trust: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -90,6 +90,8 @@ host, which allows what your configuration (~/.config/airlock/config.toml,
 else; every request is shown on stderr and kept in the audit log. Secrets
 (API keys) stay on the host: the VM sees placeholders, and the proxy puts
 the real value in the configured header on the way to its one host.
+A package registry is allowed read-only by its name: --allow @npm, @pypi,
+@go, @crates, @rubygems, @maven or @debian (its hosts, GET and HEAD only).
 
 --agent NAME runs an agent preset (airlock agents lists them: claude,
 codex, gemini, and yours from agents.toml) on the task given by --prompt or
@@ -127,6 +129,7 @@ inspection (airlock logs ID).`,
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
   airlock run --project . --allow pypi.org --allow files.pythonhosted.org -- pip download requests
+  airlock run --project . --allow @pypi -- pip download requests
   airlock run --project . -i -- claude -p "fix the failing test" < prompt.txt
   airlock run --project . --agent claude --prompt "fix the failing test"
   airlock run --project . --agent codex --prompt-file task.md`,

@@ -13,22 +13,29 @@ import (
 // project's airlock.toml.
 //
 //	[network]
-//	allow = ["github.com", "*.githubusercontent.com", "pypi.org:443"]
+//	allow = ["github.com", "*.githubusercontent.com", "pypi.org:443", "@npm"]
 //	deny  = ["gist.github.com"]
 //
 //	[[network.host]]            # an allow entry with a method limit
 //	host = "api.github.com"
 //	methods = ["GET", "HEAD"]
 //
+// "@npm" is a registry preset (egress.Registries): the registry's hosts,
+// GET and HEAD only unless methods are given ("@npm (GET,HEAD,PUT)", or
+// a [[network.host]] entry with host = "@npm" and methods).
+//
 //	[[network.secret]]          # the value stays on the host
 //	host = "api.anthropic.com"
 //	header = "x-api-key"
 //	env = "ANTHROPIC_API_KEY"
 type Network struct {
-	// Allow lists HOST, HOST:PORT or HOST:* (egress.ParseRule). Without a
-	// port, HTTPS (CONNECT) is allowed on 443 and plain HTTP on 80.
+	// Allow lists HOST, HOST:PORT or HOST:*, each optionally followed by
+	// its methods, "(GET,HEAD)", and registry presets, "@npm"
+	// (egress.ParseRules). Without a port, HTTPS (CONNECT) is allowed on
+	// 443 and plain HTTP on 80.
 	Allow []string `toml:"allow"`
-	// Deny lists hosts never reached, whatever allows them.
+	// Deny lists hosts never reached, whatever allows them: patterns
+	// without methods, or registry presets (all their hosts).
 	Deny []string `toml:"deny"`
 	// Host lists allow entries with a method limit.
 	Host []HostRule `toml:"host"`
@@ -38,11 +45,11 @@ type Network struct {
 
 // HostRule is a [[network.host]] entry.
 type HostRule struct {
-	// Host is HOST, HOST:PORT or HOST:*.
+	// Host is HOST, HOST:PORT, HOST:* or a registry preset ("@npm").
 	Host string `toml:"host"`
-	// Methods are the only HTTP methods allowed. A plain CONNECT tunnel
-	// hides the method, so such a host is reachable over plain HTTP or
-	// when it also has a secret (whose TLS the proxy terminates).
+	// Methods are the only HTTP methods allowed (a preset's default is
+	// GET and HEAD). The proxy terminates the TLS of such a host to see
+	// them.
 	Methods []string `toml:"methods"`
 }
 
@@ -70,26 +77,37 @@ func (n Network) Rules(source string) ([]egress.Rule, error) {
 	var out []egress.Rule
 	var errs []error
 	for _, a := range n.Allow {
-		r, err := egress.ParseRule(a)
+		rs, err := egress.ParseRules(a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("network.allow: %w", err))
 			continue
 		}
-		r.Source = source
-		out = append(out, r)
+		for _, r := range rs {
+			r.Source = source
+			out = append(out, r)
+		}
 	}
 	for _, h := range n.Host {
-		r, err := egress.ParseRule(h.Host)
+		rs, err := egress.ParseRules(h.Host)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("network.host: %w", err))
 			continue
 		}
-		r.Methods, r.Source = upper(h.Methods), source
-		if err := r.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("network.host %q: %w", h.Host, err))
+		if len(h.Methods) > 0 && strings.Contains(h.Host, "(") {
+			errs = append(errs, fmt.Errorf("network.host %q: methods both in host and in methods; keep them in methods", h.Host))
 			continue
 		}
-		out = append(out, r)
+		for _, r := range rs {
+			if len(h.Methods) > 0 {
+				r.Methods = upper(h.Methods)
+			}
+			r.Source = source
+			if err := r.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("network.host %q: %w", h.Host, err))
+				break
+			}
+			out = append(out, r)
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -99,13 +117,19 @@ func (n Network) DenyRules(source string) ([]egress.Rule, error) {
 	var out []egress.Rule
 	var errs []error
 	for _, d := range n.Deny {
-		r, err := egress.ParseRule(d)
+		if strings.Contains(d, "(") {
+			errs = append(errs, fmt.Errorf("network.deny: %q: a deny rule refuses a host whole; drop the methods", d))
+			continue
+		}
+		rs, err := egress.ParseRules(d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("network.deny: %w", err))
 			continue
 		}
-		r.Source = source
-		out = append(out, r)
+		for _, r := range rs {
+			r.Methods, r.Source = nil, source
+			out = append(out, r)
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -127,6 +151,9 @@ func (s SecretRule) secret() (egress.Secret, error) {
 	}
 	if r.Port == egress.AnyPort {
 		return egress.Secret{}, fmt.Errorf("%q: a secret goes to one port", s.Host)
+	}
+	if len(r.Methods) > 0 {
+		return egress.Secret{}, fmt.Errorf("%q: a secret's host takes no methods; limit them with a [[network.host]] entry for the host", s.Host)
 	}
 	return egress.Secret{Host: r.Host, Port: r.Port, Header: s.Header, Name: s.Env}, nil
 }
@@ -163,7 +190,7 @@ func Widening(user Network, project Network, flags []egress.Rule) []string {
 	for _, w := range want {
 		covered := slices.ContainsFunc(have, func(h egress.Rule) bool { return h.Covers(w) })
 		if !covered {
-			out = append(out, "allow "+w.String())
+			out = append(out, "allow "+w.Label())
 		}
 	}
 	for _, s := range project.Secret {

@@ -16,7 +16,7 @@ import (
 func (p *Proxy) intercept(w http.ResponseWriter, t target, rec Record) {
 	rec.Mode = ModeIntercept
 	if p.cfg.CA == nil {
-		d := Decision{Rule: "no CA", Reason: fmt.Sprintf("%s has a secret but this proxy has no CA to terminate its TLS", t)}
+		d := Decision{Rule: "no CA", Reason: fmt.Sprintf("%s must be inspected (it has a secret or a method limit) but this proxy has no CA to terminate its TLS", t)}
 		p.deny(w, rec, d, t)
 		return
 	}

@@ -45,31 +45,106 @@ type Rule struct {
 	// request (DefaultTLSPort for CONNECT, DefaultHTTPPort for plain
 	// HTTP), AnyPort every port.
 	Port int `json:"port,omitempty"`
-	// Methods, if not empty, are the only HTTP methods allowed. They can
-	// be seen in plain HTTP requests and on hosts whose TLS the proxy
-	// terminates (hosts with a Secret); a CONNECT tunnel to any other host
-	// is opaque, so a rule with Methods never allows one.
+	// Methods, if not empty, are the only HTTP methods allowed. They are
+	// seen in plain HTTP requests and inside TLS the proxy terminates: a
+	// proxy with a CA terminates the TLS of a tunnel that only rules with
+	// Methods allow (Request.Inspect), and decides each request in it;
+	// without a CA such a tunnel is refused, its methods being unseen.
 	Methods []string `json:"methods,omitempty"`
 	// Source says where the rule came from, for people and the audit
-	// log: "user", "project", "flag", "preset", "secret".
+	// log: "user", "project", "flag", "preset" (an agent's), "secret".
 	Source string `json:"source,omitempty"`
+	// Registry is the registry preset the rule came from ("npm" for
+	// @npm), if any.
+	Registry string `json:"registry,omitempty"`
 }
 
-// describe names the rule for a reason: `the user rule "x.com (GET)"`.
+// describe names the rule for a reason: `the user rule "x.com (GET)"`,
+// `the @npm preset (user rule "registry.npmjs.org:443 (GET,HEAD)")`.
 func (r Rule) describe() string {
-	if r.Source == "" {
-		return fmt.Sprintf("the rule %q", r.String())
+	rule := "the rule"
+	if r.Source != "" {
+		rule = "the " + r.Source + " rule"
 	}
-	return fmt.Sprintf("the %s rule %q", r.Source, r.String())
+	if r.Registry != "" {
+		return fmt.Sprintf("the @%s preset (%s %q)", r.Registry, strings.TrimPrefix(rule, "the "), r.String())
+	}
+	return fmt.Sprintf("%s %q", rule, r.String())
+}
+
+// Label is the rule with the registry preset it came from, if any:
+// "@npm registry.npmjs.org:443 (GET,HEAD)". Decisions and records name
+// rules so.
+func (r Rule) Label() string {
+	if r.Registry != "" {
+		return "@" + r.Registry + " " + r.String()
+	}
+	return r.String()
+}
+
+// Origin says where the rule came from, for listings: its Source and
+// registry preset ("user @npm"), or "" when unknown.
+func (r Rule) Origin() string {
+	if r.Registry == "" {
+		return r.Source
+	}
+	return strings.TrimSpace(r.Source + " @" + r.Registry)
 }
 
 // ParseRule parses HOST, HOST:PORT or HOST:* (IPv6 addresses in brackets
-// when a port follows).
+// when a port follows), optionally followed by the only methods allowed:
+// "api.github.com (GET,HEAD)". A registry preset ("@npm") stands for
+// several rules: ParseRules reads it.
 func ParseRule(s string) (Rule, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return Rule{}, errors.New("empty host")
 	}
+	if strings.HasPrefix(s, "@") {
+		return Rule{}, fmt.Errorf("%q is a registry preset, which stands for several hosts: name one host here", s)
+	}
+	hostPort, methods, err := cutMethods(s)
+	if err != nil {
+		return Rule{}, fmt.Errorf("%q: %w", s, err)
+	}
+	r, err := parseHostPort(hostPort)
+	if err != nil {
+		return Rule{}, err
+	}
+	r.Methods = methods
+	return r, nil
+}
+
+// cutMethods splits "X (GET,HEAD)" into X and the methods, upper-cased;
+// without a list, methods is nil.
+func cutMethods(s string) (rest string, methods []string, err error) {
+	s = strings.TrimSpace(s)
+	open := strings.LastIndex(s, "(")
+	if open < 0 {
+		if strings.Contains(s, ")") {
+			return "", nil, errors.New("a ) without its (: want HOST (GET,HEAD)")
+		}
+		return s, nil, nil
+	}
+	if !strings.HasSuffix(s, ")") {
+		return "", nil, errors.New("want the methods last, in parentheses: HOST (GET,HEAD)")
+	}
+	rest = strings.TrimSpace(s[:open])
+	for _, m := range strings.Split(s[open+1:len(s)-1], ",") {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		if !validMethod(m) {
+			return "", nil, fmt.Errorf("method %q: want HTTP methods such as GET, separated by commas", m)
+		}
+		methods = append(methods, m)
+	}
+	if rest == "" {
+		return "", nil, errors.New("methods without a host")
+	}
+	return rest, methods, nil
+}
+
+// parseHostPort parses HOST, HOST:PORT or HOST:*.
+func parseHostPort(s string) (Rule, error) {
 	host, port := s, ""
 	if strings.HasPrefix(s, "[") {
 		end := strings.Index(s, "]")
@@ -269,9 +344,16 @@ type Decision struct {
 	// the method: allowing the host again would not help, its rule's
 	// methods would have to change.
 	MethodLimit bool
+	// Intercept, on an allowed CONNECT, says that the proxy must
+	// terminate the tunnel's TLS and decide each request inside: the host
+	// has a secret, or only rules with methods allow it.
+	Intercept bool
 	// allow, if set, is the host to suggest allowing instead of the
 	// request's (the address a name led to).
 	allow string
+	// registry, if set, is the registry preset whose method limit
+	// refused the request.
+	registry string
 }
 
 // Request is what the policy sees of a request: the target and, except
@@ -285,6 +367,11 @@ type Request struct {
 	// Connect is true for requests that came through a CONNECT tunnel
 	// (opaque or intercepted): default ports are TLS's.
 	Connect bool
+	// Inspect, on a CONNECT, says that the proxy can terminate the
+	// tunnel's TLS (it has a CA the guest trusts): a rule with methods
+	// then allows the tunnel, and each request in it is decided with its
+	// method.
+	Inspect bool
 }
 
 // Decide applies the policy to a request.
@@ -293,7 +380,7 @@ func (p *Policy) Decide(req Request) Decision {
 	target := net.JoinHostPort(host, strconv.Itoa(req.Port))
 	for _, r := range p.Deny {
 		if matchHost(normHost(r.Host), host) && r.matchPort(req.Port, req.Connect) {
-			return Decision{Rule: "deny " + r.String(), Reason: fmt.Sprintf("%s is denied by %s", target, r.describe())}
+			return Decision{Rule: "deny " + r.Label(), Reason: fmt.Sprintf("%s is denied by %s", target, r.describe())}
 		}
 	}
 	// A secret means "intercept and substitute", not "allow everything":
@@ -306,7 +393,7 @@ func (p *Policy) Decide(req Request) Decision {
 		secret = p.secretFor(host, req.Port)
 	}
 	if secret != nil && req.Method == "CONNECT" {
-		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host}
+		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host, Intercept: true}
 	}
 	var methodMiss *Rule
 	for i, r := range p.Allow {
@@ -314,10 +401,10 @@ func (p *Policy) Decide(req Request) Decision {
 			continue
 		}
 		if len(r.Methods) == 0 {
-			return Decision{Allowed: true, Rule: r.String()}
+			return Decision{Allowed: true, Rule: r.Label()}
 		}
 		if req.Method != "CONNECT" && slices.Contains(r.Methods, req.Method) {
-			return Decision{Allowed: true, Rule: r.String()}
+			return Decision{Allowed: true, Rule: r.Label()}
 		}
 		if methodMiss == nil {
 			methodMiss = &p.Allow[i]
@@ -325,18 +412,28 @@ func (p *Policy) Decide(req Request) Decision {
 	}
 	if methodMiss != nil {
 		if req.Method == "CONNECT" {
-			return Decision{Rule: methodMiss.String(), Reason: fmt.Sprintf("%s is allowed for %s only, and methods cannot be seen inside an HTTPS tunnel", target, strings.Join(methodMiss.Methods, ", ")), MethodLimit: true}
+			if req.Inspect {
+				return Decision{Allowed: true, Rule: methodMiss.Label(), Intercept: true}
+			}
+			return Decision{Rule: methodMiss.Label(), Reason: fmt.Sprintf("%s is allowed by %s for %s only, and methods cannot be seen inside an HTTPS tunnel this proxy does not terminate", target, methodMiss.describe(), strings.Join(methodMiss.Methods, ", ")), MethodLimit: true, registry: methodMiss.Registry}
 		}
 		reason := fmt.Sprintf("%s %s is not allowed: %s allows %s only", req.Method, target, methodMiss.describe(), strings.Join(methodMiss.Methods, ", "))
 		if secret != nil {
 			reason += fmt.Sprintf(" (the secret %s is sent to this host, but a secret does not lift its method limits)", secret.Name)
 		}
-		return Decision{Rule: methodMiss.String(), Reason: reason, MethodLimit: true}
+		return Decision{Rule: methodMiss.Label(), Reason: reason, MethodLimit: true, registry: methodMiss.Registry}
 	}
 	if secret != nil {
 		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host}
 	}
 	return Decision{Rule: "default deny", Reason: fmt.Sprintf("%s is not on this sandbox's network allow-list", target)}
+}
+
+// Inspects reports whether the proxy enforcing the policy must see
+// inside some HTTPS: a host has a secret, or an allow rule has methods.
+// The sandbox then needs a CA (Config.CA) its guest trusts.
+func (p *Policy) Inspects() bool {
+	return len(p.Secrets) > 0 || slices.ContainsFunc(p.Allow, func(r Rule) bool { return len(r.Methods) > 0 })
 }
 
 // secretFor returns the secret configured for host:port, if any.

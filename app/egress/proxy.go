@@ -298,6 +298,8 @@ func (p *Proxy) deny(w http.ResponseWriter, rec Record, d Decision, t target) {
 	b.WriteString("This sandbox reaches the network only through Airlock's proxy on the host, which allows the hosts on its allow-list and nothing else.\n")
 	switch {
 	case strings.HasPrefix(d.Rule, "placeholder"):
+	case d.MethodLimit && d.registry != "":
+		fmt.Fprintf(&b, "The @%s preset allows reading only. If this should be allowed, ask the user to add a rule of its own for %s with the methods it needs ([[network.host]] with host = %q and methods = [...] in their Airlock configuration, ~/.config/airlock/config.toml).\n", d.registry, t.host, t.String())
 	case d.MethodLimit:
 		fmt.Fprintf(&b, "If it should be allowed, ask the user to add %s to the methods of that rule (methods = [...] of its [[network.host]] in their Airlock configuration, ~/.config/airlock/config.toml).\n", rec.Method)
 	default:

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// connect handles CONNECT: denied, intercepted (a host with a secret) or
-// relayed as bytes.
+// connect handles CONNECT: denied, intercepted (a host with a secret, or
+// one allowed only for some methods) or relayed as bytes.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, start time.Time) {
 	host, port, err := splitTarget(r.Host, DefaultTLSPort)
 	if err != nil {
@@ -19,13 +19,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, start time.Time)
 	t := target{host: host, port: port, connect: true}
 	rec := Record{Time: start, Mode: ModeTunnel, Host: host, Port: port, Method: http.MethodConnect}
 	pol := p.policy.Load()
-	d := pol.Decide(Request{Host: host, Port: port, Method: http.MethodConnect, Connect: true})
+	d := pol.Decide(Request{Host: host, Port: port, Method: http.MethodConnect, Connect: true, Inspect: p.cfg.CA != nil})
 	rec.Rule = d.Rule
 	if !d.Allowed {
 		p.deny(w, rec, d, t)
 		return
 	}
-	if s := pol.secretFor(host, port); s != nil {
+	if d.Intercept {
 		p.intercept(w, t, rec)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/airlock-dev/airlock/app/egress"
@@ -22,7 +23,8 @@ const EgressSocket = "egress.sock"
 
 // PolicyChange widens or narrows a running sandbox's policy.
 type PolicyChange struct {
-	// Allow and Deny are added, as egress.ParseRule reads them.
+	// Allow and Deny are added, as egress.ParseRules reads them (deny
+	// entries without methods).
 	Allow []string `json:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty"`
 }
@@ -101,22 +103,30 @@ func applyChange(pol *egress.Policy, ch PolicyChange) (*egress.Policy, error) {
 	next.Deny = slices.Clone(pol.Deny)
 	var errs []error
 	for _, s := range ch.Allow {
-		r, err := egress.ParseRule(s)
+		rs, err := egress.ParseRules(s)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.Source = "live"
-		next.Allow = append(next.Allow, r)
+		for _, r := range rs {
+			r.Source = "live"
+			next.Allow = append(next.Allow, r)
+		}
 	}
 	for _, s := range ch.Deny {
-		r, err := egress.ParseRule(s)
+		if strings.Contains(s, "(") {
+			errs = append(errs, fmt.Errorf("deny %q: a deny rule refuses a host whole; drop the methods", s))
+			continue
+		}
+		rs, err := egress.ParseRules(s)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.Source = "live"
-		next.Deny = append(next.Deny, r)
+		for _, r := range rs {
+			r.Methods, r.Source = nil, "live"
+			next.Deny = append(next.Deny, r)
+		}
 	}
 	if len(ch.Allow)+len(ch.Deny) == 0 {
 		errs = append(errs, errors.New("no rule to add"))

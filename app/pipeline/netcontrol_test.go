@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -58,5 +59,43 @@ func TestChangePolicyWhileRunning(t *testing.T) {
 	stop()
 	if _, err := ChangePolicy(t.Context(), sb, PolicyChange{Allow: []string{"x.example"}}); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Errorf("after the run: %v", err)
+	}
+}
+
+// TestChangePolicyRegistryPreset: airlock allow ID @pypi adds the
+// registry's hosts, read-only, and the policy it answers with names the
+// preset; a deny with methods is refused.
+func TestChangePolicyRegistryPreset(t *testing.T) {
+	s := newStore(t)
+	sb, err := s.Create(sandbox.Meta{Project: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := egress.New(egress.Config{}, &egress.Policy{})
+	stop, err := servePolicyControl(context.Background(), sb.Path(EgressSocket), proxy, func(sandbox.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	pol, err := ChangePolicy(t.Context(), sb, PolicyChange{Allow: []string{"@pypi"}, Deny: []string{"@maven"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := fmt.Sprint(pol["allow"])
+	for _, want := range []string{"pypi.org:443 (GET,HEAD) [live @pypi]", "files.pythonhosted.org:443 (GET,HEAD) [live @pypi]"} {
+		if !strings.Contains(allow, want) {
+			t.Errorf("allow %s; want %q", allow, want)
+		}
+	}
+	if deny := fmt.Sprint(pol["deny"]); !strings.Contains(deny, "repo1.maven.org:443 [live @maven]") {
+		t.Errorf("deny %s: want @maven's hosts, whole", deny)
+	}
+	if d := proxy.Policy().Decide(egress.Request{Host: "files.pythonhosted.org", Port: 443, Method: "POST", Connect: true}); d.Allowed || !strings.Contains(d.Reason, "the @pypi preset (live rule") {
+		t.Errorf("POST to a live @pypi host: %+v", d)
+	}
+	for _, bad := range []PolicyChange{{Allow: []string{"@pip"}}, {Deny: []string{"evil.example (GET)"}}} {
+		if _, err := ChangePolicy(t.Context(), sb, bad); err == nil {
+			t.Errorf("change %+v accepted", bad)
+		}
 	}
 }

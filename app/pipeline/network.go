@@ -54,7 +54,10 @@ const (
 
 // StartNetwork serves n for the guest of m until the returned stop is
 // called (or ctx ends): it installs the sandbox's CA in the guest when the
-// policy has secrets, has the guest forward guest.ProxyAddr, and runs the
+// proxy must see inside HTTPS (secrets, or rules with methods such as a
+// registry preset's: egress.Policy.Inspects; rules with methods added
+// later by a live change are enforced without a CA over plain HTTP only),
+// has the guest forward guest.ProxyAddr, and runs the
 // proxy. It returns the environment the command needs (placeholders and
 // CA variables; the agent adds the proxy variables itself). audit, if
 // not nil, receives every event.
@@ -72,7 +75,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 	}
 	env = pol.GuestEnv()
 	var ca *egress.CA
-	if len(pol.Secrets) > 0 {
+	if pol.Inspects() {
 		if ca, err = egress.NewCA(name); err != nil {
 			return nil, nil, err
 		}
@@ -125,8 +128,8 @@ func policySummary(p *egress.Policy) map[string]any {
 		out := make([]string, 0, len(rs))
 		for _, r := range rs {
 			s := r.String()
-			if r.Source != "" {
-				s += " [" + r.Source + "]"
+			if o := r.Origin(); o != "" {
+				s += " [" + o + "]"
 			}
 			out = append(out, s)
 		}

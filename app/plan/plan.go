@@ -521,16 +521,19 @@ func (pl *Planner) trusted(project string, user config.User, proj config.Project
 	return true, nil
 }
 
-// AllowRules parses HOST[:PORT] allow rules given by a person.
+// AllowRules parses allow rules given by a person: HOST[:PORT], with
+// methods or not, and registry presets ("@npm", egress.ParseRules).
 func AllowRules(allow []string) ([]egress.Rule, error) {
 	var out []egress.Rule
 	for _, a := range allow {
-		r, err := egress.ParseRule(a)
+		rs, err := egress.ParseRules(a)
 		if err != nil {
 			return nil, fmt.Errorf("allow %s: %w", a, err)
 		}
-		r.Source = "flag"
-		out = append(out, r)
+		for _, r := range rs {
+			r.Source = "flag"
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }

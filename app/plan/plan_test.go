@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -123,6 +124,25 @@ func TestPlanRun(t *testing.T) {
 		{name: "keep with fan-out", req: Request{Command: []string{"true"}, FanOut: 2, Keep: true}, err: "keep one sandbox's VM"},
 		{name: "bad sync", req: Request{Command: []string{"true"}, Sync: "rsync"}, err: "sync"},
 		{name: "bad allow", req: Request{Command: []string{"true"}, Allow: []string{"a b"}}, err: "allow a b"},
+		{name: "registry preset in --allow", req: Request{Command: []string{"true"}, Allow: []string{"@go", "@npm (GET,HEAD,PUT)"}}, check: func(t *testing.T, p *Plan, _ []string) {
+			var got []string
+			for _, r := range p.Runs[0].Network.Policy.Allow {
+				got = append(got, r.Label()+" ["+r.Origin()+"]")
+			}
+			want := []string{
+				"@go proxy.golang.org:443 (GET,HEAD) [flag @go]",
+				"@go sum.golang.org:443 (GET,HEAD) [flag @go]",
+				"@npm registry.npmjs.org:443 (GET,HEAD,PUT) [flag @npm]",
+				"@npm registry.yarnpkg.com:443 (GET,HEAD,PUT) [flag @npm]",
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("allow\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if !p.Runs[0].Network.Policy.Inspects() {
+				t.Error("a policy with a registry preset does not ask for the CA that enforces its methods")
+			}
+		}},
+		{name: "unknown registry preset in --allow", req: Request{Command: []string{"true"}, Allow: []string{"@cargo"}}, err: "no registry preset @cargo; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl, notes := testPlanner(t, tc.user)
@@ -218,6 +238,16 @@ func TestPlanExec(t *testing.T) {
 	}
 	if p.Timeout != 3*time.Minute || p.Launch.MemoryMiB != 1024 || p.Launch.Image != "minimal" || p.Network == nil || len(p.Network.Policy.Allow) != 2 {
 		t.Errorf("exec plan %+v", p)
+	}
+	p, err = pl.Exec(context.Background(), ExecRequest{Allow: []string{"@debian"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Network.Policy.Decide(egress.Request{Host: "deb.debian.org", Port: 80, Method: "GET"}); !d.Allowed || d.Rule != "@debian deb.debian.org (GET,HEAD)" {
+		t.Errorf("exec --allow @debian: apt's GET is %+v", d)
+	}
+	if _, err := pl.Exec(context.Background(), ExecRequest{Allow: []string{"@apt"}}); err == nil || !strings.Contains(err.Error(), "no registry preset @apt") {
+		t.Errorf("exec --allow @apt: %v", err)
 	}
 	if _, err := pl.Exec(context.Background(), ExecRequest{Sandbox: "nosuch"}); err == nil {
 		t.Error("exec in a sandbox that does not exist was planned")
