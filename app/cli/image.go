@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -103,9 +104,10 @@ func allocatedBytes(fi os.FileInfo) int64 {
 
 func newImageBuildCmd(e *env) *cobra.Command {
 	var arch string
+	var pf provisionFlags
 	cmd := &cobra.Command{
-		Use:   "build [--arch amd64|arm64] NAME",
-		Short: "Build a guest image from Debian packages",
+		Use:   "build [--arch amd64|arm64] NAME | build NAME --from IMAGE [--apt PKG]... [--run CMD]... [--allow HOST]...",
+		Short: "Build a guest image: from Debian packages, or from a pulled image and setup steps run in a VM",
 		Long: `build makes a guest image from Debian packages. Two images can be built:
 
   minimal  the cloud kernel, busybox and the Airlock guest agent, in an
@@ -123,12 +125,31 @@ images on an amd64 host, arm64 must be a dpkg foreign architecture:
   sudo dpkg --add-architecture arm64 && sudo apt-get update
 The full image also needs root, mmdebstrap, npm (from the npm registry:
 node and the agent CLIs) and mkfs.ext4 (scripts/setup-debian installs
-them), and builds only for the host's own architecture.`,
+them), and builds only for the host's own architecture.
+
+With --from, build makes image NAME from IMAGE (one made by airlock image
+pull) and setup steps: Debian packages (--apt) then commands (--run, each
+run by /bin/sh -c as root), in a builder VM booted from IMAGE. The steps
+reach the network only through Airlock's egress proxy, and only the hosts
+--allow names (registry presets such as @npm or @pypi included; --apt adds
+@debian); every request is recorded in the Airlock home's
+builds/NAME/audit.jsonl, the steps' output in builds/NAME/output.log. What
+the steps changed is kept as a layer on top of IMAGE's. Nothing runs on
+the host and nothing needs root, on macOS as on Linux. A failing step
+keeps nothing.`,
 		Example: `  airlock image build minimal
   airlock image build --arch arm64 minimal
-  sudo airlock image build full`,
+  sudo airlock image build full
+  airlock image pull debian:bookworm-slim
+  airlock image build go --from debian-bookworm-slim --apt golang-go,git`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if pf.from != "" {
+				return buildProvisioned(cmd, e, args[0], arch, pf)
+			}
+			if cmd.Flags().Changed("apt") || cmd.Flags().Changed("run") || cmd.Flags().Changed("allow") {
+				return errors.New("--apt, --run and --allow build on an image: name it with --from IMAGE (see airlock image ls)")
+			}
 			if args[0] != image.DefaultName && args[0] != image.FullName {
 				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s", args[0], image.DefaultName, image.FullName)
 			}
@@ -180,6 +201,7 @@ them), and builds only for the host's own architecture.`,
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
+	pf.register(cmd)
 	return cmd
 }
 

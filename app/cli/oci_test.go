@@ -3,6 +3,7 @@ package cli
 import (
 	"archive/tar"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func busyboxLayers(t *testing.T) []v1.Layer {
 		{Name: "etc/passwd", Body: "root:x:0:0:root:/root:/bin/sh\n"},
 		{Name: "etc/group", Body: "root:x:0:\n"},
 	}
-	for _, a := range []string{"sh", "cat", "ls", "echo", "id", "grep", "stat", "rm", "mkdir", "touch", "test", "["} {
+	for _, a := range []string{"sh", "cat", "ls", "echo", "id", "grep", "stat", "rm", "mkdir", "touch", "test", "[", "wget"} {
 		links = append(links, ocitest.Entry{Name: "bin/" + a, Type: tar.TypeSymlink, Linkname: "busybox"})
 	}
 	return []v1.Layer{ocitest.LayerFromTar(t, pkg), ocitest.Layer(t, links...)}
@@ -120,5 +121,69 @@ id -u`
 	}
 	if !found {
 		t.Errorf("image ls does not list %s:\n%s", name, out)
+	}
+}
+
+// pullBusybox pushes the busybox image to a registry on loopback and
+// pulls it as image name into home.
+func pullBusybox(t *testing.T, home, name string, extra ...v1.Layer) string {
+	t.Helper()
+	reg := ocitest.NewRegistry(t)
+	ref := reg.Push(t, "team/busybox:"+name, ocitest.Image(t, "amd64", []string{"PATH=/bin"}, append(busyboxLayers(t), extra...)...))
+	code, out, errOut := airlockCLI(t, home, "image", "pull", "--arch", "amd64", "--insecure", "--name", name, ref)
+	if code != 0 {
+		t.Fatalf("image pull: exit %d\n%s%s", code, out, errOut)
+	}
+	return ref
+}
+
+// TestProvisionedImage builds an image from a pulled one and a setup step
+// run in a builder VM: the step's files, and its deletion of a file of the
+// base, are in the new image; a step that reaches for a host nobody
+// allowed fails with the proxy's 403 in its output, and nothing is kept.
+func TestProvisionedImage(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := testenv.VMHome(t)
+	base := "t-prov-base"
+	pullBusybox(t, home, base, ocitest.Layer(t, ocitest.Entry{Name: "etc/keep", Body: "kept\n"}))
+
+	name := "t-prov-built"
+	code, out, errOut := airlockCLI(t, home, "image", "build", "--arch", "amd64", name, "--from", base,
+		"--run", "echo provisioned > /etc/provisioned && rm /etc/keep && mkdir -p /opt/built && echo $STEP_VAR > /opt/built/f",
+		"--run", "echo second step")
+	if code != 0 {
+		t.Fatalf("image build --from: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "built image "+name) || !strings.Contains(errOut, "second step") {
+		t.Errorf("image build says:\n%s%s", out, errOut)
+	}
+	code, out, errOut = airlockCLI(t, home, "exec", "--arch", "amd64", "--image", name, "--", "sh", "-c",
+		"cat /etc/provisioned; ls /etc; ls /opt/built")
+	if code != 0 {
+		t.Fatalf("exec on the built image: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "provisioned\n") || strings.Contains(out, "keep") || !strings.Contains(out, "f\n") {
+		t.Errorf("the built image lacks the step's changes:\n%s", out)
+	}
+	record := filepath.Join(home, "builds", name)
+	if b, err := os.ReadFile(filepath.Join(record, "output.log")); err != nil || !strings.Contains(string(b), "second step") {
+		t.Errorf("build output.log: %v %q", err, b)
+	}
+
+	bad := "t-prov-denied"
+	code, out, errOut = airlockCLI(t, home, "image", "build", "--arch", "amd64", bad, "--from", base,
+		"--run", "wget -O- http://deb.debian.org/debian/")
+	if code == 0 {
+		t.Fatalf("a step reaching a host nobody allowed succeeded:\n%s%s", out, errOut)
+	}
+	if !strings.Contains(errOut, "403") || !strings.Contains(errOut, "provisioning step 1") || !strings.Contains(errOut, "nothing was kept") {
+		t.Errorf("the failed step's message:\n%s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "images", bad)); err == nil {
+		t.Error("a failed build left an image")
+	}
+	audit, _ := os.ReadFile(filepath.Join(home, "builds", bad, "audit.jsonl"))
+	if !strings.Contains(string(audit), "deb.debian.org") {
+		t.Errorf("the denied request is not in the build's audit log:\n%s", audit)
 	}
 }

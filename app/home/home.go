@@ -106,6 +106,7 @@ func Tighten(root string) error {
 //	cache/guest/            guest agents built from source
 //	cache/debs/, cache/npm/ downloaded packages for image builds (vm/image)
 //	oci/blobs/sha256/       pulled OCI blobs, each once (vm/oci)
+//	builds/<image>/         the last provisioning of an image: output.log, audit.jsonl
 //	trust.json              the trust store of project configurations
 type Layout struct{ Root string }
 
@@ -118,6 +119,9 @@ func (l Layout) Objects() string { return filepath.Join(l.Root, "objects") }
 
 // OCI is the content store of pulled OCI images' blobs (vm/oci.Store).
 func (l Layout) OCI() string { return filepath.Join(l.Root, "oci") }
+
+// Builds holds, per provisioned image, the record of its last build.
+func (l Layout) Builds() string { return filepath.Join(l.Root, "builds") }
 
 // Sandboxes holds a directory per sandbox.
 func (l Layout) Sandboxes() string { return filepath.Join(l.Root, "sandboxes") }

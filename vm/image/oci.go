@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/airlock-dev/airlock/vm/ext4"
 	"github.com/airlock-dev/airlock/vm/oci"
 )
@@ -36,8 +38,11 @@ type OCIMeta struct {
 	// "musl", "" when it has none).
 	Libc string `toml:"libc"`
 	// Extra are the layers put on top of the image's own (provisioning),
-	// as sha256 digests of their tar files.
+	// as sha256 digests of their tar files, kept in the content store.
 	Extra []string `toml:"extra,omitempty"`
+	// Key identifies what went into a provisioned image (its base and
+	// steps): the same key is the same image, built once.
+	Key string `toml:"key,omitempty"`
 }
 
 // OCIOptions says how FromOCI makes an image.
@@ -50,8 +55,11 @@ type OCIOptions struct {
 	// Store holds the pulled image's blobs; Image is what was pulled.
 	Store oci.Store
 	Image *oci.Image
-	// Extra are layers (tar files) to put on top of the image's.
+	// Extra are layers (sha256 digests of tar files in Store) to put on
+	// top of the image's.
 	Extra []string
+	// Key is recorded in image.toml (OCIMeta.Key).
+	Key string
 	// UpperSize is the size of each sandbox's upper layer; 0 is
 	// DefaultUpperSize.
 	UpperSize int64
@@ -102,7 +110,18 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 		}
 	}
 	report(Progress{Step: StepLower, Item: fmt.Sprintf("%d layers", len(o.Image.Layers)+len(o.Extra))})
-	rfs, err := o.Store.WriteRootfs(ctx, o.Image, filepath.Join(tmp, LowerFile), o.Extra...)
+	var extraPaths []string
+	for _, e := range o.Extra {
+		d, err := v1.NewHash(e)
+		if err != nil {
+			return nil, fmt.Errorf("layer %q: %w", e, err)
+		}
+		if !o.Store.Has(d) {
+			return nil, fmt.Errorf("layer %s is not in the content store %s", e, o.Store.Dir)
+		}
+		extraPaths = append(extraPaths, o.Store.Path(d))
+	}
+	rfs, err := o.Store.WriteRootfs(ctx, o.Image, filepath.Join(tmp, LowerFile), extraPaths...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,21 +138,13 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 	if err := ext4.Format(filepath.Join(tmp, RootfsFile), size, "airlock-upper"); err != nil {
 		return nil, err
 	}
-	var extra []string
-	for _, p := range o.Extra {
-		fm, err := hashFile(p)
-		if err != nil {
-			return nil, err
-		}
-		extra = append(extra, "sha256:"+fm.SHA256)
-	}
 	meta := o.Boot.Meta
 	meta.Name, meta.Arch = o.Name, arch
 	meta.Created = time.Now().UTC().Truncate(time.Second)
 	meta.Cmdline = o.Boot.Meta.Cmdline + " " + guestRootArg + "=" + RootDevice + " " + guestLowerArg + "=" + LowerDevice
 	meta.Lower = &lower
 	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size)}
-	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: extra}
+	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,11 @@ import (
 // maxRootfs is the largest file system a root disk may describe.
 const maxRootfs = 256 << 30
 
+// maxEntries is the most files, directories and links a root disk may
+// hold: the writer keeps each in memory until it closes, and a layer may
+// come from a guest (a provisioning step).
+const maxEntries = 4 << 20
+
 // Rootfs is what a root disk written from an image holds.
 type Rootfs struct {
 	// Size is the disk's size in bytes.
@@ -109,6 +114,9 @@ func reorder(ctx context.Context, r io.Reader, w io.Writer, res *Rootfs) error {
 			return err
 		}
 		res.Entries++
+		if res.Entries > maxEntries {
+			return fmt.Errorf("the image has more than %d entries, more than Airlock writes into a disk", maxEntries)
+		}
 		noteLibc(h.Name, res)
 		if h.Typeflag == tar.TypeLink {
 			links = append(links, h)

@@ -87,6 +87,32 @@ func (s Store) Put(d v1.Hash, size int64, r io.Reader) error {
 	return os.Rename(tmp.Name(), dst)
 }
 
+// Adopt moves the file at path into the store as a blob, by its digest,
+// and returns the digest: a layer made on the host (a provisioning step's,
+// from a guest) is kept as any pulled one.
+func (s Store) Adopt(path string) (v1.Hash, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return v1.Hash{}, 0, err
+	}
+	d, n, err := v1.SHA256(f)
+	f.Close()
+	if err != nil {
+		return v1.Hash{}, 0, err
+	}
+	if s.Has(d) {
+		return d, n, os.Remove(path)
+	}
+	dst := s.Path(d)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return v1.Hash{}, 0, err
+	}
+	if err := os.Chmod(path, 0o400); err != nil {
+		return v1.Hash{}, 0, err
+	}
+	return d, n, os.Rename(path, dst)
+}
+
 // checkDigest refuses a digest this store cannot verify or that would make
 // a path of anything but its hex.
 func checkDigest(d v1.Hash) error {

@@ -1,7 +1,8 @@
 // Command airlock-guest is the agent inside every Airlock VM. As PID 1 of
 // the guest's initramfs it sets the machine up and serves the guest link;
 // as an ordinary process (airlock-guest serve) it serves the link on a unix
-// socket or on stdin/stdout, for tests and development. Its manifest, untar
+// socket or on stdin/stdout, for tests and development. Its layer
+// subcommand writes a provisioning step's changes as an OCI layer. Its manifest, untar
 // and tar subcommands are the guest's end of package sync/transfer, which
 // the host runs over exec; manifest --seed starts its watch subcommand in
 // the background, which records what changes in the seeded directory.
@@ -36,6 +37,7 @@ const usage = `usage:
   airlock-guest untar [--allow-git] DIR
                                 extract a tar stream from stdin into DIR (empty or absent)
   airlock-guest tar DIR         write a tar of the NUL-separated paths on stdin
+  airlock-guest layer UPPERDIR  write the OCI layer (tar) of an overlay upper directory
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
@@ -60,6 +62,8 @@ func main() {
 		err = transferCommand(cmd, os.Args[2:])
 	case "watch":
 		err = watchCommand(os.Args[2:])
+	case "layer":
+		err = layerCommand(os.Args[2:])
 	case "demo-agent":
 		err = demoAgent(os.Args[2:])
 	default:

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/internal/bytesize"
+	"github.com/airlock-dev/airlock/internal/lockio"
+)
+
+// provisionFlags are image build's flags for an image made of a pulled
+// image and setup steps.
+type provisionFlags struct {
+	from  string
+	apt   []string
+	run   []string
+	allow []string
+}
+
+func (f *provisionFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.from, "from", "", "build on this image (made by airlock image pull), with the setup steps below")
+	fl.StringSliceVar(&f.apt, "apt", nil, "Debian packages to install first (repeatable, or comma-separated)")
+	fl.StringArrayVar(&f.run, "run", nil, "a setup command, run by /bin/sh -c as root after the packages (repeatable, in order)")
+	fl.StringArrayVar(&f.allow, "allow", nil, "a host the setup steps may reach: HOST, HOST:PORT, or a registry preset (@npm, @pypi, @go, @crates, @rubygems, @maven, @debian)")
+}
+
+// buildProvisioned makes image name from a pulled image and setup steps.
+func buildProvisioned(cmd *cobra.Command, e *env, name, arch string, f provisionFlags) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	lines := lockio.NewWriter(e.stderr)
+	pl, err := e.planner(h, lines)
+	if err != nil {
+		return err
+	}
+	req := plan.BuildRequest{Name: name, Base: f.from, Arch: arch, Apt: f.apt, Allow: f.allow, Source: "image build"}
+	for i, r := range f.run {
+		req.Steps = append(req.Steps, pipeline.SetupStep{Name: fmt.Sprintf("run %d", i+1), Shell: r})
+	}
+	prov, err := pl.Build(req)
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	prov.Progress = func(s string) { p.Step(s) }
+	if !e.json {
+		prov.Output = lines
+	}
+	im, err := prov.Run(cmd.Context())
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	info := infoOf(im)
+	if e.json {
+		return e.printJSON(info)
+	}
+	fmt.Fprintf(e.stdout, "built image %s (%s) from %s with %d setup steps\n  disk    %s, %d layers\n  record  %s\nrun with: airlock run --image %s -- CMD\n",
+		im.Name, im.Arch, f.from, len(prov.Steps), bytesize.Format(im.Meta.Lower.Size), info.OCI.Layers, prov.Dir, im.Name)
+	return nil
+}

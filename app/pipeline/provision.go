@@ -1,0 +1,263 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/vm/image"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// SetupStep is one provisioning step: a shell command line (run by /bin/sh -c)
+// or an argv run as it is.
+type SetupStep struct {
+	// Name says where the step came from ("apt", "setup 2",
+	// "postCreateCommand build").
+	Name  string
+	Shell string
+	Argv  []string
+}
+
+func (s SetupStep) String() string {
+	if s.Shell != "" {
+		return s.Shell
+	}
+	return strings.Join(s.Argv, " ")
+}
+
+// AptStep installs Debian packages the way a provisioning step does:
+// update, install without recommends, then drop what apt downloaded, so
+// the layer holds the packages and nothing else.
+func AptStep(pkgs []string) SetupStep {
+	return SetupStep{Name: "apt", Shell: "set -e; export DEBIAN_FRONTEND=noninteractive; apt-get update -q; " +
+		"apt-get install -y -q --no-install-recommends " + strings.Join(pkgs, " ") +
+		"; apt-get clean; rm -rf /var/lib/apt/lists/*"}
+}
+
+// Provision makes an image of a base image and steps.
+type Provision struct {
+	// Launch boots the builder VM (home, backend, arch, size); its Image
+	// and Name are set here.
+	Launch launch.Options
+	// Base is the image the steps run on: one made from an OCI image.
+	// Boot is the minimal image whose kernel and initramfs the new image
+	// boots with.
+	Base, Boot *image.Image
+	// Name is the new image's name; Key, what identifies its inputs.
+	Name, Key string
+	Steps     []SetupStep
+	// Env is added to every step's environment, after the base image's
+	// own (its configuration's Env).
+	Env map[string]string
+	// Policy is what the steps may reach through the egress proxy; nil
+	// reaches nothing.
+	Policy *egress.Policy
+	// Store holds the base's blobs and keeps the new layer.
+	Store oci.Store
+	// Dir is where the build keeps its record: audit.jsonl (the network
+	// policy and every request) and output.log (every step's output).
+	Dir string
+	// Output also receives every step's output (a terminal); Progress
+	// each step as it starts.
+	Output   io.Writer
+	Progress func(string)
+}
+
+// StepError is a provisioning step that failed: nothing was kept.
+type StepError struct {
+	Index int // from 1
+	Step  SetupStep
+	Err   error
+	Log   string // the build's output.log
+}
+
+func (e *StepError) Error() string {
+	var x *client.ExitError
+	how := e.Err.Error()
+	if errors.As(e.Err, &x) && x.Signal == "" {
+		how = fmt.Sprintf("exited with status %d", x.Status)
+	}
+	return fmt.Sprintf("provisioning step %d (%s: %s) %s; nothing was kept. Its output is above and in %s", e.Index, e.Step.Name, e.Step, how, e.Log)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// maxLayer is the largest layer a builder may send back.
+const maxLayer = 32 << 30
+
+// Provision boots a builder VM from p.Base, runs the steps in it as root
+// with the network p.Policy allows (through the egress proxy, recorded in
+// p.Dir/audit.jsonl), and, when every step succeeded, has the guest write
+// what the steps changed (the overlay's upper layer) as an OCI layer, which
+// the host keeps in the content store and puts on top of the base's layers
+// in a new image. The host never mounts or reads the builder's disk: the
+// layer arrives as a tar stream, checked as any pulled layer when the disk
+// is written. Nothing on the host runs the image's programs. A failed step
+// keeps nothing.
+func (p Provision) Run(ctx context.Context) (*image.Image, error) {
+	if p.Base == nil || p.Base.Meta.OCI == nil || p.Base.Lower == "" {
+		return nil, errors.New("provision: the base must be an image made from an OCI image (airlock image pull)")
+	}
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(p.Dir, "output.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	out := io.Writer(logf)
+	if p.Output != nil {
+		out = io.MultiWriter(logf, p.Output)
+	}
+	auditf, err := os.Create(filepath.Join(p.Dir, "audit.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer auditf.Close()
+	enc := json.NewEncoder(auditf)
+	audit := func(ev sandbox.Event) {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now().UTC()
+		}
+		_ = enc.Encode(ev)
+	}
+	progress := func(s string) {
+		if p.Progress != nil {
+			p.Progress(s)
+		}
+	}
+
+	o := p.Launch
+	o.Image, o.Name = p.Base.Name, "build-"+p.Name
+	o.RootDisk = filepath.Join(p.Dir, "upper.img")
+	o.Warm = false
+	os.Remove(o.RootDisk)
+	defer os.Remove(o.RootDisk)
+	defer os.Remove(o.RootDisk + ".base")
+	progress("booting a builder from " + p.Base.Name)
+	g, err := launch.Boot(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("provision: boot the builder: %w", err)
+	}
+	defer g.Kill()
+	m := guestMachine{g}
+	pol := p.Policy
+	if pol == nil {
+		pol = &egress.Policy{}
+	}
+	env, stopNet, err := StartNetwork(ctx, m, &Network{Policy: pol}, "build-"+p.Name, audit)
+	if err != nil {
+		return nil, fmt.Errorf("provision: %w", err)
+	}
+	defer stopNet()
+	env = stepEnv(p.Base.Meta.OCI.Config.Env, env, p.Env)
+	for i, s := range p.Steps {
+		progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
+		fmt.Fprintf(logf, "### step %d (%s): %s\n", i+1, s.Name, s)
+		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: env, Dir: "/", Stdout: out, Stderr: out}
+		if err := g.Client.Run(ctx, cmd); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &StepError{Index: i + 1, Step: s, Err: err, Log: logPath}
+		}
+	}
+	progress("keeping what the steps changed as a layer")
+	layer, err := captureLayer(ctx, g.Client, p.Dir)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := p.Store.Adopt(layer)
+	if err != nil {
+		return nil, err
+	}
+	_ = g.Shutdown(ctx)
+	progress("writing the image's disk")
+	extra := append(slices.Clone(p.Base.Meta.OCI.Extra), d.String())
+	return image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
+		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key})
+}
+
+// captureLayer has the guest write its overlay's upper layer as a tar into
+// dir/layer.tar, at most maxLayer bytes.
+func captureLayer(ctx context.Context, c *client.Client, dir string) (string, error) {
+	path := filepath.Join(dir, "layer.tar")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	lw := &limitedWriter{w: f, left: maxLayer}
+	var stderr strings.Builder
+	err = c.Run(ctx, client.Command{
+		Args:   []string{guest.RuntimeDir + "/init", "layer", guest.RuntimeDir + "/upper/" + guest.UpperDir},
+		Stdout: lw, Stderr: &limitedStringWriter{b: &stderr, left: 4096},
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if lw.over {
+		err = fmt.Errorf("the steps changed more than %d GiB outside the workspace", maxLayer>>30)
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("provision: keep the steps' changes: %w %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return path, nil
+}
+
+// stepEnv is a step's environment: the image's (KEY=VALUE entries), the
+// network's, then the build's own.
+func stepEnv(image []string, network, own map[string]string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range image {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, network)
+	maps.Copy(env, own)
+	return env
+}
+
+type limitedWriter struct {
+	w    io.Writer
+	left int64
+	over bool
+}
+
+func (l *limitedWriter) Write(b []byte) (int, error) {
+	if int64(len(b)) > l.left {
+		l.over = true
+		return 0, errors.New("layer too large")
+	}
+	l.left -= int64(len(b))
+	return l.w.Write(b)
+}
+
+type limitedStringWriter struct {
+	b    *strings.Builder
+	left int
+}
+
+func (l *limitedStringWriter) Write(p []byte) (int, error) {
+	n := min(len(p), l.left)
+	l.b.Write(p[:n])
+	l.left -= n
+	return len(p), nil
+}
