@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/plan"
 )
 
 // netFlags are the network flags of run and exec.
@@ -96,12 +99,16 @@ HTTP only.`,
 func newTrustCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "trust DIR",
-		Short: "Confirm what a project's airlock.toml asks for (hosts, secrets) beyond your own configuration",
+		Short: "Confirm what a project's airlock.toml asks for (hosts, secrets) beyond your own configuration, and its environment's setup",
 		Long: `trust shows what DIR/airlock.toml asks for beyond what your configuration
 (~/.config/airlock/config.toml) allows, and records your confirmation of that
 exact file by its SHA-256 in Airlock's home (trust.json). airlock run honours
 a project's widening entries only for a confirmed file; changing the file
-needs a new confirmation. Deny entries always apply and need none.`,
+needs a new confirmation. Deny entries always apply and need none.
+
+When the project describes an environment whose build installs packages or
+runs setup commands (airlock env), trust confirms that exact environment too:
+its setup runs in a builder VM, through the egress proxy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, err := e.home()
@@ -116,26 +123,55 @@ needs a new confirmation. Deny entries always apply and need none.`,
 			if err != nil {
 				return err
 			}
-			if proj.SHA256 == "" {
-				return fmt.Errorf("%s has no %s: nothing to trust", abs, config.FileName)
+			spec, err := envspec.Find(abs)
+			if err != nil {
+				return err
+			}
+			if spec != nil && !spec.NeedsNetwork() {
+				spec = nil
+			}
+			if proj.SHA256 == "" && spec == nil {
+				return fmt.Errorf("%s has no %s and no environment to build: nothing to trust", abs, config.FileName)
 			}
 			user, _, err := userConfig()
 			if err != nil {
 				return err
 			}
-			asks := config.Widening(user.Network, proj.Network, nil)
-			if err := (config.Trust{Path: home.Layout{Root: h}.TrustFile()}).Confirm(abs, proj.SHA256); err != nil {
-				return err
+			trust := config.Trust{Path: home.Layout{Root: h}.TrustFile()}
+			var asks []string
+			if proj.SHA256 != "" {
+				asks = config.Widening(user.Network, proj.Network, nil)
+				if err := trust.Confirm(abs, proj.SHA256); err != nil {
+					return err
+				}
+			}
+			if spec != nil {
+				if err := trust.Confirm(plan.TrustKey(abs), spec.Key()); err != nil {
+					return err
+				}
 			}
 			if e.json {
-				return e.printJSON(map[string]any{"project": abs, "sha256": proj.SHA256, "widens": append([]string{}, asks...)})
+				out := map[string]any{"project": abs, "sha256": proj.SHA256, "widens": append([]string{}, asks...)}
+				if spec != nil {
+					out["environment"] = map[string]any{"source": spec.Source, "key": spec.Key(), "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
+				}
+				return e.printJSON(out)
 			}
-			fmt.Fprintf(e.stdout, "Trusted %s (SHA-256 %s).\n", filepath.Join(abs, config.FileName), proj.SHA256)
-			if len(asks) == 0 {
-				fmt.Fprintln(e.stdout, "It asks for nothing beyond your own configuration.")
+			if proj.SHA256 != "" {
+				fmt.Fprintf(e.stdout, "Trusted %s (SHA-256 %s).\n", filepath.Join(abs, config.FileName), proj.SHA256)
+				if len(asks) == 0 {
+					fmt.Fprintln(e.stdout, "It asks for nothing beyond your own configuration.")
+				}
+				for _, a := range asks {
+					fmt.Fprintf(e.stdout, "  %s\n", a)
+				}
 			}
-			for _, a := range asks {
-				fmt.Fprintf(e.stdout, "  %s\n", a)
+			if spec != nil {
+				fmt.Fprintf(e.stdout, "Trusted the environment of %s: %d Debian packages, %d setup commands, built in a VM through the egress proxy", spec.Source, len(spec.Apt), len(spec.Setup))
+				if len(spec.Hosts) > 0 {
+					fmt.Fprintf(e.stdout, " (hosts: %s)", strings.Join(spec.Hosts, ", "))
+				}
+				fmt.Fprintln(e.stdout, ".")
 			}
 			return nil
 		},

@@ -187,3 +187,69 @@ func TestProvisionedImage(t *testing.T) {
 		t.Errorf("the denied request is not in the build's audit log:\n%s", audit)
 	}
 }
+
+// TestProjectEnvironment runs a project whose .devcontainer/devcontainer.json
+// names an image (from a registry on loopback) and a postCreateCommand:
+// the first run asks for confirmation, then builds the environment once in
+// a VM and runs in it (the environment's variables set, its verify
+// command passing there); the second run reuses the image and starts warm.
+func TestProjectEnvironment(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := testenv.VMHome(t)
+	reg := ocitest.NewRegistry(t)
+	ref := reg.Push(t, "team/env:1", ocitest.Image(t, "amd64", []string{"PATH=/bin"}, busyboxLayers(t)...))
+	proj := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proj, ".devcontainer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dc := `{
+  // the project's own environment
+  "image": "` + ref + `",
+  "containerEnv": {"PROJECT_ENV": "from-devcontainer"},
+  "postCreateCommand": ["sh", "-c", "echo built-in-vm > /etc/envfile"],
+  "forwardPorts": [3000], /* not for Airlock */
+}`
+	if err := os.WriteFile(filepath.Join(proj, ".devcontainer", "devcontainer.json"), []byte(dc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--arch", "amd64", "--project", proj, "--disk", "none", "--verify", "test -f /etc/envfile",
+		"--", "sh", "-c", "cat /etc/envfile; echo env=$PROJECT_ENV"}
+	code, out, errOut := airlockCLI(t, home, args...)
+	if code == 0 || !strings.Contains(errOut, "airlock trust "+proj) || !strings.Contains(errOut, "postCreateCommand: sh -c") {
+		t.Fatalf("an unconfirmed environment's setup ran, or the refusal does not say how to confirm: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "forwardPorts") {
+		t.Errorf("the unsupported key is not named in a warning:\n%s", errOut)
+	}
+	code, out, errOut = airlockCLI(t, home, "trust", proj)
+	if code != 0 || !strings.Contains(out, "Trusted the environment of .devcontainer/devcontainer.json") {
+		t.Fatalf("trust: exit %d\n%s%s", code, out, errOut)
+	}
+	for round := range 2 {
+		code, out, errOut = airlockCLI(t, home, args...)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s%s", round, code, out, errOut)
+		}
+		all := out + errOut
+		for _, want := range []string{"built-in-vm", "env=from-devcontainer", "environment: .devcontainer/devcontainer.json, image env-",
+			"verify test -f /etc/envfile: passed"} {
+			if !strings.Contains(all, want) {
+				t.Errorf("run %d lacks %q:\n%s", round, want, all)
+			}
+		}
+		built := strings.Contains(errOut, "building the environment")
+		if round == 0 && !built || round == 1 && built {
+			t.Errorf("run %d: built the environment: %v\n%s", round, built, errOut)
+		}
+		if round == 1 && strings.Contains(errOut, "cold boot") {
+			t.Errorf("the second sandbox of the environment booted cold:\n%s", errOut)
+		}
+	}
+	code, out, _ = airlockCLI(t, home, "env", "ls")
+	if code != 0 || !strings.Contains(out, proj+" .devcontainer/devcontainer.json") {
+		t.Errorf("env ls: exit %d\n%s", code, out)
+	}
+}

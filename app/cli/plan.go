@@ -31,7 +31,8 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 		Home: h, ImageRoots: home.BundleImageRoots(), UserConfig: path, Agents: loadAgents,
 		Backend: func(idleTTL time.Duration) (vm.Backend, error) { return supervisedBackend(e, h, idleTTL) },
 		Getenv:  os.Getenv, HostCPUs: runtime.NumCPU(), Arch: runtime.GOARCH,
-		Note: func(s string) { e.note("%s", s) },
+		Note:        func(s string) { e.note("%s", s) },
+		BuildOutput: lines,
 		OnRequest: func(r egress.Record) {
 			if !e.quiet {
 				fmt.Fprintf(lines, "airlock: net: %s\n", r)
@@ -52,8 +53,9 @@ func (l *limitFlags) request(b *bootFlags) config.Limits {
 // about it on the command line; every command's error goes through it.
 func cliError(err error) error {
 	var untrusted *plan.UntrustedError
+	var untrustedEnv *plan.UntrustedEnvironmentError
 	switch {
-	case errors.As(err, &untrusted):
+	case errors.As(err, &untrusted), errors.As(err, &untrustedEnv):
 		return fmt.Errorf("%w\n(or run again with --trust-project)", err)
 	case errors.Is(err, sandbox.ErrRunning):
 		return fmt.Errorf("%w: stop it first (airlock stop), or use --force", err)

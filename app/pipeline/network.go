@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 
 	"github.com/airlock-dev/airlock/app/egress"
@@ -29,6 +30,9 @@ type Network struct {
 	// changed while the command runs (PolicyChange); airlock run uses the
 	// sandbox's EgressSocket.
 	Control string
+	// Builder keeps the CA out of the guest's files (a builder VM, whose
+	// changes become an image's layer): egress.InstallBuildCA.
+	Builder bool
 	// Dial and RootCAs replace the host's DNS and roots (tests).
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	RootCAs *x509.CertPool
@@ -79,12 +83,14 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 		if ca, err = egress.NewCA(name); err != nil {
 			return nil, nil, err
 		}
-		if err := egress.InstallCA(ctx, m.Exec, ca); err != nil {
+		install, caEnv := egress.InstallCA, egress.CAEnv
+		if n.Builder {
+			install, caEnv = egress.InstallBuildCA, egress.BuildCAEnv
+		}
+		if err := install(ctx, m.Exec, ca); err != nil {
 			return nil, nil, err
 		}
-		for k, v := range egress.CAEnv() {
-			env[k] = v
-		}
+		maps.Copy(env, caEnv())
 	}
 	audit(sandbox.Event{Event: EventEgressPolicy, Data: policySummary(pol)})
 	l, err := f.Listen("tcp", guest.ProxyAddr)

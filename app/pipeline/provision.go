@@ -57,8 +57,9 @@ type Provision struct {
 	// Boot is the minimal image whose kernel and initramfs the new image
 	// boots with.
 	Base, Boot *image.Image
-	// Name is the new image's name; Key, what identifies its inputs.
-	Name, Key string
+	// Name is the new image's name; Key, what identifies its inputs;
+	// Label, what it is for (image.OCIMeta).
+	Name, Key, Label string
 	Steps     []SetupStep
 	// Env is added to every step's environment, after the base image's
 	// own (its configuration's Env).
@@ -161,7 +162,7 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	if pol == nil {
 		pol = &egress.Policy{}
 	}
-	env, stopNet, err := StartNetwork(ctx, m, &Network{Policy: pol}, "build-"+p.Name, audit)
+	env, stopNet, err := StartNetwork(ctx, m, &Network{Policy: pol, Builder: true}, "build-"+p.Name, audit)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
@@ -191,7 +192,7 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	progress("writing the image's disk")
 	extra := append(slices.Clone(p.Base.Meta.OCI.Extra), d.String())
 	return image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
-		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key})
+		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label})
 }
 
 // captureLayer has the guest write its overlay's upper layer as a tar into

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -67,6 +68,9 @@ type Planner struct {
 	// OnRequest receives every request of every planned run's egress
 	// proxy as it ends; nil discards.
 	OnRequest func(egress.Record)
+	// BuildOutput receives the output of an environment's setup steps
+	// when a run builds it; nil keeps it in the build's record only.
+	BuildOutput io.Writer
 }
 
 // Request is what a person asked for. Zero fields are not given: the
@@ -143,6 +147,9 @@ type Plan struct {
 	OpenNetwork bool
 	// Runs are the attempts, agents × fan-out.
 	Runs []pipeline.RunOptions
+	// Environment is the project's environment the runs use, nil for
+	// none.
+	Environment *Environment
 	// Parallel is how many attempts run at once.
 	Parallel int
 	// Reply and Message make the plan a reply round of that sandbox.
@@ -258,6 +265,20 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	case base.Verify == "":
 		base.Verify = proj.Verify
 	}
+	// The project's environment, built once (in a VM) when it is not
+	// yet: an explicit image, and a reply's (its sandbox's), win.
+	var env *Environment
+	if req.Image == "" && meta == nil {
+		env, err = pl.Environment(ctx, EnvironmentRequest{Project: p.Project, Arch: req.Arch, TrustProject: req.TrustProject,
+			Progress: func(s string) { pl.note("%s", s) }, Output: pl.BuildOutput})
+		if err != nil {
+			return nil, err
+		}
+		if env != nil {
+			pl.note("environment: %s, image %s", env.Source, env.Image)
+		}
+	}
+	p.Environment = env
 	variants := make([]pipeline.RunOptions, 0, max(len(presets), 1))
 	for _, ps := range presets {
 		if ps.Name == demoAgent {
@@ -294,6 +315,17 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if req.Image != "" {
 			o.Image = req.Image
 		}
+		if env != nil {
+			if o.Image == "" || o.Image == AgentsImage || env.Environment.Image == "" {
+				o.Image = env.Image
+			} else {
+				pl.note("the environment's image %s lacks the agent CLIs, so the agent runs on its own image %s", env.Image, o.Image)
+			}
+			o.Env = withEnvs(env.Env, o.Env)
+			if env.User != "" && o.User == "" {
+				o.User = env.User
+			}
+		}
 		if o.Image == "" {
 			o.Image = "minimal"
 		}
@@ -315,6 +347,19 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
 	return p, nil
+}
+
+// withEnvs is base with over on top, as a new map (nil when both are empty).
+func withEnvs(base, over map[string]string) map[string]string {
+	if len(base) == 0 && len(over) == 0 {
+		return over
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
 }
 
 // reply fills req from the sandbox it replies to: its project, image

@@ -20,8 +20,9 @@ type BuildRequest struct {
 	// Name is the image to make; Base the image it starts from (one made
 	// from an OCI image); Arch the guest's (empty: the Planner's).
 	Name, Base, Arch string
-	// Key identifies the inputs, recorded in the image (empty: none).
-	Key string
+	// Key identifies the inputs and Label says what the image is for,
+	// both recorded in the image (empty: none).
+	Key, Label string
 	// Apt are Debian packages installed first; Steps run after, in order.
 	Apt   []string
 	Steps []pipeline.SetupStep
@@ -98,7 +99,7 @@ func (pl *Planner) Build(req BuildRequest) (pipeline.Provision, error) {
 		Launch: launch.Options{Home: pl.Home, ImageRoots: pl.ImageRoots, Arch: arch, CPUs: cpus, MemoryMiB: mem,
 			Link: req.Link, Network: vm.NetworkNone, Backend: backend, BootTimeout: timeout,
 			Progress: func(launch.Event) {}, Notice: func(s string) { pl.note("%s", s) }},
-		Base: base, Boot: boot, Name: req.Name, Key: req.Key, Steps: steps, Env: req.Env, Policy: pol,
+		Base: base, Boot: boot, Name: req.Name, Key: req.Key, Label: req.Label, Steps: steps, Env: req.Env, Policy: pol,
 		Store: oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()},
 		Dir:   filepath.Join(home.Layout{Root: pl.Home}.Builds(), req.Name),
 	}, nil

@@ -43,6 +43,9 @@ type OCIMeta struct {
 	// Key identifies what went into a provisioned image (its base and
 	// steps): the same key is the same image, built once.
 	Key string `toml:"key,omitempty"`
+	// Label says what the image is for, for people (a project's
+	// environment: its directory and file).
+	Label string `toml:"label,omitempty"`
 }
 
 // OCIOptions says how FromOCI makes an image.
@@ -58,8 +61,8 @@ type OCIOptions struct {
 	// Extra are layers (sha256 digests of tar files in Store) to put on
 	// top of the image's.
 	Extra []string
-	// Key is recorded in image.toml (OCIMeta.Key).
-	Key string
+	// Key and Label are recorded in image.toml (OCIMeta).
+	Key, Label string
 	// UpperSize is the size of each sandbox's upper layer; 0 is
 	// DefaultUpperSize.
 	UpperSize int64
@@ -144,7 +147,7 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 	meta.Cmdline = o.Boot.Meta.Cmdline + " " + guestRootArg + "=" + RootDevice + " " + guestLowerArg + "=" + LowerDevice
 	meta.Lower = &lower
 	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size)}
-	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key}
+	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key, Label: o.Label}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
 	}

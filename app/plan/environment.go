@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/envspec"
+	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// AgentsImage is the image a project without an environment of its own,
+// or an environment without an image, starts from.
+const AgentsImage = "agents"
+
+// Environment is a project's environment as planned: the image its runs
+// boot and what every command gets.
+type Environment struct {
+	*envspec.Environment
+	// Image is the guest image built for it (or the base itself, when
+	// there is nothing to install).
+	Image string
+	// Built says the image was built now (not found in the store).
+	Built bool
+}
+
+// EnvironmentRequest asks for a project's environment image.
+type EnvironmentRequest struct {
+	Project, Arch string
+	// Rebuild pulls the base again and builds even when an image of the
+	// same inputs exists.
+	Rebuild bool
+	// TrustProject confirms the environment's network use now.
+	TrustProject bool
+	// Progress receives each step of a build.
+	Progress func(string)
+	// Output receives the setup steps' output.
+	Output io.Writer
+}
+
+// UntrustedEnvironmentError is an environment whose setup would reach
+// the network and that the user has not confirmed.
+type UntrustedEnvironmentError struct {
+	Project string
+	Env     *envspec.Environment
+}
+
+func (e *UntrustedEnvironmentError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s describes an environment whose setup runs in a VM with the network:\n", e.Env.Source)
+	if len(e.Env.Apt) > 0 {
+		fmt.Fprintf(&b, "  Debian packages: %s (from @debian)\n", strings.Join(e.Env.Apt, " "))
+	}
+	for _, s := range e.Env.Setup {
+		fmt.Fprintf(&b, "  %s: %s\n", s.Origin, stepText(s))
+	}
+	if len(e.Env.Hosts) > 0 {
+		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
+	}
+	b.WriteString("A project's files are untrusted input, so Airlock builds nothing from them until you confirm\n")
+	b.WriteString("this exact environment. Nothing was run. To confirm it:\n")
+	fmt.Fprintf(&b, "  airlock trust %s\n", e.Project)
+	b.WriteString("Changing the environment needs a new confirmation.")
+	return b.String()
+}
+
+func stepText(s envspec.Step) string {
+	if s.Shell != "" {
+		return s.Shell
+	}
+	return strings.Join(s.Argv, " ")
+}
+
+// TrustKey is the trust store's entry for a project's environment: the
+// project's path with #environment, confirmed at the environment's Key.
+func TrustKey(project string) string { return project + "#environment" }
+
+// Environment finds the project's environment and returns the image its
+// runs boot, pulling the base and building (in a VM) what is missing.
+// A project without one gives nil.
+func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*Environment, error) {
+	project, err := projectDir(req.Project)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := envspec.Find(project)
+	if err != nil || spec == nil {
+		return nil, err
+	}
+	for _, w := range spec.Warnings {
+		pl.note("environment %s: %s", spec.Source, w)
+	}
+	arch := vm.Arch(pl.arch(req.Arch))
+	progress := func(s string) {
+		if req.Progress != nil {
+			req.Progress(s)
+		}
+	}
+	base := AgentsImage
+	if spec.Image != "" {
+		base = envBaseName(spec.Image)
+		if _, err := image.Find(pl.imageRoots(), base, arch); err != nil || req.Rebuild {
+			if err := pl.pull(ctx, spec.Image, base, arch, progress); err != nil {
+				return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
+			}
+		}
+	}
+	baseImg, err := image.Find(pl.imageRoots(), base, arch)
+	if err != nil {
+		if base == AgentsImage {
+			return nil, fmt.Errorf("environment %s names no image, so it builds on the agent image, which is not here: build it with `airlock image build agents`: %w", spec.Source, err)
+		}
+		return nil, err
+	}
+	env := &Environment{Environment: spec, Image: base}
+	if !spec.NeedsNetwork() {
+		return env, nil
+	}
+	if err := pl.trustEnvironment(project, spec, req.TrustProject); err != nil {
+		return nil, err
+	}
+	key := environmentKey(spec, baseImg)
+	name := "env-" + key[:12]
+	if im, err := image.Load(pl.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
+		env.Image = name
+		return env, nil
+	}
+	br := BuildRequest{Name: name, Base: base, Arch: string(arch), Key: key, Label: project + " " + spec.Source, Apt: spec.Apt, Env: spec.Env,
+		Allow: spec.Hosts, Source: "environment " + spec.Source}
+	for i, s := range spec.Setup {
+		n := s.Origin
+		if s.Name != "" {
+			n += " " + s.Name
+		}
+		if n == "" {
+			n = fmt.Sprintf("setup %d", i+1)
+		}
+		br.Steps = append(br.Steps, pipeline.SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
+	}
+	prov, err := pl.Build(br)
+	if err != nil {
+		return nil, err
+	}
+	prov.Progress, prov.Output = progress, req.Output
+	progress(fmt.Sprintf("building the environment of %s (%s), once: later runs start from it", spec.Source, name))
+	if _, err := prov.Run(ctx); err != nil {
+		return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	env.Image, env.Built = name, true
+	return env, nil
+}
+
+// trustEnvironment makes sure the user confirmed this environment's
+// setup (or confirms it now).
+func (pl *Planner) trustEnvironment(project string, spec *envspec.Environment, confirm bool) error {
+	trust := config.Trust{Path: home.Layout{Root: pl.Home}.TrustFile()}
+	ok, err := trust.Trusted(TrustKey(project), spec.Key())
+	if err != nil || ok {
+		return err
+	}
+	if !confirm {
+		return &UntrustedEnvironmentError{Project: project, Env: spec}
+	}
+	if err := trust.Confirm(TrustKey(project), spec.Key()); err != nil {
+		return err
+	}
+	pl.note("confirmed the environment of %s (%s)", project, spec.Source)
+	return nil
+}
+
+// pull fetches ref for arch and makes it image name.
+func (pl *Planner) pull(ctx context.Context, ref, name string, arch vm.Arch, progress func(string)) error {
+	boot, err := image.Find(pl.imageRoots(), image.DefaultName, arch)
+	if err != nil {
+		return fmt.Errorf("the minimal image boots pulled images: %w", err)
+	}
+	store := oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()}
+	progress("pulling " + ref)
+	pulled, err := store.Pull(ctx, ref, oci.PullOptions{Arch: arch,
+		Progress: func(p oci.Progress) { progress(p.String()) }})
+	if err != nil {
+		return err
+	}
+	progress("writing " + ref + " as a disk")
+	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled, Label: "environment base " + ref})
+	if err != nil {
+		return err
+	}
+	if im.Meta.OCI.Libc == "musl" {
+		return errors.New(ref + " is a musl (Alpine) image: Airlock's agent CLIs need glibc; use a Debian- or Ubuntu-based image")
+	}
+	return nil
+}
+
+// envBaseName is the guest image a pulled environment base is kept as.
+func envBaseName(ref string) string {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(ref)))
+	return "envbase-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// environmentKey identifies a built environment: the description and
+// the base it was built on (its digest and layers).
+func environmentKey(spec *envspec.Environment, base *image.Image) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "airlock environment 1\x00%s\x00%s\x00", spec.Key(), base.Meta.OCI.Digest)
+	for _, e := range base.Meta.OCI.Extra {
+		fmt.Fprintf(h, "%s\x00", e)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
