@@ -60,7 +60,7 @@ type Provision struct {
 	// Name is the new image's name; Key, what identifies its inputs;
 	// Label, what it is for (image.OCIMeta).
 	Name, Key, Label string
-	Steps     []SetupStep
+	Steps            []SetupStep
 	// Env is added to every step's environment, after the base image's
 	// own (its configuration's Env).
 	Env map[string]string
