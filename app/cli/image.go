@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -112,6 +113,12 @@ func newImageBuildCmd(e *env) *cobra.Command {
 
   minimal  the cloud kernel, busybox and the Airlock guest agent, in an
            initramfs the VM boots straight into (seconds to build).
+  agents   the agent image, on any host and as any user: Debian 12
+           (debian:bookworm-slim, or --base) pulled, then git, build tools,
+           python3, node and npm and the agent CLIs claude, codex and gemini
+           at pinned versions installed in a builder VM through the egress
+           proxy (@debian, @npm), and the user "agent". The agent presets
+           run on it when the full image is not built. Minutes, once.
   full     the same kernel and initramfs, plus an 8 GiB sparse ext4 root disk
            holding Debian 12 (git, curl, build-essential, python3, ripgrep),
            Node.js 22 and npm, and the agent CLIs claude, codex and gemini at
@@ -140,6 +147,7 @@ keeps nothing.`,
 		Example: `  airlock image build minimal
   airlock image build --arch arm64 minimal
   sudo airlock image build full
+  airlock image build agents
   airlock image pull debian:bookworm-slim
   airlock image build go --from debian-bookworm-slim --apt golang-go,git`,
 		Args: cobra.ExactArgs(1),
@@ -147,11 +155,14 @@ keeps nothing.`,
 			if pf.from != "" {
 				return buildProvisioned(cmd, e, args[0], arch, pf)
 			}
+			if args[0] == plan.AgentsImage {
+				return buildAgents(cmd, e, arch, pf.base)
+			}
 			if cmd.Flags().Changed("apt") || cmd.Flags().Changed("run") || cmd.Flags().Changed("allow") {
 				return errors.New("--apt, --run and --allow build on an image: name it with --from IMAGE (see airlock image ls)")
 			}
 			if args[0] != image.DefaultName && args[0] != image.FullName {
-				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s", args[0], image.DefaultName, image.FullName)
+				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s, %s; or build one on a pulled image with --from", args[0], image.DefaultName, plan.AgentsImage, image.FullName)
 			}
 			if arch == "" {
 				arch = runtime.GOARCH

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/ocitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -251,5 +252,49 @@ func TestProjectEnvironment(t *testing.T) {
 	code, out, _ = airlockCLI(t, home, "env", "ls")
 	if code != 0 || !strings.Contains(out, proj+" .devcontainer/devcontainer.json") {
 		t.Errorf("env ls: exit %d\n%s", code, out)
+	}
+}
+
+// TestGoProjectEnvironment is a Go project whose tests need Go: its
+// airlock.toml [environment] names a Debian image (the base layer made
+// from Debian packages, served on loopback) and golang-go, which a builder
+// VM installs through the egress proxy (@debian). The project's verify,
+// go test ./..., passes in its environment and fails on the agent image,
+// which has no Go.
+func TestGoProjectEnvironment(t *testing.T) {
+	testenv.SkipIfShort(t)
+	home := testenv.VMHome(t)
+	full := testenv.FullImage(t, vm.AMD64)
+	reg := ocitest.NewRegistry(t)
+	ref := reg.Push(t, "library/debian:bookworm", ocitest.Image(t, "amd64",
+		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianBase(t))))
+	proj := t.TempDir()
+	for name, body := range map[string]string{
+		"airlock.toml": "[environment]\nimage = \"" + ref + "\"\napt = [\"golang-go\"]\n",
+		"go.mod":       "module example.com/sum\n\ngo 1.19\n",
+		"sum.go":       "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
+		"sum_test.go":  "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(proj, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	code, out, errOut := airlockCLI(t, home, "env", "build", "--arch", "amd64", "--trust-project", proj)
+	if code != 0 {
+		t.Fatalf("env build: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("pulled and built the Go environment in %s", time.Since(start).Round(time.Second))
+	if !strings.Contains(errOut, "deb.debian.org") {
+		t.Errorf("apt's requests through the proxy are not shown:\n%s", errOut)
+	}
+	verify := []string{"--arch", "amd64", "--project", proj, "--verify", "go test ./...", "--", "true"}
+	code, out, errOut = airlockCLI(t, home, append([]string{"run"}, verify...)...)
+	if code != 0 || !strings.Contains(out+errOut, "verify go test ./...: passed") {
+		t.Errorf("go test in the project's environment: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = airlockCLI(t, home, append([]string{"run", "--image", full.Name}, verify...)...)
+	if !strings.Contains(out+errOut, "verify go test ./...: FAILED") {
+		t.Errorf("go test passed on the agent image, which has no Go: exit %d\n%s%s", code, out, errOut)
 	}
 }

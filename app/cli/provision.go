@@ -14,6 +14,7 @@ import (
 // provisionFlags are image build's flags for an image made of a pulled
 // image and setup steps.
 type provisionFlags struct {
+	base  string
 	from  string
 	apt   []string
 	run   []string
@@ -22,10 +23,51 @@ type provisionFlags struct {
 
 func (f *provisionFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	fl.StringVar(&f.base, "base", plan.AgentsBase, "the agent image's Debian base, an OCI image reference (image build agents)")
 	fl.StringVar(&f.from, "from", "", "build on this image (made by airlock image pull), with the setup steps below")
 	fl.StringSliceVar(&f.apt, "apt", nil, "Debian packages to install first (repeatable, or comma-separated)")
 	fl.StringArrayVar(&f.run, "run", nil, "a setup command, run by /bin/sh -c as root after the packages (repeatable, in order)")
 	fl.StringArrayVar(&f.allow, "allow", nil, "a host the setup steps may reach: HOST, HOST:PORT, or a registry preset (@npm, @pypi, @go, @crates, @rubygems, @maven, @debian)")
+}
+
+// buildAgents pulls the agent image's Debian base and provisions the
+// agent image on it.
+func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	lines := lockio.NewWriter(e.stderr)
+	pl, err := e.planner(h, lines)
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	baseName := plan.AgentsImage + "-base"
+	if err := pl.Pull(cmd.Context(), base, baseName, arch, func(s string) { p.Update(s) }); err != nil {
+		return err
+	}
+	req := plan.AgentsRequest(baseName, vmArch(arch))
+	prov, err := pl.Build(req)
+	if err != nil {
+		return err
+	}
+	prov.Progress = func(s string) { p.Step(s) }
+	if !e.json {
+		prov.Output = lines
+	}
+	im, err := prov.Run(cmd.Context())
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(infoOf(im))
+	}
+	fmt.Fprintf(e.stdout, "built the agent image %s (%s) on %s: %s, user %s\n  record  %s\n", im.Name, im.Arch, base,
+		bytesize.Format(im.Meta.Lower.Size), im.User(), prov.Dir)
+	return nil
 }
 
 // buildProvisioned makes image name from a pulled image and setup steps.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,7 +61,9 @@ type Provision struct {
 	// Name is the new image's name; Key, what identifies its inputs;
 	// Label, what it is for (image.OCIMeta).
 	Name, Key, Label string
-	Steps            []SetupStep
+	// User is the new image's user for commands (empty: the base's).
+	User  string
+	Steps []SetupStep
 	// Env is added to every step's environment, after the base image's
 	// own (its configuration's Env).
 	Env map[string]string
@@ -192,7 +195,7 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	progress("writing the image's disk")
 	extra := append(slices.Clone(p.Base.Meta.OCI.Extra), d.String())
 	return image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
-		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label})
+		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label, User: cmp.Or(p.User, p.Base.User())})
 }
 
 // captureLayer has the guest write its overlay's upper layer as a tar into
@@ -262,3 +265,4 @@ func (l *limitedStringWriter) Write(p []byte) (int, error) {
 	l.left -= n
 	return len(p), nil
 }
+

@@ -109,7 +109,7 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	if spec.Image != "" {
 		base = envBaseName(spec.Image)
 		if _, err := image.Find(pl.imageRoots(), base, arch); err != nil || req.Rebuild {
-			if err := pl.pull(ctx, spec.Image, base, arch, progress); err != nil {
+			if err := pl.Pull(ctx, spec.Image, base, string(arch), progress); err != nil {
 				return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
 			}
 		}
@@ -177,8 +177,10 @@ func (pl *Planner) trustEnvironment(project string, spec *envspec.Environment, c
 	return nil
 }
 
-// pull fetches ref for arch and makes it image name.
-func (pl *Planner) pull(ctx context.Context, ref, name string, arch vm.Arch, progress func(string)) error {
+// Pull fetches ref for arch (empty: the Planner's) and makes it image
+// name. progress receives each step and the download's progress.
+func (pl *Planner) Pull(ctx context.Context, ref, name, archName string, progress func(string)) error {
+	arch := vm.Arch(pl.arch(archName))
 	boot, err := image.Find(pl.imageRoots(), image.DefaultName, arch)
 	if err != nil {
 		return fmt.Errorf("the minimal image boots pulled images: %w", err)
@@ -191,7 +193,7 @@ func (pl *Planner) pull(ctx context.Context, ref, name string, arch vm.Arch, pro
 		return err
 	}
 	progress("writing " + ref + " as a disk")
-	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled, Label: "environment base " + ref})
+	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled, Label: "pulled " + ref})
 	if err != nil {
 		return err
 	}

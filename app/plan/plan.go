@@ -329,9 +329,20 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if o.Image == "" {
 			o.Image = "minimal"
 		}
+		// The agent presets' CLIs are on the full image (built on Linux,
+		// as root) and on the agent image (built anywhere): either does.
+		if o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil && pl.CheckImage(AgentsImage, o.Arch) == nil {
+			o.Image = AgentsImage
+		}
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		img, arch := o.Image, o.Arch
-		o.Preflight = func() error { return pl.CheckImage(img, arch) }
+		o.Preflight = func() error {
+			err := pl.CheckImage(img, arch)
+			if err != nil && img == image.FullName && errors.Is(err, image.ErrNotFound) {
+				return fmt.Errorf("the agent CLIs need the agent image; build it with `airlock image build agents` (any host, no root; minutes, once), or the full image on Linux with `sudo airlock image build full`: %w", err)
+			}
+			return err
+		}
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {

@@ -27,6 +27,8 @@ type BuildRequest struct {
 	Apt   []string
 	Steps []pipeline.SetupStep
 	Env   map[string]string
+	// User is the image's user for commands (empty: root).
+	User string
 	// Allow are the hosts the steps may reach (egress.ParseRules
 	// patterns and registry presets); an apt step adds @debian.
 	Allow []string
@@ -99,7 +101,7 @@ func (pl *Planner) Build(req BuildRequest) (pipeline.Provision, error) {
 		Launch: launch.Options{Home: pl.Home, ImageRoots: pl.ImageRoots, Arch: arch, CPUs: cpus, MemoryMiB: mem,
 			Link: req.Link, Network: vm.NetworkNone, Backend: backend, BootTimeout: timeout,
 			Progress: func(launch.Event) {}, Notice: func(s string) { pl.note("%s", s) }},
-		Base: base, Boot: boot, Name: req.Name, Key: req.Key, Label: req.Label, Steps: steps, Env: req.Env, Policy: pol,
+		Base: base, Boot: boot, Name: req.Name, Key: req.Key, Label: req.Label, User: req.User, Steps: steps, Env: req.Env, Policy: pol,
 		Store: oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()},
 		Dir:   filepath.Join(home.Layout{Root: pl.Home}.Builds(), req.Name),
 	}, nil

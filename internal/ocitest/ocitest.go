@@ -190,3 +190,13 @@ func (r *Registry) PushIndex(t testing.TB, repoTag string, imgs ...v1.Image) str
 }
 
 func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// LayerFromFile is the layer of a tar file (gzip-compressed or not).
+func LayerFromFile(t testing.TB, path string) v1.Layer {
+	t.Helper()
+	l, err := tarball.LayerFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -63,6 +63,8 @@ type OCIOptions struct {
 	Extra []string
 	// Key and Label are recorded in image.toml (OCIMeta).
 	Key, Label string
+	// User is the account commands run as by default (empty: root).
+	User string
 	// UpperSize is the size of each sandbox's upper layer; 0 is
 	// DefaultUpperSize.
 	UpperSize int64
@@ -146,7 +148,7 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 	meta.Created = time.Now().UTC().Truncate(time.Second)
 	meta.Cmdline = o.Boot.Meta.Cmdline + " " + guestRootArg + "=" + RootDevice + " " + guestLowerArg + "=" + LowerDevice
 	meta.Lower = &lower
-	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size)}
+	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size), User: o.User}
 	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key, Label: o.Label}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
