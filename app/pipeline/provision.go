@@ -265,4 +265,3 @@ func (l *limitedStringWriter) Write(p []byte) (int, error) {
 	l.left -= n
 	return len(p), nil
 }
-
