@@ -114,6 +114,9 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 			return nil, fmt.Errorf("make image %s: %w", o.Name, err)
 		}
 	}
+	if err := checkRoom(filepath.Dir(dst), o.Image, o.Extra, o.Store); err != nil {
+		return nil, err
+	}
 	report(Progress{Step: StepLower, Item: fmt.Sprintf("%d layers", len(o.Image.Layers)+len(o.Extra))})
 	var extraPaths []string
 	for _, e := range o.Extra {
@@ -157,6 +160,30 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 		return nil, fmt.Errorf("install image %s: %w", o.Name, err)
 	}
 	return Load(home, o.Name, arch)
+}
+
+// layerExpansion is how much larger a layer's files are than its
+// compressed bytes, at most, for most images (gzip on binaries and text).
+const layerExpansion = 3
+
+// checkRoom refuses a disk that would not fit beside dir: an image's
+// layers take about layerExpansion times their compressed size once
+// written out.
+func checkRoom(dir string, im *oci.Image, extra []string, st oci.Store) error {
+	need := im.Size() * layerExpansion
+	for _, e := range extra {
+		if d, err := v1.NewHash(e); err == nil {
+			if fi, err := os.Stat(st.Path(d)); err == nil {
+				need += fi.Size() // provisioning layers are not compressed
+			}
+		}
+	}
+	free := freeBytes(dir)
+	if free >= 0 && free < need {
+		return fmt.Errorf("%s needs about %d MB for its disk and %s has %d MB free: free some space (airlock rm, airlock env rm, airlock image ls) and try again",
+			im.Ref, need/1e6, dir, free/1e6)
+	}
+	return nil
 }
 
 // upperIdentity stands for the blank upper layer's content in image.toml:
