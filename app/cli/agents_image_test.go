@@ -35,7 +35,12 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 
 	// The unprivileged user's own home, with the minimal image (it ships
 	// with the app) and the airlock binary.
-	dir := t.TempDir()
+	// Not t.TempDir: its parent is root's alone.
+	dir, err := os.MkdirTemp("", "airlock-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

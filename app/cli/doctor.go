@@ -13,7 +13,6 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -37,8 +36,6 @@ type doctorReport struct {
 	Limits      config.Limits `json:"limits"`
 	OpenNetwork bool          `json:"open_network"`
 	LimitNotes  []string      `json:"limit_notes,omitempty"`
-	// Mkfs is the mkfs.ext4 that formats workspace disks.
-	Mkfs string `json:"mkfs,omitempty"`
 }
 
 type guestReport struct {
@@ -112,11 +109,6 @@ func runDoctor(ctx context.Context, e *env) (*doctorReport, error) {
 		fail(err.Error())
 	} else {
 		r.Limits, r.OpenNetwork, r.LimitNotes = eff.Limits, eff.OpenNetwork, eff.Notes
-		if eff.Limits.Disk > 0 {
-			if r.Mkfs, err = pipeline.FindMkfs(); err != nil {
-				fail(err.Error())
-			}
-		}
 	}
 
 	backend, berr := newBackend(e, h)
@@ -185,9 +177,6 @@ func printDoctor(e *env, r *doctorReport) {
 		fmt.Fprintf(tw, "network\t%s\n", openNetworkWarning)
 	} else {
 		fmt.Fprintf(tw, "network\tnone (no network device; --open-network to give one)\n")
-	}
-	if r.Mkfs != "" {
-		fmt.Fprintf(tw, "mkfs.ext4\t%s\n", r.Mkfs)
 	}
 	tw.Flush()
 	if r.OK {

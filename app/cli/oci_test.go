@@ -2,6 +2,7 @@ package cli
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -20,7 +21,7 @@ import (
 // busybox-static package (the one the minimal image was built from): the
 // package's files as they are, then the applet links and an /etc. The
 // test does not run the image's programs on the host.
-func busyboxLayers(t *testing.T) []v1.Layer {
+func busyboxLayers(t testing.TB) []v1.Layer {
 	t.Helper()
 	debs, _ := filepath.Glob(filepath.Join(testenv.Home(t), "cache", "debs", "busybox-static_*_amd64.deb"))
 	if len(debs) == 0 {
@@ -128,12 +129,16 @@ id -u`
 // pullBusybox pushes the busybox image to a registry on loopback and
 // pulls it as image name into home.
 func pullBusybox(t *testing.T, home, name string, extra ...v1.Layer) string {
+	return pullBusyboxB(t, home, name, extra...)
+}
+
+func pullBusyboxB(t testing.TB, home, name string, extra ...v1.Layer) string {
 	t.Helper()
 	reg := ocitest.NewRegistry(t)
 	ref := reg.Push(t, "team/busybox:"+name, ocitest.Image(t, "amd64", []string{"PATH=/bin"}, append(busyboxLayers(t), extra...)...))
-	code, out, errOut := airlockCLI(t, home, "image", "pull", "--arch", "amd64", "--insecure", "--name", name, ref)
-	if code != 0 {
-		t.Fatalf("image pull: exit %d\n%s%s", code, out, errOut)
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--home", home, "image", "pull", "--arch", "amd64", "--name", name, ref}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("image pull: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	return ref
 }

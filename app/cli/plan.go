@@ -61,8 +61,6 @@ func cliError(err error) error {
 		return fmt.Errorf("%w: stop it first (airlock stop), or use --force", err)
 	case errors.Is(err, sandbox.ErrNoVM):
 		return fmt.Errorf("%w (keep a sandbox's VM running with airlock run --keep)", err)
-	case errors.Is(err, pipeline.ErrNoMkfs):
-		return fmt.Errorf("%w, or run with --disk none to keep /workspace in the VM's memory", err)
 	case errors.Is(err, pipeline.ErrNoUser):
 		return fmt.Errorf("%w; the minimal image has no user but root, the full image has agent (--image full)", err)
 	}

@@ -2,19 +2,13 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 func TestCreateDisk(t *testing.T) {
-	if _, err := FindMkfs(); errors.Is(err, ErrNoMkfs) {
-		testenv.Skip(t, testenv.Mkfs, err.Error())
-	}
 	p := filepath.Join(t.TempDir(), DiskFile)
 	const size = 1 << 30
 	if err := CreateDisk(context.Background(), p, size); err != nil {

@@ -26,7 +26,10 @@ func Format(path string, size int64, label string) error {
 	}
 	err = f.Truncate(size)
 	if err == nil {
-		_, err = diskfs.Create(&sparseStorage{File: f, written: map[int64]bool{}}, size, 0, 512, &diskfs.Params{VolumeName: label})
+		_, err = diskfs.Create(&sparseStorage{File: f, written: map[int64]bool{}}, size, 0, 512, &diskfs.Params{VolumeName: label,
+			// Hashed directories: a project's large directories
+			// (node_modules) are looked up in a tree, not a list.
+			Features: []diskfs.FeatureOpt{diskfs.WithFeatureDirectoryIndices(true)}})
 	}
 	if err == nil {
 		err = f.Sync()
