@@ -34,6 +34,7 @@ type runFlags struct {
 	parallel     int
 	verify       string
 	noVerify     bool
+	noCache      bool
 	keep         bool
 	// replyTo and message make runRun a reply round of that sandbox.
 	replyTo, message string
@@ -167,6 +168,7 @@ inspection (airlock logs ID).`,
 	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
 	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
 	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
 	f.agent.register(cmd)
@@ -253,6 +255,7 @@ func (f *runFlags) request(req *plan.Request) error {
 	req.Project, req.Image, req.Arch, req.Sync = f.project, f.image, f.arch, f.sync
 	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
 	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
+	req.NoCache = f.noCache
 	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold
 	req.Reply, req.Message = f.replyTo, f.message
 	return nil

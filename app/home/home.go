@@ -107,6 +107,7 @@ func Tighten(root string) error {
 //	cache/debs/, cache/npm/ downloaded packages for image builds (vm/image)
 //	oci/blobs/sha256/       pulled OCI blobs, each once (vm/oci)
 //	builds/<image>/         the last provisioning of an image: output.log, audit.jsonl
+//	caches/<project>/       a project's dependency caches: cache.img (app/pipeline)
 //	trust.json              the trust store of project configurations
 type Layout struct{ Root string }
 
@@ -122,6 +123,9 @@ func (l Layout) OCI() string { return filepath.Join(l.Root, "oci") }
 
 // Builds holds, per provisioned image, the record of its last build.
 func (l Layout) Builds() string { return filepath.Join(l.Root, "builds") }
+
+// Caches holds, per project, the disk of its dependency caches.
+func (l Layout) Caches() string { return filepath.Join(l.Root, "caches") }
 
 // Sandboxes holds a directory per sandbox.
 func (l Layout) Sandboxes() string { return filepath.Join(l.Root, "sandboxes") }

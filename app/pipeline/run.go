@@ -125,6 +125,10 @@ type RunOptions struct {
 	Transfer Transfer
 	// Env is added to the command's environment.
 	Env map[string]string
+	// Cache is the project's cache disk (a path under the home's caches/);
+	// the sandbox gets a copy on CacheDir, which becomes the project's
+	// next one when the run's verify passes. Empty: no caches.
+	Cache string
 	// Baseline, if set, is the snapshot to start from (taken once with
 	// Snapshot for several runs); nil snapshots the project.
 	Baseline *Baseline
@@ -381,6 +385,7 @@ type runner struct {
 	progress func(Progress)
 	log      *slog.Logger
 	netEnv   map[string]string // the network's variables (placeholders, CA)
+	cache    string            // the sandbox's copy of the cache disk, while it runs
 	user     string            // the guest user the command runs as ("" root)
 }
 

@@ -59,6 +59,15 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	if err != nil {
 		return err
 	}
+	if r.o.Cache != "" {
+		d, err := r.cacheDisk(ctx)
+		if err != nil {
+			return err
+		}
+		att.Disks = append(att.Disks, d)
+	}
+	promote := false
+	defer func() { r.keepCache(promote) }()
 	m, stop, err := r.boot(ctx, att)
 	if err != nil {
 		return err
@@ -71,6 +80,9 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	defer stopNet()
 	known, pushMS, err := ws.fill(ctx, m, report)
 	if err != nil {
+		return err
+	}
+	if err := r.giveCache(ctx, m); err != nil {
 		return err
 	}
 	if r.o.Script != nil {
@@ -96,18 +108,32 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 		return err
 	}
 	ws.collected()
-	if ws.hostCopy() {
-		return nil
+	if !ws.hostCopy() {
+		// After the collect, so the review holds the agent's changes
+		// only, not what the verify command leaves behind (caches,
+		// builds).
+		if err := r.verify(ctx, m); err != nil {
+			return err
+		}
+		if r.o.Keep {
+			return r.keep(m)
+		}
 	}
-	// After the collect, so the review holds the agent's changes only,
-	// not what the verify command leaves behind (caches, builds).
-	if err := r.verify(ctx, m); err != nil {
-		return err
-	}
-	if r.o.Keep {
-		return r.keep(m)
-	}
+	// The caches the run filled become the project's when it earned it;
+	// the machine is off first, so the disk is whole.
+	stop()
+	promote = r.earnedCache(code)
 	return nil
+}
+
+// earnedCache says whether the run's caches may become its project's:
+// its verify passed, or without one its command exited 0.
+func (r *runner) earnedCache(code int) bool {
+	if r.o.Verify != "" {
+		mt, err := r.sb.Meta()
+		return err == nil && mt.Verify != nil && mt.Verify.Passed
+	}
+	return code == 0
 }
 
 // boot starts the machine with att and audits it; stop shuts it down

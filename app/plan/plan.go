@@ -13,6 +13,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -115,6 +117,8 @@ type Request struct {
 	// Verify replaces the project's verify command; NoVerify skips it.
 	Verify   string
 	NoVerify bool
+	// NoCache gives the run no dependency caches (see pipeline.CacheEnv).
+	NoCache bool
 	// Keep leaves the VM running after the run.
 	Keep bool
 	// FanOut runs every agent (or the command) this many times; zero
@@ -334,6 +338,15 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil && pl.CheckImage(AgentsImage, o.Arch) == nil {
 			o.Image = AgentsImage
 		}
+		// Under the run's own variables: the caches', then the image's
+		// (an OCI image's configuration: its PATH, its toolchain's).
+		if !req.NoCache {
+			o.Cache = filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(p.Project), pipeline.CacheFile)
+			o.Env = pipeline.WithCacheEnv(o.Env)
+		}
+		if im, err := image.Find(pl.imageRoots(), o.Image, vm.Arch(o.Arch)); err == nil && im.Meta.OCI != nil {
+			o.Env = withEnvs(imageEnv(im.Meta.OCI.Config.Env), o.Env)
+		}
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		img, arch := o.Image, o.Arch
 		o.Preflight = func() error {
@@ -358,6 +371,23 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
 	return p, nil
+}
+
+// imageEnv is an OCI image configuration's KEY=VALUE list as a map.
+func imageEnv(kvs []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// projectKey names a project's directory under the home's caches/.
+func projectKey(project string) string {
+	sum := sha256.Sum256([]byte(project))
+	return hex.EncodeToString(sum[:8])
 }
 
 // withEnvs is base with over on top, as a new map (nil when both are empty).

@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/vm/disk"
+	"github.com/airlock-dev/airlock/vm/ext4"
+)
+
+// CacheDir is where a sandbox's dependency caches are mounted in the
+// guest: its copy of the project's cache disk.
+const CacheDir = "/var/cache/airlock"
+
+// CacheFile is a sandbox's copy of its project's cache disk, while the
+// run lasts.
+const CacheFile = "cache.img"
+
+// CacheSize is a project's cache disk's size (sparse: the host pays for
+// what is written).
+const CacheSize = 32 << 30
+
+// CacheEnv points the common toolchains' caches into CacheDir: Go's module
+// and build caches, npm, pip, cargo's registry, Maven's and Gradle's
+// repositories, and anything that follows XDG_CACHE_HOME.
+func CacheEnv() map[string]string {
+	return map[string]string{
+		"GOMODCACHE":       CacheDir + "/go/mod",
+		"GOCACHE":          CacheDir + "/go/build",
+		"npm_config_cache": CacheDir + "/npm",
+		"PIP_CACHE_DIR":    CacheDir + "/pip",
+		"CARGO_HOME":       CacheDir + "/cargo",
+		"GRADLE_USER_HOME": CacheDir + "/gradle",
+		"MAVEN_OPTS":       "-Dmaven.repo.local=" + CacheDir + "/m2",
+		"XDG_CACHE_HOME":   CacheDir + "/xdg",
+	}
+}
+
+// WithCacheEnv is env with CacheEnv under it: what the run sets wins.
+func WithCacheEnv(env map[string]string) map[string]string {
+	out := CacheEnv()
+	maps.Copy(out, env)
+	return out
+}
+
+// cacheDisk gives the sandbox a copy of the project's cache disk (made
+// empty the first time), to be mounted on CacheDir.
+func (r *runner) cacheDisk(ctx context.Context) (launch.Disk, error) {
+	base := r.o.Cache
+	if err := os.MkdirAll(filepath.Dir(base), 0o700); err != nil {
+		return launch.Disk{}, err
+	}
+	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
+		tmp := base + ".new"
+		os.Remove(tmp)
+		if err := ext4.Format(tmp, CacheSize, "airlock-cache"); err != nil {
+			return launch.Disk{}, err
+		}
+		if err := os.Rename(tmp, base); err != nil {
+			return launch.Disk{}, err
+		}
+	}
+	clone := r.sb.Path(CacheFile)
+	os.Remove(clone)
+	if _, err := disk.Keep(ctx, base, clone); err != nil {
+		return launch.Disk{}, fmt.Errorf("the project's cache disk: %w", err)
+	}
+	r.cache = clone
+	return launch.Disk{Path: clone, Mount: CacheDir}, nil
+}
+
+// giveCache makes the cache directories the command's user's.
+func (r *runner) giveCache(ctx context.Context, m Machine) error {
+	if r.cache == "" {
+		return nil
+	}
+	dirs := []string{CacheDir}
+	for _, v := range CacheEnv() {
+		if d, ok := strings.CutPrefix(v, "-Dmaven.repo.local="); ok {
+			v = d
+		}
+		dirs = append(dirs, v)
+	}
+	script := "mkdir -p " + strings.Join(dirs, " ")
+	if r.user != "" {
+		if !userName.MatchString(r.user) {
+			return fmt.Errorf("user %q: not a valid account name", r.user)
+		}
+		script += " && chown -R -h " + r.user + ": " + CacheDir
+	}
+	var stderr bytes.Buffer
+	if err := m.Exec(ctx, script, nil, nil, &stderr); err != nil {
+		return fmt.Errorf("prepare the caches in the VM: %w (%s)", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// keepCache makes the sandbox's cache disk the project's next one when
+// the run earned it (its verify passed, or with no verify its command
+// exited 0), once the machine is off; otherwise it is dropped. A kept
+// machine keeps its copy.
+func (r *runner) keepCache(promote bool) {
+	if r.cache == "" || r.kept {
+		return
+	}
+	if promote {
+		if err := os.Rename(r.cache, r.o.Cache); err == nil {
+			_ = r.sb.Audit(sandbox.Event{Event: EventCacheKept, Data: map[string]any{"cache": r.o.Cache}})
+			return
+		}
+	}
+	os.Remove(r.cache)
+}
+
+// EventCacheKept: the sandbox's caches became its project's.
+const EventCacheKept sandbox.EventKind = "cache-kept"
