@@ -109,7 +109,7 @@ timeout = "10m"
 				t.Fatalf("network %+v, want the user's allow-list", o.Network)
 			}
 			if tc.req.Agent != "" {
-				if o.Image != "full" || !hasRule(o.Network.Policy.Allow, "api.anthropic.com") || len(o.Network.Policy.Secrets) != 1 || o.Network.Policy.Secrets[0].Value != "sk-plan-test" {
+				if o.Image != "agents" || !hasRule(o.Network.Policy.Allow, "api.anthropic.com") || len(o.Network.Policy.Secrets) != 1 || o.Network.Policy.Secrets[0].Value != "sk-plan-test" {
 					t.Errorf("agent run: image %q, policy %+v", o.Image, o.Network.Policy)
 				}
 			}

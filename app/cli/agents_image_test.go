@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/ocitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -45,19 +46,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "home")
-	imgDir := image.Dir(home, image.DefaultName, vm.AMD64)
-	if err := os.MkdirAll(imgDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{image.KernelFile, image.InitrdFile, image.MetaFile} {
-		b, err := os.ReadFile(filepath.Join(minimal.Dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(imgDir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyMinimal(t, minimal, home)
 	bin := filepath.Join(dir, "airlock")
 	build := exec.Command("go", "build", "-o", bin, "./app")
 	build.Dir = testenv.RepoRoot(t)
@@ -96,5 +85,61 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the agent image's output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// copyMinimal puts a copy of the minimal image into home: a home of its
+// own (not sharing the test images), as a new user's.
+func copyMinimal(t testing.TB, minimal *image.Image, home string) {
+	t.Helper()
+	imgDir := image.Dir(home, image.DefaultName, vm.AMD64)
+	if err := os.MkdirAll(imgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{image.KernelFile, image.InitrdFile, image.MetaFile} {
+		b, err := os.ReadFile(filepath.Join(minimal.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(imgDir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAgentImagePulledOnFirstUse: an agent preset on a machine with
+// neither the full nor the agent image pulls the published agent image
+// (here from a registry on loopback, AIRLOCK_AGENTS_REPO) before the run,
+// once; image push publishes it where the pull looks.
+func TestAgentImagePulledOnFirstUse(t *testing.T) {
+	testenv.SkipIfShort(t)
+	minimal := testenv.Image(t, vm.AMD64)
+	reg := ocitest.NewRegistry(t)
+	repo := reg.Host + "/airlock/agents"
+	t.Setenv("AIRLOCK_AGENTS_REPO", repo)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
+
+	// A publisher pushes an image as the agent image.
+	pub := t.TempDir()
+	copyMinimal(t, minimal, pub)
+	src := reg.Push(t, "stand-in:1", ocitest.Image(t, "amd64", []string{"PATH=/bin"}, busyboxLayers(t)...))
+	if code, out, errOut := airlockCLI(t, pub, "image", "pull", "--arch", "amd64", "--name", "agents", src); code != 0 {
+		t.Fatalf("pull: %d %s%s", code, out, errOut)
+	}
+	code, out, errOut := airlockCLI(t, pub, "image", "push", "--arch", "amd64", "agents")
+	if code != 0 || !strings.Contains(out, "pushed agents as "+plan.AgentsRef(repo, vm.AMD64)) {
+		t.Fatalf("image push agents: exit %d\n%s%s", code, out, errOut)
+	}
+
+	home := t.TempDir()
+	copyMinimal(t, minimal, home)
+	code, out, errOut = airlockCLI(t, home, "run", "--arch", "amd64", "--project", t.TempDir(), "--disk", "none", "--agent", "claude", "--prompt", "x")
+	if !strings.Contains(errOut, "pulling "+plan.AgentsRef(repo, vm.AMD64)) {
+		t.Errorf("the agent image was not pulled on first use: exit %d\n%s%s", code, out, errOut)
+	}
+	im, err := image.Load(home, plan.AgentsImage, vm.AMD64)
+	if err != nil || im.Meta.OCI == nil || !strings.HasPrefix(im.Meta.OCI.Ref, repo) {
+		t.Fatalf("the agent image in the new home: %v %+v", err, im)
 	}
 }

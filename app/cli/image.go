@@ -26,7 +26,7 @@ func newImageCmd(e *env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newImageBuildCmd(e), newImagePullCmd(e), newImageLsCmd(e))
+	cmd.AddCommand(newImageBuildCmd(e), newImagePullCmd(e), newImagePushCmd(e), newImageLsCmd(e))
 	return cmd
 }
 

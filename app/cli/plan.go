@@ -33,6 +33,7 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 		Getenv:  os.Getenv, HostCPUs: runtime.NumCPU(), Arch: runtime.GOARCH,
 		Note:        func(s string) { e.note("%s", s) },
 		BuildOutput: lines,
+		AgentsRepo:  os.Getenv("AIRLOCK_AGENTS_REPO"),
 		OnRequest: func(r egress.Record) {
 			if !e.quiet {
 				fmt.Fprintf(lines, "airlock: net: %s\n", r)

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -126,4 +128,61 @@ func imageNameOf(ref string) string {
 		n = "image"
 	}
 	return n
+}
+
+func newImagePushCmd(e *env) *cobra.Command {
+	var arch string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "push [--arch amd64|arm64] NAME [REFERENCE]",
+		Short: "Push an image made from an OCI image (pulled or built with --from, or the agent image) to a registry",
+		Long: `push publishes image NAME, its layers and the layers its setup steps added,
+as an OCI image: another machine pulls it instead of building it. Without
+REFERENCE, the agent image goes where Airlock pulls it from on first use
+(` + plan.AgentsRepo + `, or $AIRLOCK_AGENTS_REPO), tagged with a hash of its
+pins and the architecture. Credentials come from docker's config.`,
+		Example: `  airlock image push agents
+  airlock image push go registry.example.com/team/go-env:1`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a := vmArch(arch)
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			im, err := image.Find(home.ImageRoots(h), args[0], a)
+			if err != nil {
+				return err
+			}
+			if im.Meta.OCI == nil {
+				return fmt.Errorf("image %s is not made from an OCI image (airlock image pull, image build --from, image build agents): nothing to push", args[0])
+			}
+			ref := ""
+			switch {
+			case len(args) == 2:
+				ref = args[1]
+			case args[0] == plan.AgentsImage:
+				ref = plan.AgentsRef(os.Getenv("AIRLOCK_AGENTS_REPO"), a)
+			default:
+				return fmt.Errorf("name where to push %s: airlock image push %s REGISTRY/REPOSITORY:TAG", args[0], args[0])
+			}
+			p := e.newProgress()
+			p.Step("pushing " + im.Name + " to " + ref)
+			store := oci.Store{Dir: home.Layout{Root: h}.OCI()}
+			digest, err := store.Push(cmd.Context(), &im.Meta.OCI.Image, im.Meta.OCI.Extra, ref,
+				oci.PushOptions{Arch: a, User: im.User(), Insecure: insecure})
+			p.Done("")
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]string{"image": im.Name, "ref": ref, "digest": digest})
+			}
+			fmt.Fprintf(e.stdout, "pushed %s as %s@%s\n", im.Name, ref, digest)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
+	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a registry served over plain HTTP (a local one)")
+	return cmd
 }

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/agent"
@@ -73,6 +74,11 @@ type Planner struct {
 	// BuildOutput receives the output of an environment's setup steps
 	// when a run builds it; nil keeps it in the build's record only.
 	BuildOutput io.Writer
+	// AgentsRepo is where the published agent image is pulled from
+	// (empty: AgentsRepo).
+	AgentsRepo string
+
+	agentsMu sync.Mutex // one fetch of the agent image at a time
 }
 
 // Request is what a person asked for. Zero fields are not given: the
@@ -334,8 +340,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			o.Image = "minimal"
 		}
 		// The agent presets' CLIs are on the full image (built on Linux,
-		// as root) and on the agent image (built anywhere): either does.
-		if o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil && pl.CheckImage(AgentsImage, o.Arch) == nil {
+		// as root) and on the agent image (pulled, or built anywhere):
+		// either does; without both, the agent image is fetched before
+		// the run (Preflight).
+		if req.Image == "" && o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil {
 			o.Image = AgentsImage
 		}
 		// Under the run's own variables: the caches', then the image's
@@ -350,6 +358,11 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		img, arch := o.Image, o.Arch
 		o.Preflight = func() error {
+			if img == AgentsImage {
+				if err := pl.EnsureAgents(ctx, arch, func(s string) { pl.note("%s", s) }); err != nil {
+					return err
+				}
+			}
 			err := pl.CheckImage(img, arch)
 			if err != nil && img == image.FullName && errors.Is(err, image.ErrNotFound) {
 				return fmt.Errorf("the agent CLIs need the agent image; build it with `airlock image build agents` (any host, no root; minutes, once), or the full image on Linux with `sudo airlock image build full`: %w", err)

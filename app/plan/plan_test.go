@@ -81,7 +81,9 @@ func TestPlanRun(t *testing.T) {
 			for _, o := range p.Runs {
 				agents = append(agents, o.Agent+":"+o.Image)
 			}
-			if strings.Join(agents, " ") != "claude:full claude:full codex:full codex:full" || p.Parallel != 3 {
+			// No full image in the test home: the agent image, fetched
+			// before the run, stands in.
+			if strings.Join(agents, " ") != "claude:agents claude:agents codex:agents codex:agents" || p.Parallel != 3 {
 				t.Errorf("attempts %v, parallel %d", agents, p.Parallel)
 			}
 		}},

@@ -151,7 +151,11 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 	meta.Created = time.Now().UTC().Truncate(time.Second)
 	meta.Cmdline = o.Boot.Meta.Cmdline + " " + guestRootArg + "=" + RootDevice + " " + guestLowerArg + "=" + LowerDevice
 	meta.Lower = &lower
-	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size), User: o.User}
+	user := o.User
+	if user == "" && plainUser(o.Image.Config.User) {
+		user = o.Image.Config.User
+	}
+	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size), User: user}
 	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key, Label: o.Label}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
@@ -184,6 +188,20 @@ func checkRoom(dir string, im *oci.Image, extra []string, st oci.Store) error {
 			im.Ref, need/1e6, dir, free/1e6)
 	}
 	return nil
+}
+
+// plainUser says whether an image configuration's User is an account
+// name Airlock can run commands as (not root, not a uid or uid:gid).
+func plainUser(u string) bool {
+	if u == "" || u == "root" || len(u) > 32 {
+		return false
+	}
+	for i, r := range u {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && (r >= '0' && r <= '9' || r == '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // upperIdentity stands for the blank upper layer's content in image.toml:

@@ -328,3 +328,45 @@ func mustHash(t *testing.T, s string) v1.Hash {
 	}
 	return h
 }
+
+func TestPushAProvisionedImageAndPullItBack(t *testing.T) {
+	reg := ocitest.NewRegistry(t)
+	ref := pushTwoLayers(t, reg, "amd64")
+	s := Store{Dir: t.TempDir()}
+	ctx := context.Background()
+	im, err := s.Pull(ctx, ref, PullOptions{Arch: vm.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := filepath.Join(t.TempDir(), "layer.tar")
+	if err := os.WriteFile(layer, ocitest.Tar(t, ocitest.Entry{Name: "etc/provisioned", Body: "yes\n"}, ocitest.Entry{Name: "etc/.wh.keep"}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := s.Adopt(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := reg.Host + "/airlock/agents:test"
+	digest, err := s.Push(ctx, im, []string{d.String()}, out, PushOptions{Arch: vm.AMD64, User: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Store{Dir: t.TempDir()}
+	back, err := other.Pull(ctx, out, PullOptions{Arch: vm.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Digest != digest || len(back.Layers) != 3 || back.Config.User != "agent" || back.Config.Env[1] != "LANG=C.UTF-8" {
+		t.Fatalf("pulled back %+v (pushed %s)", back, digest)
+	}
+	dst := filepath.Join(t.TempDir(), "lower.img")
+	if _, err := other.WriteRootfs(ctx, back, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := debugfs(t, dst, "cat /etc/provisioned"); got != "yes\n" {
+		t.Errorf("the provisioning layer did not travel: %q", got)
+	}
+	if got := debugfs(t, dst, "ls -l /etc"); strings.Contains(got, " keep") {
+		t.Errorf("the provisioning layer's whiteout did not travel:\n%s", got)
+	}
+}
