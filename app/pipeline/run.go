@@ -70,6 +70,7 @@ type Transfer interface {
 type Step string
 
 const (
+	StepImage    Step = "image"    // the image is fetched first (Preflight: pulled or built), before the sandbox exists
 	StepCreated  Step = "created"  // the sandbox exists (Progress.Sandbox is its ID)
 	StepSnapshot Step = "snapshot" // walking and copying the project
 	StepExcluded Step = "excluded" // the snapshot is done; Progress.Excluded lists what was left out
@@ -148,8 +149,9 @@ type RunOptions struct {
 	Agent string
 	// Preflight, if set, runs once the options are checked and before the
 	// sandbox is made: its error (an image that is not built) stops the
-	// run with nothing left behind.
-	Preflight func() error
+	// run with nothing left behind. What it reports (an image pulled or
+	// built first, which takes a while) goes out as StepImage progress.
+	Preflight func(report func(string)) error
 	// FinalMessage, if set, reads the agent's final message from what the
 	// command printed on stdout (up to MaxAgentOutput; nothing is read
 	// from more); the message is kept with the sandbox (final.md) and
@@ -279,7 +281,12 @@ func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error
 		return nil, errors.New("keep: a kept VM needs the copy sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
 	}
 	if o.Preflight != nil {
-		if err := o.Preflight(); err != nil {
+		report := func(msg string) {
+			if r.progress != nil {
+				r.progress(Progress{Step: StepImage, Message: msg})
+			}
+		}
+		if err := o.Preflight(report); err != nil {
 			return nil, err
 		}
 	}

@@ -357,9 +357,9 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		}
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		img, arch := o.Image, o.Arch
-		o.Preflight = func() error {
+		o.Preflight = func(report func(string)) error {
 			if img == AgentsImage {
-				if err := pl.EnsureAgents(ctx, arch, func(s string) { pl.note("%s", s) }); err != nil {
+				if err := pl.EnsureAgents(ctx, arch, func(s string) { pl.note("%s", s); report(s) }); err != nil {
 					return err
 				}
 			}
