@@ -76,7 +76,9 @@ func checkHomeLayout(t *testing.T, home string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := map[string]bool{"images": true, "cache": true, "objects": true, "sandboxes": true, "run": true}
+	// caches: the project's cache disk, which the guest writes and only a
+	// later guest reads.
+	allowed := map[string]bool{"images": true, "cache": true, "objects": true, "sandboxes": true, "run": true, "caches": true}
 	for _, de := range des {
 		if !allowed[de.Name()] {
 			t.Errorf("unexpected entry in the Airlock home: %s", de.Name())

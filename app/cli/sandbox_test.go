@@ -383,7 +383,7 @@ func TestRunDiffApplyUndo(t *testing.T) {
 		}
 		kinds = append(kinds, string(ev.Event))
 	}
-	wantKinds := "created excluded snapshot limits booted egress-policy pushed command exit collected disk decisions applied undone decisions applied"
+	wantKinds := "created excluded snapshot limits booted egress-policy pushed command exit collected cache-kept disk decisions applied undone decisions applied"
 	if strings.Join(kinds, " ") != wantKinds {
 		t.Errorf("audit events:\n %s\nwant\n %s", strings.Join(kinds, " "), wantKinds)
 	}

@@ -60,12 +60,7 @@ func (r *runner) cacheDisk(ctx context.Context) (launch.Disk, error) {
 		return launch.Disk{}, err
 	}
 	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
-		tmp := base + ".new"
-		os.Remove(tmp)
-		if err := ext4.Format(tmp, CacheSize, "airlock-cache"); err != nil {
-			return launch.Disk{}, err
-		}
-		if err := os.Rename(tmp, base); err != nil {
+		if err := newCacheDisk(base); err != nil {
 			return launch.Disk{}, err
 		}
 	}
@@ -76,6 +71,27 @@ func (r *runner) cacheDisk(ctx context.Context) (launch.Disk, error) {
 	}
 	r.cache = clone
 	return launch.Disk{Path: clone, Mount: CacheDir}, nil
+}
+
+// newCacheDisk makes base an empty cache disk unless another run (a
+// fan-out's) made it meanwhile: each formats its own file and links it
+// into place only where nothing is.
+func newCacheDisk(base string) error {
+	f, err := os.CreateTemp(filepath.Dir(base), filepath.Base(base)+".new-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
+	os.Remove(tmp) // ext4.Format makes the file itself
+	defer os.Remove(tmp)
+	if err := ext4.Format(tmp, CacheSize, "airlock-cache"); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, base); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("the project's cache disk: %w", err)
+	}
+	return nil
 }
 
 // giveCache makes the cache directories the command's user's.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,11 +30,25 @@ import (
 type Registry struct {
 	// Host is its HOST:PORT, the first part of an image reference.
 	Host string
-	// User and Password, when set, are the only credentials it accepts
-	// (basic auth); the test sets them before pushing.
-	User, Password string
-	// Requests counts the requests it served.
-	Requests int
+
+	mu             sync.Mutex
+	user, password string // the only credentials accepted, when set
+	requests       int
+}
+
+// RequireCredentials makes user and password the only credentials the
+// registry accepts (basic auth), from now on.
+func (r *Registry) RequireCredentials(user, password string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.user, r.password = user, password
+}
+
+// Requests is how many requests it served.
+func (r *Registry) Requests() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests
 }
 
 // NewRegistry serves an empty registry until the test ends.
@@ -42,10 +57,13 @@ func NewRegistry(t testing.TB) *Registry {
 	r := &Registry{}
 	h := registry.New(registry.Logger(nilLogger()))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.Requests++
-		if r.User != "" {
+		r.mu.Lock()
+		r.requests++
+		user, password := r.user, r.password
+		r.mu.Unlock()
+		if user != "" {
 			u, p, ok := req.BasicAuth()
-			if !ok || u != r.User || p != r.Password {
+			if !ok || u != user || p != password {
 				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
 				w.WriteHeader(http.StatusUnauthorized)
 				io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
@@ -61,8 +79,13 @@ func NewRegistry(t testing.TB) *Registry {
 
 // Keychain gives the registry's credentials for every registry.
 func (r *Registry) Keychain() authn.Keychain {
-	return keychain{authn.FromConfig(authn.AuthConfig{Username: r.User, Password: r.Password})}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return keychain{authn.FromConfig(authn.AuthConfig{Username: r.user, Password: r.password})}
 }
+
+// Anonymous is a keychain without credentials.
+func Anonymous() authn.Keychain { return keychain{authn.Anonymous} }
 
 type keychain struct{ a authn.Authenticator }
 

@@ -83,7 +83,7 @@ func TestPullKeepsLayersOnceAndVerified(t *testing.T) {
 		}
 	}
 	// A second pull of an image sharing both layers fetches no layer.
-	requests := reg.Requests
+	requests := reg.Requests()
 	seen = nil
 	if _, err := s.Pull(context.Background(), ref, PullOptions{Arch: vm.AMD64, Insecure: true,
 		Progress: func(p Progress) { seen = append(seen, p) }}); err != nil {
@@ -92,7 +92,7 @@ func TestPullKeepsLayersOnceAndVerified(t *testing.T) {
 	if seen[0].Bytes != 0 || seen[0].LayersDone != 2 {
 		t.Errorf("second pull: %+v, want nothing to fetch", seen[0])
 	}
-	if n := reg.Requests - requests; n > 4 {
+	if n := reg.Requests() - requests; n > 4 {
 		t.Errorf("second pull made %d requests, want only the manifest and config", n)
 	}
 }
@@ -151,8 +151,8 @@ func TestPullErrorsSayWhatToDo(t *testing.T) {
 		t.Errorf("bad reference: %v", err)
 	}
 	// A registry that wants credentials: none, wrong ones, right ones.
-	reg.User, reg.Password = "me", "secret"
-	_, err = s.Pull(ctx, ref, PullOptions{Arch: vm.AMD64, Insecure: true, Keychain: (&ocitest.Registry{}).Keychain()})
+	reg.RequireCredentials("me", "secret")
+	_, err = s.Pull(ctx, ref, PullOptions{Arch: vm.AMD64, Insecure: true, Keychain: ocitest.Anonymous()})
 	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "docker login "+reg.Host) {
 		t.Errorf("refused credentials: %v", err)
 	}
