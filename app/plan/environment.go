@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -277,7 +276,7 @@ func (pl *Planner) Pull(ctx context.Context, ref, name, archName string, progres
 		return err
 	}
 	if im.Meta.OCI.Libc == "musl" {
-		return errors.New(ref + " is a musl (Alpine) image: Airlock's agent CLIs need glibc; use a Debian- or Ubuntu-based image")
+		pl.note("%s is a musl (Alpine) image: commands of its own run, but Airlock's agent CLIs need glibc (a Debian- or Ubuntu-based image)", ref)
 	}
 	return nil
 }
