@@ -86,6 +86,36 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 			t.Errorf("the agent image's output lacks %q:\n%s", want, out)
 		}
 	}
+
+	// The agent layer on a project's own image: an environment naming an
+	// image (here the bare Debian base, no git, no node) gets the agent
+	// CLIs stacked on it, without a VM.
+	proj := filepath.Join(dir, "project")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, "airlock.toml"), []byte("[environment]\nimage = \""+base+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chown", "-R", nobody+":"+nobody, proj).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	out, err = asNobody("env", "build", "--arch", "amd64", "--with-agents", proj)
+	if err != nil || !strings.Contains(out, "with the agent CLIs: image envbase-") {
+		t.Fatalf("env build --with-agents: %v\n%s", err, out)
+	}
+	envAgents := out[strings.Index(out, "image envbase-")+len("image "):]
+	envAgents = strings.TrimSpace(envAgents[:strings.IndexByte(envAgents, '\n')])
+	out, err = asNobody("exec", "--arch", "amd64", "--image", envAgents, "--", "sh", "-c",
+		`claude --version; gemini --version; node --version; command -v git || echo no-git`)
+	if err != nil {
+		t.Fatalf("exec on %s: %v\n%s", envAgents, err, out)
+	}
+	for _, want := range []string{spec.Agents[0].Version + " (Claude Code)", "\n" + spec.Agents[2].Version + "\n", "v" + spec.Node.Version, "no-git"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the environment with the agent layer lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 // copyMinimal puts a copy of the minimal image into home: a home of its

@@ -68,7 +68,7 @@ func envInfoOf(im *image.Image) envInfo {
 
 func newEnvBuildCmd(e *env) *cobra.Command {
 	var arch string
-	var rebuild, trust bool
+	var rebuild, trust, agents bool
 	cmd := &cobra.Command{
 		Use:   "build [DIR]",
 		Short: "Build the environment of the project in DIR (default: the current directory)",
@@ -90,7 +90,7 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 			p := e.newProgress()
 			defer p.Done("")
 			req := plan.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust,
-				Progress: func(s string) { p.Step(s) }}
+				Progress: func(s string) { p.Step(s) }, WithAgents: agents}
 			if !e.json {
 				req.Output = lines
 			}
@@ -108,19 +108,27 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 				return err
 			}
 			if e.json {
-				return e.printJSON(envInfoOf(im))
+				info := envInfoOf(im)
+				return e.printJSON(struct {
+					envInfo
+					AgentsImage string `json:"agents_image,omitempty"`
+				}{info, env.AgentsImage})
 			}
 			verb := "is built"
 			if env.Built {
 				verb = "built"
 			}
 			fmt.Fprintf(e.stdout, "environment of %s %s: image %s (%s)\n", env.Source, verb, env.Image, bytesize.Format(im.Meta.Lower.Size))
+			if env.AgentsImage != "" {
+				fmt.Fprintf(e.stdout, "  with the agent CLIs: image %s\n", env.AgentsImage)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "pull the base image again and build even when the environment is built")
 	cmd.Flags().BoolVar(&trust, "trust-project", false, "confirm the environment's setup now (as airlock trust DIR does)")
+	cmd.Flags().BoolVar(&agents, "with-agents", false, "also make the environment's image with the agent CLIs on top (what agent presets run on; airlock run makes it when needed)")
 	return cmd
 }
 

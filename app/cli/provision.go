@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -30,8 +31,8 @@ func (f *provisionFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.allow, "allow", nil, "a host the setup steps may reach: HOST, HOST:PORT, or a registry preset (@npm, @pypi, @go, @crates, @rubygems, @maven, @debian)")
 }
 
-// buildAgents pulls the agent image's Debian base and provisions the
-// agent image on it.
+// buildAgents pulls the agent image's Debian base and builds the agent
+// image on it, in two stages (packages and user; node and the agent CLIs).
 func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 	h, err := e.home()
 	if err != nil {
@@ -44,20 +45,11 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 	}
 	p := e.newProgress()
 	defer p.Done("")
-	baseName := plan.AgentsImage + "-base"
-	if err := pl.Pull(cmd.Context(), base, baseName, arch, func(s string) { p.Update(s) }); err != nil {
-		return err
-	}
-	req := plan.AgentsRequest(baseName, vmArch(arch))
-	prov, err := pl.Build(req)
-	if err != nil {
-		return err
-	}
-	prov.Progress = func(s string) { p.Step(s) }
+	var output io.Writer
 	if !e.json {
-		prov.Output = lines
+		output = lines
 	}
-	im, err := prov.Run(cmd.Context())
+	im, dir, err := pl.BuildAgents(cmd.Context(), base, arch, func(s string) { p.Step(s) }, output)
 	p.Done("")
 	if err != nil {
 		return err
@@ -66,7 +58,7 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 		return e.printJSON(infoOf(im))
 	}
 	fmt.Fprintf(e.stdout, "built the agent image %s (%s) on %s: %s, user %s\n  record  %s\n", im.Name, im.Arch, base,
-		bytesize.Format(im.Meta.Lower.Size), im.User(), prov.Dir)
+		bytesize.Format(im.Meta.Lower.Size), im.User(), dir)
 	return nil
 }
 

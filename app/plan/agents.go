@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/airlock-dev/airlock/app/pipeline"
@@ -20,6 +21,14 @@ const AgentsBase = "docker.io/library/debian:bookworm-slim"
 // (.github/workflows/images.yml), one tag per content and architecture.
 const AgentsRepo = "ghcr.io/airlock-dev/airlock-agents"
 
+// AgentPrefix is where the agent layer keeps node, npm and the agent
+// CLIs; links in /usr/local/bin put them on every PATH.
+const AgentPrefix = "/opt/airlock"
+
+// toolsImage is the agent image's first stage: the Debian base with the
+// packages and the agent user.
+const toolsImage = AgentsImage + "-tools"
+
 // AgentsRef is the published agent image for arch with this Airlock's
 // pins: repo (AgentsRepo when empty), tagged with a hash of everything
 // the image is made of and the architecture, so a release with other
@@ -28,64 +37,130 @@ func AgentsRef(repo string, arch vm.Arch) string {
 	if repo == "" {
 		repo = AgentsRepo
 	}
-	req := AgentsRequest(AgentsBase, arch)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%q\x00", AgentsBase, req.Apt)
-	for _, s := range req.Steps {
-		fmt.Fprintf(h, "%s\x00", s.Shell)
+	fmt.Fprintf(h, "%s\x00", AgentsBase)
+	for _, req := range []BuildRequest{ToolsRequest(AgentsBase, arch), AgentsRequest(toolsImage, arch)} {
+		fmt.Fprintf(h, "%q\x00", req.Apt)
+		for _, s := range req.Steps {
+			fmt.Fprintf(h, "%s\x00", s.Shell)
+		}
 	}
 	return fmt.Sprintf("%s:%s-%s", repo, hex.EncodeToString(h.Sum(nil))[:12], arch)
 }
 
-// AgentsRequest is the agent image as provisioning steps on a Debian base
-// (already pulled as image base): the same content as the full image
-// (image.FullSpec: Debian packages, node and npm from the npm registry,
-// the agent CLIs at their pinned versions, the agent user owning
-// /workspace), built in a VM through the egress proxy, on any host.
-func AgentsRequest(base string, arch vm.Arch) BuildRequest {
+// ToolsRequest is the agent image's first stage on a Debian base (pulled
+// as image base): the full image's Debian packages (image.FullSpec) and
+// the agent user owning /workspace.
+func ToolsRequest(base string, arch vm.Arch) BuildRequest {
+	spec := image.FullSpec(arch)
+	user := fmt.Sprintf("set -e\nuseradd --create-home --uid %d --user-group --shell /bin/bash %s\nmkdir -p /workspace\nchown %d:%d /workspace",
+		spec.UID, spec.User, spec.UID, spec.UID)
+	return BuildRequest{
+		Name: toolsImage, Base: base, Arch: string(arch), Apt: spec.Packages,
+		Steps:  []pipeline.SetupStep{{Name: "user " + spec.User, Shell: user}},
+		Source: "agent image", User: spec.User, Label: "the agent image's Debian packages and user",
+	}
+}
+
+// AgentsRequest is the agent image's second stage, on the first (image
+// tools): node and npm from the npm registry and the agent CLIs at their
+// pinned versions, all under AgentPrefix, with links in /usr/local/bin.
+// What it adds is the image's top layer, the agent layer: self-contained,
+// so it also goes on top of any glibc image (a project's environment).
+func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 	spec := image.FullSpec(arch)
 	tarball := func(p image.NpmPackage) string {
 		last := p.Name[strings.LastIndex(p.Name, "/")+1:]
 		return fmt.Sprintf("https://registry.npmjs.org/%s/-/%s-%s.tgz", p.Name, last, p.Version)
 	}
+	p := AgentPrefix
 	node := strings.Join([]string{
 		"set -e", "cd /tmp", "rm -rf airlock-node && mkdir airlock-node && cd airlock-node",
 		"curl -fsSL -o node.tgz " + tarball(spec.Node),
 		"curl -fsSL -o npm.tgz " + tarball(spec.NPM),
 		"mkdir node && tar -xzf node.tgz -C node",
+		"mkdir -p " + p,
 		// bin/node, and include/node: native addons are built against
 		// these headers.
-		"for d in bin include share lib; do if [ -d node/package/$d ]; then cp -a node/package/$d /usr/local/; fi; done",
-		"mkdir -p /usr/local/lib/node_modules/npm && tar -xzf npm.tgz -C /usr/local/lib/node_modules/npm --strip-components=1",
-		"ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm",
-		"ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx",
+		"for d in bin include share lib; do if [ -d node/package/$d ]; then cp -a node/package/$d " + p + "/; fi; done",
+		"mkdir -p " + p + "/lib/node_modules/npm",
+		"tar -xzf npm.tgz -C " + p + "/lib/node_modules/npm --strip-components=1",
+		"ln -sf ../lib/node_modules/npm/bin/npm-cli.js " + p + "/bin/npm",
+		"ln -sf ../lib/node_modules/npm/bin/npx-cli.js " + p + "/bin/npx",
 		"cd /tmp && rm -rf airlock-node", "node --version", "npm --version",
 	}, "\n")
-	var agents []string
+	var agents, bins []string
 	for _, a := range spec.Agents {
 		agents = append(agents, a.String())
 	}
-	install := "set -e\nnpm install --global --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " ") +
-		"\nnpm cache clean --force\nrm -rf /root/.npm /tmp/*"
-	user := fmt.Sprintf("set -e\nuseradd --create-home --uid %d --user-group --shell /bin/bash %s\nmkdir -p /workspace\nchown %d:%d /workspace",
-		spec.UID, spec.User, spec.UID, spec.UID)
+	bins = []string{"node", "npm", "npx", "claude", "codex", "gemini"}
+	install := strings.Join([]string{
+		"set -e",
+		"npm install --global --prefix " + p + " --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " "),
+		"mkdir -p /usr/local/bin",
+		"for b in " + strings.Join(bins, " ") + "; do ln -sf " + p + "/bin/$b /usr/local/bin/$b; done",
+		"npm cache clean --force",
+		"rm -rf /root/.npm /root/.cache /tmp/*",
+	}, "\n")
 	return BuildRequest{
-		Name: AgentsImage, Base: base, Arch: string(arch), Apt: spec.Packages,
+		Name: AgentsImage, Base: tools, Arch: string(arch),
 		Steps: []pipeline.SetupStep{
 			{Name: "node " + spec.Node.Version + ", npm " + spec.NPM.Version, Shell: node},
 			{Name: "agent CLIs", Shell: install},
-			{Name: "user " + spec.User, Shell: user},
 		},
-		Env:    map[string]string{"npm_config_nodedir": "/usr/local"},
+		Env: map[string]string{
+			"PATH":               p + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"npm_config_nodedir": p,
+		},
 		Allow:  []string{"@npm"},
 		Source: "agent image",
-		User:   spec.User, Label: "the agent image (" + strings.Join(agents, ", ") + ")",
+		Label:  "the agent image (" + strings.Join(agents, ", ") + ")",
 	}
+}
+
+// BuildAgents builds the agent image here: base (an OCI reference) pulled,
+// then its two stages in builder VMs. It returns the image and where the
+// last stage's record is.
+func (pl *Planner) BuildAgents(ctx context.Context, base, archName string, progress func(string), output io.Writer) (*image.Image, string, error) {
+	arch := vm.Arch(pl.arch(archName))
+	baseName := AgentsImage + "-base"
+	if err := pl.Pull(ctx, base, baseName, string(arch), progress); err != nil {
+		return nil, "", err
+	}
+	var im *image.Image
+	var dir string
+	for _, req := range []BuildRequest{ToolsRequest(baseName, arch), AgentsRequest(toolsImage, arch)} {
+		prov, err := pl.Build(req)
+		if err != nil {
+			return nil, "", err
+		}
+		prov.Progress, prov.Output = progress, output
+		if im, err = prov.Run(ctx); err != nil {
+			return nil, "", fmt.Errorf("build the agent image: %w", err)
+		}
+		dir = prov.Dir
+	}
+	return im, dir, nil
+}
+
+// AgentLayer is the agent image's top layer (the digest of a blob in the
+// content store): node and the agent CLIs under AgentPrefix.
+func AgentLayer(im *image.Image) (string, error) {
+	o := im.Meta.OCI
+	switch {
+	case o == nil:
+		return "", fmt.Errorf("image %s is not made from an OCI image, so it has no agent layer", im.Name)
+	case len(o.Extra) > 0:
+		return o.Extra[len(o.Extra)-1], nil
+	case len(o.Layers) > 0:
+		return o.Layers[len(o.Layers)-1].Digest, nil
+	}
+	return "", fmt.Errorf("image %s has no layers", im.Name)
 }
 
 // EnsureAgents makes sure the agent image is here for arch: it pulls the
 // published one (AgentsRef), and when that fails builds it here
-// (AgentsRequest on AgentsBase, minutes), saying why.
+// (BuildAgents on AgentsBase, minutes), saying why.
 func (pl *Planner) EnsureAgents(ctx context.Context, archName string, progress func(string)) error {
 	arch := vm.Arch(pl.arch(archName))
 	pl.agentsMu.Lock() // fan-out: the other attempts find it here
@@ -106,17 +181,8 @@ func (pl *Planner) EnsureAgents(ctx context.Context, archName string, progress f
 		return ctx.Err()
 	}
 	progress("could not pull the agent image (" + oneLine(perr.Error()) + "); building it here instead, once (minutes)")
-	base := AgentsImage + "-base"
-	if err := pl.Pull(ctx, AgentsBase, base, string(arch), progress); err != nil {
-		return fmt.Errorf("the agent image: the published one did not pull (%v), and its Debian base did not either: %w", perr, err)
-	}
-	prov, err := pl.Build(AgentsRequest(base, arch))
-	if err != nil {
-		return err
-	}
-	prov.Progress, prov.Output = progress, pl.BuildOutput
-	if _, err := prov.Run(ctx); err != nil {
-		return fmt.Errorf("build the agent image: %w", err)
+	if _, _, err := pl.BuildAgents(ctx, AgentsBase, string(arch), progress, pl.BuildOutput); err != nil {
+		return fmt.Errorf("the agent image: the published one did not pull (%v), and building it failed: %w", perr, err)
 	}
 	return nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/app/config"
@@ -31,6 +31,11 @@ type Environment struct {
 	Image string
 	// Built says the image was built now (not found in the store).
 	Built bool
+	// AgentsImage is Image with the agent layer on top (node and the
+	// agent CLIs, AgentLayer), for agent presets: made when asked for
+	// (EnvironmentRequest.WithAgents) and the environment names an image
+	// of its own; empty otherwise.
+	AgentsImage string
 }
 
 // EnvironmentRequest asks for a project's environment image.
@@ -45,6 +50,9 @@ type EnvironmentRequest struct {
 	Progress func(string)
 	// Output receives the setup steps' output.
 	Output io.Writer
+	// WithAgents also makes the environment's image with the agent CLIs
+	// (Environment.AgentsImage), for agent presets.
+	WithAgents bool
 }
 
 // UntrustedEnvironmentError is an environment whose setup would reach
@@ -122,17 +130,31 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		return nil, err
 	}
 	env := &Environment{Environment: spec, Image: base}
-	if !spec.NeedsNetwork() {
-		return env, nil
+	if spec.NeedsNetwork() {
+		if err := pl.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
+			return nil, err
+		}
 	}
+	if req.WithAgents && spec.Image != "" {
+		if env.AgentsImage, err = pl.withAgentLayer(ctx, env.Image, string(arch), progress); err != nil {
+			return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
+		}
+	}
+	return env, nil
+}
+
+// buildEnvironment builds what the environment installs on its base, once
+// (env-<key>), after the user's confirmation.
+func (pl *Planner) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
+	arch, base := baseImg.Arch, baseImg.Name
 	if err := pl.trustEnvironment(project, spec, req.TrustProject); err != nil {
-		return nil, err
+		return err
 	}
 	key := environmentKey(spec, baseImg)
 	name := "env-" + key[:12]
 	if im, err := image.Load(pl.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
 		env.Image = name
-		return env, nil
+		return nil
 	}
 	br := BuildRequest{Name: name, Base: base, Arch: string(arch), Key: key, Label: project + " " + spec.Source, Apt: spec.Apt, Env: spec.Env,
 		Allow: spec.Hosts, Source: "environment " + spec.Source}
@@ -148,15 +170,71 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	}
 	prov, err := pl.Build(br)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	prov.Progress, prov.Output = progress, req.Output
 	progress(fmt.Sprintf("building the environment of %s (%s), once: later runs start from it", spec.Source, name))
 	if _, err := prov.Run(ctx); err != nil {
-		return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
+		return fmt.Errorf("environment %s: %w", spec.Source, err)
 	}
 	env.Image, env.Built = name, true
-	return env, nil
+	return nil
+}
+
+// withAgentLayer is image name with the agent layer on top
+// (<name>-agents, made once per agent layer): the agent CLIs on a project's
+// own image, without running anything. The image must have glibc.
+func (pl *Planner) withAgentLayer(ctx context.Context, name, arch string, progress func(string)) (string, error) {
+	im, err := image.Find(pl.imageRoots(), name, vm.Arch(arch))
+	if err != nil {
+		return "", err
+	}
+	if im.Meta.OCI == nil {
+		return "", fmt.Errorf("image %s is not made from an OCI image", name)
+	}
+	if im.Meta.OCI.Libc != "glibc" {
+		return "", fmt.Errorf("the agent CLIs need glibc, and image %s (%s) has %s: base the environment on a Debian- or Ubuntu-based image", name, im.Meta.OCI.Ref, orNone(im.Meta.OCI.Libc))
+	}
+	if err := pl.EnsureAgents(ctx, arch, progress); err != nil {
+		return "", err
+	}
+	agents, err := image.Find(pl.imageRoots(), AgentsImage, vm.Arch(arch))
+	if err != nil {
+		return "", err
+	}
+	layer, err := AgentLayer(agents)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "airlock agents on\x00%s\x00%s\x00%s", im.Meta.OCI.Key, im.Meta.OCI.Digest, layer)
+	for _, e := range im.Meta.OCI.Extra {
+		fmt.Fprintf(h, "\x00%s", e)
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	out := name + "-agents"
+	if len(out) > 64 {
+		out = "env-" + key[:12] + "-agents"
+	}
+	if have, err := image.Load(pl.Home, out, vm.Arch(arch)); err == nil && have.Meta.OCI != nil && have.Meta.OCI.Key == key {
+		return out, nil
+	}
+	boot, err := image.Find(pl.imageRoots(), image.DefaultName, vm.Arch(arch))
+	if err != nil {
+		return "", err
+	}
+	progress("adding the agent CLIs to " + name + " (" + out + ")")
+	_, err = image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: out, Boot: boot, Store: oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()},
+		Image: &im.Meta.OCI.Image, Extra: append(slices.Clone(im.Meta.OCI.Extra), layer), Key: key, User: im.User(),
+		Label: im.Meta.OCI.Label + ", with the agent CLIs"})
+	return out, err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no C library"
+	}
+	return s
 }
 
 // trustEnvironment makes sure the user confirmed this environment's
@@ -198,7 +276,7 @@ func (pl *Planner) Pull(ctx context.Context, ref, name, archName string, progres
 		return err
 	}
 	if im.Meta.OCI.Libc == "musl" {
-		return errors.New(ref + " is a musl (Alpine) image: Airlock's agent CLIs need glibc; use a Debian- or Ubuntu-based image")
+		pl.note("%s is a musl (Alpine) image: commands of its own run, but Airlock's agent CLIs need glibc (a Debian- or Ubuntu-based image)", ref)
 	}
 	return nil
 }

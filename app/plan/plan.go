@@ -279,8 +279,12 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	// yet: an explicit image, and a reply's (its sandbox's), win.
 	var env *Environment
 	if req.Image == "" && meta == nil {
+		withAgents := false
+		for _, ps := range presets {
+			withAgents = withAgents || needsAgentCLIs(ps.Image)
+		}
 		env, err = pl.Environment(ctx, EnvironmentRequest{Project: p.Project, Arch: req.Arch, TrustProject: req.TrustProject,
-			Progress: func(s string) { pl.note("%s", s) }, Output: pl.BuildOutput})
+			Progress: func(s string) { pl.note("%s", s) }, Output: pl.BuildOutput, WithAgents: withAgents})
 		if err != nil {
 			return nil, err
 		}
@@ -326,9 +330,15 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			o.Image = req.Image
 		}
 		if env != nil {
-			if o.Image == "" || o.Image == AgentsImage || env.Environment.Image == "" {
+			// An agent whose CLI is on the agent image runs on the
+			// environment with the agent layer on top (or on the
+			// environment itself when it builds on the agent image).
+			switch {
+			case !needsAgentCLIs(o.Image) || env.Environment.Image == "":
 				o.Image = env.Image
-			} else {
+			case env.AgentsImage != "":
+				o.Image = env.AgentsImage
+			default:
 				pl.note("the environment's image %s lacks the agent CLIs, so the agent runs on its own image %s", env.Image, o.Image)
 			}
 			o.Env = withEnvs(env.Env, o.Env)
@@ -385,6 +395,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
 	return p, nil
 }
+
+// needsAgentCLIs says whether an agent preset's image is there for the
+// agent CLIs on it (the full image or the agent image).
+func needsAgentCLIs(img string) bool { return img == image.FullName || img == AgentsImage }
 
 // imageEnv is an OCI image configuration's KEY=VALUE list as a map.
 func imageEnv(kvs []string) map[string]string {

@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"archive/tar"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// fakeMinimal puts a minimal image of made-up files into h: images made
+// from OCI images take its kernel and initramfs (nothing boots here).
+func fakeMinimal(t *testing.T, h string) *image.Image {
+	t.Helper()
+	dir := image.Dir(h, image.DefaultName, vm.AMD64)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := image.Meta{Format: image.MetaFormat, Name: image.DefaultName, Arch: vm.AMD64}
+	meta.Kernel.Size, meta.Initrd.Size = 6, 6
+	writeFile(t, filepath.Join(dir, image.KernelFile), "kernel")
+	writeFile(t, filepath.Join(dir, image.InitrdFile), "initrd")
+	f, err := os.Create(filepath.Join(dir, image.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := toml.NewEncoder(f).Encode(meta); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	im, err := image.Load(h, image.DefaultName, vm.AMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im
+}
+
+// TestAgentOnTheProjectsOwnImage plans an agent preset in a project whose
+// environment names an image of its own: the run boots that image with
+// the agent image's top layer stacked on it, made without a VM; a command
+// run boots the environment's image as it is; a musl image is refused for
+// agents with a message.
+func TestAgentOnTheProjectsOwnImage(t *testing.T) {
+	pl, notes := testPlanner(t, "")
+	boot := fakeMinimal(t, pl.Home)
+	reg := ocitest.NewRegistry(t)
+	st := oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()}
+	ctx := context.Background()
+
+	// The agent image, as a pull would leave it: its top layer is the
+	// agent layer.
+	agentsRef := reg.Push(t, "airlock/agents:1", ocitest.Image(t, "amd64", nil,
+		ocitest.Layer(t, ocitest.Entry{Name: "etc/debian_version", Body: "12\n"}),
+		ocitest.Layer(t, ocitest.Entry{Name: "opt/airlock/bin/", Type: tar.TypeDir}, ocitest.Entry{Name: "opt/airlock/bin/claude", Body: "cli", Mode: 0o755})))
+	pulled, err := st.Pull(ctx, agentsRef, oci.PullOptions{Arch: vm.AMD64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: AgentsImage, Boot: boot, Store: st, Image: pulled}); err != nil {
+		t.Fatal(err)
+	}
+
+	glibc := reg.Push(t, "team/go:1", ocitest.Image(t, "amd64", []string{"PATH=/usr/local/go/bin:/usr/bin:/bin"},
+		ocitest.Layer(t, ocitest.Entry{Name: "lib64/ld-linux-x86-64.so.2", Body: "ld"}, ocitest.Entry{Name: "usr/local/go/bin/go", Body: "go", Mode: 0o755})))
+	proj := t.TempDir()
+	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+glibc+"\"\n[environment.env]\nPROJECT = \"yes\"\n")
+
+	p, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x"})
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, strings.Join(*notes, "\n"))
+	}
+	defer p.Close()
+	o := p.Runs[0]
+	if !strings.HasPrefix(o.Image, "envbase-") || !strings.HasSuffix(o.Image, "-agents") {
+		t.Fatalf("the agent runs on %q, want the environment's image with the agent layer", o.Image)
+	}
+	im, err := image.Load(pl.Home, o.Image, vm.AMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := pulled.Layers[len(pulled.Layers)-1].Digest
+	if got := im.Meta.OCI.Extra; len(got) != 1 || got[0] != layer {
+		t.Errorf("extra layers %q, want the agent layer %s", got, layer)
+	}
+	if o.Env["PROJECT"] != "yes" || !strings.HasPrefix(o.Env["PATH"], "/usr/local/go/bin") {
+		t.Errorf("env %v: want the environment's and the image's variables", o.Env)
+	}
+	// Planned again: the stacked image is reused.
+	p2, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.Close()
+	if p2.Runs[0].Image != o.Image || strings.Count(strings.Join(*notes, "\n"), "adding the agent CLIs") != 1 {
+		t.Errorf("the stacked image was made again:\n%s", strings.Join(*notes, "\n"))
+	}
+	// A command runs on the environment's image itself.
+	p3, err := pl.Run(ctx, Request{Project: proj, Command: []string{"go", "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p3.Close()
+	if img := p3.Runs[0].Image; !strings.HasPrefix(img, "envbase-") || strings.HasSuffix(img, "-agents") {
+		t.Errorf("a command runs on %q", img)
+	}
+
+	// A musl image gets no agent layer: the planner says why.
+	musl := reg.Push(t, "team/alpine:1", ocitest.Image(t, "amd64", nil, ocitest.Layer(t, ocitest.Entry{Name: "lib/ld-musl-x86_64.so.1", Body: "ld"})))
+	proj2 := t.TempDir()
+	writeFile(t, filepath.Join(proj2, "airlock.toml"), "[environment]\nimage = \""+musl+"\"\n")
+	if _, err := pl.Run(ctx, Request{Project: proj2, Agents: []string{"claude"}, Prompt: "x"}); err == nil || !strings.Contains(err.Error(), "musl") {
+		t.Errorf("an agent on a musl environment: %v", err)
+	}
+	// Its own commands run there.
+	p4, err := pl.Run(ctx, Request{Project: proj2, Command: []string{"true"}})
+	if err != nil {
+		t.Fatalf("a command on a musl environment: %v", err)
+	}
+	p4.Close()
+}
