@@ -105,7 +105,7 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		return nil, err
 	}
 	for _, w := range spec.Warnings {
-		pl.note("environment %s: %s", spec.Source, w)
+		pl.note("%s", w) // each names its file
 	}
 	arch := vm.Arch(pl.arch(req.Arch))
 	progress := func(s string) {

@@ -89,8 +89,8 @@ func TestPullKeepsLayersOnceAndVerified(t *testing.T) {
 		Progress: func(p Progress) { seen = append(seen, p) }}); err != nil {
 		t.Fatal(err)
 	}
-	if seen[0].Bytes != 0 || seen[0].LayersDone != 2 {
-		t.Errorf("second pull: %+v, want nothing to fetch", seen[0])
+	if seen[0].Bytes != 0 || seen[0].LayersDone != 2 || seen[0].String() != "all 2 layers already here" {
+		t.Errorf("second pull: %+v (%q), want nothing to fetch", seen[0], seen[0])
 	}
 	if n := reg.Requests() - requests; n > 4 {
 		t.Errorf("second pull made %d requests, want only the manifest and config", n)

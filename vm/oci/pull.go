@@ -56,6 +56,9 @@ type Progress struct {
 }
 
 func (p Progress) String() string {
+	if p.Bytes == 0 && p.LayersDone == p.Layers {
+		return fmt.Sprintf("all %d layers already here", p.Layers)
+	}
 	return fmt.Sprintf("pulling %d/%d layers, %s/%s", p.LayersDone, p.Layers, mb(p.BytesDone), mb(p.Bytes))
 }
 
