@@ -104,8 +104,12 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	if err != nil || !strings.Contains(out, "with the agent CLIs: image envbase-") {
 		t.Fatalf("env build --with-agents: %v\n%s", err, out)
 	}
-	envAgents := out[strings.Index(out, "image envbase-")+len("image "):]
-	envAgents = strings.TrimSpace(envAgents[:strings.IndexByte(envAgents, '\n')])
+	const with = "with the agent CLIs: image "
+	envAgents := out[strings.Index(out, with)+len(with):]
+	if i := strings.IndexByte(envAgents, '\n'); i >= 0 {
+		envAgents = envAgents[:i]
+	}
+	envAgents = strings.TrimSpace(envAgents)
 	out, err = asNobody("exec", "--arch", "amd64", "--image", envAgents, "--", "sh", "-c",
 		`claude --version; gemini --version; node --version; command -v git || echo no-git`)
 	if err != nil {
