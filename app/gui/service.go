@@ -170,7 +170,13 @@ func (req RunRequest) Request() plan.Request {
 }
 
 func (s *StoreService) Run(ctx context.Context, req RunRequest) (*pipeline.RunResult, error) {
-	p, err := s.plan(ctx, req.Request())
+	r := req.Request()
+	if req.Progress != nil {
+		// A project's environment is built while the run is planned:
+		// the run view shows it as the image step.
+		r.Progress = func(msg string) { req.Progress(pipeline.Progress{Step: pipeline.StepImage, Message: msg}) }
+	}
+	p, err := s.plan(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -203,9 +209,10 @@ func (s *StoreService) plan(ctx context.Context, r plan.Request) (*plan.Plan, er
 // words.
 func appError(err error) error {
 	var untrusted *plan.UntrustedError
+	var untrustedEnv *plan.UntrustedEnvironmentError
 	switch {
 	case err == nil:
-	case errors.As(err, &untrusted):
+	case errors.As(err, &untrusted), errors.As(err, &untrustedEnv):
 		return fmt.Errorf("%w\n(run airlock trust in a terminal, then start the run again)", err)
 	case errors.Is(err, sandbox.ErrRunning):
 		return fmt.Errorf("%w: press Stop in its run window first", err)

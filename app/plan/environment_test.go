@@ -74,9 +74,13 @@ func TestAgentOnTheProjectsOwnImage(t *testing.T) {
 	proj := t.TempDir()
 	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+glibc+"\"\n[environment.env]\nPROJECT = \"yes\"\n")
 
-	p, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x"})
+	var progress []string
+	p, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x", Progress: func(s string) { progress = append(progress, s) }})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, strings.Join(*notes, "\n"))
+	}
+	if all := strings.Join(progress, "\n"); !strings.Contains(all, "pulling "+glibc) || !strings.Contains(all, "adding the agent CLIs") {
+		t.Errorf("the request's progress did not see the environment made:\n%s", all)
 	}
 	defer p.Close()
 	o := p.Runs[0]

@@ -125,6 +125,9 @@ type Request struct {
 	NoVerify bool
 	// NoCache gives the run no dependency caches (see pipeline.CacheEnv).
 	NoCache bool
+	// Progress, if set, also receives what planning does that takes a
+	// while (the project's environment pulled or built), as it happens.
+	Progress func(string)
 	// Keep leaves the VM running after the run.
 	Keep bool
 	// FanOut runs every agent (or the command) this many times; zero
@@ -283,8 +286,14 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		for _, ps := range presets {
 			withAgents = withAgents || needsAgentCLIs(ps.Image)
 		}
+		progress := func(s string) {
+			pl.note("%s", s)
+			if req.Progress != nil {
+				req.Progress(s)
+			}
+		}
 		env, err = pl.Environment(ctx, EnvironmentRequest{Project: p.Project, Arch: req.Arch, TrustProject: req.TrustProject,
-			Progress: func(s string) { pl.note("%s", s) }, Output: pl.BuildOutput, WithAgents: withAgents})
+			Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents})
 		if err != nil {
 			return nil, err
 		}
