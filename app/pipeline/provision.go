@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
 )
@@ -33,11 +34,13 @@ type SetupStep struct {
 	Argv  []string
 }
 
+// String is the step as people read it, on one line: a project's setup
+// command is untrusted text, so control characters are shown, not sent.
 func (s SetupStep) String() string {
 	if s.Shell != "" {
-		return s.Shell
+		return safetext.Line(s.Shell)
 	}
-	return strings.Join(s.Argv, " ")
+	return safetext.Line(strings.Join(s.Argv, " "))
 }
 
 // AptStep installs Debian packages the way a provisioning step does:
@@ -220,7 +223,7 @@ func captureLayer(ctx context.Context, c *client.Client, dir string) (string, er
 	}
 	if err != nil {
 		os.Remove(path)
-		return "", fmt.Errorf("provision: keep the steps' changes: %w %s", err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
 	}
 	return path, nil
 }

@@ -81,11 +81,10 @@ func (e *UntrustedEnvironmentError) Error() string {
 	return b.String()
 }
 
+// stepText is a setup step as people read it (safetext: the project's
+// files are untrusted).
 func stepText(s envspec.Step) string {
-	if s.Shell != "" {
-		return s.Shell
-	}
-	return strings.Join(s.Argv, " ")
+	return pipeline.SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
 }
 
 // TrustKey is the trust store's entry for a project's environment: the
