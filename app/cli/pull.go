@@ -11,7 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/bytesize"
-	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
 )
@@ -54,22 +54,14 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
 			if err != nil {
 				return err
 			}
-			boot, err := image.Find(home.ImageRoots(h), image.DefaultName, vm.Arch(arch))
-			if err != nil {
-				return fmt.Errorf("the minimal image boots pulled images: %w", err)
-			}
-			p := e.newProgress()
-			defer p.Done("")
-			p.Step("pulling " + args[0] + " for linux/" + arch)
-			store := oci.Store{Dir: home.Layout{Root: h}.OCI()}
-			pulled, err := store.Pull(cmd.Context(), args[0], oci.PullOptions{Arch: vm.Arch(arch), Insecure: insecure,
-				Progress: func(pr oci.Progress) { p.Update(pr.String()) }})
+			pl, err := e.planner(h, lockio.NewWriter(e.stderr))
 			if err != nil {
 				return err
 			}
-			p.Step("writing the layers as a disk")
-			im, err := image.FromOCI(cmd.Context(), h, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled,
-				Progress: func(ev image.Progress) { p.Update(buildMessage(ev)) }})
+			p := e.newProgress()
+			defer p.Done("")
+			im, err := pl.Pull(cmd.Context(), plan.PullRequest{Ref: args[0], Name: name, Arch: arch, Insecure: insecure,
+				Progress: func(s string) { p.Update(s) }})
 			p.Done("")
 			if err != nil {
 				return err
@@ -78,11 +70,9 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
 			if e.json {
 				return e.printJSON(info)
 			}
+			o := im.Meta.OCI
 			fmt.Fprintf(e.stdout, "pulled %s as image %s (%s)\n  digest  %s\n  disk    %s, %d layers\n",
-				pulled.Name, im.Name, pulled.Platform, pulled.Digest, bytesize.Format(im.Meta.Lower.Size), len(pulled.Layers))
-			if libc := im.Meta.OCI.Libc; libc != "glibc" {
-				e.note("warning: %s has no glibc loader (%s): commands of its own run, but the agent CLIs Airlock adds need glibc; use a Debian- or Ubuntu-based image for them", pulled.Name, orNone(libc))
-			}
+				o.Name, im.Name, o.Platform, o.Digest, bytesize.Format(im.Meta.Lower.Size), len(o.Layers))
 			fmt.Fprintf(e.stdout, "run with: airlock run --image %s -- CMD\n", im.Name)
 			return nil
 		},
@@ -91,13 +81,6 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
 	cmd.Flags().StringVar(&name, "name", "", "the guest image's name (default: from the repository and tag)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a registry served over plain HTTP (a local one)")
 	return cmd
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "no C library loader"
-	}
-	return s
 }
 
 // imageNameOf makes a guest image name of a reference: its repository's

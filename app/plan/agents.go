@@ -124,7 +124,7 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 func (pl *Planner) BuildAgents(ctx context.Context, base, archName string, progress func(string), output io.Writer) (*image.Image, string, error) {
 	arch := vm.Arch(pl.arch(archName))
 	baseName := AgentsImage + "-base"
-	if err := pl.Pull(ctx, base, baseName, string(arch), progress); err != nil {
+	if _, err := pl.Pull(ctx, PullRequest{Ref: base, Name: baseName, Arch: string(arch), Progress: progress}); err != nil {
 		return nil, "", err
 	}
 	var im *image.Image
@@ -173,7 +173,7 @@ func (pl *Planner) EnsureAgents(ctx context.Context, archName string, progress f
 	}
 	ref := AgentsRef(pl.AgentsRepo, arch)
 	progress("the agent CLIs need the agent image: pulling " + ref)
-	perr := pl.Pull(ctx, ref, AgentsImage, string(arch), progress)
+	_, perr := pl.Pull(ctx, PullRequest{Ref: ref, Name: AgentsImage, Arch: string(arch), Progress: progress})
 	if perr == nil {
 		return nil
 	}

@@ -116,7 +116,7 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	if spec.Image != "" {
 		base = envBaseName(spec.Image)
 		if _, err := image.Find(pl.imageRoots(), base, arch); err != nil || req.Rebuild {
-			if err := pl.Pull(ctx, spec.Image, base, string(arch), progress); err != nil {
+			if _, err := pl.Pull(ctx, PullRequest{Ref: spec.Image, Name: base, Arch: string(arch), Progress: progress}); err != nil {
 				return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
 			}
 		}
@@ -192,7 +192,7 @@ func (pl *Planner) withAgentLayer(ctx context.Context, name, arch string, progre
 		return "", fmt.Errorf("image %s is not made from an OCI image", name)
 	}
 	if im.Meta.OCI.Libc != "glibc" {
-		return "", fmt.Errorf("the agent CLIs need glibc, and image %s (%s) has %s: base the environment on a Debian- or Ubuntu-based image", name, im.Meta.OCI.Ref, orNone(im.Meta.OCI.Libc))
+		return "", fmt.Errorf("the agent CLIs need glibc, and image %s (%s) has %s (a musl image, such as Alpine, cannot run them): base the environment on a Debian- or Ubuntu-based image", name, im.Meta.OCI.Ref, orNone(im.Meta.OCI.Libc))
 	}
 	if err := pl.EnsureAgents(ctx, arch, progress); err != nil {
 		return "", err
@@ -254,30 +254,47 @@ func (pl *Planner) trustEnvironment(project string, spec *envspec.Environment, c
 	return nil
 }
 
-// Pull fetches ref for arch (empty: the Planner's) and makes it image
-// name. progress receives each step and the download's progress.
-func (pl *Planner) Pull(ctx context.Context, ref, name, archName string, progress func(string)) error {
-	arch := vm.Arch(pl.arch(archName))
+// PullRequest asks for an OCI image made a guest image.
+type PullRequest struct {
+	// Ref is the reference; Name the guest image to make; Arch the
+	// guest's (empty: the Planner's).
+	Ref, Name, Arch string
+	// Insecure allows a registry served over plain HTTP.
+	Insecure bool
+	// Progress receives each step and the download's progress.
+	Progress func(string)
+}
+
+// Pull fetches an OCI image for the guest's platform into the content
+// store and makes it a guest image (image.FromOCI), booted by the minimal
+// image. An image without glibc is noted: its own commands run, the
+// agent CLIs do not.
+func (pl *Planner) Pull(ctx context.Context, req PullRequest) (*image.Image, error) {
+	arch := vm.Arch(pl.arch(req.Arch))
+	progress := req.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
 	boot, err := image.Find(pl.imageRoots(), image.DefaultName, arch)
 	if err != nil {
-		return fmt.Errorf("the minimal image boots pulled images: %w", err)
+		return nil, fmt.Errorf("the minimal image boots pulled images: %w", err)
 	}
 	store := oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()}
-	progress("pulling " + ref)
-	pulled, err := store.Pull(ctx, ref, oci.PullOptions{Arch: arch,
+	progress("pulling " + req.Ref + " for linux/" + string(arch))
+	pulled, err := store.Pull(ctx, req.Ref, oci.PullOptions{Arch: arch, Insecure: req.Insecure,
 		Progress: func(p oci.Progress) { progress(p.String()) }})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	progress("writing " + ref + " as a disk")
-	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: name, Boot: boot, Store: store, Image: pulled, Label: "pulled " + ref})
+	progress("writing " + req.Ref + " as a disk")
+	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: req.Name, Boot: boot, Store: store, Image: pulled, Label: "pulled " + req.Ref})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if im.Meta.OCI.Libc == "musl" {
-		pl.note("%s is a musl (Alpine) image: commands of its own run, but Airlock's agent CLIs need glibc (a Debian- or Ubuntu-based image)", ref)
+	if libc := im.Meta.OCI.Libc; libc != "glibc" {
+		pl.note("warning: %s has no glibc loader (%s): commands of its own run, but the agent CLIs Airlock adds need glibc; use a Debian- or Ubuntu-based image for them", pulled.Name, orNone(libc))
 	}
-	return nil
+	return im, nil
 }
 
 // envBaseName is the guest image a pulled environment base is kept as.
