@@ -36,6 +36,7 @@ const (
 	qmpFD     = 3 // listening QMP socket (StateDir/qmp.sock)
 	linkFD    = 4 // listening serial-link socket, serial links only
 	consoleFD = 5 // the write end of the console pipe, read by the backend
+	ramFD     = 6 // the memfd holding shared guest RAM (Memory.Shared)
 )
 
 // Default file names inside Spec.StateDir.
@@ -67,6 +68,24 @@ type Host struct {
 	QBoot string
 	// CID is the guest's vsock context ID (vsock links only, >= 3).
 	CID uint32
+	// Memory says what holds the guest's RAM.
+	Memory Memory
+}
+
+// Memory is what holds a machine's RAM on the host. The zero value is
+// anonymous memory, except with virtio-fs shares, whose vhost-user devices
+// map guest memory: then it is a shared memfd QEMU makes.
+type Memory struct {
+	// File is the RAM file of a saved machine (Save writes it beside the
+	// state), mapped private: pages are read from it when the guest first
+	// touches them, and the guest's writes go to private copies, never to
+	// the file. Several machines can map one file at once and share the
+	// pages they only read.
+	File string
+	// Shared puts fresh RAM in a memfd the backend makes and hands QEMU
+	// as fd ramFD, mapped shared, so that Save can copy it out while the
+	// machine is paused instead of streaming it (Linux only).
+	Shared bool
 }
 
 // Binary is the QEMU system emulator program for a guest architecture.
@@ -153,7 +172,8 @@ func checkSocketPath(what, path, goos string) error {
 // (like exec.Cmd.Args). spec should have its defaults filled in
 // (vm.Spec.WithDefaults); Args checks nothing on disk. The QMP listener
 // must be passed to QEMU as fd 3, for serial links the link listener as
-// fd 4, and the write end of the console pipe as fd 5.
+// fd 4, the write end of the console pipe as fd 5, and with Memory.Shared
+// the RAM's memfd as fd 6.
 func Args(spec vm.Spec, host Host) ([]string, error) {
 	var errs []error
 	prog, err := Binary(spec.Arch)
@@ -192,6 +212,9 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	if err := checkShares(spec); err != nil {
 		errs = append(errs, err)
 	}
+	if host.Memory.File != "" && (host.Memory.Shared || len(spec.Shares) > 0) {
+		errs = append(errs, errors.New("a machine restored from a RAM file maps it private: it cannot share its RAM too"))
+	}
 	for i, sh := range spec.Shares {
 		if err := checkSocketPath("virtiofs share "+sh.Tag, ShareSocket(spec, i), host.OS); err != nil {
 			errs = append(errs, err)
@@ -211,12 +234,9 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	a := []string{prog}
 	add := func(s ...string) { a = append(a, s...) }
 
-	// vhost-user devices (virtiofsd) map guest memory, so with shares the
-	// guest RAM is a shared memfd instead of anonymous memory.
-	memBackend := ""
-	if len(spec.Shares) > 0 {
-		memBackend = ",memory-backend=mem"
-	}
+	// The RAM is always the memory backend "mem", whatever holds it: a
+	// saved machine restores into RAM held otherwise (Memory).
+	memBackend := ",memory-backend=mem"
 	var console string
 	switch spec.Arch {
 	case vm.AMD64:
@@ -243,9 +263,7 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	}
 	add("-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
 	add("-nodefaults", "-no-user-config", "-nographic", "-no-reboot")
-	if memBackend != "" {
-		add("-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", mem))
-	}
+	add("-object", memoryObject(host.Memory, len(spec.Shares) > 0, mem))
 	if spec.Name != "" {
 		add("-name", "guest=airlock-"+escape(spec.Name))
 	}
@@ -294,6 +312,20 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 			"-device", "virtserialport,chardev=link,name="+SerialPortName)
 	}
 	return a, nil
+}
+
+// memoryObject is the -object option of the memory backend "mem" of
+// mib MiB held as m says; shares need it shared.
+func memoryObject(m Memory, shares bool, mib int) string {
+	switch {
+	case m.File != "":
+		return fmt.Sprintf("memory-backend-file,id=mem,size=%dM,mem-path=%s,share=off", mib, escape(m.File))
+	case m.Shared:
+		return fmt.Sprintf("memory-backend-file,id=mem,size=%dM,mem-path=/dev/fd/%d,share=on", mib, ramFD)
+	case shares:
+		return fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", mib)
+	}
+	return fmt.Sprintf("memory-backend-ram,id=mem,size=%dM", mib)
 }
 
 // escape doubles commas, QEMU's quoting inside option values.

@@ -37,8 +37,9 @@ func TestArgs(t *testing.T) {
 			spec: base.WithDefaults(vm.AMD64),
 			host: tcg,
 			want: cat(
-				[]string{"qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
 				common("1", "512"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=512M"},
 				[]string{"-name", "guest=airlock-t1",
 					"-kernel", "/img/vmlinux", "-initrd", "/img/initrd", "-append", "console=ttyS0 panic=-1 quiet",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
@@ -54,8 +55,9 @@ func TestArgs(t *testing.T) {
 				Disks: []vm.Disk{{Path: "/d/root.img", ReadOnly: true}, {Path: "/d/work.qcow2", Format: "qcow2"}}},
 			host: Host{Accel: KVM, Arch: vm.AMD64, OS: "linux", Vsock: true, CID: 42},
 			want: cat(
-				[]string{"qemu-system-x86_64", "-machine", "q35", "-accel", "kvm", "-cpu", "host"},
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-accel", "kvm", "-cpu", "host"},
 				common("2", "1024"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=1024M"},
 				[]string{"-name", "guest=airlock-a,,b=c",
 					"-kernel", "/k", "-append", "console=ttyS0",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
@@ -74,8 +76,9 @@ func TestArgs(t *testing.T) {
 				Cmdline: "airlock.net=dhcp airlock.disk=vda:/workspace", Disks: []vm.Disk{{Path: "/h/sandboxes/sb/disk.img", Format: "raw"}}},
 			host: tcg,
 			want: cat(
-				[]string{"qemu-system-x86_64", "-machine", "q35", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-bios", "/usr/share/qemu/qboot.rom", "-accel", "tcg", "-cpu", "max"},
 				common("2", "2048"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=2048M"},
 				[]string{"-name", "guest=airlock-sb",
 					"-kernel", "/k", "-append", "console=ttyS0 airlock.net=dhcp airlock.disk=vda:/workspace",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
@@ -90,8 +93,9 @@ func TestArgs(t *testing.T) {
 			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", Link: vm.Link{Kind: vm.LinkSerial, SocketPath: "/run/l.sock"}},
 			host: Host{Accel: TCG, Arch: vm.AMD64, Vsock: true, CID: 9},
 			want: cat(
-				[]string{"qemu-system-x86_64", "-machine", "q35", "-accel", "tcg", "-cpu", "max"},
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-accel", "tcg", "-cpu", "max"},
 				common("1", "512"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=512M"},
 				[]string{"-kernel", "/k", "-append", "console=ttyS0",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
 					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
@@ -103,8 +107,9 @@ func TestArgs(t *testing.T) {
 			spec: vm.Spec{Arch: vm.ARM64, Kernel: "/Image", Cmdline: "panic=-1", StateDir: "/s"},
 			host: tcg,
 			want: cat(
-				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=3", "-accel", "tcg", "-cpu", "max"},
+				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=3,memory-backend=mem", "-accel", "tcg", "-cpu", "max"},
 				common("1", "512"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=512M"},
 				[]string{"-kernel", "/Image", "-append", "console=ttyAMA0 panic=-1",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
 					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
@@ -116,8 +121,9 @@ func TestArgs(t *testing.T) {
 			spec: vm.Spec{Arch: vm.ARM64, Kernel: "/Image", StateDir: "/s", Link: vm.Link{Kind: vm.LinkVsock, Port: 1}},
 			host: Host{Accel: KVM, Arch: vm.ARM64, OS: "linux", Vsock: true, CID: 3},
 			want: cat(
-				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=host", "-accel", "kvm", "-cpu", "host"},
+				[]string{"qemu-system-aarch64", "-machine", "virt,gic-version=host,memory-backend=mem", "-accel", "kvm", "-cpu", "host"},
 				common("1", "512"),
+				[]string{"-object", "memory-backend-ram,id=mem,size=512M"},
 				[]string{"-kernel", "/Image", "-append", "console=ttyAMA0",
 					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
 					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
@@ -159,6 +165,37 @@ func TestArgs(t *testing.T) {
 					"-chardev", "socket,id=fs1,path=/s,,t/fs1.sock", "-device", "vhost-user-fs-pci,chardev=fs1,tag=b.2",
 					"-device", "vhost-vsock-pci,guest-cid=3"}),
 		},
+		{
+			// A booted machine's RAM is a memfd the backend hands QEMU,
+			// so that Save can copy it out.
+			name: "amd64 tcg shared RAM",
+			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", MemoryMiB: 2048},
+			host: Host{Accel: TCG, Arch: vm.AMD64, OS: "linux", Memory: Memory{Shared: true}},
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-accel", "tcg", "-cpu", "max"},
+				common("1", "2048"),
+				[]string{"-object", "memory-backend-file,id=mem,size=2048M,mem-path=/dev/fd/6,share=on",
+					"-kernel", "/k", "-append", "console=ttyS0",
+					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci"},
+				serial),
+		},
+		{
+			// A restored machine maps its saved RAM file private.
+			name: "amd64 tcg RAM file",
+			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s"},
+			host: Host{Accel: TCG, Arch: vm.AMD64, OS: "linux", Memory: Memory{File: "/warm/a,b/state.ram"}},
+			want: cat(
+				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-accel", "tcg", "-cpu", "max"},
+				common("1", "512"),
+				[]string{"-object", "memory-backend-file,id=mem,size=512M,mem-path=/warm/a,,b/state.ram,share=off",
+					"-kernel", "/k", "-append", "console=ttyS0",
+					"-chardev", "file,id=console,path=/dev/fd/5", "-serial", "chardev:console",
+					"-chardev", "socket,id=qmp,fd=3,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+					"-nic", "none", "-device", "virtio-rng-pci"},
+				serial),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,6 +221,10 @@ func TestArgsErrors(t *testing.T) {
 		contains []string
 		is       error
 	}{
+		{name: "RAM file and shared RAM", host: func(h Host) Host { h.Memory = Memory{File: "/r", Shared: true}; return h },
+			contains: []string{"RAM file", "cannot share"}},
+		{name: "RAM file and a share", spec: func(s vm.Spec) vm.Spec { s.Shares = []vm.Share{{Tag: "w", HostPath: "/w"}}; return s },
+			host: func(h Host) Host { h.Memory = Memory{File: "/r"}; return h }, contains: []string{"RAM file"}},
 		{name: "vsock without vhost-vsock", spec: func(s vm.Spec) vm.Spec { s.Link = vm.Link{Kind: vm.LinkVsock, Port: 1}; return s },
 			contains: []string{"/dev/vhost-vsock"}, is: vm.ErrNotSupported},
 		{name: "qmp socket too long", spec: func(s vm.Spec) vm.Spec { s.StateDir = long; return s },

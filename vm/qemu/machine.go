@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,6 +43,9 @@ type machine struct {
 	spec     vm.Spec      // what it was started with (defaults applied)
 	host     Host
 	args     []string // QEMU's command line, without -incoming
+	// ram is the memfd holding the guest RAM (Memory.Shared), shared with
+	// QEMU: Save copies it out. Closed once QEMU is gone.
+	ram *os.File
 	// incoming: QEMU waits for a saved state (Restore); the machine stays
 	// Starting until the state is loaded and the guest runs.
 	incoming bool
@@ -133,6 +137,24 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 			con.abort()
 		}
 	}()
+	if host.Memory.Shared {
+		mem := spec.MemoryMiB
+		if mem == 0 {
+			mem = vm.DefaultMemoryMiB
+		}
+		ram, err := newRAM(int64(mem) << 20)
+		if err != nil {
+			removeAll(sockets)
+			return nil, err
+		}
+		defer func() {
+			if !started {
+				ram.Close()
+			}
+		}()
+		// fd ramFD; not in files, which are closed once QEMU has them.
+		m.ram = ram
+	}
 
 	// One virtiofsd per share, each on a socket bound here, before QEMU
 	// connects to it.
@@ -156,6 +178,9 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 
 	cmd := exec.Command(prog, qargs...)
 	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD, fd 5 = consoleFD
+	if m.ram != nil {
+		cmd.ExtraFiles = append(slices.Clone(files), m.ram) // fd 6 = ramFD
+	}
 	cmd.Stdout, cmd.Stderr = m.out, m.out
 	cmd.Dir = spec.StateDir
 	cmd.SysProcAttr = sysProcAttr()
@@ -293,6 +318,9 @@ func (m *machine) supervise(ctx context.Context, sockets []string) {
 	close(exited)
 	cancel()
 	m.killHelpers()
+	if m.ram != nil {
+		m.ram.Close()
+	}
 	// QEMU is gone, so QMP reads end at EOF once the last events (SHUTDOWN
 	// and its reason) are read. The deadline covers a helper process that
 	// inherited the socket and keeps it open.

@@ -277,7 +277,8 @@ func (b *Backend) notice(msg string) {
 // host gathers what Args needs for spec.
 func (b *Backend) host(ctx context.Context, prog string, spec vm.Spec) (Host, Choice) {
 	c := b.accel(ctx, prog, spec)
-	h := Host{Accel: c.Accel, Arch: hostArch(), OS: runtime.GOOS, Vsock: hostVsock(b.root)}
+	// Shared RAM lets Save write it to a file that restores map on demand.
+	h := Host{Accel: c.Accel, Arch: hostArch(), OS: runtime.GOOS, Vsock: hostVsock(b.root), Memory: Memory{Shared: sharedRAM}}
 	if spec.Arch == vm.AMD64 {
 		if p := filepath.Join(b.cfg.FirmwareDir, "qboot.rom"); regular(p) {
 			h.QBoot = p

@@ -214,8 +214,9 @@ func (f *fakeQMP) serve(conn net.Conn) {
 // migration is a MIGRATION event with status s.
 func migration(s string) string { return `MIGRATION {"status": "` + s + `"}` }
 
-// checkEventsCapability fails the test unless args turn the events
-// migration capability on.
+// checkEventsCapability fails the test unless args turn on the events
+// migration capability and x-ignore-shared, the one that keeps shared RAM
+// out of the stream (both sides must set it alike).
 func checkEventsCapability(t *testing.T, args json.RawMessage) {
 	var a struct {
 		Capabilities []struct {
@@ -223,9 +224,10 @@ func checkEventsCapability(t *testing.T, args json.RawMessage) {
 			State      bool   `json:"state"`
 		} `json:"capabilities"`
 	}
-	if err := json.Unmarshal(args, &a); err != nil || len(a.Capabilities) != 1 ||
-		a.Capabilities[0].Capability != "events" || !a.Capabilities[0].State {
-		t.Errorf("migrate-set-capabilities %s, want the events capability on", args)
+	if err := json.Unmarshal(args, &a); err != nil || len(a.Capabilities) != 2 ||
+		a.Capabilities[0].Capability != "events" || !a.Capabilities[0].State ||
+		a.Capabilities[1].Capability != "x-ignore-shared" || !a.Capabilities[1].State {
+		t.Errorf("migrate-set-capabilities %s, want events and x-ignore-shared on", args)
 	}
 }
 

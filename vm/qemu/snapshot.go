@@ -31,16 +31,34 @@ import (
 // command line it builds from it is the saved one: a migration stream only
 // loads into the same devices, and the accelerator and firmware are host
 // choices a spec does not name.
+//
+// The guest RAM does not go through the stream when it can be copied out
+// instead. A booted machine's RAM is a memfd shared with the backend
+// (Memory.Shared); Save migrates with QEMU's x-ignore-shared capability,
+// which leaves shared RAM out of the stream, and copies the memfd into a
+// sparse file beside the state (path + RAMSuffix) while the machine is
+// still paused. Restore maps that file private (Memory.File): the guest
+// reads pages from it as it touches them and writes into private copies,
+// so a restored machine holds only what it uses, the file never changes,
+// and machines restored from one file share the pages they only read (the
+// host's page cache). A restored machine's RAM is that private mapping,
+// which cannot be copied out: its own Save streams the RAM as before, and
+// such a state restores into anonymous memory.
 
 // SavedSuffix is appended to a state file's path to name the file that
 // describes the saved machine.
 const SavedSuffix = ".qemu.json"
 
+// RAMSuffix is appended to a state file's path to name the file holding
+// the saved machine's RAM, when it is not in the state (SavedMachine.RAMFile).
+const RAMSuffix = ".ram"
+
 // incomingArgs make QEMU wait for a migrate-incoming instead of booting.
 var incomingArgs = []string{"-incoming", "defer"}
 
-// savedVersion is the version of SavedMachine's format.
-const savedVersion = 1
+// savedVersion is the version of SavedMachine's format. Version 1 had
+// the RAM in the stream, without x-ignore-shared.
+const savedVersion = 2
 
 // SavedMachine is what Restore needs besides the spec: the host choices
 // the saved machine ran with and its command line.
@@ -51,6 +69,9 @@ type SavedMachine struct {
 	QBoot   string   `json:"qboot,omitempty"`
 	Vsock   bool     `json:"vsock,omitempty"`
 	Args    []string `json:"args"`
+	// RAMFile says the RAM is in the file path + RAMSuffix, not in the
+	// state.
+	RAMFile bool `json:"ram_file,omitempty"`
 }
 
 // shellQuote quotes s for /bin/sh.
@@ -68,6 +89,7 @@ var (
 	cidArg     = regexp.MustCompile(`^(vhost-vsock-pci,guest-cid=)\d+$`)
 	consoleArg = regexp.MustCompile(`^(file,id=console,path=)(?:[^,]|,,)*$`)
 	driveArg   = regexp.MustCompile(`^(if=none,id=disk\d+,format=\w+,file=)(?:[^,]|,,)*((?:,readonly=on)?)$`)
+	memoryArg  = regexp.MustCompile(`^memory-backend-\w+,(id=mem,size=\d+M)(?:,.*)?$`)
 )
 
 // migrationArgs is a QEMU command line with what a migration stream does
@@ -86,6 +108,7 @@ func migrationArgs(args []string) []string {
 			a = cidArg.ReplaceAllString(a, "${1}*")
 			a = consoleArg.ReplaceAllString(a, "${1}*")
 			a = driveArg.ReplaceAllString(a, "${1}*${2}")
+			a = memoryArg.ReplaceAllString(a, "memory-backend-*,${1}")
 		}
 		out[i] = a
 	}
@@ -100,10 +123,12 @@ func at(s []string, i int) string {
 }
 
 // RestoreArgs is the command line that restores the machine saved as
-// saved from spec (defaults applied), with vsock guest cid cid, and the
-// host it assumes. It fails when spec does not describe the saved machine.
-// The guest re-reads its cid after a restore, so the cid may be a new one.
-func RestoreArgs(spec vm.Spec, saved SavedMachine, cid uint32, goos string) ([]string, Host, error) {
+// saved, its state at path, from spec (defaults applied), with vsock guest
+// cid cid, and the host it assumes. It fails when spec does not describe
+// the saved machine. The guest re-reads its cid after a restore, so the
+// cid may be a new one. The RAM is path + RAMSuffix mapped private when
+// the save wrote it there, else anonymous memory the state is loaded into.
+func RestoreArgs(spec vm.Spec, saved SavedMachine, path string, cid uint32, goos string) ([]string, Host, error) {
 	if saved.Version != savedVersion {
 		return nil, Host{}, fmt.Errorf("saved machine format %d, want %d: save the machine again with this Airlock", saved.Version, savedVersion)
 	}
@@ -111,6 +136,9 @@ func RestoreArgs(spec vm.Spec, saved SavedMachine, cid uint32, goos string) ([]s
 		return nil, Host{}, errShares(len(spec.Shares))
 	}
 	host := Host{Accel: saved.Accel, Arch: saved.Arch, OS: goos, Vsock: saved.Vsock, QBoot: saved.QBoot}
+	if saved.RAMFile {
+		host.Memory.File = path + RAMSuffix
+	}
 	if saved.Vsock {
 		host.CID = cid
 	}
@@ -128,10 +156,11 @@ func RestoreArgs(spec vm.Spec, saved SavedMachine, cid uint32, goos string) ([]s
 	return append(args, incomingArgs...), host, nil
 }
 
-// Save writes the machine's state to path, which must not exist, and its
-// description to path+SavedSuffix. A running machine is paused for the
-// save (QMP stop, migrate, cont) and runs again after it. Disks are not
-// saved: a restore expects them unchanged.
+// Save writes the machine's state to path, which must not exist, its
+// description to path+SavedSuffix and, for a booted machine on Linux, its
+// RAM to path+RAMSuffix. A running machine is paused for the save (QMP
+// stop, migrate, copy the RAM, cont) and runs again after it. Disks are
+// not saved: a restore expects them unchanged.
 func (m *machine) Save(ctx context.Context, path string) error {
 	if err := m.save(ctx, path); err != nil {
 		return fmt.Errorf("save qemu %s: %w", m.name, err)
@@ -147,7 +176,7 @@ func (m *machine) save(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{path, path + SavedSuffix} {
+	for _, p := range []string{path, path + SavedSuffix, path + RAMSuffix} {
 		if _, err := os.Lstat(p); err == nil {
 			return fmt.Errorf("%s already exists", p)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -160,8 +189,11 @@ func (m *machine) save(ctx context.Context, path string) error {
 	if q == nil || (st != vm.StateRunning && st != vm.StatePaused) {
 		return fmt.Errorf("not possible while %s: %w", st, vm.ErrNotRunning)
 	}
+	// x-ignore-shared leaves the shared memfd's RAM out of the stream; a
+	// restored machine's private RAM goes into it.
+	ramFile := m.ram != nil
 	desc, err := json.MarshalIndent(SavedMachine{Version: savedVersion, Accel: m.host.Accel, Arch: m.host.Arch,
-		QBoot: m.host.QBoot, Vsock: m.link == vm.LinkVsock, Args: m.args}, "", "  ")
+		QBoot: m.host.QBoot, Vsock: m.link == vm.LinkVsock, Args: m.args, RAMFile: ramFile}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -174,12 +206,21 @@ func (m *machine) save(ctx context.Context, path string) error {
 	}
 	// Write beside path and rename, so a failed save leaves nothing there.
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".saving")
+	tmpRAM := tmp + RAMSuffix
 	os.Remove(tmp)
+	os.Remove(tmpRAM)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		err = migrate(ctx, q, f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+	}
+	if err == nil && ramFile {
+		// The machine is still paused (postmigrate): the RAM is the one
+		// the state goes with.
+		if err = copyRAM(tmpRAM, m.ram); err != nil {
+			err = fmt.Errorf("copy the guest RAM: %w", err)
 		}
 	}
 	if wasRunning {
@@ -191,20 +232,31 @@ func (m *machine) save(ctx context.Context, path string) error {
 	if err == nil {
 		err = atomicfile.WriteFile(path+SavedSuffix, append(desc, '\n'), 0o600)
 	}
+	if err == nil && ramFile {
+		err = os.Rename(tmpRAM, path+RAMSuffix)
+	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
+		os.Remove(tmpRAM)
 		os.Remove(path + SavedSuffix)
+		os.Remove(path + RAMSuffix)
 		return err
 	}
 	return nil
 }
 
-// migrationEvents is the migration capability that makes QEMU report each
-// change of a migration's status as a MIGRATION event, on either side.
-var migrationEvents = map[string]any{"capabilities": []map[string]any{{"capability": "events", "state": true}}}
+// migrationCaps are the migration capabilities of both sides: events
+// makes QEMU report each change of a migration's status as a MIGRATION
+// event; x-ignore-shared leaves shared RAM out of the stream (the saving
+// side copies it into the RAM file, the restoring side maps that file),
+// and changes the stream's format, so both sides set it.
+var migrationCaps = map[string]any{"capabilities": []map[string]any{
+	{"capability": "events", "state": true},
+	{"capability": "x-ignore-shared", "state": true},
+}}
 
 // migrationStatus is the data of a MIGRATION event.
 type migrationStatus struct {
@@ -260,7 +312,7 @@ func migrate(ctx context.Context, q *qmp, w io.Writer) error {
 		endCopy()
 		return err
 	}
-	err = q.call(ctx, "migrate-set-capabilities", migrationEvents, nil)
+	err = q.call(ctx, "migrate-set-capabilities", migrationCaps, nil)
 	if err == nil {
 		err = q.call(ctx, "migrate", map[string]string{"uri": "fd:" + saveFD}, nil)
 	}
@@ -376,9 +428,14 @@ func (b *Backend) restore(ctx context.Context, spec vm.Spec, path string) (*mach
 	if saved.Accel == KVM && saved.Arch != hostArch() {
 		return nil, fmt.Errorf("%w: the machine was saved under KVM on a %s host; this host is %s", vm.ErrNotSupported, saved.Arch, hostArch())
 	}
-	_, host, err := RestoreArgs(spec, saved, 3+rand.Uint32N(1<<31-3), runtime.GOOS)
+	_, host, err := RestoreArgs(spec, saved, path, 3+rand.Uint32N(1<<31-3), runtime.GOOS)
 	if err != nil {
 		return nil, err
+	}
+	if f := host.Memory.File; f != "" {
+		if err := checkRAMFile(f, spec.MemoryMiB); err != nil {
+			return nil, err
+		}
 	}
 	prog, err := b.program(spec.Arch)
 	if err != nil {
@@ -403,6 +460,22 @@ func (b *Backend) restore(ctx context.Context, spec vm.Spec, path string) (*mach
 	return m, nil
 }
 
+// checkRAMFile checks that the RAM file at path holds mib MiB. QEMU would
+// refuse a shorter one, but it would grow an empty one (ftruncate): the
+// saved RAM must never change.
+func checkRAMFile(path string, mib int) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("saved RAM: %w (Save writes it next to the state file; save the machine again)", err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("saved RAM %s is not a regular file", path)
+	case fi.Size() != int64(mib)<<20:
+		return fmt.Errorf("saved RAM %s holds %d bytes, the machine has %d MiB: save the machine again", path, fi.Size(), mib)
+	}
+	return nil
+}
+
 // load feeds the saved state at path to a QEMU waiting with -incoming
 // defer and runs the guest.
 func (m *machine) load(ctx context.Context, path string) error {
@@ -414,7 +487,7 @@ func (m *machine) load(ctx context.Context, path string) error {
 	}
 	sub := q.subscribe("MIGRATION")
 	defer q.unsubscribe(sub)
-	if err := q.call(ctx, "migrate-set-capabilities", migrationEvents, nil); err != nil {
+	if err := q.call(ctx, "migrate-set-capabilities", migrationCaps, nil); err != nil {
 		return err
 	}
 	if err := q.call(ctx, "migrate-incoming", map[string]string{"uri": loadURI(path)}, nil); err != nil {

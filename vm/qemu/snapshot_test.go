@@ -43,7 +43,7 @@ func TestRestoreArgs(t *testing.T) {
 	}
 	saved := SavedMachine{Version: savedVersion, Accel: TCG, Arch: vm.AMD64, QBoot: "/q/qboot.rom", Args: args}
 
-	got, gotHost, err := RestoreArgs(spec, saved, 0, "linux")
+	got, gotHost, err := RestoreArgs(spec, saved, "/s/state", 0, "linux")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRestoreArgs(t *testing.T) {
 	}
 	vsaved := saved
 	vsaved.Vsock, vsaved.Args = true, vargs
-	got, gotHost, err = RestoreArgs(vspec, vsaved, 1234, "linux")
+	got, gotHost, err = RestoreArgs(vspec, vsaved, "/s/state", 1234, "linux")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRestoreArgs(t *testing.T) {
 	dsaved.Args = dargs
 	moved := dspec
 	moved.Name, moved.StateDir, moved.Disks = "t2", "/run/other", []vm.Disk{{Path: "/sandboxes/x/disk.img"}}
-	if got, _, err = RestoreArgs(moved, dsaved, 0, "linux"); err != nil {
+	if got, _, err = RestoreArgs(moved, dsaved, "/s/state", 0, "linux"); err != nil {
 		t.Errorf("restore into another run dir with another disk file: %v", err)
 	} else if j := strings.Join(got, " "); !strings.Contains(j, "file=/sandboxes/x/disk.img") || !strings.Contains(j, "file,id=console,path=/dev/fd/5") {
 		t.Errorf("restore args keep the saved paths: %q", got)
@@ -99,7 +99,7 @@ func TestRestoreArgs(t *testing.T) {
 			fileSaved.Args[i] = "file,id=console,path=/run/t1/console.log"
 		}
 	}
-	if _, _, err := RestoreArgs(moved, fileSaved, 0, "linux"); err != nil {
+	if _, _, err := RestoreArgs(moved, fileSaved, "/s/state", 0, "linux"); err != nil {
 		t.Errorf("restore a machine saved with a console file: %v", err)
 	}
 	for name, change := range map[string]func(*vm.Spec){
@@ -112,25 +112,60 @@ func TestRestoreArgs(t *testing.T) {
 	} {
 		c := dspec
 		change(&c)
-		if _, _, err := RestoreArgs(c, dsaved, 0, "linux"); err == nil {
+		if _, _, err := RestoreArgs(c, dsaved, "/s/state", 0, "linux"); err == nil {
 			t.Errorf("%s: restore accepted", name)
 		}
+	}
+
+	// A booted machine's shared RAM, saved to a file, restores mapped
+	// private from the file beside the state; a state with its RAM in the
+	// stream restores into anonymous memory.
+	mhost := host
+	mhost.Memory = Memory{Shared: true}
+	margs, err := Args(spec, mhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msaved := saved
+	msaved.Args, msaved.RAMFile = margs, true
+	got, gotHost, err = RestoreArgs(spec, msaved, "/w/a,b/state", 0, "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotHost.Memory != (Memory{File: "/w/a,b/state.ram"}) || !slices.Contains(got, "memory-backend-file,id=mem,size=512M,mem-path=/w/a,,b/state.ram,share=off") {
+		t.Errorf("restore of a RAM file: memory %+v, args %q", gotHost.Memory, got)
+	}
+	msaved.RAMFile = false
+	if got, gotHost, err = RestoreArgs(spec, msaved, "/w/state", 0, "linux"); err != nil {
+		t.Fatal(err)
+	} else if gotHost.Memory != (Memory{}) || !slices.Contains(got, "memory-backend-ram,id=mem,size=512M") {
+		t.Errorf("restore of a stream: memory %+v, args %q", gotHost.Memory, got)
+	}
+	// The size of the RAM is not masked.
+	big := spec
+	big.MemoryMiB = 1024
+	if _, _, err := RestoreArgs(big, msaved, "/w/state", 0, "linux"); err == nil {
+		t.Error("a restore with more RAM than the saved machine accepted")
 	}
 
 	// Another spec, format or shares: refused, saying why.
 	other := spec
 	other.MemoryMiB = spec.MemoryMiB * 2
-	if _, _, err := RestoreArgs(other, saved, 0, "linux"); err == nil || !strings.Contains(err.Error(), "does not describe the saved machine") {
+	if _, _, err := RestoreArgs(other, saved, "/s/state", 0, "linux"); err == nil || !strings.Contains(err.Error(), "does not describe the saved machine") {
 		t.Errorf("other memory size: %v", err)
 	}
-	old := saved
-	old.Version = 0
-	if _, _, err := RestoreArgs(spec, old, 0, "linux"); err == nil {
-		t.Error("unknown format accepted")
+	for _, v := range []int{0, 1, savedVersion + 1} {
+		// Version 1 had the RAM in the stream, without x-ignore-shared:
+		// its stream does not load into this format.
+		old := saved
+		old.Version = v
+		if _, _, err := RestoreArgs(spec, old, "/s/state", 0, "linux"); err == nil || !strings.Contains(err.Error(), "save the machine again") {
+			t.Errorf("format %d: %v, want a refusal saying to save again", v, err)
+		}
 	}
 	shared := spec
 	shared.Shares = []vm.Share{{Tag: "w", HostPath: "/w"}}
-	if _, _, err := RestoreArgs(shared, saved, 0, "linux"); !errors.Is(err, vm.ErrNotSupported) || !strings.Contains(err.Error(), "virtio-fs") {
+	if _, _, err := RestoreArgs(shared, saved, "/s/state", 0, "linux"); !errors.Is(err, vm.ErrNotSupported) || !strings.Contains(err.Error(), "virtio-fs") {
 		t.Errorf("shares: %v, want ErrNotSupported naming virtio-fs", err)
 	}
 }
