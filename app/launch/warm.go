@@ -38,8 +38,10 @@ import (
 // warm.json (WarmRecord: what it depends on). It is used only while everything it depends on is
 // unchanged; otherwise the boot is cold and says why.
 
-// warmVersion is the version of WarmRecord's format.
-const warmVersion = 1
+// warmVersion is the version of WarmRecord's format. Version 2: QEMU keeps
+// the guest RAM in a file beside the state, which restores map on demand
+// (version 1 snapshots had it in the state, and QEMU refuses them now).
+const warmVersion = 2
 
 // Files of a warm snapshot's directory.
 const (

@@ -45,6 +45,13 @@ func TestStale(t *testing.T) {
 	if r := Stale(nil, base); !strings.Contains(r, "no warm snapshot") {
 		t.Errorf("no snapshot: %q", r)
 	}
+	// A snapshot of the previous format (QEMU's RAM in the state) is
+	// stale: a cold boot replaces it.
+	old := base
+	old.Version = 1
+	if r := Stale(&old, base); !strings.Contains(r, "format is 1") {
+		t.Errorf("previous format: %q", r)
+	}
 	for _, tt := range []struct {
 		name   string
 		change func(*WarmRecord)

@@ -132,8 +132,13 @@ func checkpoint(ctx context.Context, sb *sandbox.Sandbox, name string) (sandbox.
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return cp, err
 	}
-	if fi, err := os.Stat(filepath.Join(tmp, sandbox.CheckpointState)); err == nil {
-		cp.StateBytes = fi.Size()
+	// The state and what the hypervisor wrote beside it (QEMU: the
+	// machine's description and its RAM file, sparse), as stored.
+	saved, _ := filepath.Glob(filepath.Join(tmp, sandbox.CheckpointState+"*"))
+	for _, p := range saved {
+		if fi, err := os.Stat(p); err == nil {
+			cp.StateBytes += disk.Allocated(fi)
+		}
 	}
 	for i := range spec.Disks {
 		if fi, err := os.Stat(filepath.Join(tmp, checkpointDisk(i))); err == nil {

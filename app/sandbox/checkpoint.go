@@ -47,7 +47,8 @@ type Checkpoint struct {
 	// SaveMS is how long the machine was paused: the state saved and the
 	// disk copied.
 	SaveMS int64 `json:"save_ms"`
-	// StateBytes is the saved state's size; DiskBytes the host space the
+	// StateBytes is the host space the saved state takes (with the RAM
+	// file beside it, for QEMU); DiskBytes the host space the
 	// disk copy takes (a reflinked copy shares it with the disk).
 	StateBytes int64 `json:"state_bytes"`
 	DiskBytes  int64 `json:"disk_bytes"`
