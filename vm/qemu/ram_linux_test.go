@@ -230,3 +230,63 @@ func TestRestoreMapsRAM(t *testing.T) {
 		t.Errorf("third restore answered %q", got)
 	}
 }
+
+// BenchmarkRestoreMemory prints the memory of an idle restored machine
+// beside that of an idle cold-booted one, same guest and size, same run,
+// and what four machines restored from one state hold together (RSS
+// counts the pages they share once per machine; PSS splits them).
+func BenchmarkRestoreMemory(b *testing.B) {
+	v := needVM(b)
+	spec := v.spec(b, initFill)
+	spec.MemoryMiB = 2048
+	backend := New(Config{Accel: testAccel()})
+	idle := func() { time.Sleep(2 * time.Second) }
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	for b.Loop() {
+		m, err := backend.Start(b.Context(), spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := ask(b, m, "hello"); got != "READY" && got != "hello" {
+			b.Fatalf("guest said %q", got)
+		}
+		idle()
+		cold := readMemUse(b, m)
+		state := filepath.Join(b.TempDir(), "state")
+		if err := m.(vm.Snapshotter).Save(b.Context(), state); err != nil {
+			b.Fatal(err)
+		}
+		stopMachine(m)
+
+		r := restoreAs(b, backend, spec, state, "r")
+		ask(b, r, "hello")
+		idle()
+		restored := readMemUse(b, r)
+		stopMachine(r)
+
+		var four memUse
+		var ms []vm.Machine
+		for i := range 4 {
+			ms = append(ms, restoreAs(b, backend, spec, state, fmt.Sprintf("r%d", i)))
+		}
+		for _, m := range ms {
+			ask(b, m, "hello")
+		}
+		idle()
+		for _, m := range ms {
+			u := readMemUse(b, m)
+			four.RSS += u.RSS
+			four.PSS += u.PSS
+		}
+		for _, m := range ms {
+			stopMachine(m)
+		}
+		b.Logf("%d MiB guest: cold-booted %s; restored %s; 4 restored: RSS %d MiB, PSS %d MiB",
+			spec.MemoryMiB, cold, restored, four.RSS>>20, four.PSS>>20)
+		b.ReportMetric(mib(cold.RSS), "cold-rss-MiB")
+		b.ReportMetric(mib(restored.RSS), "restored-rss-MiB")
+		b.ReportMetric(float64(restored.RSS)/float64(cold.RSS), "restored/cold")
+		b.ReportMetric(mib(four.RSS), "4-restored-rss-MiB")
+		b.ReportMetric(mib(four.PSS), "4-restored-pss-MiB")
+	}
+}

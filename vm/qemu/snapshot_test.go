@@ -368,6 +368,7 @@ func BenchmarkSaveRestore(b *testing.B) {
 		stopMachine(r)
 		os.Remove(state)
 		os.Remove(state + SavedSuffix)
+		os.Remove(state + RAMSuffix)
 		n++
 	}
 	b.ReportMetric(float64(cold.Milliseconds())/float64(n), "cold-ms/op")
