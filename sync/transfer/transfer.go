@@ -93,6 +93,11 @@ type Options struct {
 	// link after a collect) cannot reach that collect; a whole walk of
 	// 100,000 files costs about ten times the watched one under TCG.
 	FullWalk bool
+	// Overlay, when set, names the layers of the overlay at the directory
+	// RemoteManifest collects (the disk sync mode): the guest then lists
+	// only what the upper layer holds, against the baseline. FullWalk
+	// then asks for the whole tree.
+	Overlay OverlayDirs
 }
 
 func (o Options) agent() string {
