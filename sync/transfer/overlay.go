@@ -202,8 +202,10 @@ func overlayDelta(ctx context.Context, merged string, o OverlayListingOptions) (
 		}
 	}
 
-	lo := o.Walk
-	lo.Cache, lo.Progress = nil, nil // the baseline's tree is not the agent's
+	mo := o.Walk
+	mo.Cache = nil
+	lo := mo
+	lo.Progress = nil // the baseline's tree is not the agent's
 	var (
 		lowerM, mergedM *manifest.Manifest
 		lowerR, mergedR *manifest.Report
@@ -211,9 +213,9 @@ func overlayDelta(ctx context.Context, merged string, o OverlayListingOptions) (
 	if slices.ContainsFunc(touched, func(t manifest.Touched) bool { return t.Path == "" }) {
 		lowerM, lowerR, err = manifest.Walk(ctx, tree, lo)
 		if err == nil {
-			mergedM, mergedR, err = manifest.Walk(ctx, merged, o.Walk)
+			mergedM, mergedR, err = manifest.Walk(ctx, merged, mo)
 		}
-		log.Info("walked both trees whole: the rules of the root changed", "dir", merged)
+		log.Info("walked both trees whole: the root's rules changed, or the upper layer hides the baseline", "dir", merged)
 	} else {
 		// Every directory Rewalk is to look at only as an entry must be
 		// a directory of prev (else it walks it whole), and every parent
@@ -229,7 +231,7 @@ func overlayDelta(ctx context.Context, merged string, o OverlayListingOptions) (
 		prev.Sort()
 		lowerM, lowerR, err = manifest.Rewalk(ctx, tree, prev, nil, touched, lo)
 		if err == nil {
-			mergedM, mergedR, err = manifest.Rewalk(ctx, merged, prev, nil, touched, o.Walk)
+			mergedM, mergedR, err = manifest.Rewalk(ctx, merged, prev, nil, touched, mo)
 		}
 		log.Info("looked at the paths the upper layer holds", "dir", merged, "paths", len(touched))
 	}

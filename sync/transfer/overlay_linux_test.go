@@ -763,3 +763,31 @@ func BenchmarkOverlayCollect(b *testing.B) {
 	b.ReportMetric(float64(per)/float64(gitStatus), "x-git-status")
 	b.Logf("collect of 10 changes in 100,000 files: overlay listing %v, git status %v (median of %d): %.3f×", per, gitStatus, rounds, float64(per)/float64(gitStatus))
 }
+
+// An upper layer whose root is opaque hides the whole baseline: both
+// trees are compared whole. A directory marked opaque with any value is
+// compared whole too ("x" hides nothing: the delta is new.txt alone).
+func TestOverlayOpaqueRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name, dir, value string
+		hides            bool
+	}{
+		{"root", "", "y", true},
+		{"dir", "src", "y", true},
+		{"dir-x", "docs", "x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newOverlayGuest(t, overlayTree(t), func(upper string) {
+				dir := filepath.Join(upper, tc.dir)
+				must(t, os.MkdirAll(dir, 0o755))
+				must(t, unix.Setxattr(dir, "trusted.overlay.opaque", []byte(tc.value), 0))
+			})
+			must(t, os.WriteFile(filepath.Join(g.merged, "new.txt"), []byte("new\n"), 0o644))
+			ls, k := g.collect(t, g.known())
+			delta := g.check(t, ls, k)
+			if tc.hides != (len(delta) > 1) {
+				t.Errorf("delta %q: hides the baseline's %v, want %v", delta, len(delta) > 1, tc.hides)
+			}
+		})
+	}
+}

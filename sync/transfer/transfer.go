@@ -5,8 +5,10 @@
 // changed files back into the content store, verified by size and SHA-256.
 // It also holds both ends of the tar streams it uses (Extract and
 // WriteFiles), which the guest binary runs as its untar and tar
-// subcommands, and the guest's watcher (Watch), which tells a collect
-// which paths changed since the seed.
+// subcommands, the guest's watcher (Watch), which tells a collect
+// which paths changed since the seed, and the guest's end of a collect
+// from an overlay on the baseline disk (WriteOverlayListing), which
+// needs neither seed nor watcher.
 //
 // Everything that comes back from the guest is untrusted: manifests go
 // through manifest.Decode with caps, pulled bytes are read up to their
