@@ -106,6 +106,13 @@ func validID(id string) bool {
 // manifest.ErrInvalid or manifest.ErrTooLarge when the answer broke a
 // rule. The zero since asks for the whole tree.
 //
+// With opts.Overlay, dir is an overlay on the baseline disk (the disk
+// sync mode) and the guest lists only what its upper layer holds
+// (WriteOverlayListing): since must then name the baseline (ID: the
+// disk's identity, Manifest: the baseline manifest) to get a delta, and
+// the Known returned names it again, for the next collect of the same
+// sandbox. The answer is checked as any other.
+//
 // One file over the per-file cap sinks nothing: the guest leaves it out
 // of its listing and names it in Skipped (manifest.ReasonTooLarge, with
 // its size); a file over the cap that the listing holds all the same
@@ -131,6 +138,9 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	}
 	if c.maxTotal < unlimited {
 		args = append(args, "--max-total-bytes", itoa(c.maxTotal))
+	}
+	if opts.Overlay.set() {
+		args = append(args, "--overlay-lower", opts.Overlay.Lower, "--overlay-upper", opts.Overlay.Upper)
 	}
 	if since.ID != "" && since.Manifest != nil {
 		args = append(args, "--since", since.ID)
@@ -177,7 +187,14 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 		k.Skipped = append(slices.Clone(k.Skipped), left...)
 		slices.SortFunc(k.Skipped, func(a, b manifest.Exclusion) int { return strings.Compare(a.Path, b.Path) })
 	}
-	if validID(ls.ID) {
+	switch {
+	case opts.Overlay.set():
+		// A delta from an overlay is against the baseline, every time:
+		// the next one is too, whatever this one held.
+		if ls.Base != "" {
+			k.ID, k.guest = since.ID, since.base()
+		}
+	case validID(ls.ID):
 		k.ID = ls.ID
 	}
 	opts.logger().Debug("remote manifest", "dir", dir, "entries", len(m.Entries), "delta", ls.Base != "",

@@ -5,8 +5,10 @@
 // changed files back into the content store, verified by size and SHA-256.
 // It also holds both ends of the tar streams it uses (Extract and
 // WriteFiles), which the guest binary runs as its untar and tar
-// subcommands, and the guest's watcher (Watch), which tells a collect
-// which paths changed since the seed.
+// subcommands, the guest's watcher (Watch), which tells a collect
+// which paths changed since the seed, and the guest's end of a collect
+// from an overlay on the baseline disk (WriteOverlayListing), which
+// needs neither seed nor watcher.
 //
 // Everything that comes back from the guest is untrusted: manifests go
 // through manifest.Decode with caps, pulled bytes are read up to their
@@ -93,6 +95,11 @@ type Options struct {
 	// link after a collect) cannot reach that collect; a whole walk of
 	// 100,000 files costs about ten times the watched one under TCG.
 	FullWalk bool
+	// Overlay, when set, names the layers of the overlay at the directory
+	// RemoteManifest collects (the disk sync mode): the guest then lists
+	// only what the upper layer holds, against the baseline. FullWalk
+	// then asks for the whole tree.
+	Overlay OverlayDirs
 }
 
 func (o Options) agent() string {

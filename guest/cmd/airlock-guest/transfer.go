@@ -34,7 +34,7 @@ func transferCommand(name string, args []string) error {
 		excludes                                      stringList
 		maxEntries                                    int
 		maxFile, maxTotal                             int64
-		since, profile                                string
+		since, profile, overlayLower, overlayUpper    string
 	)
 	switch name {
 	case "manifest":
@@ -48,6 +48,8 @@ func transferCommand(name string, args []string) error {
 		fs.BoolVar(&seed, "seed", false, "remember the manifest on stdin as the directory's content (the host has just pushed it) and print its id")
 		fs.StringVar(&profile, "profile", "", "write a CPU profile to `file` (for measuring collect)")
 		fs.BoolVar(&full, "full", false, "walk the whole tree even when the watcher knows what changed")
+		fs.StringVar(&overlayLower, "overlay-lower", "", "the directory is an overlay on the baseline disk mounted at `dir` (its id and tree): list what the upper layer holds")
+		fs.StringVar(&overlayUpper, "overlay-upper", "", "the overlay's upper layer `dir` (with --overlay-lower)")
 	case "untar":
 		fs.BoolVar(&allowGit, "allow-git", false, "accept paths inside .git")
 	}
@@ -58,6 +60,12 @@ func transferCommand(name string, args []string) error {
 		return fmt.Errorf("%s: want one directory, got %d arguments", name, fs.NArg())
 	}
 	dir := fs.Arg(0)
+	if (overlayLower == "") != (overlayUpper == "") {
+		return fmt.Errorf("%s: --overlay-lower and --overlay-upper go together: give both (the disk sync mode) or neither", name)
+	}
+	if overlayLower != "" && seed {
+		return fmt.Errorf("%s: --seed has no use with an overlay: the baseline disk is its own state", name)
+	}
 	switch name {
 	case "untar":
 		_, err := transfer.Extract(ctx, dir, bufio.NewReaderSize(os.Stdin, 256<<10), transfer.ExtractOptions{AllowGit: allowGit})
@@ -98,15 +106,21 @@ func transferCommand(name string, args []string) error {
 		return transfer.SeedState(ctx, dir, transfer.SeedOptions{StartWatcher: spawnWatcher(), Logger: log},
 			bufio.NewReaderSize(os.Stdin, 256<<10), os.Stdout)
 	}
-	err := transfer.WriteListing(ctx, dir, transfer.ListingOptions{
-		Walk: manifest.WalkOptions{
-			Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
-			MaxFileSize: maxFile,
-		},
-		Since:  since,
-		Full:   full,
-		Logger: log,
-	}, os.Stdout)
+	wo := manifest.WalkOptions{
+		Excludes: excludes, IncludeGit: includeGit, NoGitignore: noGitignore, Progress: over,
+		MaxFileSize: maxFile,
+	}
+	var err error
+	if overlayLower != "" {
+		if full {
+			since = "" // the whole tree
+		}
+		err = transfer.WriteOverlayListing(ctx, dir, transfer.OverlayListingOptions{
+			Walk: wo, LowerDisk: overlayLower, Upper: overlayUpper, Since: since, MaxEntries: maxEntries, Logger: log,
+		}, os.Stdout)
+	} else {
+		err = transfer.WriteListing(ctx, dir, transfer.ListingOptions{Walk: wo, Since: since, Full: full, Logger: log}, os.Stdout)
+	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
