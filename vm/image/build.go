@@ -308,6 +308,11 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 		MissingModules: sel.missing,
 		Rootfs:         rootfs,
 	}
+	if rootfs != nil && rootfs.User != "" {
+		// useradd --user-group (debian.go): the user's own group, with
+		// the same number.
+		meta.Users = map[string]string{rootfs.User: ownerString(rootfs.UID, rootfs.UID)}
+	}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
 	}

@@ -157,6 +157,13 @@ func FromOCI(ctx context.Context, home string, o OCIOptions) (*Image, error) {
 	}
 	meta.Rootfs = &RootfsMeta{FileMeta: upperIdentity(lower, size), User: user}
 	meta.OCI = &OCIMeta{Image: *o.Image, Libc: rfs.Libc, Extra: o.Extra, Key: o.Key, Label: o.Label}
+	meta.Users = nil
+	for name, ids := range rfs.Users {
+		if meta.Users == nil {
+			meta.Users = make(map[string]string, len(rfs.Users))
+		}
+		meta.Users[name] = ownerString(ids[0], ids[1])
+	}
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
 	}
@@ -193,15 +200,7 @@ func checkRoom(dir string, im *oci.Image, extra []string, st oci.Store) error {
 // plainUser says whether an image configuration's User is an account
 // name Airlock can run commands as (not root, not a uid or uid:gid).
 func plainUser(u string) bool {
-	if u == "" || u == "root" || len(u) > 32 {
-		return false
-	}
-	for i, r := range u {
-		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && (r >= '0' && r <= '9' || r == '-')) {
-			return false
-		}
-	}
-	return true
+	return u != "root" && oci.ValidUser(u)
 }
 
 // upperIdentity stands for the blank upper layer's content in image.toml:

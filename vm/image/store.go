@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +88,10 @@ type Meta struct {
 	// image; OCI what it was made from.
 	Lower *FileMeta `toml:"lower,omitempty"`
 	OCI   *OCIMeta  `toml:"oci,omitempty"`
+	// Users are the image's accounts, name → "uid:gid" (the full image's
+	// user; an OCI image's etc/passwd): who owns a project's files on a
+	// disk made for the image, known before it boots (Owner).
+	Users map[string]string `toml:"users,omitempty"`
 }
 
 // KernelMeta says which kernel an image boots.
@@ -249,6 +255,66 @@ func (im *Image) User() string {
 		return im.Meta.Rootfs.User
 	}
 	return ""
+}
+
+// Owner is the numeric uid and gid of user on this image, without
+// booting it: 0, 0 for "" and "root"; the numbers of "N" (gid N too) or
+// "N:M"; a name's from the image's account table (Meta.Users), or for the
+// full image's user its recorded UID. ok is
+// false for a name the image does not list (or a nil image), and for
+// anything else.
+func (im *Image) Owner(user string) (uid, gid int, ok bool) {
+	switch user {
+	case "", "root":
+		return 0, 0, true
+	}
+	if uid, gid, ok := parseOwner(user, true); ok {
+		return uid, gid, true
+	}
+	if im == nil {
+		return 0, 0, false
+	}
+	if s, found := im.Meta.Users[user]; found {
+		return parseOwner(s, false)
+	}
+	// A full image built before image.toml had the table: its user's
+	// group has the user's number (useradd --user-group).
+	if r := im.Meta.Rootfs; r != nil && r.User == user && r.UID > 0 && r.UID <= math.MaxInt32 {
+		return r.UID, r.UID, true
+	}
+	return 0, 0, false
+}
+
+// parseOwner reads "uid:gid", or (alone) a bare "uid" whose gid is the
+// same number. Each is decimal digits, 0…2³¹-1.
+func parseOwner(s string, alone bool) (uid, gid int, ok bool) {
+	u, g, colon := strings.Cut(s, ":")
+	if !colon {
+		if !alone {
+			return 0, 0, false
+		}
+		g = u
+	}
+	uid, ok1 := parseID(u)
+	gid, ok2 := parseID(g)
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	return uid, gid, true
+}
+
+// parseID reads a decimal uid or gid, 0…2³¹-1, digits only.
+func parseID(s string) (int, bool) {
+	if s == "" || len(s) > 10 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 31)
+	return int(n), err == nil
+}
+
+// ownerString is a uid:gid as Meta.Users records it.
+func ownerString(uid, gid int) string {
+	return strconv.Itoa(uid) + ":" + strconv.Itoa(gid)
 }
 
 // Verify hashes the image's kernel, initrd and root disk and compares them with

@@ -2,12 +2,14 @@ package oci
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/Microsoft/hcsshim/ext4/tar2ext4"
@@ -35,6 +37,10 @@ type Rootfs struct {
 	// Libc is "glibc", "musl" or "" (neither loader found): Airlock's
 	// agent CLIs run on a glibc image only.
 	Libc string
+	// Users are the accounts of the image's etc/passwd, name → uid, gid
+	// (ParsePasswd), nil when it has none: who a project's files on a disk
+	// must belong to, known before the image boots.
+	Users map[string][2]int
 }
 
 // WriteRootfs writes the file system of im, its layers applied bottom
@@ -102,6 +108,7 @@ func reorder(ctx context.Context, r io.Reader, w io.Writer, res *Rootfs) error {
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
 	var links []*tar.Header
+	var passwd *headBuffer
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -125,9 +132,17 @@ func reorder(ctx context.Context, r io.Reader, w io.Writer, res *Rootfs) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
+		var body io.Reader = tr
+		if h.Typeflag == tar.TypeReg && path.Clean("/"+h.Name) == "/etc/passwd" {
+			passwd = &headBuffer{max: maxPasswd}
+			body = io.TeeReader(tr, passwd)
+		}
+		if _, err := io.Copy(tw, body); err != nil {
 			return err
 		}
+	}
+	if passwd != nil {
+		res.Users = ParsePasswd(passwd.b)
 	}
 	// The flattening writes the tar's end even when it fails: its error
 	// comes after.
@@ -140,6 +155,85 @@ func reorder(ctx context.Context, r io.Reader, w io.Writer, res *Rootfs) error {
 		}
 	}
 	return tw.Close()
+}
+
+// maxPasswd is the most of an image's etc/passwd that is read for its
+// accounts (a layer may come from a guest).
+const maxPasswd = 1 << 20
+
+// maxUsers is the most accounts ParsePasswd returns.
+const maxUsers = 4096
+
+// headBuffer keeps the first max bytes written to it and drops the rest.
+type headBuffer struct {
+	b   []byte
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// ParsePasswd reads the accounts of an etc/passwd file
+// (name:password:uid:gid:…), name → uid, gid, as hostile input: a line
+// that is malformed, cut short (the last one, without its newline, when
+// data is a file's head), names an account Airlock could not run as (see
+// ValidUser) or gives an id outside 0…2³¹-1 is skipped; the first line
+// of a name wins, as for getpwnam; at most 4096 accounts. Nil when none.
+func ParsePasswd(data []byte) map[string][2]int {
+	var users map[string][2]int
+	for len(data) > 0 && len(users) < maxUsers {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // the last line is cut short, or has no newline: either way not trusted
+		}
+		line := string(data[:i])
+		data = data[i+1:]
+		f := strings.SplitN(line, ":", 5)
+		if len(f) < 5 || !ValidUser(f[0]) {
+			continue
+		}
+		uid, ok1 := parseID(f[2])
+		gid, ok2 := parseID(f[3])
+		if !ok1 || !ok2 {
+			continue
+		}
+		if _, dup := users[f[0]]; dup {
+			continue
+		}
+		if users == nil {
+			users = map[string][2]int{}
+		}
+		users[f[0]] = [2]int{uid, gid}
+	}
+	return users
+}
+
+// parseID reads a decimal uid or gid, 0…2³¹-1, digits only.
+func parseID(s string) (int, bool) {
+	if s == "" || len(s) > 10 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 31)
+	return int(n), err == nil
+}
+
+// ValidUser says whether name is an account name Airlock runs commands
+// as: 1 to 32 characters, a lower-case letter or '_' first, then
+// lower-case letters, digits, '_' or '-'.
+func ValidUser(name string) bool {
+	if name == "" || len(name) > 32 {
+		return false
+	}
+	for i, r := range name {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && (r >= '0' && r <= '9' || r == '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // noteLibc records which dynamic loader the image has.
