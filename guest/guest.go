@@ -112,7 +112,20 @@ const (
 	// absolute directory DIR (nosuid, nodev) before it serves the link, and
 	// remove the empty lost+found that mkfs left there. The disk's size is
 	// DIR's quota: writing past it fails in the guest with ENOSPC.
+	//
+	// DiskArg=DEV:DIR:LOWER makes DIR an overlay instead: /dev/LOWER (a
+	// project's baseline, written by the host) is mounted read-only on
+	// OverlayLower(DIR), whose BaselineTree is the lower layer; /dev/DEV
+	// read-write on OverlayRW(DIR), holding the upper layer (UpperDir,
+	// which OverlayUpper(DIR) names) and WorkDir. Only root reaches
+	// either: what the command changed is exactly the upper layer.
 	DiskArg = "airlock.disk"
+	// OverlayRoot holds the disks of DiskArg's overlays (0700).
+	OverlayRoot = "/run/airlock/overlay"
+	// BaselineTree is the directory of a baseline disk that holds the
+	// tree; the disk's BaselineID file names the baseline.
+	BaselineTree = "tree"
+	BaselineID   = "id"
 	// NetArg on the kernel command line, as NetArg=dhcp, makes PID 1 bring
 	// up the machine's network device (the unprotected open-network mode)
 	// with busybox's DHCP client before the first command runs. Without it
@@ -144,6 +157,15 @@ const (
 	// loaded late. It is on the /run tmpfs, readable by every user.
 	RuntimeDir = "/run/airlock-guest"
 )
+
+// OverlayLower is where the guest mounts the baseline disk of the overlay
+// on dir (an absolute, clean directory).
+func OverlayLower(dir string) string { return OverlayRoot + dir + "/lower" }
+
+// OverlayRW is where the guest mounts the writable disk of the overlay on
+// dir; OverlayUpper is the overlay's upper directory on it.
+func OverlayRW(dir string) string    { return OverlayRoot + dir + "/rw" }
+func OverlayUpper(dir string) string { return OverlayRW(dir) + "/" + UpperDir }
 
 // SSH request and subsystem names that are Airlock's own.
 const (

@@ -161,7 +161,7 @@ inspection (airlock logs ID).`,
 	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
 	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
-	fl.StringVar(&f.sync, "sync", string(sandbox.SyncCopy), "how the project reaches the VM: copy (onto its disk) or virtiofs (a shared staging clone, for huge trees)")
+	fl.StringVar(&f.sync, "sync", string(sandbox.SyncDisk), "how the project reaches the VM: disk (the project as a read-only disk written on the host, under an overlay), copy (pushed file by file onto its disk) or virtiofs (a shared staging clone)")
 	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
 	f.limits.registerRun(fl)
 	f.netFlags.register(cmd)

@@ -139,6 +139,10 @@ func (l Layout) Cache() string { return filepath.Join(l.Root, "cache") }
 // WarmCache holds the warm snapshots, per image and machine shape.
 func (l Layout) WarmCache() string { return filepath.Join(l.Cache(), "warm") }
 
+// BaseDisks holds projects' baselines as read-only disks (the disk sync
+// mode), each named by its hash.
+func (l Layout) BaseDisks() string { return filepath.Join(l.Cache(), "baselines") }
+
 // QEMUCache holds what the QEMU backend keeps between runs (the KVM
 // probe's verdicts).
 func (l Layout) QEMUCache() string { return filepath.Join(l.Cache(), "qemu") }

@@ -114,6 +114,10 @@ type Options struct {
 type Disk struct {
 	Path  string
 	Mount string
+	// Lower, if set, is a read-only baseline disk (a tree under
+	// guest.BaselineTree): Mount is then an overlay whose lower layer is
+	// that tree and whose upper layer is on Path.
+	Lower string
 }
 
 // Share is a virtio-fs share the guest agent mounts on Mount.
@@ -685,7 +689,12 @@ func attach(spec *vm.Spec, shares []Share, disks []Disk) (diskArgs []string) {
 	}
 	for _, d := range disks {
 		// Disks are vda, vdb, … in the order of spec.Disks.
-		diskArgs = append(diskArgs, blockDevice(len(spec.Disks))+":"+d.Mount)
+		lower := ""
+		if d.Lower != "" {
+			lower = ":" + blockDevice(len(spec.Disks))
+			spec.Disks = append(spec.Disks, vm.Disk{Path: d.Lower, ReadOnly: true, Format: "raw"})
+		}
+		diskArgs = append(diskArgs, blockDevice(len(spec.Disks))+":"+d.Mount+lower)
 		spec.Disks = append(spec.Disks, vm.Disk{Path: d.Path, Format: "raw"})
 	}
 	spec.Cmdline = strings.TrimSpace(spec.Cmdline)

@@ -57,8 +57,12 @@ func checkMounts(ctx context.Context, m Machine, a Attach) error {
 		}
 	}
 	for i, d := range a.Disks {
-		if !mounted(out.String(), "", d.Mount, "ext4") {
-			return fmt.Errorf("the workspace disk (%d of %d) is not mounted on %s in the guest (the guest kernel may lack ext4; its console log says why)", i+1, len(a.Disks), d.Mount)
+		fstype := "ext4"
+		if d.Lower != "" {
+			fstype = "overlay"
+		}
+		if !mounted(out.String(), "", d.Mount, fstype) {
+			return fmt.Errorf("the workspace disk (%d of %d) is not mounted on %s in the guest (the guest kernel may lack ext4 or overlay; its console log says why)", i+1, len(a.Disks), d.Mount)
 		}
 	}
 	return nil

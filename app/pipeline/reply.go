@@ -78,6 +78,10 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 		return nil, err
 	}
 	o.Project, o.Baseline, o.Group, o.Attempt, o.Sync = meta.Project, nil, "", 0, sandbox.SyncCopy
+	if meta.SyncMode == sandbox.SyncDisk {
+		// The round's tree becomes a baseline disk of its own.
+		o.Sync = sandbox.SyncDisk
+	}
 	o.Env = maps.Clone(o.Env)
 	if o.Env == nil {
 		o.Env = map[string]string{}

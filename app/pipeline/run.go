@@ -116,6 +116,12 @@ type RunOptions struct {
 	// guest, owner of /workspace; empty means the image's default user
 	// (the full image's "agent"; root on the minimal image).
 	User string
+	// BaseDisks is the directory of cached baseline disks (SyncDisk).
+	BaseDisks string
+	// Owner gives the guest's numeric uid and gid of a user of the image
+	// the run boots, before it boots (SyncDisk writes the baseline owned
+	// by the command's user); ok false when the image does not say.
+	Owner func(user string) (uid, gid int, ok bool)
 	// Boot starts the machine of sandbox a.ID; it is called after the
 	// snapshot (and, in virtiofs mode, after the staging clone). The
 	// machine must share every one of a.Shares into the guest, attach
@@ -278,7 +284,10 @@ func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	if o.Keep && (r.o.Sync == sandbox.SyncVirtiofs || o.DiskSize <= 0) {
-		return nil, errors.New("keep: a kept VM needs the copy sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
+		return nil, errors.New("keep: a kept VM needs the copy or disk sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
+	}
+	if r.o.Sync == sandbox.SyncDisk && (o.DiskSize <= 0 || o.BaseDisks == "" || o.Owner == nil) {
+		return nil, errors.New("run: the disk sync mode needs a workspace disk (--disk), a directory of baseline disks and the image's users")
 	}
 	if o.Preflight != nil {
 		report := func(msg string) {

@@ -323,12 +323,12 @@ func TestCloneBaseline(t *testing.T) {
 }
 
 func TestParseSyncMode(t *testing.T) {
-	for in, want := range map[string]sandbox.SyncMode{"": sandbox.SyncCopy, "copy": sandbox.SyncCopy, "virtiofs": sandbox.SyncVirtiofs} {
+	for in, want := range map[string]sandbox.SyncMode{"": sandbox.SyncCopy, "copy": sandbox.SyncCopy, "disk": sandbox.SyncDisk, "virtiofs": sandbox.SyncVirtiofs} {
 		if got, err := sandbox.ParseSyncMode(in); err != nil || got != want {
 			t.Errorf("ParseSyncMode(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := sandbox.ParseSyncMode("9p"); err == nil || !strings.Contains(err.Error(), "copy or virtiofs") {
+	if _, err := sandbox.ParseSyncMode("9p"); err == nil || !strings.Contains(err.Error(), "copy, disk or virtiofs") {
 		t.Errorf("ParseSyncMode(9p): %v", err)
 	}
 	s := newStore(t)

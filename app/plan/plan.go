@@ -12,6 +12,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -108,7 +109,7 @@ type Request struct {
 	// Env is added to the command's environment, over a preset's.
 	Env map[string]string
 	// Sync is how the project reaches the VM (sandbox.SyncMode); empty
-	// means copy.
+	// means disk (copy without a workspace disk).
 	Sync string
 	// Limits are the request's own limits (flags, dialog fields); zero
 	// fields are not given.
@@ -237,7 +238,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if req.Keep && n > 1 {
 		return nil, errors.New("a kept VM and several attempts do not go together: keep one sandbox's VM at a time")
 	}
-	mode, err := sandbox.ParseSyncMode(req.Sync)
+	mode, err := sandbox.ParseSyncMode(cmp.Or(req.Sync, string(sandbox.SyncDisk)))
 	if err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
 	}
@@ -269,6 +270,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	if eff.Limits.Disk > 0 {
 		base.DiskSize = int64(eff.Limits.Disk)
+	}
+	if mode == sandbox.SyncDisk && base.DiskSize <= 0 {
+		// The overlay's upper layer needs a disk of its own.
+		base.Sync = sandbox.SyncCopy
 	}
 	switch {
 	case req.NoVerify:
@@ -376,6 +381,18 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		}
 		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
 		img, arch := o.Image, o.Arch
+		o.BaseDisks = home.Layout{Root: pl.Home}.BaseDisks()
+		o.Owner = func(user string) (uid, gid int, ok bool) {
+			// After Preflight: the image may be fetched first.
+			im, err := image.Find(pl.imageRoots(), img, vm.Arch(arch))
+			if err != nil {
+				return 0, 0, false
+			}
+			if user == "" {
+				user = im.User()
+			}
+			return im.Owner(user)
+		}
 		o.Preflight = func(report func(string)) error {
 			if img == AgentsImage {
 				if err := pl.EnsureAgents(ctx, arch, func(s string) { pl.note("%s", s); report(s) }); err != nil {

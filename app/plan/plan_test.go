@@ -54,7 +54,7 @@ func TestPlanRun(t *testing.T) {
 		{name: "defaults", req: Request{Command: []string{"true"}}, check: func(t *testing.T, p *Plan, _ []string) {
 			d := config.DefaultLimits()
 			o := p.Runs[0]
-			if len(p.Runs) != 1 || p.Limits != d || o.Timeout != time.Hour || o.DiskSize != int64(d.Disk) || o.Image != "minimal" || o.Arch != "amd64" || o.Sync != "copy" {
+			if len(p.Runs) != 1 || p.Limits != d || o.Timeout != time.Hour || o.DiskSize != int64(d.Disk) || o.Image != "minimal" || o.Arch != "amd64" || o.Sync != "disk" || o.BaseDisks == "" || o.Owner == nil {
 				t.Errorf("plan %+v, run %+v", p, o)
 			}
 			if o.Network == nil || len(o.Network.Policy.Allow) != 0 || o.Preflight == nil || o.Boot == nil {

@@ -18,8 +18,7 @@ type SyncMode string
 
 const (
 	// SyncCopy pushes the baseline onto the VM's own disk and pulls the
-	// changed files back. It is the default, and it keeps machine
-	// snapshots possible.
+	// changed files back; it keeps machine snapshots possible.
 	SyncCopy SyncMode = "copy"
 	// SyncVirtiofs clones the baseline into a staging directory on the host
 	// (sandboxes/<id>/staging, never the real project) and shares it
@@ -28,12 +27,20 @@ const (
 	// as hostile input, once the VM is gone. The machine cannot be
 	// snapshotted.
 	SyncVirtiofs SyncMode = "virtiofs"
+	// SyncDisk writes the baseline on the host as a read-only ext4 disk
+	// (cached by its hash) that the guest mounts as an overlay's lower
+	// layer on /workspace, with the upper layer on the sandbox's own
+	// disk: nothing is streamed in, and the collect reads only the upper
+	// layer. Machine snapshots, checkpoints and reply rounds work as in
+	// SyncCopy.
+	SyncDisk SyncMode = "disk"
 )
 
-// SyncModes lists the modes, the default first.
-var SyncModes = []SyncMode{SyncCopy, SyncVirtiofs}
+// SyncModes lists the modes, the planner's default first.
+var SyncModes = []SyncMode{SyncDisk, SyncCopy, SyncVirtiofs}
 
-// ParseSyncMode reads a --sync value; empty means SyncCopy.
+// ParseSyncMode reads a --sync value; empty means SyncCopy, the
+// pipeline's default (the planner's is SyncDisk).
 func ParseSyncMode(s string) (SyncMode, error) {
 	if s == "" {
 		return SyncCopy, nil
@@ -41,7 +48,7 @@ func ParseSyncMode(s string) (SyncMode, error) {
 	if m := SyncMode(s); slices.Contains(SyncModes, m) {
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown sync mode %q: want copy or virtiofs", s)
+	return "", fmt.Errorf("unknown sync mode %q: want copy, disk or virtiofs", s)
 }
 
 // Workspace is where the project is copied in the guest, and where the

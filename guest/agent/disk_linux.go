@@ -42,8 +42,13 @@ func MountDisks(disks []string) error {
 		return fmt.Errorf("mount disks: malformed %q", bad)
 	}
 	for _, m := range mounts {
-		if err := flushBlockDevice("/dev/" + m.Dev); err != nil {
-			return err
+		for _, dev := range []string{m.Dev, m.Lower} {
+			if dev == "" {
+				continue
+			}
+			if err := flushBlockDevice("/dev/" + dev); err != nil {
+				return err
+			}
 		}
 		if err := mountDisk(m); err != nil {
 			return fmt.Errorf("mount disk %s on %s: %w", m.Dev, m.Dir, err)
@@ -67,6 +72,9 @@ func flushBlockDevice(path string) error {
 }
 
 func mountDisk(m diskMount) error {
+	if m.Lower != "" {
+		return mountOverlayDisk(m)
+	}
 	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
 		return err
 	}
@@ -80,6 +88,63 @@ func mountDisk(m diskMount) error {
 	// it only while it is empty.
 	if err := unix.Rmdir(filepath.Join(m.Dir, "lost+found")); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove lost+found: %w", err)
+	}
+	return nil
+}
+
+// overlayOptions are the overlay's mount options besides its
+// directories: a renamed directory is copied (no redirect), a copy-up
+// copies the data (no metacopy), no index; so the upper layer holds
+// every changed file whole and nothing refers into the lower.
+const overlayOptions = "redirect_dir=off,metacopy=off,index=off,xino=off"
+
+// mountOverlayDisk mounts m as an overlay on m.Dir: the baseline disk
+// /dev/m.Lower read-only, its guest.BaselineTree the lower layer, and
+// /dev/m.Dev holding the upper layer. The upper directory, made on the
+// first mount, takes the owner and mode of the baseline's tree, which the
+// overlay's root shows.
+func mountOverlayDisk(m diskMount) error {
+	lower, rw := guest.OverlayLower(m.Dir), guest.OverlayRW(m.Dir)
+	if err := os.MkdirAll(guest.OverlayRoot, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(guest.OverlayRoot, 0o700); err != nil {
+		return err
+	}
+	for _, d := range []string{lower, rw, m.Dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("/dev/"+m.Lower, lower, "ext4", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "noload"); err != nil {
+		return fmt.Errorf("mount the baseline /dev/%s: %w", m.Lower, err)
+	}
+	if err := unix.Mount("/dev/"+m.Dev, rw, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable"); err != nil {
+		return fmt.Errorf("mount /dev/%s: %w", m.Dev, err)
+	}
+	tree := lower + "/" + guest.BaselineTree
+	var st unix.Stat_t
+	if err := unix.Lstat(tree, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("the baseline /dev/%s has no %s directory: %v", m.Lower, guest.BaselineTree, err)
+	}
+	up, work := guest.OverlayUpper(m.Dir), rw+"/"+guest.WorkDir
+	if _, err := os.Lstat(up); errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(up, 0o755); err != nil {
+			return err
+		}
+		if err := os.Lchown(up, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+		if err := os.Chmod(up, os.FileMode(st.Mode&0o777)); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return err
+	}
+	opts := "lowerdir=" + tree + ",upperdir=" + up + ",workdir=" + work + "," + overlayOptions
+	if err := unix.Mount("overlay", m.Dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount the overlay on %s (%s): %w", m.Dir, opts, err)
 	}
 	return nil
 }

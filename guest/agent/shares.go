@@ -32,13 +32,14 @@ func shareMounts(cmdline string) (mounts []shareMount, bad []string) {
 	return mounts, bad
 }
 
-// diskMount is a block device PID 1 mounts: guest.DiskArg=Dev:Dir.
+// diskMount is a block device PID 1 mounts: guest.DiskArg=Dev:Dir, or
+// Dev:Dir:Lower for an overlay of the read-only disk Lower under Dev.
 type diskMount struct {
-	Dev, Dir string
+	Dev, Dir, Lower string
 }
 
 // diskMounts reads the guest.DiskArg arguments of a kernel command line.
-// The device must be a plain name under /dev (vda, not /dev/vda or
+// The devices must be plain names under /dev (vda, not /dev/vda or
 // ../vda); a malformed argument is returned in bad, for the log.
 func diskMounts(cmdline string) (mounts []diskMount, bad []string) {
 	for _, f := range strings.Fields(cmdline) {
@@ -46,12 +47,14 @@ func diskMounts(cmdline string) (mounts []diskMount, bad []string) {
 		if !ok {
 			continue
 		}
-		dev, dir, ok := strings.Cut(v, ":")
-		if !ok || !validDevName(dev) || dir == "" || !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" {
+		dev, rest, ok := strings.Cut(v, ":")
+		dir, lower, overlay := strings.Cut(rest, ":")
+		if !ok || !validDevName(dev) || dir == "" || !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" ||
+			overlay && (!validDevName(lower) || lower == dev || strings.HasPrefix(dir, guest.OverlayRoot)) {
 			bad = append(bad, f)
 			continue
 		}
-		mounts = append(mounts, diskMount{Dev: dev, Dir: dir})
+		mounts = append(mounts, diskMount{Dev: dev, Dir: dir, Lower: lower})
 	}
 	return mounts, bad
 }

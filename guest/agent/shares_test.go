@@ -43,6 +43,9 @@ func TestDiskMounts(t *testing.T) {
 		{cmdline: "airlock.disk=vda:/workspace airlock.debug", want: []diskMount{{Dev: "vda", Dir: "/workspace"}}},
 		{cmdline: "airlock.disk=/dev/vda:/w airlock.disk=../vda:/w airlock.disk=vda airlock.disk=vda:rel airlock.disk=vda:/ airlock.disk=:/w",
 			bad: []string{"airlock.disk=/dev/vda:/w", "airlock.disk=../vda:/w", "airlock.disk=vda", "airlock.disk=vda:rel", "airlock.disk=vda:/", "airlock.disk=:/w"}},
+		{cmdline: "airlock.disk=vdc:/workspace:vdb", want: []diskMount{{Dev: "vdc", Dir: "/workspace", Lower: "vdb"}}},
+		{cmdline: "airlock.disk=vdc:/workspace: airlock.disk=vdc:/w:vdc airlock.disk=vdc:/w:../vdb airlock.disk=vdc:/run/airlock/overlay/x:vdb airlock.disk=vdc:/w:vdb:x",
+			bad: []string{"airlock.disk=vdc:/workspace:", "airlock.disk=vdc:/w:vdc", "airlock.disk=vdc:/w:../vdb", "airlock.disk=vdc:/run/airlock/overlay/x:vdb", "airlock.disk=vdc:/w:vdb:x"}},
 	}
 	for _, tt := range tests {
 		got, bad := diskMounts(tt.cmdline)

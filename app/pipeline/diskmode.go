@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/transfer"
+)
+
+// diskWorkspace is SyncDisk: the baseline is a read-only disk written on
+// the host (MakeBaseDisk, shared by every sandbox of the same tree and
+// owner), the guest mounts it as the lower layer of an overlay on
+// /workspace whose upper layer is on the sandbox's own disk (DiskFile,
+// the quota), and the collect reads the upper layer only.
+type diskWorkspace struct {
+	r      *runner
+	disk   string // the upper layer's disk
+	base   BaseDisk
+	pushMS int64
+}
+
+// diskOwner is the uid and gid the baseline disk of r's run is owned by:
+// the command's user's. ok is false when the image does not say, and the
+// run then copies the tree instead.
+func (r *runner) diskOwner() (uid, gid int, ok bool) {
+	if r.o.Owner == nil {
+		return 0, 0, false
+	}
+	return r.o.Owner(r.o.User)
+}
+
+func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (Attach, error) {
+	r := w.r
+	uid, gid, _ := r.diskOwner()
+	if err := r.setStatus(sandbox.StatusPushing, nil); err != nil {
+		return Attach{}, err
+	}
+	t := time.Now()
+	msg := "writing the baseline disk"
+	r.progress(Progress{Step: StepPush, Message: msg})
+	base, err := MakeBaseDisk(ctx, BaseDiskRequest{Dir: r.o.BaseDisks, Manifest: r.base, Objects: r.s.Objects(),
+		UID: uid, GID: gid, Logger: r.log, Progress: func(done, total int64) {
+			r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("%s, %d/%d MB", msg, done>>20, total>>20)})
+		}})
+	if err != nil {
+		return Attach{}, err
+	}
+	w.base, w.pushMS = base, time.Since(t).Milliseconds()
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventPushed, Data: map[string]any{
+		"files": report.Files, "bytes": report.Bytes, "push_ms": w.pushMS, "sync_mode": r.o.Sync, "base_disk": base.ID}}); err != nil {
+		return Attach{}, err
+	}
+	path := r.sb.Path(DiskFile)
+	if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
+		return Attach{}, err
+	}
+	w.disk = path
+	return Attach{Disks: []launch.Disk{{Path: path, Mount: sandbox.Workspace, Lower: base.Path}}}, nil
+}
+
+// release removes the upper layer's disk once the machine is gone (a
+// kept machine keeps it); the baseline disk stays in the cache.
+func (w *diskWorkspace) release() {
+	if w.disk != "" && !w.r.o.Keep {
+		w.r.removeDisk(w.disk)
+	}
+}
+
+// fill has nothing to send: the overlay is /workspace, owned by the
+// command's user from the start. Both ends know the baseline by the
+// disk's ID.
+func (w *diskWorkspace) fill(_ context.Context, m Machine, _ *manifest.Report) (transfer.Known, int64, error) {
+	w.r.user = w.r.commandUser(m)
+	return transfer.Known{ID: w.base.ID, Manifest: w.r.base}, w.pushMS, nil
+}
+
+func (w *diskWorkspace) transfer() Transfer {
+	return overlayTransfer{Transfer: w.r.o.Transfer, dirs: transfer.OverlayDirs{
+		Lower: guest.OverlayLower(sandbox.Workspace), Upper: guest.OverlayUpper(sandbox.Workspace)}}
+}
+func (w *diskWorkspace) hostCopy() bool { return false }
+func (w *diskWorkspace) collected()     {}
+
+// overlayTransfer lists an overlay's changes from its upper layer; pulls
+// go as t's.
+type overlayTransfer struct {
+	Transfer
+	dirs transfer.OverlayDirs
+}
+
+func (t overlayTransfer) Manifest(ctx context.Context, m Machine, dir string, since transfer.Known, limits manifest.Limits, excludes []string) (transfer.Known, error) {
+	return transfer.RemoteManifest(ctx, m, dir, since, transfer.Options{Limits: limits, Excludes: excludes, Overlay: t.dirs})
+}
