@@ -66,7 +66,9 @@ func changeScript(rng *rand.Rand, files, dirs []string) string {
 	var b strings.Builder
 	ops := []func(){
 		func() { fmt.Fprintf(&b, "[ -f %s ] && echo edited >> %s || true\n", q(pick(files)), q(pick(files))) },
-		func() { fmt.Fprintf(&b, "mkdir -p %s && echo new > %s/new%d.txt\n", q(pick(dirs)), q(pick(dirs)), rng.IntN(1000)) },
+		func() {
+			fmt.Fprintf(&b, "mkdir -p %s && echo new > %s/new%d.txt\n", q(pick(dirs)), q(pick(dirs)), rng.IntN(1000))
+		},
 		func() { fmt.Fprintf(&b, "rm -f %s\n", q(pick(files))) },
 		func() { fmt.Fprintf(&b, "rm -rf %s\n", q(pick(dirs))) },
 		func() {
@@ -97,7 +99,9 @@ func changeScript(rng *rand.Rand, files, dirs []string) string {
 			f := pick(files)
 			fmt.Fprintf(&b, "if [ -f %s ]; then cat %s > /tmp/same; cat /tmp/same > %s; fi\n", q(f), q(f), q(f))
 		},
-		func() { fmt.Fprintf(&b, "echo ignored > ignored%d.log; mkdir -p build; echo out > build/out\n", rng.IntN(1000)) },
+		func() {
+			fmt.Fprintf(&b, "echo ignored > ignored%d.log; mkdir -p build; echo out > build/out\n", rng.IntN(1000))
+		},
 	}
 	for range 25 {
 		ops[rng.IntN(len(ops))]()

@@ -51,7 +51,7 @@ func TestRunVirtiofs(t *testing.T) {
 	original := treeState(t, project)
 	agent := testAgent(t)
 
-	viaCopy := runJSON(t, home, "--project", project, "--script", agent)
+	viaCopy := runJSON(t, home, "--project", project, "--sync", "copy", "--script", agent)
 	viaShare := runJSON(t, home, "--project", project, "--sync", "virtiofs", "--script", agent)
 	if viaCopy.SyncMode != sandbox.SyncCopy || viaShare.SyncMode != sandbox.SyncVirtiofs {
 		t.Errorf("sync modes: %q, %q", viaCopy.SyncMode, viaShare.SyncMode)

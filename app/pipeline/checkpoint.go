@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -202,6 +203,13 @@ func rollback(ctx context.Context, sb *sandbox.Sandbox, name string, restorer vm
 	}
 	for i, d := range spec.Disks {
 		if d.ReadOnly {
+			// A baseline disk (the disk sync mode) is shared, not kept:
+			// it must still be the one the checkpoint was made on.
+			if _, err := os.Stat(strings.TrimSuffix(d.Path, ".img") + ".json"); err == nil {
+				if err := VerifyBaseDisk(d.Path); err != nil {
+					return 0, fmt.Errorf("the checkpoint's baseline disk: %w", err)
+				}
+			}
 			continue
 		}
 		tmp := d.Path + ".rollback"
