@@ -437,9 +437,8 @@ func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, need
 	if err := tmp.Chmod(0o400); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
+	// No fsync: the disk is a cache, and every use checks it against the
+	// record's hash, so one a crash cut short is written again.
 	if err := tmp.Close(); err != nil {
 		return err
 	}

@@ -107,6 +107,9 @@ func (s *Store) Path(sum string) (string, error) {
 	return filepath.Join(s.dir, sum[:2], sum[2:]), nil
 }
 
+// objectPath is Path of a sum known to be valid (one just computed).
+func (s *Store) objectPath(sum string) string { return filepath.Join(s.dir, sum[:2], sum[2:]) }
+
 // Has reports whether the object sum is stored. An invalid sum is never
 // stored.
 func (s *Store) Has(sum string) bool {
@@ -176,9 +179,32 @@ func (s *Store) PutFile(path string) (sum string, size int64, err error) {
 // put writes r to a temporary file in the store, fsyncs it, checks it
 // against want (when set) and renames it into place.
 func (s *Store) put(ctx context.Context, r io.Reader, want string, wantSize int64) (sum string, size int64, err error) {
+	t, err := s.writeTemp(ctx, r, want, wantSize, true)
+	if err != nil || t.path == "" {
+		return t.sum, t.size, err
+	}
+	if err := s.commit(t); err != nil {
+		return "", 0, err
+	}
+	if err := syncDir(filepath.Dir(s.objectPath(t.sum))); err != nil {
+		return "", 0, fmt.Errorf("put object %s: %w", t.sum, err)
+	}
+	return t.sum, t.size, nil
+}
+
+// temp is content written to the store's tmp directory and checked, not
+// yet in place; path is empty when the store had it already.
+type temp struct {
+	path, sum string
+	size      int64
+}
+
+// writeTemp writes r to a temporary file in the store, fsynced when sync
+// is set, and checks it against want (when set) and wantSize (>= 0).
+func (s *Store) writeTemp(ctx context.Context, r io.Reader, want string, wantSize int64, sync bool) (t temp, err error) {
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, "tmp"), "put-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("put object: %w", err)
+		return temp{}, fmt.Errorf("put object: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -191,42 +217,49 @@ func (s *Store) put(ctx context.Context, r io.Reader, want string, wantSize int6
 	if wantSize >= 0 {
 		src = io.LimitReader(r, wantSize+1) // one more byte shows a longer stream
 	}
-	size, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxio.Reader(ctx, src), make([]byte, 256<<10))
+	size, err := io.CopyBuffer(io.MultiWriter(tmp, h), ctxio.Reader(ctx, src), make([]byte, 256<<10))
 	if err != nil {
-		return "", 0, fmt.Errorf("put object: %w", err)
+		return temp{}, fmt.Errorf("put object: %w", err)
 	}
-	sum = hex.EncodeToString(h.Sum(nil))
+	sum := hex.EncodeToString(h.Sum(nil))
 	if want != "" && sum != want {
-		return "", 0, fmt.Errorf("put object: got sha256 %s, want %s: %w", sum, want, ErrMismatch)
+		return temp{}, fmt.Errorf("put object: got sha256 %s, want %s: %w", sum, want, ErrMismatch)
 	}
 	if wantSize >= 0 && size != wantSize {
-		return "", 0, fmt.Errorf("put object %s: got %d bytes, want %d: %w", sum, size, wantSize, ErrMismatch)
+		return temp{}, fmt.Errorf("put object %s: got %d bytes, want %d: %w", sum, size, wantSize, ErrMismatch)
 	}
-	dst, _ := s.Path(sum)
-	if info, err := os.Lstat(dst); err == nil && info.Mode().IsRegular() && info.Size() == size {
+	if info, err := os.Lstat(s.objectPath(sum)); err == nil && info.Mode().IsRegular() && info.Size() == size {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return sum, size, nil // already stored
+		return temp{sum: sum, size: size}, nil // already stored
 	}
 	if err := tmp.Chmod(objectMode); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+		return temp{}, fmt.Errorf("put object %s: %w", sum, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			return temp{}, fmt.Errorf("put object %s: %w", sum, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+		return temp{}, fmt.Errorf("put object %s: %w", sum, err)
 	}
+	return temp{path: tmp.Name(), sum: sum, size: size}, nil
+}
+
+// commit renames a checked temporary file into place (its directory is
+// not synced).
+func (s *Store) commit(t temp) error {
+	dst := s.objectPath(t.sum)
 	if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+		os.Remove(t.path)
+		return fmt.Errorf("put object %s: %w", t.sum, err)
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
+	if err := os.Rename(t.path, dst); err != nil {
+		os.Remove(t.path)
+		return fmt.Errorf("put object %s: %w", t.sum, err)
 	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
-		return "", 0, fmt.Errorf("put object %s: %w", sum, err)
-	}
-	return sum, size, nil
+	return nil
 }
 
 // Verify re-hashes the object sum and returns an error wrapping

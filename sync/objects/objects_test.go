@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -201,6 +202,72 @@ func TestSnapshotTree(t *testing.T) {
 	s3, _ := Open(t.TempDir())
 	if err := SnapshotTree(context.Background(), root, m3, s3); err == nil {
 		t.Error("SnapshotTree read through a symlink swapped in")
+	}
+}
+
+// TestSnapshotTreeBatch stores many files at once, duplicates among them,
+// and a batch that fails part way leaves nothing behind: no temporary
+// file, and none of its objects in place.
+func TestSnapshotTreeBatch(t *testing.T) {
+	root := t.TempDir()
+	for i := range 200 {
+		content := fmt.Sprintf("file %d", i%150) // 50 duplicates
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%03d", i)), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, _, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SnapshotTree(context.Background(), root, m, s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		if err := s.Verify(sumOf(fmt.Sprintf("file %d", i))); err != nil {
+			t.Errorf("object %d: %v", i, err)
+		}
+	}
+	if tmps, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %d", len(tmps))
+	}
+
+	// One file changed after the walk: the batch fails and stores none.
+	root2 := t.TempDir()
+	for i := range 100 {
+		os.WriteFile(filepath.Join(root2, fmt.Sprintf("g%03d", i)), []byte(fmt.Sprintf("new %d", i)), 0o644)
+	}
+	m2, _, err := manifest.Walk(context.Background(), root2, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root2, "g050"), []byte("changed"), 0o644)
+	if err := SnapshotTree(context.Background(), root2, m2, s); !errors.Is(err, ErrChanged) {
+		t.Fatalf("SnapshotTree = %v, want ErrChanged", err)
+	}
+	for i := range 100 {
+		if s.Has(sumOf(fmt.Sprintf("new %d", i))) {
+			t.Errorf("object of g%03d stored by a failed batch", i)
+		}
+	}
+	if tmps, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(tmps) != 0 {
+		t.Errorf("temporary files left after a failed batch: %d", len(tmps))
+	}
+
+	// A cancelled context stores nothing either.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	os.WriteFile(filepath.Join(root2, "g050"), []byte("new 50"), 0o644)
+	if err := SnapshotTree(ctx, root2, m2, s); !errors.Is(err, context.Canceled) {
+		t.Errorf("SnapshotTree with a cancelled context = %v", err)
+	}
+	if tmps, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(tmps) != 0 {
+		t.Errorf("temporary files left after a cancelled batch: %d", len(tmps))
 	}
 }
 

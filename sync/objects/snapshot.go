@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
@@ -19,47 +23,98 @@ var ErrChanged = errors.New("file changed during the snapshot")
 // read again. A file that changed since the walk fails the snapshot with
 // an error naming it (and wrapping ErrChanged): take the snapshot again.
 // Reads never leave root, even through a symlink swapped in meanwhile.
-func SnapshotTree(ctx context.Context, root string, m *manifest.Manifest, s *Store) error {
+//
+// The files are written side by side (snapshotWorkers at once) without a
+// flush each: they are made durable together (syncTemps: one syncfs on
+// Linux) before any is renamed into place, so a name in the store only
+// ever holds checked content that is on the disk, at a fraction of the
+// cost of two fsyncs per file.
+func SnapshotTree(ctx context.Context, root string, m *manifest.Manifest, s *Store) (err error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", root, err)
 	}
 	defer r.Close()
+	var todo []manifest.Entry
+	seen := map[string]bool{}
 	for _, e := range m.Entries {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("snapshot %s: %w", root, err)
-		}
-		if e.Type != manifest.File || s.Has(e.SHA256) {
+		if e.Type != manifest.File || seen[e.SHA256] || s.Has(e.SHA256) {
 			continue
 		}
-		if err := snapshotFile(ctx, r, e, s); err != nil {
-			return err
-		}
+		seen[e.SHA256] = true
+		todo = append(todo, e)
 	}
-	return nil
+	if len(todo) == 0 {
+		return ctx.Err()
+	}
+	temps := make([]temp, len(todo))
+	defer func() {
+		if err != nil {
+			for _, t := range temps {
+				if t.path != "" {
+					os.Remove(t.path)
+				}
+			}
+		}
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(snapshotWorkers())
+	for i, e := range todo {
+		g.Go(func() error {
+			t, err := snapshotFile(gctx, r, e, s)
+			temps[i] = t
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := s.syncTemps(temps); err != nil {
+		return fmt.Errorf("snapshot %s: %w", root, err)
+	}
+	dirs := map[string]bool{}
+	for i, t := range temps {
+		if t.path == "" {
+			continue
+		}
+		if err := s.commit(t); err != nil {
+			temps[i].path = ""
+			return fmt.Errorf("snapshot %s: %w", root, err)
+		}
+		temps[i].path = ""
+		dirs[filepath.Dir(s.objectPath(t.sum))] = true
+	}
+	if err := s.syncCommitted(dirs); err != nil {
+		return fmt.Errorf("snapshot %s: %w", root, err)
+	}
+	return ctx.Err()
 }
 
-func snapshotFile(ctx context.Context, r *os.Root, e manifest.Entry, s *Store) error {
+// snapshotWorkers is how many files SnapshotTree copies at once.
+func snapshotWorkers() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 8) }
+
+func snapshotFile(ctx context.Context, r *os.Root, e manifest.Entry, s *Store) (temp, error) {
 	f, err := r.Open(e.Path)
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", e.Path, err)
+		return temp{}, fmt.Errorf("snapshot %s: %w", e.Path, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("snapshot %s: %w", e.Path, err)
+		return temp{}, fmt.Errorf("snapshot %s: %w", e.Path, err)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("snapshot %s: now a %s: %w", e.Path, info.Mode().Type(), ErrChanged)
+		return temp{}, fmt.Errorf("snapshot %s: now a %s: %w", e.Path, info.Mode().Type(), ErrChanged)
 	}
 	if err := ValidSum(e.SHA256); err != nil {
-		return fmt.Errorf("snapshot %s: %w", e.Path, err)
+		return temp{}, fmt.Errorf("snapshot %s: %w", e.Path, err)
 	}
-	if _, _, err := s.put(ctx, f, e.SHA256, e.Size); err != nil {
+	t, err := s.writeTemp(ctx, f, e.SHA256, e.Size, !syncfsWorks)
+	if err != nil {
 		if errors.Is(err, ErrMismatch) {
-			return fmt.Errorf("snapshot %s: %w (%w)", e.Path, ErrChanged, err)
+			return temp{}, fmt.Errorf("snapshot %s: %w (%w)", e.Path, ErrChanged, err)
 		}
-		return fmt.Errorf("snapshot %s: %w", e.Path, err)
+		return temp{}, fmt.Errorf("snapshot %s: %w", e.Path, err)
 	}
-	return nil
+	return t, nil
 }
