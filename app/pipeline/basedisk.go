@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -177,6 +178,11 @@ func MakeBaseDisk(ctx context.Context, req BaseDiskRequest) (BaseDisk, error) {
 		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
 	}
 	err = VerifyBaseDisk(disk.Path)
+	if err == nil {
+		// Its record's time is its last use, for pruneBaseDisks.
+		now := time.Now()
+		_ = os.Chtimes(recordPath(disk.Path), now, now)
+	}
 	unlock()
 	if err == nil {
 		log.Debug("base disk found", "id", id, "path", disk.Path)
@@ -208,7 +214,55 @@ func MakeBaseDisk(ctx context.Context, req BaseDiskRequest) (BaseDisk, error) {
 		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
 	}
 	log.Debug("base disk written", "id", id, "path", disk.Path, "took", time.Since(start))
+	pruneBaseDisks(req.Dir, id, time.Now(), log)
 	return disk, nil
+}
+
+// How long and how many base disks are kept: a disk not used for
+// BaseDiskKeep goes when another is written, and only the
+// BaseDiskKeepCount used last are kept. A kept sandbox's checkpoint whose
+// disk went cannot be rolled back (the rollback says so).
+const (
+	BaseDiskKeep      = 72 * time.Hour
+	BaseDiskKeepCount = 32
+)
+
+// pruneBaseDisks removes from dir the disks (image and record) other than
+// keep that were last used before now-BaseDiskKeep, or beyond the
+// BaseDiskKeepCount used last. The caller holds the exclusive lock; a
+// machine still reading a removed image keeps it open.
+func pruneBaseDisks(dir, keep string, now time.Time, log *slog.Logger) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type rec struct {
+		id   string
+		used time.Time
+	}
+	var recs []rec
+	for _, e := range ents {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || id == keep || len(id) != 64 {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			recs = append(recs, rec{id, fi.ModTime()})
+		}
+	}
+	slices.SortFunc(recs, func(a, b rec) int { return b.used.Compare(a.used) })
+	for i, r := range recs {
+		if i < BaseDiskKeepCount-1 && now.Sub(r.used) < BaseDiskKeep {
+			continue
+		}
+		img := filepath.Join(dir, r.id+".img")
+		if err := os.Remove(img); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("prune base disk", "path", img, "err", err)
+			continue
+		}
+		os.Remove(filepath.Join(dir, r.id+".json"))
+		log.Debug("pruned base disk", "id", r.id, "last_used", r.used)
+	}
 }
 
 // recordPath is the record beside the image at path.

@@ -323,6 +323,44 @@ func TestBaseDiskCacheHit(t *testing.T) {
 	}
 }
 
+// TestBaseDiskPrune: writing a disk removes those not used for
+// BaseDiskKeep, keeps a recently used one (a cache hit counts as a use)
+// and the one just written, and keeps no more than BaseDiskKeepCount.
+func TestBaseDiskPrune(t *testing.T) {
+	m, st := baseline(t, testTree())
+	dir := t.TempDir()
+	stale := makeDisk(t, dir, m, st, 1, 1)
+	used := makeDisk(t, dir, m, st, 2, 2)
+	long := time.Now().Add(-BaseDiskKeep - time.Hour)
+	for _, d := range []BaseDisk{stale, used} {
+		if err := os.Chtimes(recordPath(d.Path), long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeDisk(t, dir, m, st, 2, 2) // a hit: used now
+	fresh := makeDisk(t, dir, m, st, 3, 3)
+	for d, want := range map[BaseDisk]bool{stale: false, used: true, fresh: true} {
+		for _, p := range []string{d.Path, recordPath(d.Path)} {
+			if _, err := os.Stat(p); (err == nil) != want {
+				t.Errorf("%s: present %v, want %v", filepath.Base(p), err == nil, want)
+			}
+		}
+	}
+
+	// Many recent disks: the newest BaseDiskKeepCount stay.
+	dir2 := t.TempDir()
+	for i := range BaseDiskKeepCount + 3 {
+		d := makeDisk(t, dir2, m, st, 10+i, 10+i)
+		at := time.Now().Add(time.Duration(i-100) * time.Minute)
+		os.Chtimes(recordPath(d.Path), at, at)
+	}
+	imgs, _ := filepath.Glob(filepath.Join(dir2, "*.img"))
+	recs, _ := filepath.Glob(filepath.Join(dir2, "*.json"))
+	if len(imgs) != BaseDiskKeepCount || len(recs) != BaseDiskKeepCount {
+		t.Errorf("%d images and %d records kept, want %d", len(imgs), len(recs), BaseDiskKeepCount)
+	}
+}
+
 // TestBaseDiskDamaged: an image changed on the host in any way is caught
 // by VerifyBaseDisk, and MakeBaseDisk writes it again with a warning.
 func TestBaseDiskDamaged(t *testing.T) {
