@@ -206,7 +206,9 @@ func rollback(ctx context.Context, sb *sandbox.Sandbox, name string, restorer vm
 			// A baseline disk (the disk sync mode) is shared, not kept:
 			// it must still be the one the checkpoint was made on.
 			if _, err := os.Stat(strings.TrimSuffix(d.Path, ".img") + ".json"); err == nil {
-				if err := VerifyBaseDisk(d.Path); err != nil {
+				if err := VerifyBaseDisk(d.Path); errors.Is(err, fs.ErrNotExist) {
+					return 0, fmt.Errorf("the baseline disk this checkpoint was made on is gone (disks unused for %v are pruned): start a new run: %w", BaseDiskKeep, err)
+				} else if err != nil {
 					return 0, fmt.Errorf("the checkpoint's baseline disk: %w", err)
 				}
 			}
