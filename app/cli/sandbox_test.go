@@ -383,7 +383,8 @@ func TestRunDiffApplyUndo(t *testing.T) {
 		}
 		kinds = append(kinds, string(ev.Event))
 	}
-	wantKinds := "created excluded snapshot limits booted egress-policy pushed command exit collected cache-kept disk decisions applied undone decisions applied"
+	// (The disk sync mode writes the baseline disk, "pushed", before boot.)
+	wantKinds := "created excluded snapshot pushed limits booted egress-policy command exit collected cache-kept disk decisions applied undone decisions applied"
 	if strings.Join(kinds, " ") != wantKinds {
 		t.Errorf("audit events:\n %s\nwant\n %s", strings.Join(kinds, " "), wantKinds)
 	}
