@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -145,7 +147,7 @@ func quote(p string) string { return `"` + p + `"` }
 func debugfs(t *testing.T, img, req string) string {
 	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.Command(lookSbin(t, "debugfs"), "-R", req, img)
+	cmd := exec.Command(testenv.Sbin(t, "debugfs"), "-R", req, img)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil || strings.Contains(stderr.String(), "not found") {
@@ -239,7 +241,7 @@ func TestBaseDiskLayout(t *testing.T) {
 	}
 
 	// e2fsck, which knows ext4 better than any reader here, finds nothing.
-	if out, err := exec.Command(lookSbin(t, "e2fsck"), "-fn", d.Path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(testenv.Sbin(t, "e2fsck"), "-fn", d.Path).CombinedOutput(); err != nil {
 		t.Errorf("e2fsck -fn: %v\n%s", err, out)
 	}
 
@@ -701,20 +703,4 @@ func TestBaseDiskProgress(t *testing.T) {
 	quiet := &byteProgress{report: func(d, n int64) { t.Errorf("a fast write reported %d/%d", d, n) }, total: 1, start: time.Now()}
 	quiet.add(1)
 	quiet.finish()
-}
-
-// lookSbin finds a host tool the test checks with, also in the sbin
-// directories a non-root PATH lacks.
-func lookSbin(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin"} {
-		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
-			return filepath.Join(d, name)
-		}
-	}
-	t.Fatalf("%s not found: install e2fsprogs (scripts/setup-debian does)", name)
-	return ""
 }

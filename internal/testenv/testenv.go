@@ -214,3 +214,20 @@ func NetClient(t testing.TB, arch vm.Arch) string {
 	}
 	return out
 }
+
+// Sbin finds a host tool a test checks its results with (e2fsck,
+// debugfs), also in the sbin directories a non-root PATH lacks; without
+// it the test fails: scripts/setup-debian installs them.
+func Sbin(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range []string{"/usr/sbin", "/sbin"} {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return filepath.Join(d, name)
+		}
+	}
+	t.Fatalf("%s not found: install e2fsprogs (scripts/setup-debian does)", name)
+	return ""
+}
