@@ -18,10 +18,11 @@ import (
 // /workspace whose upper layer is on the sandbox's own disk (DiskFile,
 // the quota), and the collect reads the upper layer only.
 type diskWorkspace struct {
-	r      *runner
-	disk   string // the upper layer's disk
-	base   BaseDisk
-	pushMS int64
+	r        *runner
+	uid, gid int    // the baseline's owner: the command's user (diskOwner)
+	disk     string // the upper layer's disk
+	base     BaseDisk
+	pushMS   int64
 }
 
 // diskOwner is the uid and gid the baseline disk of r's run is owned by:
@@ -36,7 +37,6 @@ func (r *runner) diskOwner() (uid, gid int, ok bool) {
 
 func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (Attach, error) {
 	r := w.r
-	uid, gid, _ := r.diskOwner()
 	if err := r.setStatus(sandbox.StatusPushing, nil); err != nil {
 		return Attach{}, err
 	}
@@ -44,7 +44,7 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 	msg := "writing the baseline disk"
 	r.progress(Progress{Step: StepPush, Message: msg})
 	base, err := MakeBaseDisk(ctx, BaseDiskRequest{Dir: r.o.BaseDisks, Manifest: r.base, Objects: r.s.Objects(),
-		UID: uid, GID: gid, Logger: r.log, Progress: func(done, total int64) {
+		UID: w.uid, GID: w.gid, Logger: r.log, Progress: func(done, total int64) {
 			r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("%s, %d/%d MB", msg, done>>20, total>>20)})
 		}})
 	if err != nil {

@@ -47,8 +47,8 @@ func (r *runner) workspace() workspace {
 	case sandbox.SyncVirtiofs:
 		return &stagingWorkspace{r: r, dir: r.sb.Path(StagingDir)}
 	case sandbox.SyncDisk:
-		if _, _, ok := r.diskOwner(); ok {
-			return &diskWorkspace{r: r}
+		if uid, gid, ok := r.diskOwner(); ok {
+			return &diskWorkspace{r: r, uid: uid, gid: gid}
 		}
 		// The image does not record the user's uid (an image made before
 		// Airlock recorded them): copy, and chown in the guest.
