@@ -517,7 +517,10 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 		}
 		return vm.Disk{Path: path, Format: format}, nil
 	}
-	res, err := disk.Clone(ctx, img.Rootfs, path, disk.Options{Overlay: runtime.GOOS != "darwin"})
+	// The overlay names its backing file by the real path: a warm
+	// snapshot keeps a copy of this disk, and another home linked to the
+	// same image store (a test's) may boot it after this home is gone.
+	res, err := disk.Clone(ctx, realPath(img.Rootfs), path, disk.Options{Overlay: runtime.GOOS != "darwin"})
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
 	}

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -47,5 +48,50 @@ func TestRootDisk(t *testing.T) {
 		if _, err := rootDisk(context.Background(), img, clone, log); err == nil || !strings.Contains(err.Error(), "was rebuilt since this clone was made") {
 			t.Errorf("rebuilt image: %v", err)
 		}
+	}
+}
+
+// TestRootDiskRealBacking: an overlay clone names the image's root disk
+// by its real path, not through a home's link to a shared image store: a
+// warm snapshot keeps a copy of the clone, and other homes linked to the
+// store boot it after the home that made it is gone (test homes).
+func TestRootDiskRealBacking(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		testenv.Skip(t, testenv.QEMUImg, "qemu-img not installed (scripts/setup-debian installs it)")
+	}
+	store, home := t.TempDir(), t.TempDir()
+	real := filepath.Join(store, "rootfs.img")
+	if err := os.WriteFile(real, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(store, filepath.Join(home, "images")); err != nil {
+		t.Fatal(err)
+	}
+	img := &image.Image{Name: "full", Rootfs: filepath.Join(home, "images", "rootfs.img"),
+		Meta: image.Meta{Rootfs: &image.RootfsMeta{FileMeta: image.FileMeta{SHA256: "aaaa"}}}}
+	clone := filepath.Join(home, "root.img")
+	d, err := rootDisk(context.Background(), img, clone, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Format != disk.QCOW2 {
+		t.Skipf("the clone is %s, not an overlay", d.Format)
+	}
+	out, err := exec.Command("qemu-img", "info", "--output=json", clone).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Backing string `json:"backing-filename"`
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Backing != want {
+		t.Errorf("the overlay's backing file is %q, want the real path %q", info.Backing, want)
 	}
 }
