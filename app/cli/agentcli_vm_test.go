@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// agentCase is one agent CLI's proof: its preset, the fake of its
+// vendor's API, and where its credential lives and travels.
+type agentCase struct {
+	// Agent is the preset: claude, codex, gemini.
+	Agent string
+	// Vendor is the fake API, reached under the vendor's real host name.
+	Vendor fakevendor.Vendor
+	// Secret is the host's variable holding the credential
+	// (ANTHROPIC_API_KEY); Value, when set, is its value (else random).
+	Secret, Value string
+	// Credential is the credential a request carried to the vendor, as
+	// the vendor reads it (a header's value without its scheme).
+	Credential func(fakevendor.Request) string
+	// Model says whether a request is a model call (one that carries the
+	// conversation); nil takes every request.
+	Model func(fakevendor.Request) bool
+}
+
+// agentScript is what every fake has the agent do: write a file with
+// the CLI's own tool and run a shell command whose output comes back.
+var agentScript = fakevendor.Script{
+	Dir:     "/workspace",
+	File:    "notes/hello.txt",
+	Content: "Hello from the scripted model.\nA second line.\n",
+	Shell:   "echo airlock-shell-$((6*7)) | tee shell.out",
+	Final:   "I wrote notes/hello.txt and ran the shell check; this is the final message.",
+}
+
+// shellOutput is what agentScript's command prints.
+const shellOutput = "airlock-shell-42"
+
+// upstreamHook makes every run of a plan reach srv for the vendors'
+// host names (the proxy verifies srv's certificates against its CA).
+func upstreamHook(srv *fakevendor.Server) Option {
+	return WithPlanHook(func(p *plan.Plan) error {
+		for i := range p.Runs {
+			if n := p.Runs[i].Network; n != nil {
+				n.Dial, n.RootCAs = srv.Dial, srv.RootCAs
+			}
+		}
+		return nil
+	})
+}
+
+// agentCLI runs airlock with opts.
+func agentCLI(t *testing.T, home string, opts []Option, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(append([]string{"--home", home}, args...), strings.NewReader(""), &out, &errOut, opts...)
+	return code, out.String(), errOut.String()
+}
+
+// agentCLITest runs c's real CLI from the full image on a small project
+// through the real egress proxy with secret injection, against its fake
+// vendor, and checks what the issue asks of every CLI: the file and the
+// shell command's output in the changeset, the real credential on every
+// upstream request and never a placeholder, the credential nowhere in the
+// sandbox, the final message as the rationale, and a reply round that
+// continues the conversation. It returns the sandbox and the server for
+// a CLI's own checks.
+func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Server) {
+	t.Helper()
+	testenv.SkipIfShort(t)
+	h, _ := fullHome(t)
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "README.md"), []byte("# A small project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secret := c.Value
+	if secret == "" {
+		secret = "sk-airlock-test-" + randomHex(t, 24)
+	}
+	t.Setenv(c.Secret, secret)
+	srv := fakevendor.Start(t, agentScript, c.Vendor)
+	opts := []Option{upstreamHook(srv)}
+
+	code, out, errOut := agentCLI(t, h, opts, "--json", "run", "--arch", "amd64", "--project", proj,
+		"--agent", c.Agent, "--prompt", "Write notes/hello.txt and run the shell check.")
+	if code != 0 {
+		t.Fatalf("run --agent %s: exit %d\n%s\n%s\nrequests:\n%s", c.Agent, code, out, errOut, requestList(srv))
+	}
+	t.Logf("requests of the run:\n%s", requestList(srv))
+	st, err := sandbox.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := st.Get(sandboxOf(t, out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sb.Changeset(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{agentScript.File: agentScript.Content, "shell.out": shellOutput + "\n"} {
+		f := cs.File(path)
+		if f == nil {
+			t.Errorf("the changeset lacks %s (%d files)", path, len(cs.Files))
+		} else if got := string(f.NewContent()); got != want {
+			t.Errorf("%s in the changeset is %q, want %q", path, got, want)
+		}
+	}
+	if !slices.ContainsFunc(srv.Requests(), func(r fakevendor.Request) bool { return bytes.Contains(r.Body, []byte(shellOutput)) }) {
+		t.Errorf("no request carried the shell command's output %q back to the model", shellOutput)
+	}
+	final, err := sb.FinalMessage()
+	if err != nil || strings.TrimSpace(final) != agentScript.Final {
+		t.Errorf("the rationale shown is %q (%v), want the agent's final message %q", final, err, agentScript.Final)
+	}
+	checkCredentials(t, c, srv, secret)
+	checkNoSecret(t, h, sb, secret)
+
+	// A reply round continues the same conversation: the model sees the
+	// earlier turns with the new message.
+	before := len(srv.Requests())
+	const message = "Thanks; now say goodbye in the final message too."
+	code, out, errOut = agentCLI(t, h, opts, "reply", sb.ID, "--message", message)
+	if code != 0 {
+		t.Fatalf("reply: exit %d\n%s\n%s\nrequests:\n%s", code, out, errOut, requestList(srv))
+	}
+	continued := false
+	for _, r := range srv.Requests()[before:] {
+		if bytes.Contains(r.Body, []byte("goodbye in the final message")) && bytes.Contains(r.Body, []byte(agentScript.Final)) {
+			continued = true
+		}
+	}
+	if !continued {
+		t.Errorf("no request of the reply round carried the earlier turns (the first round's final message) with the reply:\n%s", requestList(srv))
+	}
+	checkCredentials(t, c, srv, secret)
+	checkNoSecret(t, h, sb, secret)
+	return sb, srv
+}
+
+// checkCredentials: every request reached the fake with the real
+// credential, and no placeholder ever left the host.
+func checkCredentials(t *testing.T, c agentCase, srv *fakevendor.Server, secret string) {
+	t.Helper()
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the fake vendor received no request")
+	}
+	models := 0
+	for _, r := range reqs {
+		if c.Model == nil || c.Model(r) {
+			models++
+		}
+		if got := c.Credential(r); got != secret {
+			t.Errorf("%s %s%s carried credential %q, want the real one", r.Method, r.Host, r.Path, abbreviate(got))
+		}
+		var all bytes.Buffer
+		fmt.Fprintf(&all, "%s?%s\n", r.Path, r.Query)
+		r.Header.Write(&all)
+		all.Write(r.Body)
+		if bytes.Contains(all.Bytes(), []byte(egress.PlaceholderPrefix)) {
+			t.Errorf("%s %s%s carried a placeholder to the vendor", r.Method, r.Host, r.Path)
+		}
+	}
+	if models == 0 {
+		t.Errorf("no model request among:\n%s", requestList(srv))
+	}
+}
+
+// checkNoSecret: the credential is in no file of the sandbox (its
+// directory with the transcript, the audit log and its disks) nor in the
+// baseline disks, read extent by extent.
+func checkNoSecret(t *testing.T, h string, sb *sandbox.Sandbox, secret string) {
+	t.Helper()
+	for _, dir := range []string{sb.Dir, home.Layout{Root: h}.BaseDisks()} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			found, err := fileContains(path, []byte(secret))
+			if err != nil {
+				return err
+			}
+			if found {
+				t.Errorf("the credential is in %s", path)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("search %s: %v", dir, err)
+		}
+	}
+}
+
+// fileContains says whether needle is in path's data, reading only the
+// extents with data (a sparse disk of gigabytes holds little).
+func fileContains(path string, needle []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	const chunk = 1 << 20
+	buf := make([]byte, chunk+len(needle))
+	fd := int(f.Fd())
+	for off := int64(0); off < fi.Size(); {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if err != nil {
+			break // ENXIO: no data after off
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			hole = fi.Size()
+		}
+		for p := data; p < hole; p += chunk {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
+			if err != nil && err != io.EOF {
+				return false, err
+			}
+			if bytes.Contains(buf[:n], needle) {
+				return true, nil
+			}
+		}
+		off = hole
+	}
+	return false, nil
+}
+
+// sandboxOf is the sandbox of airlock --json run's answer.
+func sandboxOf(t *testing.T, out string) string {
+	t.Helper()
+	var res struct {
+		Sandbox string `json:"sandbox"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sandbox == "" {
+		t.Fatalf("no sandbox in the answer (%v):\n%s", err, out)
+	}
+	return res.Sandbox
+}
+
+// requestList is the requests the fake saw, a line each.
+func requestList(srv *fakevendor.Server) string {
+	var b strings.Builder
+	for _, r := range srv.Requests() {
+		fmt.Fprintf(&b, "  %s %s%s?%s → %d (%d bytes)\n", r.Method, r.Host, r.Path, r.Query, r.Status, len(r.Body))
+	}
+	return b.String()
+}
+
+func abbreviate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
