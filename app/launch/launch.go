@@ -517,7 +517,10 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 		}
 		return vm.Disk{Path: path, Format: format}, nil
 	}
-	res, err := disk.Clone(ctx, img.Rootfs, path, disk.Options{Overlay: runtime.GOOS != "darwin"})
+	// An overlay names its backing file: the image's real path, not the
+	// one through a home's link to a shared image store (test homes),
+	// which may be gone when a warm snapshot kept from it is used.
+	res, err := disk.Clone(ctx, realPath(img.Rootfs), path, disk.Options{Overlay: runtime.GOOS != "darwin"})
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)
 	}
