@@ -60,9 +60,15 @@ type Preset struct {
 	// Hosts are allow patterns the agent needs: hosts and registry
 	// presets such as "@npm" (egress.ParseRules).
 	Hosts []string `toml:"hosts" json:"hosts"`
-	// Secret lists the API keys the agent sends: the guest sees a
-	// placeholder in Env; the proxy puts the value in Header to Host.
-	Secret []config.SecretRule `toml:"secret" json:"secret,omitempty"`
+	// Secret lists the credentials the agent signs in with: the guest
+	// sees a placeholder in Env; the proxy puts the value in Header to
+	// Host. They are alternatives (an API key, a subscription's token):
+	// those found on the host are sent, and a run finding none stops
+	// before its VM boots.
+	Secret []Secret `toml:"secret" json:"secret,omitempty"`
+	// CLI is the agent CLI's package and the version the preset's flags
+	// were checked against (the images pin the same version).
+	CLI CLI `toml:"cli" json:"cli,omitzero"`
 	// Rationale says where the agent's explanation of its work is.
 	Rationale Rationale `toml:"rationale" json:"rationale"`
 	// PromptTemplate wraps the user's prompt ({prompt}) in a
@@ -77,6 +83,22 @@ type Preset struct {
 	Source string `toml:"-" json:"source"`
 }
 
+// Secret is one way an agent signs in.
+type Secret struct {
+	config.SecretRule
+	// How says, for people, what the credential is and how to get it
+	// ("a subscription's token: run `claude setup-token`").
+	How string `toml:"how" json:"how,omitempty"`
+}
+
+// CLI is an agent CLI as published.
+type CLI struct {
+	// Package is its npm package ("@anthropic-ai/claude-code").
+	Package string `toml:"package" json:"package,omitempty"`
+	// Version is the version its preset was checked against.
+	Version string `toml:"version" json:"version,omitempty"`
+}
+
 // Rationale says how to read an agent's final message.
 type Rationale struct {
 	// JSONField is a dotted path to the final message in the JSON the
@@ -88,7 +110,7 @@ type Rationale struct {
 }
 
 // keys are the keys a preset table may hold, for error messages.
-const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header), rationale (json_field, summary_file), prompt_template, user, image"
+const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header, how), cli (package, version), rationale (json_field, summary_file), prompt_template, user, image"
 
 // UserDir is the user's configuration directory: where config.toml is
 // (config.UserPath).
@@ -177,6 +199,12 @@ func parse(data []byte, source string, base map[string]Preset) (map[string]Prese
 		if set("secret") {
 			p.Secret = u.Secret
 		}
+		if set("cli", "package") {
+			p.CLI.Package = u.CLI.Package
+		}
+		if set("cli", "version") {
+			p.CLI.Version = u.CLI.Version
+		}
 		if set("rationale", "json_field") {
 			p.Rationale.JSONField = u.Rationale.JSONField
 		}
@@ -237,7 +265,7 @@ func (p Preset) Validate() error {
 			errs = append(errs, fmt.Errorf("hosts: %w", err))
 		}
 	}
-	if err := (config.Network{Secret: p.Secret}).Validate(); err != nil {
+	if err := (config.Network{Secret: p.Secrets()}).Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, s := range p.Secret {
@@ -338,9 +366,14 @@ func (p Preset) Rules() ([]egress.Rule, error) {
 	return out, errors.Join(errs...)
 }
 
-// Secrets returns the preset's secrets, for config.PolicyInput.PresetSecrets.
+// Secrets returns the preset's secrets as rules, for
+// config.PolicyInput.PresetSecrets.
 func (p Preset) Secrets() []config.SecretRule {
-	return append([]config.SecretRule(nil), p.Secret...)
+	out := make([]config.SecretRule, 0, len(p.Secret))
+	for _, s := range p.Secret {
+		out = append(out, s.SecretRule)
+	}
+	return out
 }
 
 // FinalMessage reads the agent's final message from the JSON its

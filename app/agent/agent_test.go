@@ -27,7 +27,7 @@ func TestBuiltinPresets(t *testing.T) {
 		cont        []string // with R for the reply
 		env         map[string]string
 		host        string
-		secret      config.SecretRule
+		secrets     []config.SecretRule
 		jsonField   string
 	}{
 		{
@@ -37,8 +37,11 @@ func TestBuiltinPresets(t *testing.T) {
 			cont:        []string{"claude", "-p", "--continue", "--output-format", "json", "--dangerously-skip-permissions", "R"},
 			env:         map[string]string{"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1"},
 			host:        "api.anthropic.com",
-			secret:      config.SecretRule{Env: "ANTHROPIC_API_KEY", Host: "api.anthropic.com", Header: "x-api-key"},
-			jsonField:   "result",
+			secrets: []config.SecretRule{
+				{Env: "ANTHROPIC_API_KEY", Host: "api.anthropic.com", Header: "x-api-key"},
+				{Env: "CLAUDE_CODE_OAUTH_TOKEN", Host: "api.anthropic.com", Header: "Authorization"},
+			},
+			jsonField: "result",
 		},
 		{
 			name:        "codex",
@@ -47,7 +50,7 @@ func TestBuiltinPresets(t *testing.T) {
 			cont:        []string{"codex", "exec", "resume", "--last", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "R"},
 			env:         map[string]string{},
 			host:        "api.openai.com",
-			secret:      config.SecretRule{Env: "CODEX_API_KEY", Host: "api.openai.com", Header: "Authorization"},
+			secrets:     []config.SecretRule{{Env: "CODEX_API_KEY", Host: "api.openai.com", Header: "Authorization"}},
 		},
 		{
 			name:        "gemini",
@@ -56,7 +59,7 @@ func TestBuiltinPresets(t *testing.T) {
 			cont:        []string{"gemini", "--resume", "latest", "--yolo", "--skip-trust", "--output-format", "json", "-p", "R"},
 			env:         map[string]string{},
 			host:        "generativelanguage.googleapis.com",
-			secret:      config.SecretRule{Env: "GEMINI_API_KEY", Host: "generativelanguage.googleapis.com", Header: "x-goog-api-key"},
+			secrets:     []config.SecretRule{{Env: "GEMINI_API_KEY", Host: "generativelanguage.googleapis.com", Header: "x-goog-api-key"}},
 			jsonField:   "response",
 		},
 	}
@@ -92,8 +95,16 @@ func TestBuiltinPresets(t *testing.T) {
 			if err != nil || len(rules) != 1 || rules[0].Host != tt.host || rules[0].Source != "preset" {
 				t.Errorf("rules %+v, %v", rules, err)
 			}
-			if s := p.Secrets(); len(s) != 1 || s[0] != tt.secret {
-				t.Errorf("secrets %+v, want %+v", s, tt.secret)
+			if s := p.Secrets(); !slices.Equal(s, tt.secrets) {
+				t.Errorf("secrets %+v, want %+v", s, tt.secrets)
+			}
+			for _, s := range p.Secret {
+				if s.How == "" {
+					t.Errorf("secret %s does not say how to get it", s.Env)
+				}
+			}
+			if p.CLI.Package == "" || p.CLI.Version == "" {
+				t.Errorf("the preset does not say which CLI version it was checked against: %+v", p.CLI)
 			}
 			// The rules and secret feed a policy that allows the host and
 			// carries the key there.
@@ -104,7 +115,7 @@ func TestBuiltinPresets(t *testing.T) {
 			if !pol.Decide(egress.Request{Host: tt.host, Port: 443, Method: "POST", Connect: true}).Allowed || pol.Decide(egress.Request{Host: "example.com", Port: 443, Method: "CONNECT", Connect: true}).Allowed {
 				t.Error("policy does not allow exactly the preset's host")
 			}
-			if env := pol.GuestEnv(); !strings.HasPrefix(env[tt.secret.Env], egress.PlaceholderPrefix) {
+			if env := pol.GuestEnv(); !strings.HasPrefix(env[tt.secrets[0].Env], egress.PlaceholderPrefix) {
 				t.Errorf("guest env %v", env)
 			}
 		})
@@ -160,7 +171,7 @@ header = "Authorization"
 		t.Errorf("override not applied: %+v", c)
 	}
 	// Keys the user did not set are the built-in's.
-	if c.CommandTemplate[0] != "claude" || c.Rationale.SummaryFile != ".airlock/summary.md" || len(c.Secret) != 1 || c.Source != filepath.Join(dir, FileName) {
+	if c.CommandTemplate[0] != "claude" || c.Rationale.SummaryFile != ".airlock/summary.md" || len(c.Secret) != 2 || c.Source != filepath.Join(dir, FileName) {
 		t.Errorf("override lost built-in keys: %+v", c)
 	}
 	a, ok := presets["aider"]

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/internal/lockio"
 )
 
 // loadAgents loads the agent presets: the built-ins and the user's
@@ -112,8 +114,11 @@ gemini) and those of agents.toml in your configuration directory (next to
 config.toml, ~/.config/airlock/agents.toml), whose tables override the keys
 they set and add agents. Each preset says the command it runs (with
 {prompt} for the task), the hosts it may reach through Airlock's proxy and
-the API key it needs (looked up on the host: macOS Keychain, [secrets] of
-config.toml, or the environment; the VM sees only a placeholder).`,
+the CLI version it was checked against, and whether it can sign in here:
+its credentials (an API key, or a subscription's token) are looked up on
+the host (macOS Keychain, [secrets] of config.toml, or the environment;
+the VM sees only a placeholder), and a run of an agent with none stops
+before its VM boots, saying what to set.`,
 		Example: `  airlock agents
   airlock agents --json
   airlock run --project . --agent claude --prompt "fix the failing test"`,
@@ -123,23 +128,44 @@ config.toml, or the environment; the VM sees only a placeholder).`,
 			if err != nil {
 				return err
 			}
+			h, err := e.home()
+			if err != nil {
+				return err
+			}
+			pl, err := e.planner(h, lockio.NewWriter(io.Discard))
+			if err != nil {
+				return err
+			}
+			pl.Agents = func() (map[string]agent.Preset, error) { return presets, nil }
 			names := agent.Names(presets)
 			if e.json {
-				out := make([]agent.Preset, 0, len(names))
+				type shown struct {
+					agent.Preset
+					Credentials plan.Credentials `json:"credentials"`
+				}
+				out := make([]shown, 0, len(names))
 				for _, n := range names {
-					out = append(out, presets[n])
+					c, err := pl.Credentials(n)
+					if err != nil {
+						return err
+					}
+					out = append(out, shown{presets[n], c})
 				}
 				return e.printJSON(out)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tCOMMAND\tHOSTS\tSECRET\tSOURCE")
+			fmt.Fprintln(tw, "NAME\tCOMMAND\tHOSTS\tCLI\tSIGN-IN\tSOURCE")
 			for _, n := range names {
 				p := presets[n]
-				var secrets []string
-				for _, s := range p.Secret {
-					secrets = append(secrets, s.Env)
+				cli := "-"
+				if p.CLI.Package != "" {
+					cli = p.CLI.Package + " " + p.CLI.Version
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n, strings.Join(p.CommandTemplate, " "), strings.Join(p.Hosts, ","), strings.Join(secrets, ","), p.Source)
+				c, err := pl.Credentials(n)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n, strings.Join(p.CommandTemplate, " "), strings.Join(p.Hosts, ","), cli, c, p.Source)
 			}
 			return tw.Flush()
 		},

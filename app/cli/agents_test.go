@@ -17,6 +17,10 @@ import (
 func TestAgentsCmd(t *testing.T) {
 	cfg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", cfg)
+	for _, k := range []string{"ANTHROPIC_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-test")
 	home := t.TempDir()
 	code, out, errOut := run(t, home, "", "agents", "--json")
 	if code != 0 {
@@ -27,6 +31,16 @@ func TestAgentsCmd(t *testing.T) {
 		Command []string `json:"command"`
 		Hosts   []string `json:"hosts"`
 		Source  string   `json:"source"`
+		CLI     struct {
+			Package, Version string
+		} `json:"cli"`
+		Credentials struct {
+			Ready bool `json:"ready"`
+			Ways  []struct {
+				Env     string `json:"env"`
+				FoundIn string `json:"found_in"`
+			} `json:"ways"`
+		} `json:"credentials"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -34,9 +48,17 @@ func TestAgentsCmd(t *testing.T) {
 	if len(list) != 4 || list[0].Name != "claude" || list[1].Name != "codex" || list[2].Name != "demo" || list[3].Name != "gemini" || list[0].Hosts[0] != "api.anthropic.com" {
 		t.Errorf("agents: %+v", list)
 	}
+	if c := list[0].Credentials; !c.Ready || len(c.Ways) != 2 || c.Ways[0].FoundIn != "" || c.Ways[1].FoundIn != "environment" || list[0].CLI.Version == "" {
+		t.Errorf("claude signs in with the subscription's token from the environment: %+v", list[0])
+	}
+	if list[1].Credentials.Ready || !list[2].Credentials.Ready {
+		t.Errorf("codex has no key, demo needs none: %+v %+v", list[1].Credentials, list[2].Credentials)
+	}
 	code, out, _ = run(t, home, "", "agents")
-	if code != 0 || !strings.Contains(out, "NAME") || !strings.Contains(out, "CODEX_API_KEY") {
-		t.Errorf("agents: %d %s", code, out)
+	for _, want := range []string{"NAME", "SIGN-IN", "not signed in: set CODEX_API_KEY", "ready: signs in with CLAUDE_CODE_OAUTH_TOKEN (environment)", "@openai/codex 0.169.0"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("agents lacks %q: %d %s", want, code, out)
+		}
 	}
 
 	// A bad agents.toml is reported with its path.
@@ -90,10 +112,11 @@ func TestRunAgentFlags(t *testing.T) {
 func TestRunAgentNetwork(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("CLAUDE_CODE_OAUTH_TOKEN", "")
 	home := t.TempDir()
 	project := t.TempDir()
 	code, _, errOut := run(t, home, "", "run", "--project", project, "--agent", "claude", "--prompt", "x")
-	if code == 0 || !strings.Contains(errOut, "ANTHROPIC_API_KEY") || !strings.Contains(errOut, "api.anthropic.com") {
+	if code == 0 || !strings.Contains(errOut, "ANTHROPIC_API_KEY") || !strings.Contains(errOut, "CLAUDE_CODE_OAUTH_TOKEN") || !strings.Contains(errOut, "api.anthropic.com") || !strings.Contains(errOut, "Nothing was run") {
 		t.Errorf("no key: %d %s", code, errOut)
 	}
 

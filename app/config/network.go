@@ -57,15 +57,15 @@ type HostRule struct {
 // in Env; the proxy puts the real value in Header on requests to Host.
 type SecretRule struct {
 	// Host is the exact host (HOST or HOST:PORT, 443 by default).
-	Host string `toml:"host"`
+	Host string `toml:"host" json:"host"`
 	// Header is the header that carries it: "x-api-key", or
 	// "Authorization" with "Bearer <placeholder>".
-	Header string `toml:"header"`
+	Header string `toml:"header" json:"header"`
 	// Env is the secret's name: the guest's environment variable holding
 	// the placeholder, and where the value is looked up on the host
 	// (Keychain on macOS, [secrets] of the user's config.toml, the
 	// environment of airlock).
-	Env string `toml:"env"`
+	Env string `toml:"env" json:"env"`
 }
 
 func (s SecretRule) String() string {

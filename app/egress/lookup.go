@@ -26,5 +26,10 @@ func LookupSecret(name string, configured map[string]string, getenv func(string)
 			return v, StoreEnv, nil
 		}
 	}
-	return "", "", fmt.Errorf("secret %s not found: set %s in the environment of airlock, or under [secrets] in the user configuration%s", name, name, keychainHint(name))
+	return "", "", fmt.Errorf("secret %s not found: %s", name, WhereToSet(name))
+}
+
+// WhereToSet says, for people, where airlock looks secret name up.
+func WhereToSet(name string) string {
+	return fmt.Sprintf("set %s in the environment of airlock, or under [secrets] in the user configuration (%s = \"...\" in ~/.config/airlock/config.toml)%s", name, name, keychainHint(name))
 }

@@ -263,6 +263,15 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// An agent that cannot sign in stops the run now, before anything is
+	// pulled, built or booted. On an open network nothing is injected.
+	if !eff.OpenNetwork {
+		for _, ps := range presets {
+			if _, err := pl.signIn(user, ps); err != nil {
+				return nil, err
+			}
+		}
+	}
 	base := pipeline.RunOptions{
 		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
 		Timeout: eff.Limits.Timeout.Std(), Limits: ManifestLimits(eff.Limits), OpenNetwork: eff.OpenNetwork,
@@ -623,7 +632,9 @@ func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *a
 		if in.Preset, err = ps.Rules(); err != nil {
 			return nil, err
 		}
-		in.PresetSecrets = ps.Secrets()
+		if in.PresetSecrets, err = pl.signIn(user, *ps); err != nil {
+			return nil, err
+		}
 	}
 	if in.ProjectTrusted, err = pl.trusted(p.Project, user, proj, flags, req.TrustProject); err != nil {
 		return nil, err

@@ -1,0 +1,117 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
+)
+
+// Credential is one way an agent signs in, and whether this host has it.
+type Credential struct {
+	// Env is the secret's name; How says what it is and how to get it.
+	Env string `json:"env"`
+	How string `json:"how,omitempty"`
+	// Host is where it is sent (only there).
+	Host string `json:"host"`
+	// Store is where its value was found, empty when it was not.
+	Store egress.Store `json:"found_in,omitempty"`
+}
+
+// Credentials says whether an agent can sign in on this host: ready
+// when it needs no credential or one of its ways is found.
+type Credentials struct {
+	Agent string       `json:"agent"`
+	Ready bool         `json:"ready"`
+	Ways  []Credential `json:"ways,omitempty"`
+}
+
+// String is the agent's state for people, one line.
+func (c Credentials) String() string {
+	if len(c.Ways) == 0 {
+		return "ready (no credential needed)"
+	}
+	var found, missing []string
+	for _, w := range c.Ways {
+		if w.Store != "" {
+			found = append(found, fmt.Sprintf("%s (%s)", w.Env, w.Store))
+		} else {
+			missing = append(missing, w.Env)
+		}
+	}
+	if c.Ready {
+		return "ready: signs in with " + strings.Join(found, ", ")
+	}
+	return "not signed in: set " + strings.Join(missing, " or ")
+}
+
+// CredentialError is a run of an agent none of whose credentials is on
+// this host; nothing was started.
+type CredentialError struct{ Credentials }
+
+func (e *CredentialError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent %s cannot sign in: none of its credentials is set on this computer. Set one of:\n", e.Agent)
+	for _, w := range e.Ways {
+		fmt.Fprintf(&b, "  %s: %s\n", w.Env, w.How)
+	}
+	fmt.Fprintf(&b, "To set one, %s.\n", egress.WhereToSet("NAME"))
+	var hosts []string
+	for _, w := range e.Ways {
+		if !slices.Contains(hosts, w.Host) {
+			hosts = append(hosts, w.Host)
+		}
+	}
+	fmt.Fprintf(&b, "The value stays on this computer: the VM sees only a placeholder, and Airlock's proxy puts the real one on the agent's requests to %s. Nothing was run.", strings.Join(hosts, ", "))
+	return b.String()
+}
+
+// Credentials says whether the agent preset name can sign in here (the
+// app's run dialog shows it).
+func (pl *Planner) Credentials(name string) (Credentials, error) {
+	all, err := pl.loadAgents()
+	if err != nil {
+		return Credentials{}, err
+	}
+	ps, ok := all[name]
+	if !ok {
+		return Credentials{}, fmt.Errorf("no agent %q", name)
+	}
+	user, err := pl.user()
+	if err != nil {
+		return Credentials{}, err
+	}
+	return pl.credentials(user, ps), nil
+}
+
+// credentials looks each of ps's secrets up on the host.
+func (pl *Planner) credentials(user config.User, ps agent.Preset) Credentials {
+	c := Credentials{Agent: ps.Name, Ready: len(ps.Secret) == 0}
+	for _, s := range ps.Secret {
+		w := Credential{Env: s.Env, How: s.How, Host: s.Host}
+		if _, store, err := egress.LookupSecret(s.Env, user.Secrets, pl.getenv); err == nil {
+			w.Store, c.Ready = store, true
+		}
+		c.Ways = append(c.Ways, w)
+	}
+	return c
+}
+
+// signIn returns the preset's secrets found on this host (its ways to
+// sign in that can be used), or a CredentialError when there is none.
+func (pl *Planner) signIn(user config.User, ps agent.Preset) ([]config.SecretRule, error) {
+	c := pl.credentials(user, ps)
+	if !c.Ready {
+		return nil, &CredentialError{c}
+	}
+	var out []config.SecretRule
+	for i, w := range c.Ways {
+		if w.Store != "" {
+			out = append(out, ps.Secret[i].SecretRule)
+		}
+	}
+	return out, nil
+}
