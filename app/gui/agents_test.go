@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -184,16 +185,16 @@ func TestRunDialogSignIn(t *testing.T) {
 		t.Errorf("options %q", d.Preset.Options)
 	}
 	d.Preset.SetSelectedIndex(1)
-	if d.SignIn.Text != "Not signed in: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN" || d.SignIn.Importance != widget.DangerImportance {
+	if d.SignIn.Text != "Not signed in. Set ANTHROPIC_API_KEY (an API key) or CLAUDE_CODE_OAUTH_TOKEN (a subscription's token) "+egress.Stores()+"." || d.SignIn.Importance != widget.DangerImportance {
 		t.Errorf("sign-in %q", d.SignIn.Text)
-	}
-	if !strings.Contains(d.Error.Text, "CLAUDE_CODE_OAUTH_TOKEN: a subscription's token") {
-		t.Errorf("error %q", d.Error.Text)
 	}
 	test.Type(d.Prompt, "fix it")
 	d.Start()
 	if got.Agent != "" {
 		t.Fatalf("started an agent that cannot sign in: %+v", got)
+	}
+	if d.Error.Text != "claude cannot sign in on this computer: set one of its credentials (see Sign-in), then Start again" {
+		t.Errorf("error %q", d.Error.Text)
 	}
 	found["CLAUDE_CODE_OAUTH_TOKEN"] = true
 	d.Start()

@@ -114,7 +114,9 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	note.Wrapping = fyne.TextWrapWord
 	startBtn := widget.NewButton("Start", d.Start)
 	startBtn.Importance = widget.HighImportance
-	d.dialog = dialog.NewCustomWithoutButtons("New run", container.NewVBox(form, note, d.Error), parent)
+	// Scrolled: the sign-in help or an error may not fit a small window,
+	// and the buttons must stay in view.
+	d.dialog = dialog.NewCustomWithoutButtons("New run", container.NewVScroll(container.NewVBox(form, note, d.Error)), parent)
 	d.dialog.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", d.dialog.Hide), startBtn})
 	d.dialog.Resize(fyne.NewSize(620, 520))
 	if len(names) > 0 {
@@ -161,10 +163,7 @@ func (d *RunDialog) presetChanged() {
 		d.Image.SetText(MinimalImage)
 	}
 	d.Error.SetText(p.Unavailable)
-	d.SignIn.SetText("")
-	if _, err := d.signIn(p); err != nil {
-		d.Error.SetText(err.Error())
-	}
+	d.signIn(p)
 }
 
 // signIn shows whether p's agent can sign in here, and returns why it
@@ -185,9 +184,12 @@ func (d *RunDialog) signIn(p Preset) (plan.Credentials, error) {
 	d.SignIn.SetText(strings.ToUpper(c.String()[:1]) + c.String()[1:])
 	d.SignIn.Importance = widget.SuccessImportance
 	if !c.Ready {
+		// The window is small: what to set, in a few words (airlock run
+		// and agents say where exactly).
+		d.SignIn.SetText("Not signed in. " + c.Help())
 		d.SignIn.Importance = widget.DangerImportance
 		d.SignIn.Refresh()
-		return c, &plan.CredentialError{Credentials: c}
+		return c, fmt.Errorf("%s cannot sign in on this computer: set one of its credentials (see Sign-in), then Start again", c.Agent)
 	}
 	d.SignIn.Refresh()
 	return c, nil

@@ -48,6 +48,19 @@ func (c Credentials) String() string {
 	return "not signed in: set " + strings.Join(missing, " or ")
 }
 
+// Help says, in a few lines for a window, what to set for an agent
+// that cannot sign in ("" when it can).
+func (c Credentials) Help() string {
+	if c.Ready {
+		return ""
+	}
+	var ways []string
+	for _, w := range c.Ways {
+		ways = append(ways, fmt.Sprintf("%s (%s)", w.Env, w.How))
+	}
+	return "Set " + strings.Join(ways, " or ") + " " + egress.Stores() + "."
+}
+
 // CredentialError is a run of an agent none of whose credentials is on
 // this host; nothing was started.
 type CredentialError struct{ Credentials }
