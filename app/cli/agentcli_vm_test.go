@@ -45,11 +45,14 @@ type agentCase struct {
 
 // agentScript is what every fake has the agent do: write a file with
 // the CLI's own tool and run a shell command whose output comes back.
+// The output is not in the command's text, so it comes back only if the
+// command ran; the command has no "$(", which Gemini CLI refuses to run
+// (it takes arithmetic expansion for command substitution).
 var agentScript = fakevendor.Script{
 	Dir:     "/workspace",
 	File:    "notes/hello.txt",
 	Content: "Hello from the scripted model.\nA second line.\n",
-	Shell:   "echo airlock-shell-$((6*7)) | tee shell.out",
+	Shell:   "expr 6 '*' 7 | sed 's/^/airlock-shell-/' | tee shell.out",
 	Final:   "I wrote notes/hello.txt and ran the shell check; this is the final message.",
 }
 
