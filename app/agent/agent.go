@@ -28,6 +28,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/login"
 )
 
 // FileName is the user's presets file, in the user's configuration
@@ -67,6 +68,10 @@ type Preset struct {
 	// those found on the host are sent, and a run finding none stops
 	// before its VM boots.
 	Secret []Secret `toml:"secret" json:"secret,omitempty"`
+	// Login names a subscription sign-in the CLI keeps on the host
+	// (app/login: "chatgpt", "google"), used when none of Secret is
+	// found; empty for none.
+	Login string `toml:"login" json:"login,omitempty"`
 	// CLI is the agent CLI's package and the version the preset's flags
 	// were checked against (the images pin the same version).
 	CLI CLI `toml:"cli" json:"cli,omitzero"`
@@ -119,7 +124,7 @@ type Rationale struct {
 }
 
 // keys are the keys a preset table may hold, for error messages.
-const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header, how), cli (package, version), rationale (json_field, json_lines, json_match, summary_file), prompt_template, user, image"
+const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header, how), login, cli (package, version), rationale (json_field, json_lines, json_match, summary_file), prompt_template, user, image"
 
 // UserDir is the user's configuration directory: where config.toml is
 // (config.UserPath).
@@ -207,6 +212,9 @@ func parse(data []byte, source string, base map[string]Preset) (map[string]Prese
 		}
 		if set("secret") {
 			p.Secret = u.Secret
+		}
+		if set("login") {
+			p.Login = u.Login
 		}
 		if set("cli", "package") {
 			p.CLI.Package = u.CLI.Package
@@ -306,6 +314,11 @@ func (p Preset) Validate() error {
 	}
 	if p.PromptTemplate != "" && !strings.Contains(p.PromptTemplate, Placeholder) {
 		errs = append(errs, fmt.Errorf("prompt_template: no %s, so the prompt would be lost", Placeholder))
+	}
+	if p.Login != "" {
+		if _, ok := login.Lookup(p.Login); !ok {
+			errs = append(errs, fmt.Errorf("login %q: Airlock knows %s", p.Login, strings.Join(login.Names(), ", ")))
+		}
 	}
 	if p.User != "" && !userRE.MatchString(p.User) {
 		errs = append(errs, fmt.Errorf("user %q: not a valid account name", p.User))
