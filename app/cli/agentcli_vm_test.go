@@ -35,6 +35,10 @@ type agentCase struct {
 	// Secret is the host's variable holding the credential
 	// (ANTHROPIC_API_KEY); Value, when set, is its value (else random).
 	Secret, Value string
+	// Login, when set, signs in with a subscription instead of Secret:
+	// it puts the CLI's own sign-in on the host (under a home of the
+	// test's, as $HOME) with token as its access token.
+	Login func(t *testing.T, home, token string)
 	// Credential is the credential a request carried to the vendor, as
 	// the vendor reads it (a header's value without its scheme).
 	Credential func(fakevendor.Request) string
@@ -100,7 +104,16 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	if secret == "" {
 		secret = "sk-airlock-test-" + randomHex(t, 24)
 	}
-	t.Setenv(c.Secret, secret)
+	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CODEX_API_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	if c.Login != nil {
+		userHome := t.TempDir()
+		t.Setenv("HOME", userHome)
+		c.Login(t, userHome, secret)
+	} else {
+		t.Setenv(c.Secret, secret)
+	}
 	srv := fakevendor.Start(t, agentScript, c.Vendor)
 	opts := []Option{upstreamHook(srv)}
 
