@@ -20,6 +20,6 @@ func guiOption() []cli.Option {
 		if s.AgentsErr != nil {
 			st.Notice = s.AgentsErr.Error() + " (the built-in agents are offered)"
 		}
-		return desktop.Run(ctx, svc, gui.Presets(s.DemoScript, s.Agents), st)
+		return desktop.Run(ctx, svc, gui.Presets(s.DemoScript, s.Agents, s.Planner.Credentials), st)
 	})}
 }

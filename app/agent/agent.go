@@ -20,6 +20,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/login"
 )
 
 // FileName is the user's presets file, in the user's configuration
@@ -66,6 +68,10 @@ type Preset struct {
 	// those found on the host are sent, and a run finding none stops
 	// before its VM boots.
 	Secret []Secret `toml:"secret" json:"secret,omitempty"`
+	// Login names a subscription sign-in the CLI keeps on the host
+	// (app/login: "chatgpt", "google"), used when none of Secret is
+	// found; empty for none.
+	Login string `toml:"login" json:"login,omitempty"`
 	// CLI is the agent CLI's package and the version the preset's flags
 	// were checked against (the images pin the same version).
 	CLI CLI `toml:"cli" json:"cli,omitzero"`
@@ -104,13 +110,21 @@ type Rationale struct {
 	// JSONField is a dotted path to the final message in the JSON the
 	// non-interactive command prints on stdout ("result").
 	JSONField string `toml:"json_field" json:"json_field,omitempty"`
+	// JSONLines says stdout is JSON Lines, one event a line (codex exec
+	// --json): the final message is JSONField of the last line that has
+	// it as a string and matches JSONMatch.
+	JSONLines bool `toml:"json_lines" json:"json_lines,omitempty"`
+	// JSONMatch picks the JSON values that can hold the final message:
+	// each dotted path must hold the string given ({"item.type" =
+	// "agent_message"}).
+	JSONMatch map[string]string `toml:"json_match" json:"json_match,omitempty"`
 	// SummaryFile is a file, relative to the workspace, the agent is asked
 	// to write (".airlock/summary.md").
 	SummaryFile string `toml:"summary_file" json:"summary_file,omitempty"`
 }
 
 // keys are the keys a preset table may hold, for error messages.
-const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header, how), cli (package, version), rationale (json_field, summary_file), prompt_template, user, image"
+const keys = "description, command, interactive, continue, env, hosts, [[NAME.secret]] (env, host, header, how), login, cli (package, version), rationale (json_field, json_lines, json_match, summary_file), prompt_template, user, image"
 
 // UserDir is the user's configuration directory: where config.toml is
 // (config.UserPath).
@@ -199,6 +213,9 @@ func parse(data []byte, source string, base map[string]Preset) (map[string]Prese
 		if set("secret") {
 			p.Secret = u.Secret
 		}
+		if set("login") {
+			p.Login = u.Login
+		}
 		if set("cli", "package") {
 			p.CLI.Package = u.CLI.Package
 		}
@@ -207,6 +224,12 @@ func parse(data []byte, source string, base map[string]Preset) (map[string]Prese
 		}
 		if set("rationale", "json_field") {
 			p.Rationale.JSONField = u.Rationale.JSONField
+		}
+		if set("rationale", "json_lines") {
+			p.Rationale.JSONLines = u.Rationale.JSONLines
+		}
+		if set("rationale", "json_match") {
+			p.Rationale.JSONMatch = u.Rationale.JSONMatch
 		}
 		if set("rationale", "summary_file") {
 			p.Rationale.SummaryFile = u.Rationale.SummaryFile
@@ -273,12 +296,15 @@ func (p Preset) Validate() error {
 			errs = append(errs, fmt.Errorf("env %s is also a secret's name: the secret's placeholder goes there", s.Env))
 		}
 	}
-	if f := p.Rationale.JSONField; f != "" {
-		for _, part := range strings.Split(f, ".") {
-			if part == "" {
-				errs = append(errs, fmt.Errorf("rationale.json_field %q: want a dotted path such as \"result\"", f))
-				break
-			}
+	if f := p.Rationale.JSONField; f != "" && !dottedPath(f) {
+		errs = append(errs, fmt.Errorf("rationale.json_field %q: want a dotted path such as \"result\"", f))
+	}
+	if p.Rationale.JSONField == "" && (p.Rationale.JSONLines || len(p.Rationale.JSONMatch) > 0) {
+		errs = append(errs, errors.New("rationale.json_lines and json_match need json_field: the field that holds the final message"))
+	}
+	for _, f := range sortedKeys(p.Rationale.JSONMatch) {
+		if !dottedPath(f) {
+			errs = append(errs, fmt.Errorf("rationale.json_match %q: want a dotted path such as \"item.type\"", f))
 		}
 	}
 	if f := p.Rationale.SummaryFile; f != "" {
@@ -289,6 +315,11 @@ func (p Preset) Validate() error {
 	if p.PromptTemplate != "" && !strings.Contains(p.PromptTemplate, Placeholder) {
 		errs = append(errs, fmt.Errorf("prompt_template: no %s, so the prompt would be lost", Placeholder))
 	}
+	if p.Login != "" {
+		if _, ok := login.Lookup(p.Login); !ok {
+			errs = append(errs, fmt.Errorf("login %q: Airlock knows %s", p.Login, strings.Join(login.Names(), ", ")))
+		}
+	}
 	if p.User != "" && !userRE.MatchString(p.User) {
 		errs = append(errs, fmt.Errorf("user %q: not a valid account name", p.User))
 	}
@@ -296,6 +327,19 @@ func (p Preset) Validate() error {
 		errs = append(errs, fmt.Errorf("image %q: not an image name (airlock image ls lists them)", p.Image))
 	}
 	return errors.Join(errs...)
+}
+
+func dottedPath(f string) bool {
+	return !slices.Contains(strings.Split(f, "."), "")
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 func hasPlaceholder(argv []string) bool {
@@ -376,28 +420,60 @@ func (p Preset) Secrets() []config.SecretRule {
 	return out
 }
 
-// FinalMessage reads the agent's final message from the JSON its
-// non-interactive command printed (Rationale.JSONField); ok is false when
-// the preset names no field or the output does not hold it as a string.
+// FinalMessage reads the agent's final message from what its
+// non-interactive command printed: Rationale.JSONField of the JSON
+// value, or with JSONLines of the last line that has it (lines that are
+// not JSON are skipped), among the values that match JSONMatch. ok is
+// false when the preset names no field or the output does not hold it
+// as a string.
 func (p Preset) FinalMessage(stdout []byte) (msg string, ok bool) {
-	if p.Rationale.JSONField == "" {
+	r := p.Rationale
+	if r.JSONField == "" {
 		return "", false
 	}
-	var v any
-	if err := json.Unmarshal(bytes.TrimSpace(stdout), &v); err != nil {
-		return "", false
+	docs := [][]byte{stdout}
+	if r.JSONLines {
+		docs = bytes.Split(stdout, []byte("\n"))
 	}
-	for _, part := range strings.Split(p.Rationale.JSONField, ".") {
+	for i := len(docs) - 1; i >= 0; i-- {
+		var v any
+		if err := json.Unmarshal(bytes.TrimSpace(docs[i]), &v); err != nil {
+			continue
+		}
+		if !r.matches(v) {
+			continue
+		}
+		if msg, ok := stringAt(v, r.JSONField); ok {
+			return msg, true
+		}
+	}
+	return "", false
+}
+
+// matches says whether v holds every value of JSONMatch.
+func (r Rationale) matches(v any) bool {
+	for path, want := range r.JSONMatch {
+		if got, ok := stringAt(v, path); !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// stringAt is the string at the dotted path in v.
+func stringAt(v any, path string) (string, bool) {
+	for part := range strings.SplitSeq(path, ".") {
 		m, isMap := v.(map[string]any)
 		if !isMap {
 			return "", false
 		}
-		if v, ok = m[part]; !ok {
+		var found bool
+		if v, found = m[part]; !found {
 			return "", false
 		}
 	}
-	msg, ok = v.(string)
-	return msg, ok
+	s, ok := v.(string)
+	return s, ok
 }
 
 // Names returns the presets' names, sorted.

@@ -45,6 +45,7 @@ func TestBuiltinPresets(t *testing.T) {
 		},
 		{
 			name:        "codex",
+			jsonField:   "item.text",
 			command:     []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "W"},
 			interactive: []string{"codex", "--dangerously-bypass-approvals-and-sandbox"},
 			cont:        []string{"codex", "exec", "resume", "--last", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "R"},
@@ -132,6 +133,55 @@ func replace(argv []string, from, to string) []string {
 	return out
 }
 
+// codexExec is what codex exec --json 0.169.0 printed for a task (the
+// lines as they came, with a commentary message and a reasoning item
+// added around the final message).
+const codexExec = `{"type":"thread.started","thread_id":"01a20f56-0bc9-7b80-827c-90fc3672430e"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"Writing the file first."}}
+{"type":"item.started","item":{"id":"item_1","type":"file_change","changes":[{"path":"/workspace/notes/hello.txt","kind":"add"}],"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"/workspace/notes/hello.txt","kind":"add"}],"status":"completed"}}
+{"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo airlock-shell-$((6*7)) | tee shell.out'","aggregated_output":"","exit_code":null,"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/bin/bash -lc 'echo airlock-shell-$((6*7)) | tee shell.out'","aggregated_output":"airlock-shell-42\n","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"I wrote notes/hello.txt.\n\nThe check printed airlock-shell-42."}}
+{"type":"item.completed","item":{"id":"item_4","type":"reasoning","text":"**Done**"}}
+{"type":"turn.completed","usage":{"input_tokens":200,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":0}}
+`
+
+func TestFinalMessage(t *testing.T) {
+	presets, err := Load(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		agent, stdout string
+		want          string // "" for none
+	}{
+		{"codex", codexExec, "I wrote notes/hello.txt.\n\nThe check printed airlock-shell-42."},
+		// Lines that are not JSON (a CLI's notices), CRLF line ends.
+		{"codex", "Reading additional input from stdin...\r\n" + strings.ReplaceAll(codexExec, "\n", "\r\n"), "I wrote notes/hello.txt.\n\nThe check printed airlock-shell-42."},
+		// A turn that failed before any message: none.
+		{"codex", `{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"thinking"}}
+{"type":"error","message":"unexpected status 401 Unauthorized"}
+{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}
+`, ""},
+		// Cut off mid-line: the last whole message.
+		{"codex", codexExec[:strings.Index(codexExec, `{"type":"item.completed","item":{"id":"item_3"`)+30], "Writing the file first."},
+		{"codex", "", ""},
+		{"claude", `{"type":"result","result":"All done."}`, "All done."},
+		// One JSON value: a JSON Lines reader is not used.
+		{"claude", "{\"result\":\"a\"}\n{\"result\":\"b\"}\n", ""},
+	}
+	for _, tt := range tests {
+		msg, ok := presets[tt.agent].FinalMessage([]byte(tt.stdout))
+		if msg != tt.want || ok != (tt.want != "") {
+			t.Errorf("%s: final message %q (%v), want %q\n%s", tt.agent, msg, ok, tt.want, tt.stdout)
+		}
+	}
+}
+
 func TestInteractivePrompt(t *testing.T) {
 	p := Preset{Name: "x", CommandTemplate: []string{"x", "{prompt}"}, Interactive: []string{"x", "--", "{prompt}"}}
 	if got := p.Command("", true); !slices.Equal(got, []string{"x", "--"}) {
@@ -151,6 +201,9 @@ func TestUserOverride(t *testing.T) {
 [claude]
 hosts = ["api.anthropic.com", "statsig.anthropic.com"]
 rationale = { json_field = "result.text" }
+
+[codex]
+rationale = { json_field = "msg", json_lines = false }
 
 [aider]
 description = "aider"
@@ -178,8 +231,9 @@ header = "Authorization"
 	if !ok || !slices.Equal(a.Command("go", false), []string{"aider", "--yes-always", "--message", "go"}) {
 		t.Errorf("added preset %+v", a)
 	}
-	if _, ok := presets["codex"]; !ok {
-		t.Error("built-in codex lost")
+	x := presets["codex"]
+	if x.Rationale.JSONField != "msg" || x.Rationale.JSONLines || x.Rationale.JSONMatch["item.type"] != "agent_message" || x.CommandTemplate[0] != "codex" {
+		t.Errorf("codex's rationale override: %+v", x.Rationale)
 	}
 	if msg, ok := c.FinalMessage([]byte(`{"result": {"text": "done"}}`)); !ok || msg != "done" {
 		t.Errorf("final message %q %v", msg, ok)
@@ -202,12 +256,12 @@ command = ["x"]
 hosts = ["*"]
 user = "Root!"
 env = { "A-B" = "1" }
-rationale = { summary_file = "../out" }
+rationale = { summary_file = "../out", json_lines = true, json_match = { "item..type" = "x" } }
 [[bad.secret]]
 env = "K"
 host = "*.example.com"
 header = "x-api-key"
-`, []string{FileName, "agent bad", "{prompt}", "interactive", "hosts", "Root!", "A-B", "../out", "*.example.com"}},
+`, []string{FileName, "agent bad", "{prompt}", "interactive", "hosts", "Root!", "A-B", "../out", "*.example.com", "need json_field", `json_match "item..type"`}},
 		{"wrong type", "[claude]\ncommand = \"claude -p\"\n", []string{FileName, "command"}},
 	}
 	for _, tt := range tests {

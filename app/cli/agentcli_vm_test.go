@@ -35,6 +35,10 @@ type agentCase struct {
 	// Secret is the host's variable holding the credential
 	// (ANTHROPIC_API_KEY); Value, when set, is its value (else random).
 	Secret, Value string
+	// Login, when set, signs in with a subscription instead of Secret:
+	// it puts the CLI's own sign-in on the host (under a home of the
+	// test's, as $HOME) with token as its access token.
+	Login func(t *testing.T, home, token string)
 	// Credential is the credential a request carried to the vendor, as
 	// the vendor reads it (a header's value without its scheme).
 	Credential func(fakevendor.Request) string
@@ -45,11 +49,14 @@ type agentCase struct {
 
 // agentScript is what every fake has the agent do: write a file with
 // the CLI's own tool and run a shell command whose output comes back.
+// The output is not in the command's text, so it comes back only if the
+// command ran; the command has no "$(", which Gemini CLI refuses to run
+// (it takes arithmetic expansion for command substitution).
 var agentScript = fakevendor.Script{
 	Dir:     "/workspace",
 	File:    "notes/hello.txt",
 	Content: "Hello from the scripted model.\nA second line.\n",
-	Shell:   "echo airlock-shell-$((6*7)) | tee shell.out",
+	Shell:   "expr 6 '*' 7 | sed 's/^/airlock-shell-/' | tee shell.out",
 	Final:   "I wrote notes/hello.txt and ran the shell check; this is the final message.",
 }
 
@@ -97,7 +104,16 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	if secret == "" {
 		secret = "sk-airlock-test-" + randomHex(t, 24)
 	}
-	t.Setenv(c.Secret, secret)
+	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CODEX_API_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	if c.Login != nil {
+		userHome := t.TempDir()
+		t.Setenv("HOME", userHome)
+		c.Login(t, userHome, secret)
+	} else {
+		t.Setenv(c.Secret, secret)
+	}
 	srv := fakevendor.Start(t, agentScript, c.Vendor)
 	opts := []Option{upstreamHook(srv)}
 

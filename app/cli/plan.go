@@ -35,7 +35,9 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 		BuildOutput: lines,
 		AgentsRepo:  os.Getenv("AIRLOCK_AGENTS_REPO"),
 		OnRequest: func(r egress.Record) {
-			if !e.quiet {
+			// A vendor refusing the credential is said even when quiet:
+			// the agent's own message may not say why it failed.
+			if !e.quiet || r.Rejected() {
 				fmt.Fprintf(lines, "airlock: net: %s\n", r)
 			}
 		},

@@ -408,3 +408,42 @@ func TestSecretNotSentRecord(t *testing.T) {
 		t.Errorf("record %+v\nline %q", r, line)
 	}
 }
+
+// TestVendorRejectsSecret: a vendor that refuses the credential answers
+// 401 with its own body; the guest gets exactly that (not a proxy error),
+// and the log line says the vendor rejected the secret.
+func TestVendorRejectsSecret(t *testing.T) {
+	const body = `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`
+	upCA, err := NewCA("upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, body)
+	}))
+	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(hi.ServerName) }}
+	up.StartTLS()
+	defer up.Close()
+	ph, _ := NewPlaceholder()
+	h := newHarness(t, &Policy{Secrets: []Secret{{Host: "api.anthropic.test", Header: "x-api-key", Name: "ANTHROPIC_API_KEY", Value: "sk-revoked", Placeholder: ph}}})
+	h.roots.AddCert(upCA.Certificate())
+	h.net.add("api.anthropic.test:443", up.Listener.Addr().String())
+	req, _ := http.NewRequest("POST", "https://api.anthropic.test/v1/messages", strings.NewReader("{}"))
+	req.Header.Set("X-Api-Key", ph)
+	resp, err := h.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || string(got) != body {
+		t.Errorf("the guest got %d %q, want the vendor's 401 as it was", resp.StatusCode, got)
+	}
+	r := h.last(t)
+	line := r.String()
+	if !r.Rejected() || !strings.Contains(line, "api.anthropic.test answered 401: it rejected the credential, check the value of ANTHROPIC_API_KEY") {
+		t.Errorf("record %+v\nline %q", r, line)
+	}
+}

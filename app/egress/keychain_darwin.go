@@ -19,3 +19,5 @@ func keychain(name string) (string, bool) {
 func keychainHint(name string) string {
 	return ", or in the Keychain: security add-generic-password -s airlock -a " + name + " -w"
 }
+
+func keychainShort() string { return "in the Keychain (service airlock), " }

@@ -6,3 +6,5 @@ package egress
 func keychain(string) (string, bool) { return "", false }
 
 func keychainHint(string) string { return "" }
+
+func keychainShort() string { return "" }

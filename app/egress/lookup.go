@@ -33,3 +33,10 @@ func LookupSecret(name string, configured map[string]string, getenv func(string)
 func WhereToSet(name string) string {
 	return fmt.Sprintf("set %s in the environment of airlock, or under [secrets] in the user configuration (%s = \"...\" in ~/.config/airlock/config.toml)%s", name, name, keychainHint(name))
 }
+
+// Stores says in a few words where airlock looks secrets up, for a
+// line in a window: "in the Keychain (service airlock), under [secrets]
+// in config.toml, or in airlock's environment".
+func Stores() string {
+	return keychainShort() + "under [secrets] in config.toml, or in airlock's environment"
+}

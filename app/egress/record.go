@@ -48,6 +48,12 @@ type Record struct {
 	Error         string `json:"error,omitempty"`
 }
 
+// Rejected says whether the upstream refused the secret the proxy put
+// on the request (401 or 403 from the vendor itself, relayed as it was).
+func (r Record) Rejected() bool {
+	return r.Secret != "" && !r.SecretNotSent && (r.Status == 401 || r.Status == 403)
+}
+
 // String is the record as one line for people.
 func (r Record) String() string {
 	target := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
@@ -71,6 +77,8 @@ func (r Record) String() string {
 	switch {
 	case r.Secret != "" && r.SecretNotSent:
 		s += " [" + r.Secret + " not sent]"
+	case r.Rejected():
+		s += fmt.Sprintf(" [%s substituted; %s answered %d: it rejected the credential, check the value of %s]", r.Secret, r.Host, r.Status, r.Secret)
 	case r.Secret != "":
 		s += " [" + r.Secret + " substituted]"
 	}

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/agent"
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -31,7 +33,7 @@ func builtinAgents(t *testing.T) map[string]agent.Preset {
 // TestPresetsOfferTheAgents: the run dialog offers the demo agent first
 // (no API key), then every agent preset, the demo script and a command.
 func TestPresetsOfferTheAgents(t *testing.T) {
-	ps := Presets("", builtinAgents(t))
+	ps := Presets("", builtinAgents(t), nil)
 	var names, agents []string
 	for _, p := range ps {
 		names = append(names, p.Name)
@@ -56,7 +58,7 @@ func TestRunDialogAgentPreset(t *testing.T) {
 	w := a.NewWindow("t")
 	t.Cleanup(w.Close)
 	var got RunRequest
-	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t)), func(r RunRequest) { got = r })
+	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), nil), func(r RunRequest) { got = r })
 	if d.Image.Text != MinimalImage {
 		t.Errorf("demo agent's image %q", d.Image.Text)
 	}
@@ -153,5 +155,53 @@ func TestStoreServiceChecksTheImage(t *testing.T) {
 	}
 	if infos, _ := svc.List(); len(infos) != 0 {
 		t.Errorf("a sandbox was made: %+v", infos)
+	}
+}
+
+// TestRunDialogSignIn: the dialog shows per agent whether it can sign in
+// here, and refuses to start one that cannot, saying what to set; a key
+// set while the dialog is open counts at Start.
+func TestRunDialogSignIn(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := a.NewWindow("t")
+	t.Cleanup(w.Close)
+	found := map[string]bool{}
+	signIn := func(name string) (plan.Credentials, error) {
+		if name != "claude" {
+			return plan.Credentials{Agent: name, Ready: true}, nil
+		}
+		c := plan.Credentials{Agent: name, Ways: []plan.Credential{
+			{Env: "ANTHROPIC_API_KEY", How: "an API key", Host: "api.anthropic.com"},
+			{Env: "CLAUDE_CODE_OAUTH_TOKEN", How: "a subscription's token", Host: "api.anthropic.com"},
+		}}
+		if found["CLAUDE_CODE_OAUTH_TOKEN"] {
+			c.Ready, c.Ways[1].Store = true, "keychain"
+		}
+		return c, nil
+	}
+	var got RunRequest
+	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), signIn), func(r RunRequest) { got = r })
+	if d.Preset.Options[1] != "Claude Code (Anthropic) (not signed in)" || d.Preset.Options[2] != "Codex CLI (OpenAI)" {
+		t.Errorf("options %q", d.Preset.Options)
+	}
+	d.Preset.SetSelectedIndex(1)
+	if d.SignIn.Text != "Not signed in. Set ANTHROPIC_API_KEY (an API key) or CLAUDE_CODE_OAUTH_TOKEN (a subscription's token) "+egress.Stores()+"." || d.SignIn.Importance != widget.DangerImportance {
+		t.Errorf("sign-in %q", d.SignIn.Text)
+	}
+	test.Type(d.Prompt, "fix it")
+	d.Start()
+	if got.Agent != "" {
+		t.Fatalf("started an agent that cannot sign in: %+v", got)
+	}
+	if d.Error.Text != "claude cannot sign in on this computer: set one of its credentials (see Sign-in), then Start again" {
+		t.Errorf("error %q", d.Error.Text)
+	}
+	found["CLAUDE_CODE_OAUTH_TOKEN"] = true
+	d.Start()
+	if got.Agent != "claude" {
+		t.Errorf("a token set since the dialog opened did not count: %+v (%s)", got, d.Error.Text)
+	}
+	if d.SignIn.Text != "Ready: signs in with CLAUDE_CODE_OAUTH_TOKEN (keychain)" {
+		t.Errorf("sign-in %q", d.SignIn.Text)
 	}
 }

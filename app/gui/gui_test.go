@@ -437,7 +437,7 @@ func TestReviewWindowGolden(t *testing.T) {
 func newTestMain(t *testing.T, svc *fakeService) *MainWindow {
 	t.Helper()
 	test.NewTempApp(t)
-	w := NewMainWindow(fyne.CurrentApp(), svc, Presets("/nonexistent/demo-agent.sh", nil))
+	w := NewMainWindow(fyne.CurrentApp(), svc, Presets("/nonexistent/demo-agent.sh", nil, nil))
 	w.async = syncNow
 	w.now = func() time.Time { return time.Date(2026, 11, 23, 9, 5, 0, 0, time.UTC) }
 	w.Window.Resize(fyne.NewSize(1100, 400))
@@ -557,7 +557,7 @@ func TestRunFromDialog(t *testing.T) {
 	}
 	svc.changesets = map[string]*review.Changeset{"1a2b3c4d": testChangeset(t)}
 	test.NewTempApp(t)
-	w := NewMainWindow(fyne.CurrentApp(), svc, Presets(script, nil))
+	w := NewMainWindow(fyne.CurrentApp(), svc, Presets(script, nil, nil))
 	w.async = syncNow
 	t.Cleanup(w.Window.Close)
 	w.Drop([]string{project})

@@ -14,6 +14,8 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/airlock-dev/airlock/app/plan"
 )
 
 // RunDialog asks what to run on a project: an agent preset or a command,
@@ -21,6 +23,8 @@ import (
 type RunDialog struct {
 	Project *widget.Label
 	Preset  *widget.Select
+	// SignIn says whether the chosen agent can sign in here.
+	SignIn  *widget.Label
 	Command *widget.Entry
 	Prompt  *widget.Entry
 	Image   *widget.Entry
@@ -66,7 +70,14 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	names := make([]string, len(presets))
 	for i, p := range presets {
 		names[i] = p.Name
+		if p.SignIn != nil {
+			if c, err := p.SignIn(); err == nil && !c.Ready {
+				names[i] += " (not signed in)"
+			}
+		}
 	}
+	d.SignIn = widget.NewLabel("")
+	d.SignIn.Wrapping = fyne.TextWrapWord
 	d.Preset = widget.NewSelect(names, func(string) { d.presetChanged() })
 	d.Prompt = widget.NewMultiLineEntry()
 	d.Prompt.SetPlaceHolder(commandPrompt)
@@ -90,6 +101,7 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	form := widget.NewForm(
 		widget.NewFormItem("Project", d.Project),
 		widget.NewFormItem("Agent", d.Preset),
+		widget.NewFormItem("Sign-in", d.SignIn),
 		widget.NewFormItem("Command", d.Command),
 		widget.NewFormItem("Prompt", d.Prompt),
 		widget.NewFormItem("Image", d.Image),
@@ -102,7 +114,9 @@ func NewRunDialog(parent fyne.Window, project string, presets []Preset, start fu
 	note.Wrapping = fyne.TextWrapWord
 	startBtn := widget.NewButton("Start", d.Start)
 	startBtn.Importance = widget.HighImportance
-	d.dialog = dialog.NewCustomWithoutButtons("New run", container.NewVBox(form, note, d.Error), parent)
+	// Scrolled: the sign-in help or an error may not fit a small window,
+	// and the buttons must stay in view.
+	d.dialog = dialog.NewCustomWithoutButtons("New run", container.NewVScroll(container.NewVBox(form, note, d.Error)), parent)
 	d.dialog.SetButtons([]fyne.CanvasObject{widget.NewButton("Cancel", d.dialog.Hide), startBtn})
 	d.dialog.Resize(fyne.NewSize(620, 520))
 	if len(names) > 0 {
@@ -149,6 +163,36 @@ func (d *RunDialog) presetChanged() {
 		d.Image.SetText(MinimalImage)
 	}
 	d.Error.SetText(p.Unavailable)
+	d.signIn(p)
+}
+
+// signIn shows whether p's agent can sign in here, and returns why it
+// cannot (a plan.CredentialError) or nil.
+func (d *RunDialog) signIn(p Preset) (plan.Credentials, error) {
+	if p.SignIn == nil {
+		d.SignIn.SetText("")
+		d.SignIn.Importance = widget.MediumImportance
+		return plan.Credentials{}, nil
+	}
+	c, err := p.SignIn()
+	if err != nil {
+		d.SignIn.SetText(err.Error())
+		d.SignIn.Importance = widget.DangerImportance
+		d.SignIn.Refresh()
+		return c, err
+	}
+	d.SignIn.SetText(strings.ToUpper(c.String()[:1]) + c.String()[1:])
+	d.SignIn.Importance = widget.SuccessImportance
+	if !c.Ready {
+		// The window is small: what to set, in a few words (airlock run
+		// and agents say where exactly).
+		d.SignIn.SetText("Not signed in. " + c.Help())
+		d.SignIn.Importance = widget.DangerImportance
+		d.SignIn.Refresh()
+		return c, fmt.Errorf("%s cannot sign in on this computer: set one of its credentials (see Sign-in), then Start again", c.Agent)
+	}
+	d.SignIn.Refresh()
+	return c, nil
 }
 
 // Request is the run the dialog describes, or why it cannot start.
@@ -161,6 +205,10 @@ func (d *RunDialog) Request() (RunRequest, error) {
 	case p.Unavailable != "":
 		return req, errors.New(p.Unavailable)
 	case p.Agent != "":
+		// Looked up again: a key set since the dialog opened counts.
+		if _, err := d.signIn(p); err != nil {
+			return req, err
+		}
 		req.Agent = p.Agent
 	case p.Script != "":
 		script, err := os.ReadFile(p.Script)

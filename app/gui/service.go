@@ -77,13 +77,18 @@ type Preset struct {
 	// Unavailable, if set, says why the preset cannot be used here; the
 	// dialog shows it and refuses to start.
 	Unavailable string
+	// SignIn, if set, says whether the agent can sign in here (its
+	// credentials looked up on the host when the dialog shows it); the
+	// dialog shows it and refuses to start an agent that cannot.
+	SignIn func() (plan.Credentials, error)
 }
 
 // Presets are the run dialog's choices: the demo agent preset first (a
 // stand-in with a fake model: no API key), the other agent presets
 // (claude, codex, gemini and the user's) by name, the demo script
 // demoScript ("" when it cannot be found), and a command of the user's.
-func Presets(demoScript string, agents map[string]agent.Preset) []Preset {
+// signIn, if set, tells whether an agent can sign in (Planner.Credentials).
+func Presets(demoScript string, agents map[string]agent.Preset, signIn func(agent string) (plan.Credentials, error)) []Preset {
 	var out []Preset
 	names := agent.Names(agents)
 	if i := slices.Index(names, demoAgent); i > 0 {
@@ -98,7 +103,11 @@ func Presets(demoScript string, agents map[string]agent.Preset) []Preset {
 		if n == demoAgent {
 			title = "Demo agent (no API key)"
 		}
-		out = append(out, Preset{Name: title, Agent: n, Template: p.CommandTemplate})
+		pr := Preset{Name: title, Agent: n, Template: p.CommandTemplate}
+		if signIn != nil {
+			pr.SignIn = func() (plan.Credentials, error) { return signIn(n) }
+		}
+		out = append(out, pr)
 	}
 	demo := Preset{Name: "Demo script (no API key)", Script: demoScript}
 	if demoScript == "" {

@@ -517,9 +517,9 @@ func rootDisk(ctx context.Context, img *image.Image, path string, log *slog.Logg
 		}
 		return vm.Disk{Path: path, Format: format}, nil
 	}
-	// The overlay names its backing file by the real path: a warm
-	// snapshot keeps a copy of this disk, and another home linked to the
-	// same image store (a test's) may boot it after this home is gone.
+	// An overlay names its backing file: the image's real path, not the
+	// one through a home's link to a shared image store (test homes),
+	// which may be gone when a warm snapshot kept from it is used.
 	res, err := disk.Clone(ctx, realPath(img.Rootfs), path, disk.Options{Overlay: runtime.GOOS != "darwin"})
 	if err != nil {
 		return vm.Disk{}, fmt.Errorf("root disk of image %s: %w", img.Name, err)

@@ -1,16 +1,20 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
+	"strings"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/login"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/client"
 )
 
 // Network is a sandbox's way out: the guest has no network device, and
@@ -33,6 +37,13 @@ type Network struct {
 	// Builder keeps the CA out of the guest's files (a builder VM, whose
 	// changes become an image's layer): egress.InstallBuildCA.
 	Builder bool
+	// Env is added to the command's environment (a login's placeholders
+	// and mode).
+	Env map[string]string
+	// Files are written into the home of the run's user before the
+	// command, as that user (a subscription's sign-in with placeholders:
+	// app/login).
+	Files []login.File
 	// Dial and RootCAs replace the host's DNS and roots (tests).
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	RootCAs *x509.CertPool
@@ -78,6 +89,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 		audit = func(sandbox.Event) {}
 	}
 	env = pol.GuestEnv()
+	maps.Copy(env, n.Env)
 	var ca *egress.CA
 	if pol.Inspects() {
 		if ca, err = egress.NewCA(name); err != nil {
@@ -146,4 +158,27 @@ func policySummary(p *egress.Policy) map[string]any {
 		secrets = append(secrets, map[string]any{"name": s.Name, "host": s.Host, "port": s.Port, "header": s.Header})
 	}
 	return map[string]any{"allow": rules(p.Allow), "deny": rules(p.Deny), "secrets": secrets}
+}
+
+// writeFiles writes files into user's home in the guest, as user (so a
+// link the agent left in its home leads nowhere it could not write
+// itself); each replaces what was there.
+func writeFiles(ctx context.Context, m Machine, user string, files []login.File) error {
+	for _, f := range files {
+		if err := f.Validate(); err != nil {
+			return err
+		}
+		script := fmt.Sprintf(`set -e
+umask 077
+f="$HOME/$1"
+mkdir -p "$(dirname "$f")"
+cat > "$f.airlock-new"
+chmod %o "$f.airlock-new"
+mv -f "$f.airlock-new" "$f"`, f.Mode.Perm())
+		var stderr bytes.Buffer
+		if err := m.Run(ctx, client.Command{Args: []string{"sh", "-c", script, "airlock-login", f.Path}, User: user, Stdin: bytes.NewReader(f.Data), Stderr: &stderr}); err != nil {
+			return fmt.Errorf("write ~/%s in the guest: %w (%s)", f.Path, err, strings.TrimSpace(stderr.String()))
+		}
+	}
+	return nil
 }

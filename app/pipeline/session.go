@@ -211,6 +211,10 @@ func (r *runner) startNetwork(ctx context.Context, m Machine) (stop func(), err 
 	if err != nil {
 		return nil, err
 	}
+	if err := writeFiles(ctx, m, r.o.User, n.Files); err != nil {
+		stop()
+		return nil, fmt.Errorf("network: %w", err)
+	}
 	r.netEnv = env
 	return stop, nil
 }

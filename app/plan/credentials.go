@@ -8,17 +8,29 @@ import (
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/login"
 )
 
 // Credential is one way an agent signs in, and whether this host has it.
 type Credential struct {
-	// Env is the secret's name; How says what it is and how to get it.
-	Env string `json:"env"`
-	How string `json:"how,omitempty"`
-	// Host is where it is sent (only there).
-	Host string `json:"host"`
-	// Store is where its value was found, empty when it was not.
+	// Env is the secret's name, or Login the subscription sign-in's
+	// (app/login); How says what it is and how to get it.
+	Env   string `json:"env,omitempty"`
+	Login string `json:"login,omitempty"`
+	How   string `json:"how,omitempty"`
+	// Host is where a secret is sent (only there).
+	Host string `json:"host,omitempty"`
+	// Store is where it was found ("environment", or a login's file),
+	// empty when it was not.
 	Store egress.Store `json:"found_in,omitempty"`
+}
+
+// name is the credential for people: its variable, or "the NAME login".
+func (w Credential) name() string {
+	if w.Login != "" {
+		return "the " + w.Login + " login"
+	}
+	return w.Env
 }
 
 // Credentials says whether an agent can sign in on this host: ready
@@ -37,15 +49,28 @@ func (c Credentials) String() string {
 	var found, missing []string
 	for _, w := range c.Ways {
 		if w.Store != "" {
-			found = append(found, fmt.Sprintf("%s (%s)", w.Env, w.Store))
+			found = append(found, fmt.Sprintf("%s (%s)", w.name(), w.Store))
 		} else {
-			missing = append(missing, w.Env)
+			missing = append(missing, w.name())
 		}
 	}
 	if c.Ready {
 		return "ready: signs in with " + strings.Join(found, ", ")
 	}
 	return "not signed in: set " + strings.Join(missing, " or ")
+}
+
+// Help says, in a few lines for a window, what to set for an agent
+// that cannot sign in ("" when it can).
+func (c Credentials) Help() string {
+	if c.Ready {
+		return ""
+	}
+	var ways []string
+	for _, w := range c.Ways {
+		ways = append(ways, fmt.Sprintf("%s (%s)", w.name(), w.How))
+	}
+	return "Set " + strings.Join(ways, " or ") + " " + egress.Stores() + "."
 }
 
 // CredentialError is a run of an agent none of whose credentials is on
@@ -56,12 +81,12 @@ func (e *CredentialError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agent %s cannot sign in: none of its credentials is set on this computer. Set one of:\n", e.Agent)
 	for _, w := range e.Ways {
-		fmt.Fprintf(&b, "  %s: %s\n", w.Env, w.How)
+		fmt.Fprintf(&b, "  %s: %s\n", w.name(), w.How)
 	}
 	fmt.Fprintf(&b, "To set one, %s.\n", egress.WhereToSet("NAME"))
 	var hosts []string
 	for _, w := range e.Ways {
-		if !slices.Contains(hosts, w.Host) {
+		if w.Host != "" && !slices.Contains(hosts, w.Host) {
 			hosts = append(hosts, w.Host)
 		}
 	}
@@ -97,21 +122,36 @@ func (pl *Planner) credentials(user config.User, ps agent.Preset) Credentials {
 		}
 		c.Ways = append(c.Ways, w)
 	}
+	if l, ok := login.Lookup(ps.Login); ok {
+		w := Credential{Login: l.Name(), How: l.How()}
+		if where, found := l.Find(pl.loginEnv()); found {
+			w.Store, c.Ready = egress.Store(where), true
+		}
+		c.Ways = append(c.Ways, w)
+	}
 	return c
 }
 
-// signIn returns the preset's secrets found on this host (its ways to
-// sign in that can be used), or a CredentialError when there is none.
-func (pl *Planner) signIn(user config.User, ps agent.Preset) ([]config.SecretRule, error) {
+// loginEnv is where logins look: the user's home and environment.
+func (pl *Planner) loginEnv() login.Env {
+	return login.Env{Home: pl.getenv("HOME"), Getenv: pl.getenv}
+}
+
+// signIn returns how the preset signs in on this host: its secrets
+// found, else its login (with login set), or a CredentialError when there
+// is neither.
+func (pl *Planner) signIn(user config.User, ps agent.Preset) (secrets []config.SecretRule, withLogin login.Login, err error) {
 	c := pl.credentials(user, ps)
 	if !c.Ready {
-		return nil, &CredentialError{c}
+		return nil, nil, &CredentialError{c}
 	}
-	var out []config.SecretRule
 	for i, w := range c.Ways {
-		if w.Store != "" {
-			out = append(out, ps.Secret[i].SecretRule)
+		if w.Store != "" && w.Login == "" {
+			secrets = append(secrets, ps.Secret[i].SecretRule)
 		}
 	}
-	return out, nil
+	if len(secrets) == 0 {
+		withLogin, _ = login.Lookup(ps.Login)
+	}
+	return secrets, withLogin, nil
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/login"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -267,7 +268,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	// pulled, built or booted. On an open network nothing is injected.
 	if !eff.OpenNetwork {
 		for _, ps := range presets {
-			if _, err := pl.signIn(user, ps); err != nil {
+			if _, _, err := pl.signIn(user, ps); err != nil {
 				return nil, err
 			}
 		}
@@ -329,7 +330,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.Network, err = pl.network(user, proj, p, &ps, req); err != nil {
+		if o.Network, err = pl.network(ctx, user, proj, p, &ps, req); err != nil {
 			return nil, err
 		}
 		variants = append(variants, o)
@@ -340,7 +341,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if req.Prompt != "" {
 			o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
 		}
-		if o.Network, err = pl.network(user, proj, p, nil, req); err != nil {
+		if o.Network, err = pl.network(ctx, user, proj, p, nil, req); err != nil {
 			return nil, err
 		}
 		variants = append(variants, o)
@@ -616,7 +617,7 @@ func (pl *Planner) limits(user config.User, proj config.Project, flags config.Li
 // allow rules, the agent preset's hosts and API keys, and the project's
 // airlock.toml (what it widens only once the user confirmed that exact
 // file). An open network has none: nothing is proxied.
-func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*pipeline.Network, error) {
+func (pl *Planner) network(ctx context.Context, user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*pipeline.Network, error) {
 	if p.OpenNetwork {
 		return nil, nil
 	}
@@ -624,6 +625,7 @@ func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *a
 	if err != nil {
 		return nil, err
 	}
+	var l login.Login
 	in := config.PolicyInput{User: user, Project: proj, Flags: flags, Lookup: func(name string) (string, error) {
 		v, _, err := egress.LookupSecret(name, user.Secrets, pl.getenv)
 		return v, err
@@ -632,7 +634,7 @@ func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *a
 		if in.Preset, err = ps.Rules(); err != nil {
 			return nil, err
 		}
-		if in.PresetSecrets, err = pl.signIn(user, *ps); err != nil {
+		if in.PresetSecrets, l, err = pl.signIn(user, *ps); err != nil {
 			return nil, err
 		}
 	}
@@ -643,7 +645,30 @@ func (pl *Planner) network(user config.User, proj config.Project, p *Plan, ps *a
 	if err != nil {
 		return nil, err
 	}
-	return &pipeline.Network{Policy: pol, OnRequest: pl.OnRequest}, nil
+	n := &pipeline.Network{Policy: pol, OnRequest: pl.OnRequest}
+	if l != nil {
+		// A subscription's sign-in: refreshed here if it would end
+		// within the run's time limit; its tokens go in as placeholders.
+		g, err := l.Grant(ctx, pl.loginEnv(), p.Limits.Timeout.Std())
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: sign in with the %s login: %w", ps.Name, l.Name(), err)
+		}
+		rules, err := AllowRules(g.Allow)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: the %s login: %w", ps.Name, l.Name(), err)
+		}
+		for i := range rules {
+			rules[i].Source = "login"
+		}
+		pol.Allow = append(pol.Allow, rules...)
+		pol.Secrets = append(pol.Secrets, g.Secrets...)
+		if err := pol.Validate(); err != nil {
+			return nil, fmt.Errorf("agent %s: the %s login: %w", ps.Name, l.Name(), err)
+		}
+		n.Env, n.Files = g.Env, g.Files
+		pl.note("agent %s signs in with the %s login; its tokens stay on this computer", ps.Name, l.Name())
+	}
+	return n, nil
 }
 
 // trusted says whether what the project's file widens counts: nothing

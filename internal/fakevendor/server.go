@@ -8,8 +8,8 @@
 // Every fake plays the same script: the first turn asks the CLI to write
 // a file with its own file-writing tool and to run a shell command with
 // its shell tool; the turn that carries the tools' results gets the final
-// message. Every request is recorded. It must not import app, guest, the
-// hypervisor packages, fyne or vz.
+// message. Every request is recorded. It must not import app, guest, vm,
+// fyne or vz.
 package fakevendor
 
 import (
@@ -53,7 +53,7 @@ type Request struct {
 	Method, Host, Path, Query string
 	Header                    http.Header
 	Body                      []byte
-	// Status is what the fake answered.
+	// Status is what the fake answered; -1 for no answer (Stall).
 	Status int
 }
 
@@ -80,6 +80,7 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	faults   []fault
+	stall    []byte
 }
 
 type fault struct {
@@ -140,6 +141,15 @@ func (s *Server) Fail(status int, message string) {
 	s.faults = append(s.faults, fault{status, message})
 }
 
+// Stall makes every request whose body holds marker (the shell command's
+// output, say: the turn that carries the tools' results) get no answer
+// until the client gives up: a model that never finishes.
+func (s *Server) Stall(marker string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = []byte(marker)
+}
+
 // nextFault takes the next injected fault, if any.
 func (s *Server) nextFault() (fault, bool) {
 	s.mu.Lock()
@@ -168,11 +178,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	rec := Request{Method: r.Method, Host: host, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
+	s.mu.Lock()
+	stall := len(s.stall) > 0 && bytes.Contains(body, s.stall)
+	s.mu.Unlock()
 	v, ok := s.vendors[host]
-	if !ok {
+	switch {
+	case stall:
+		rec.Status = -1 // no answer
+		s.mu.Lock()
+		s.requests = append(s.requests, rec)
+		s.mu.Unlock()
+		<-r.Context().Done()
+		return
+	case !ok:
 		http.Error(w, "no such host", http.StatusMisdirectedRequest)
 		rec.Status = http.StatusMisdirectedRequest
-	} else {
+	default:
 		rec.Status = v.Serve(s, w, r, body)
 	}
 	s.mu.Lock()

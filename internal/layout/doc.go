@@ -6,7 +6,8 @@
 // rules_test.go: nothing outside app imports app; only app/gui/... and main
 // import fyne; only vm/vz imports vz; guest never imports vm, fyne or vz;
 // the guest agent never links testing; review and sync know nothing of vm,
-// guest or fyne; nothing depends on internal/testenv or this package).
+// guest or fyne; nothing depends on internal/testenv, internal/fakevendor
+// or this package).
 // Every package carries a package comment that says what it must not
 // import.
 //

@@ -401,10 +401,10 @@ var globals = []global{
 		cell: "`vm`, `guest`, `fyne.io/fyne`",
 	},
 	{
-		name: "internal/testenv and internal/layout are for tests only",
+		name: "internal/testenv, internal/fakevendor and internal/layout are for tests only",
 		why:  "no program carries the test harness",
 		from: everyPackage,
-		cell: "`internal/testenv`, `internal/layout`",
+		cell: "`internal/testenv`, `internal/fakevendor`, `internal/layout`",
 	},
 }
 

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/internal/fakevendor"
+)
+
+// TestGeminiCLI: the real Gemini CLI from the full image completes the
+// task through the egress proxy with its API key injected as the
+// x-goog-api-key header (the CLI's default; never ?key= in the URL). The
+// CLI reaches the proxy by HTTPS_PROXY itself: it hands the variable to
+// its own fetch dispatcher (packages/core setGlobalProxy).
+func TestGeminiCLI(t *testing.T) {
+	sb, srv := agentCLITest(t, agentCase{
+		Agent:  "gemini",
+		Vendor: fakevendor.Gemini{},
+		Secret: "GEMINI_API_KEY",
+		Credential: func(r fakevendor.Request) string {
+			if strings.Contains(r.Query, "key=") {
+				return "a key in the URL's query: " + r.Query
+			}
+			return r.Header.Get("x-goog-api-key")
+		},
+		Model: func(r fakevendor.Request) bool {
+			return strings.HasSuffix(r.Path, ":streamGenerateContent")
+		},
+	})
+	// What the CLI sent, both rounds, and what the proxy let through or
+	// refused (its usage statistics go to play.googleapis.com).
+	t.Logf("requests of both rounds:\n%s", requestList(srv))
+	evs, err := sb.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var egress []string
+	for _, ev := range evs {
+		if ev.Event == pipeline.EventEgress {
+			egress = append(egress, "  "+auditDetail(ev))
+		}
+	}
+	t.Logf("the proxy's records:\n%s", strings.Join(egress, "\n"))
+}
