@@ -22,7 +22,6 @@ func claudeModel(r fakevendor.Request) bool { return r.Path == "/v1/messages" }
 // key, completes the task through the egress proxy: the key reaches
 // api.anthropic.com as x-api-key on every request.
 func TestClaudeCLI(t *testing.T) {
-	t.Setenv("CLAUDE_CODE_OAUTH_TOKEN", "") // the API key is the only way in
 	sb, srv := agentCLITest(t, agentCase{
 		Agent:      "claude",
 		Vendor:     fakevendor.Anthropic{},
@@ -46,7 +45,6 @@ func TestClaudeCLI(t *testing.T) {
 // the proxy puts the real token there, and the VM only ever has the
 // placeholder.
 func TestClaudeCLISubscription(t *testing.T) {
-	t.Setenv("ANTHROPIC_API_KEY", "") // else Claude Code prefers the key
 	sb, srv := agentCLITest(t, agentCase{
 		Agent:  "claude",
 		Vendor: fakevendor.Anthropic{},
