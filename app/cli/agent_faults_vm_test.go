@@ -88,3 +88,32 @@ func TestAgentCLIVendorError(t *testing.T) {
 	}
 	t.Logf("%d requests; transcript:\n%s", len(srv.Requests()), tr)
 }
+
+// TestAgentCLIRejectedCredential: the vendor refuses the key (401). The
+// CLI says so in its own words, and airlock says which credential the
+// vendor rejected (not a proxy failure), even with --json.
+func TestAgentCLIRejectedCredential(t *testing.T) {
+	testenv.SkipIfShort(t)
+	srv := fakevendor.Start(t, agentScript, fakevendor.Anthropic{})
+	const message = "invalid x-api-key (scripted)"
+	for range 10 {
+		srv.Fail(401, message)
+	}
+	// One retry (Claude Code retries a 401 ten times over minutes).
+	code, out, errOut, sb := agentRound(t, "claude", "ANTHROPIC_API_KEY", srv, "--env", "CLAUDE_CODE_MAX_RETRIES=1")
+	if code == 0 || sb == nil {
+		t.Fatalf("a rejected key, yet exit %d\n%s\n%s", code, out, errOut)
+	}
+	tr, _ := sb.Transcript()
+	// Claude Code words it as its own ("Invalid API key"), with the
+	// vendor's status.
+	if !strings.Contains(string(tr), `"api_error_status":401`) || !strings.Contains(string(tr), "Invalid API key") {
+		t.Errorf("the transcript does not show the vendor's 401:\n%s", tr)
+	}
+	if want := "api.anthropic.com answered 401: it rejected the credential, check the value of ANTHROPIC_API_KEY"; !strings.Contains(errOut, want) {
+		t.Errorf("airlock did not say %q:\n%s", want, errOut)
+	}
+	if strings.Contains(errOut, "502") || strings.Contains(errOut, "DENIED") {
+		t.Errorf("the vendor's refusal looks like the proxy's:\n%s", errOut)
+	}
+}
