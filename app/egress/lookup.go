@@ -26,12 +26,13 @@ func LookupSecret(name string, configured map[string]string, getenv func(string)
 			return v, StoreEnv, nil
 		}
 	}
-	return "", "", fmt.Errorf("secret %s not found: %s", name, WhereToSet(name))
+	return "", "", fmt.Errorf("secret %s not found: set it %s", name, WhereToSet(name))
 }
 
-// WhereToSet says, for people, where airlock looks secret name up.
+// WhereToSet says, for people, where airlock looks secret name up: "in
+// the environment of airlock, or under [secrets] …".
 func WhereToSet(name string) string {
-	return fmt.Sprintf("set %s in the environment of airlock, or under [secrets] in the user configuration (%s = \"...\" in ~/.config/airlock/config.toml)%s", name, name, keychainHint(name))
+	return fmt.Sprintf("in the environment of airlock, or under [secrets] in the user configuration (%s = \"...\" in ~/.config/airlock/config.toml)%s", name, keychainHint(name))
 }
 
 // Stores says in a few words where airlock looks secrets up, for a

@@ -83,7 +83,7 @@ func (e *CredentialError) Error() string {
 	for _, w := range e.Ways {
 		fmt.Fprintf(&b, "  %s: %s\n", w.name(), w.How)
 	}
-	fmt.Fprintf(&b, "To set one, %s.\n", egress.WhereToSet("NAME"))
+	fmt.Fprintf(&b, "Set one %s.\n", egress.WhereToSet("NAME"))
 	var hosts []string
 	for _, w := range e.Ways {
 		if w.Host != "" && !slices.Contains(hosts, w.Host) {
