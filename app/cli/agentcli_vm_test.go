@@ -123,7 +123,9 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	code, out, errOut := agentCLI(t, h, opts, "--json", "run", "--arch", "amd64", "--project", proj,
 		"--agent", c.Agent, "--prompt", "Write notes/hello.txt and run the shell check.")
 	if code != 0 {
-		t.Fatalf("run --agent %s: exit %d\n%s\n%s\nrequests:\n%s", c.Agent, code, out, errOut, requestList(srv))
+		// The CLI's own words (a flag it no longer knows, say) are in
+		// its transcript.
+		t.Fatalf("run --agent %s: exit %d\n%s\n%s\nthe agent's transcript:\n%s\nrequests:\n%s", c.Agent, code, out, errOut, lastTranscript(t, h), requestList(srv))
 	}
 	t.Logf("requests of the run:\n%s", requestList(srv))
 	st, err := sandbox.Open(h)
@@ -180,6 +182,27 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		checkNoSecret(t, h, sb, s)
 	}
 	return sb, srv
+}
+
+// lastTranscript is the transcript of the newest sandbox in h.
+func lastTranscript(t *testing.T, h string) string {
+	st, err := sandbox.Open(h)
+	if err != nil {
+		return err.Error()
+	}
+	list, err := st.List()
+	if err != nil || len(list) == 0 {
+		return fmt.Sprintf("(no sandbox: %v)", err)
+	}
+	sb, err := st.Get(list[0].ID)
+	if err != nil {
+		return err.Error()
+	}
+	tr, err := sb.Transcript()
+	if err != nil {
+		return err.Error()
+	}
+	return string(tr)
 }
 
 // checkCredentials: every request reached the fake with the real

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// agentRound runs one round of agent's real CLI from the full image
+// against srv, signed in with secret (a variable) and flags, and returns
+// how it ended and its sandbox (nil when none was made).
+func agentRound(t *testing.T, agent, secret string, srv *fakevendor.Server, flags ...string) (code int, out, errOut string, sb *sandbox.Sandbox) {
+	t.Helper()
+	h, _ := fullHome(t)
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "README.md"), []byte("# A small project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CODEX_API_KEY", "GEMINI_API_KEY"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv(secret, "sk-airlock-test-"+randomHex(t, 24))
+	args := append([]string{"--json", "run", "--arch", "amd64", "--project", proj, "--agent", agent, "--prompt", "Write notes/hello.txt and run the shell check."}, flags...)
+	code, out, errOut = agentCLI(t, h, []Option{upstreamHook(srv)}, args...)
+	st, err := sandbox.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.List()
+	if err != nil || len(list) == 0 {
+		return code, out, errOut, nil
+	}
+	sb, err = st.Get(list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, out, errOut, sb
+}
+
+// TestAgentCLITimeLimit: a model that never answers leaves the CLI
+// waiting; the run's time limit ends it, airlock exits 124, and what the
+// agent wrote before is in the review.
+func TestAgentCLITimeLimit(t *testing.T) {
+	testenv.SkipIfShort(t)
+	srv := fakevendor.Start(t, agentScript, &fakevendor.OpenAI{})
+	srv.Stall(shellOutput) // the turn carrying the tools' results
+	code, out, errOut, sb := agentRound(t, "codex", "CODEX_API_KEY", srv, "--timeout", "90s")
+	if code != sandbox.TimeoutExitCode || sb == nil {
+		t.Fatalf("a stalled agent: exit %d, want %d\n%s\n%s\nrequests:\n%s", code, sandbox.TimeoutExitCode, out, errOut, requestList(srv))
+	}
+	cs, err := sb.Changeset(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{agentScript.File: agentScript.Content, "shell.out": shellOutput + "\n"} {
+		if f := cs.File(path); f == nil || string(f.NewContent()) != want {
+			t.Errorf("the work before the time limit: %s is %v, want %q", path, f, want)
+		}
+	}
+}
+
+// TestAgentCLIVendorError: a vendor answering 429 to every model call;
+// the CLI gives up (after one retry here, where it would take ten over
+// minutes) and its transcript shows the vendor's error as the vendor
+// sent it.
+func TestAgentCLIVendorError(t *testing.T) {
+	testenv.SkipIfShort(t)
+	srv := fakevendor.Start(t, agentScript, fakevendor.Anthropic{})
+	const message = "the scripted vendor is rate limiting you (fake 429)"
+	for range 10 {
+		srv.Fail(429, message)
+	}
+	code, out, errOut, sb := agentRound(t, "claude", "ANTHROPIC_API_KEY", srv, "--env", "CLAUDE_CODE_MAX_RETRIES=1")
+	if code == 0 || sb == nil {
+		t.Fatalf("every model call failed, yet exit %d\n%s\n%s", code, out, errOut)
+	}
+	tr, err := sb.Transcript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tr), "429") || !strings.Contains(string(tr), message) {
+		t.Errorf("the transcript does not show the vendor's 429 with its message %q:\n%s\nrequests:\n%s", message, tr, requestList(srv))
+	}
+	t.Logf("%d requests; transcript:\n%s", len(srv.Requests()), tr)
+}
