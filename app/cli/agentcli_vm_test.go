@@ -39,6 +39,9 @@ type agentCase struct {
 	// it puts the CLI's own sign-in on the host (under a home of the
 	// test's, as $HOME) with token as its access token.
 	Login func(t *testing.T, home, token string)
+	// Hidden are other values of the host's sign-in that must be nowhere
+	// in the sandbox either (a login's refresh token).
+	Hidden []string
 	// Credential is the credential a request carried to the vendor, as
 	// the vendor reads it (a header's value without its scheme).
 	Credential func(fakevendor.Request) string
@@ -153,7 +156,9 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		t.Errorf("the rationale shown is %q (%v), want the agent's final message %q", final, err, agentScript.Final)
 	}
 	checkCredentials(t, c, srv, secret)
-	checkNoSecret(t, h, sb, secret)
+	for _, s := range append([]string{secret}, c.Hidden...) {
+		checkNoSecret(t, h, sb, s)
+	}
 
 	// A reply round continues the same conversation: the model sees the
 	// earlier turns with the new message.
@@ -173,7 +178,9 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		t.Errorf("no request of the reply round carried the earlier turns (the first round's final message) with the reply:\n%s", requestList(srv))
 	}
 	checkCredentials(t, c, srv, secret)
-	checkNoSecret(t, h, sb, secret)
+	for _, s := range append([]string{secret}, c.Hidden...) {
+		checkNoSecret(t, h, sb, s)
+	}
 	return sb, srv
 }
 

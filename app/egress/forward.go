@@ -39,6 +39,22 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		p.deny(w, rec, placeholderDecision(s, t), t)
 		return
 	}
+	// The secret's value is taken now, once per request: a Source may
+	// have refreshed it since the last one.
+	var value string
+	if own != nil && carries(r.Header, own) {
+		v, err := own.value(r.Context())
+		if err != nil {
+			rec.Allowed, rec.Secret, rec.SecretNotSent = true, own.Name, true
+			rec.Status, rec.Error, rec.Duration = http.StatusBadGateway, err.Error(), time.Since(start)
+			p.record(rec)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "Airlock's egress proxy did not send this request to %s: %v\n", t, err)
+			return
+		}
+		value = v
+	}
 	var scan *placeholderScanner
 	var timeout *bodyTimeout
 	body := &countingReader{r: r.Body}
@@ -65,7 +81,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = &url.URL{Scheme: scheme, Host: t.String(), Path: pr.In.URL.Path, RawPath: pr.In.URL.RawPath, RawQuery: pr.In.URL.RawQuery}
 			pr.Out.Host = hostHeader(t)
-			if own != nil && substitute(pr.Out.Header, own) {
+			if own != nil && substitute(pr.Out.Header, own, value) {
 				rec.Secret = own.Name
 			}
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,8 +12,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -453,3 +456,96 @@ func (noDeadlineConn) SetReadDeadline(time.Time) error  { return errNoDeadline }
 func (noDeadlineConn) SetWriteDeadline(time.Time) error { return errNoDeadline }
 
 var errNoDeadline = fmt.Errorf("deadline not supported")
+
+// TestSecretSource: a secret with a Source gets its value at each
+// request (a token refreshed during the run), one credential may go to
+// two hosts under one placeholder, and a failing Source sends nothing.
+func TestSecretSource(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	upCA, err := NewCA("upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(hi.ServerName) }}
+	up.StartTLS()
+	defer up.Close()
+
+	var token atomic.Value
+	token.Store("tok-1")
+	var fail atomic.Bool
+	source := func(ctx context.Context) (string, error) {
+		if fail.Load() {
+			return "", errors.New("the sign-in expired: sign in again")
+		}
+		return token.Load().(string), nil
+	}
+	ph, _ := NewPlaceholder()
+	pol := &Policy{Secrets: []Secret{
+		{Host: "a.test", Header: "Authorization", Name: "TOKEN", Source: source, Placeholder: ph},
+		{Host: "b.test", Header: "Authorization", Name: "TOKEN", Source: source, Placeholder: ph},
+	}}
+	if err := pol.Validate(); err != nil {
+		t.Fatalf("a policy of secrets with a Source: %v", err)
+	}
+	if env := pol.GuestEnv(); len(env) != 1 || env["TOKEN"] != ph {
+		t.Errorf("GuestEnv = %v, want TOKEN=%s only", env, ph)
+	}
+	h := newHarness(t, pol)
+	h.roots.AddCert(upCA.Certificate())
+	h.net.add("a.test:443", up.Listener.Addr().String())
+	h.net.add("b.test:443", up.Listener.Addr().String())
+	c := h.client()
+	do := func(u string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Authorization", "Bearer "+ph)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	if code, body := do("https://a.test/x"); code != 200 {
+		t.Fatalf("first request: %d %s", code, body)
+	}
+	token.Store("tok-2") // refreshed on the host
+	if code, body := do("https://a.test/x"); code != 200 {
+		t.Fatalf("second request: %d %s", code, body)
+	}
+	if code, body := do("https://b.test/y"); code != 200 {
+		t.Fatalf("the second host: %d %s", code, body)
+	}
+	mu.Lock()
+	want := []string{"a.test Bearer tok-1", "a.test Bearer tok-2", "b.test Bearer tok-2"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the upstream saw %q, want %q", seen, want)
+	}
+	mu.Unlock()
+	if r := h.last(t); r.Secret != "TOKEN" || r.SecretNotSent || r.Status != 200 {
+		t.Errorf("record %+v: want TOKEN substituted, 200", r)
+	}
+
+	fail.Store(true)
+	code, body := do("https://a.test/x")
+	if code != http.StatusBadGateway || !strings.Contains(body, "sign in again") {
+		t.Errorf("a failing source: %d %q, want 502 with its error", code, body)
+	}
+	mu.Lock()
+	if len(seen) != 3 {
+		t.Errorf("a request went upstream without its secret: %q", seen[3:])
+	}
+	mu.Unlock()
+	if r := h.last(t); r.Secret != "TOKEN" || !r.SecretNotSent || r.Status != http.StatusBadGateway || !strings.Contains(r.Error, "sign in again") {
+		t.Errorf("record %+v: want TOKEN not sent, 502, the source's error", r)
+	}
+}

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -15,8 +16,10 @@ import (
 const PlaceholderPrefix = "airlock-placeholder-"
 
 // Secret is a credential that stays on the host: the guest sees
-// Placeholder in its environment (as Name), and the proxy puts Value in
-// its place in Header on requests to Host over TLS, and nowhere else.
+// Placeholder in its environment (as Name), and the proxy puts Value (or
+// what Source gives) in its place in Header on requests to Host over TLS,
+// and nowhere else. Several secrets may share a Name and Placeholder: one
+// credential sent to several hosts.
 type Secret struct {
 	// Host is the one host (an exact name) the secret is sent to.
 	Host string
@@ -31,6 +34,12 @@ type Secret struct {
 	Name string
 	// Value is the real secret. It never enters the VM.
 	Value string
+	// Source, when set, gives the real secret at each request instead of
+	// Value: a token that the host refreshes while the run goes on. It is
+	// called only for requests that carry the placeholder, and must
+	// return quickly when its value is current. When it fails, the
+	// request is not sent: the guest gets a 502 with the error.
+	Source func(ctx context.Context) (string, error)
 	// Placeholder is what the guest sees instead (NewPlaceholder).
 	Placeholder string
 }
@@ -69,7 +78,7 @@ func (s Secret) Validate() error {
 	if !ValidEnvName(s.Name) {
 		errs = append(errs, fmt.Errorf("env %q is not a valid environment variable name", s.Name))
 	}
-	if s.Value == "" {
+	if s.Value == "" && s.Source == nil {
 		errs = append(errs, errors.New("no value"))
 	}
 	if len(s.Placeholder) < len(PlaceholderPrefix)+16 {
@@ -117,14 +126,41 @@ func (p *Policy) GuestEnv() map[string]string {
 	return env
 }
 
-// substitute replaces s's placeholder with its value in s.Header of h,
-// and reports whether it did.
-func substitute(h http.Header, s *Secret) bool {
+// value is the real secret for one request: what Source gives, else
+// Value.
+func (s *Secret) value(ctx context.Context) (string, error) {
+	if s.Source == nil {
+		return s.Value, nil
+	}
+	v, err := s.Source(ctx)
+	if err == nil && v == "" {
+		err = errors.New("it gave an empty value")
+	}
+	if err != nil {
+		return "", fmt.Errorf("get the secret %s for %s: %w", s.Name, s.Host, err)
+	}
+	return v, nil
+}
+
+// carries says whether h holds s's placeholder in s.Header: the request
+// the secret is substituted into.
+func carries(h http.Header, s *Secret) bool {
+	for _, v := range h[textproto.CanonicalMIMEHeaderKey(s.Header)] {
+		if strings.Contains(v, s.Placeholder) {
+			return true
+		}
+	}
+	return false
+}
+
+// substitute replaces s's placeholder with value in s.Header of h, and
+// reports whether it did.
+func substitute(h http.Header, s *Secret, value string) bool {
 	key := textproto.CanonicalMIMEHeaderKey(s.Header)
 	done := false
 	for i, v := range h[key] {
 		if strings.Contains(v, s.Placeholder) {
-			h[key][i] = strings.ReplaceAll(v, s.Placeholder, s.Value)
+			h[key][i] = strings.ReplaceAll(v, s.Placeholder, value)
 			done = true
 		}
 	}

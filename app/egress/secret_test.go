@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,7 +25,7 @@ func TestSubstitute(t *testing.T) {
 		{"no placeholder", http.Header{"Authorization": {"Bearer mine"}}, http.Header{"Authorization": {"Bearer mine"}}, false},
 	}
 	for _, tt := range tests {
-		did := substitute(tt.header, s)
+		did := substitute(tt.header, s, s.Value)
 		if did != tt.did || tt.header.Get("Authorization") != tt.want.Get("Authorization") || tt.header.Get("X-Other") != tt.want.Get("X-Other") {
 			t.Errorf("%s: got %v %v, want %v %v", tt.name, tt.header, did, tt.want, tt.did)
 		}
@@ -69,5 +70,17 @@ func TestLeak(t *testing.T) {
 		if name != tt.want {
 			t.Errorf("%s: leak = %q, want %q", tt.name, name, tt.want)
 		}
+	}
+}
+
+func TestValidateSource(t *testing.T) {
+	ph, _ := NewPlaceholder()
+	s := Secret{Host: "a.test", Header: "Authorization", Name: "TOKEN", Placeholder: ph}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "no value") {
+		t.Errorf("neither Value nor Source: %v, want no value", err)
+	}
+	s.Source = func(context.Context) (string, error) { return "v", nil }
+	if err := s.Validate(); err != nil {
+		t.Errorf("a Source alone: %v", err)
 	}
 }

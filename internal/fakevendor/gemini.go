@@ -69,13 +69,7 @@ func (g Gemini) Serve(s *Server, w http.ResponseWriter, r *http.Request, body []
 	}
 	switch method {
 	case "countTokens":
-		n := 0
-		for _, c := range req.Contents {
-			for _, p := range c.Parts {
-				n += len(p.Text)/4 + 1
-			}
-		}
-		return geminiJSON(w, map[string]any{"totalTokens": n})
+		return geminiJSON(w, map[string]any{"totalTokens": geminiTokens(req.Contents)})
 	case "streamGenerateContent", "generateContent":
 	default:
 		return geminiError(w, http.StatusNotFound, fmt.Sprintf("Method %s of models/%s is not found for the fake Gemini API.", method, model))
@@ -87,11 +81,20 @@ func (g Gemini) Serve(s *Server, w http.ResponseWriter, r *http.Request, body []
 	if method == "generateContent" {
 		return geminiJSON(w, resp)
 	}
-	// The stream: the parts one chunk each, the finish reason and usage
-	// on the last, as the API streams them.
 	e := newSSE(w)
+	for _, chunk := range geminiChunks(model, resp) {
+		data, _ := json.Marshal(chunk)
+		e.event("", data)
+	}
+	return http.StatusOK
+}
+
+// geminiChunks is resp as the API streams it: the parts one chunk each,
+// the finish reason and usage on the last.
+func geminiChunks(model string, resp map[string]any) []map[string]any {
 	cand := resp["candidates"].([]map[string]any)[0]
 	parts := cand["content"].(geminiContent).Parts
+	var out []map[string]any
 	for i, p := range parts {
 		c := map[string]any{"content": geminiContent{Role: "model", Parts: []geminiPart{p}}, "index": 0}
 		chunk := map[string]any{"candidates": []map[string]any{c}, "modelVersion": model, "responseId": resp["responseId"]}
@@ -99,10 +102,9 @@ func (g Gemini) Serve(s *Server, w http.ResponseWriter, r *http.Request, body []
 			c["finishReason"] = "STOP"
 			chunk["usageMetadata"] = resp["usageMetadata"]
 		}
-		data, _ := json.Marshal(chunk)
-		e.event("", data)
+		out = append(out, chunk)
 	}
-	return http.StatusOK
+	return out
 }
 
 // answer is the GenerateContentResponse for req: a JSON document for a
@@ -141,6 +143,17 @@ func (Gemini) answer(sc Script, model string, req geminiRequest) map[string]any 
 		"modelVersion":  model,
 		"responseId":    "fake-gemini-response",
 	}
+}
+
+// geminiTokens is a rough count of the tokens of contents.
+func geminiTokens(contents []geminiContent) int {
+	n := 0
+	for _, c := range contents {
+		for _, p := range c.Parts {
+			n += len(p.Text)/4 + 1
+		}
+	}
+	return n
 }
 
 // lastTurnHasResponses says whether the conversation's last turn carries
