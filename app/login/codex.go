@@ -462,6 +462,11 @@ func (a *codexAuth) grant(now time.Time) (*Grant, error) {
 	}, nil
 }
 
+// guestIDSignature stands for the guest's id_token's signature: Codex
+// 0.169.0 refuses a JWT whose third part is empty, and checks no
+// signature.
+const guestIDSignature = "airlock-unsigned"
+
 // guestIDToken is an unsigned JWT ("alg": "none") with the claims of
 // the real id_token that Codex reads, and no others.
 func guestIDToken(real string) (string, error) {
@@ -495,5 +500,5 @@ func guestIDToken(real string) (string, error) {
 		return "", err
 	}
 	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc.EncodeToString(payload) + ".", nil
+	return enc.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc.EncodeToString(payload) + "." + enc.EncodeToString([]byte(guestIDSignature)), nil
 }

@@ -194,7 +194,7 @@ func checkGuestFile(t *testing.T, g *Grant, real ...string) {
 		t.Errorf("last_refresh %v, want now", got.LastRefresh)
 	}
 	parts := strings.Split(tokens["id_token"], ".")
-	if len(parts) != 3 || parts[2] != "" {
+	if len(parts) != 3 || parts[2] != base64.RawURLEncoding.EncodeToString([]byte(guestIDSignature)) {
 		t.Fatalf("id_token %q: want an unsigned JWT", tokens["id_token"])
 	}
 	var header, claims map[string]any
