@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,9 +157,7 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		t.Errorf("the rationale shown is %q (%v), want the agent's final message %q", final, err, agentScript.Final)
 	}
 	checkCredentials(t, c, srv, secret)
-	for _, s := range append([]string{secret}, c.Hidden...) {
-		checkNoSecret(t, h, sb, s)
-	}
+	checkNoSecret(t, h, sb, append([]string{secret}, c.Hidden...)...)
 
 	// A reply round continues the same conversation: the model sees the
 	// earlier turns with the new message.
@@ -178,9 +177,7 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		t.Errorf("no request of the reply round carried the earlier turns (the first round's final message) with the reply:\n%s", requestList(srv))
 	}
 	checkCredentials(t, c, srv, secret)
-	for _, s := range append([]string{secret}, c.Hidden...) {
-		checkNoSecret(t, h, sb, s)
-	}
+	checkNoSecret(t, h, sb, append([]string{secret}, c.Hidden...)...)
 	return sb, srv
 }
 
@@ -234,10 +231,10 @@ func checkCredentials(t *testing.T, c agentCase, srv *fakevendor.Server, secret 
 	}
 }
 
-// checkNoSecret: the credential is in no file of the sandbox (its
-// directory with the transcript, the audit log and its disks) nor in the
-// baseline disks, read extent by extent.
-func checkNoSecret(t *testing.T, h string, sb *sandbox.Sandbox, secret string) {
+// checkNoSecret: the credential (and every other secret) is in no file
+// of the sandbox (its directory with the transcript, the audit log and
+// its disks) nor in the baseline disks, read extent by extent.
+func checkNoSecret(t *testing.T, h string, sb *sandbox.Sandbox, secrets ...string) {
 	t.Helper()
 	for _, dir := range []string{sb.Dir, home.Layout{Root: h}.BaseDisks()} {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -250,12 +247,12 @@ func checkNoSecret(t *testing.T, h string, sb *sandbox.Sandbox, secret string) {
 			if !d.Type().IsRegular() {
 				return nil
 			}
-			found, err := fileContains(path, []byte(secret))
+			found, err := fileContains(path, secrets)
 			if err != nil {
 				return err
 			}
-			if found {
-				t.Errorf("the credential is in %s", path)
+			for _, i := range found {
+				t.Errorf("secret %d of %d (%s…) is in %s", i+1, len(secrets), secrets[i][:min(len(secrets[i]), 8)], path)
 			}
 			return nil
 		})
@@ -265,22 +262,28 @@ func checkNoSecret(t *testing.T, h string, sb *sandbox.Sandbox, secret string) {
 	}
 }
 
-// fileContains says whether needle is in path's data, reading only the
-// extents with data (a sparse disk of gigabytes holds little).
-func fileContains(path string, needle []byte) (bool, error) {
+// fileContains says which of needles are in path's data (their
+// indexes), reading only the extents with data (a sparse disk of
+// gigabytes holds little).
+func fileContains(path string, needles []string) ([]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, err
+		return nil, err
+	}
+	longest := 0
+	for _, n := range needles {
+		longest = max(longest, len(n))
 	}
 	const chunk = 1 << 20
-	buf := make([]byte, chunk+len(needle))
+	buf := make([]byte, chunk+longest)
 	fd := int(f.Fd())
-	for off := int64(0); off < fi.Size(); {
+	found := map[int]bool{}
+	for off := int64(0); off < fi.Size() && len(found) < len(needles); {
 		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
 		if err != nil {
 			break // ENXIO: no data after off
@@ -292,15 +295,18 @@ func fileContains(path string, needle []byte) (bool, error) {
 		for p := data; p < hole; p += chunk {
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), hole-p)], p)
 			if err != nil && err != io.EOF {
-				return false, err
+				return nil, err
 			}
-			if bytes.Contains(buf[:n], needle) {
-				return true, nil
+			for i, needle := range needles {
+				if bytes.Contains(buf[:n], []byte(needle)) {
+					found[i] = true
+				}
 			}
 		}
 		off = hole
 	}
-	return false, nil
+	out := slices.Sorted(maps.Keys(found))
+	return out, nil
 }
 
 // sandboxOf is the sandbox of airlock --json run's answer.

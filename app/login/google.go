@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/egress"
@@ -297,21 +296,4 @@ func writeFileAtomic(path string, v any) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// lockFile takes an exclusive lock on path (created if needed, 0600),
-// waiting for it: runs refreshing one sign-in take turns.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }

@@ -17,12 +17,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"golang.org/x/sys/unix"
 )
 
 // Login is one way of signing an agent CLI in with a subscription.
@@ -110,4 +112,21 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// lockFile takes an exclusive lock on path (created if need be), waiting
+// for another holder.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the sign-in: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the sign-in %s: %w", path, err)
+	}
+	return func() {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -52,7 +52,9 @@ type Script struct {
 type Request struct {
 	Method, Host, Path, Query string
 	Header                    http.Header
-	Body                      []byte
+	// Body is as sent before its Content-Encoding, when that is zstd
+	// (Codex's with a ChatGPT sign-in).
+	Body []byte
 	// Status is what the fake answered; -1 for no answer (Stall).
 	Status int
 }
@@ -177,6 +179,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		host = h
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if d, err := decodeBody(r.Header.Get("Content-Encoding"), body); err == nil {
+		body = d
+	} // else the vendor finds the body is not JSON
 	rec := Request{Method: r.Method, Host: host, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	s.mu.Lock()
 	stall := len(s.stall) > 0 && bytes.Contains(body, s.stall)
