@@ -3,7 +3,6 @@ package fakevendor
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,34 +24,12 @@ var anthropicScript = Script{
 var claudeTools = []map[string]any{{"name": "Agent"}, {"name": "Bash"}, {"name": "Edit"}, {"name": "Read"}, {"name": "Write"}}
 
 // anthropicClient reaches s under api.anthropic.com, trusting its CA.
-func anthropicClient(s *Server) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext:       s.Dial,
-		TLSClientConfig:   &tls.Config{RootCAs: s.RootCAs},
-		ForceAttemptHTTP2: true,
-	}}
-}
+func anthropicClient(s *Server) *http.Client { return testClient(s) }
 
 // anthropicPost sends a Messages API request with messages and tools.
 func anthropicPost(t *testing.T, c *http.Client, path string, req map[string]any) *http.Response {
 	t.Helper()
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "https://api.anthropic.com"+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hr.Header.Set("x-api-key", "sk-test")
-	hr.Header.Set("anthropic-version", "2023-06-01")
-	hr.Header.Set("content-type", "application/json")
-	resp, err := c.Do(hr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return send(t, c, http.MethodPost, "https://api.anthropic.com"+path, http.Header{"x-api-key": {"sk-test"}, "anthropic-version": {"2023-06-01"}}, req)
 }
 
 // anthropicUser is a first turn: the user's prompt.
@@ -343,16 +320,7 @@ func TestAnthropicFail(t *testing.T) {
 
 func anthropicGet(t *testing.T, c *http.Client, path string) *http.Response {
 	t.Helper()
-	hr, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://api.anthropic.com"+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Do(hr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return send(t, c, http.MethodGet, "https://api.anthropic.com"+path, nil, nil)
 }
 
 // What Claude Code asks besides the model at start.

@@ -2,7 +2,6 @@ package fakevendor
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -114,20 +113,7 @@ func TestChatGPTSideRequests(t *testing.T) {
 	}
 
 	// No WebSocket: Codex falls back to HTTPS on 426.
-	req, _ := http.NewRequest(http.MethodGet, "https://chatgpt.com/backend-api/codex/responses", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	req.Header.Set("Sec-WebSocket-Version", "13")
-	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-	c := &http.Client{Transport: &http.Transport{DialContext: srv.Dial, TLSClientConfig: &tls.Config{RootCAs: srv.RootCAs, NextProtos: []string{"http/1.1"}}}}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUpgradeRequired {
-		t.Errorf("WebSocket upgrade answered %d, want 426", resp.StatusCode)
-	}
+	checkWebSocketRefused(t, srv, "https://chatgpt.com/backend-api/codex/responses")
 }
 
 func TestChatGPTFault(t *testing.T) {

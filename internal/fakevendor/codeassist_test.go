@@ -2,7 +2,6 @@ package fakevendor
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -18,26 +17,7 @@ const codeAssistBase = "https://cloudcode-pa.googleapis.com/v1internal:"
 // signed in with Google does.
 func codeAssistCall(t *testing.T, c *http.Client, method, url string, body any) *http.Response {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer ya29.test-token")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return send(t, c, method, url, http.Header{"Authorization": {"Bearer ya29.test-token"}}, body)
 }
 
 func decodeJSON(t *testing.T, resp *http.Response, v any) {

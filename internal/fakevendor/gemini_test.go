@@ -2,8 +2,6 @@ package fakevendor
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,31 +22,11 @@ var geminiScript = Script{
 const geminiBase = "https://generativelanguage.googleapis.com/v1beta/models/gemini-3.8-flash"
 
 // geminiClient reaches s under the vendor's name, as the proxy does.
-func geminiClient(s *Server) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext:     s.Dial,
-		TLSClientConfig: &tls.Config{RootCAs: s.RootCAs},
-	}}
-}
+func geminiClient(s *Server) *http.Client { return testClient(s) }
 
 func geminiPost(t *testing.T, c *http.Client, url string, body any) *http.Response {
 	t.Helper()
-	data, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-goog-api-key", "test-key")
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return send(t, c, http.MethodPost, url, http.Header{"x-goog-api-key": {"test-key"}}, body)
 }
 
 // geminiChunk is a GenerateContentResponse as the client reads it.

@@ -3,7 +3,6 @@ package fakevendor
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -20,13 +19,7 @@ var openAIScript = Script{
 }
 
 // openAIClient reaches srv under api.openai.com, trusting its CA.
-func openAIClient(srv *Server) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext:       srv.Dial,
-		TLSClientConfig:   &tls.Config{RootCAs: srv.RootCAs},
-		ForceAttemptHTTP2: true,
-	}}
-}
+func openAIClient(srv *Server) *http.Client { return testClient(srv) }
 
 type sseEvent struct {
 	name string
@@ -37,22 +30,7 @@ type sseEvent struct {
 // the response with the events of its stream.
 func postResponses(t *testing.T, srv *Server, body any) (*http.Response, []sseEvent, []byte) {
 	t.Helper()
-	data, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/responses", bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer sk-test")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := openAIClient(srv).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := send(t, openAIClient(srv), http.MethodPost, "https://api.openai.com/v1/responses", http.Header{"Authorization": {"Bearer sk-test"}, "Accept": {"text/event-stream"}}, body)
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -329,19 +307,5 @@ func TestOpenAIErrors(t *testing.T) {
 
 func TestOpenAIWebSocketRefused(t *testing.T) {
 	srv := Start(t, openAIScript, &OpenAI{})
-	req, _ := http.NewRequest(http.MethodGet, "https://api.openai.com/v1/responses", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	req.Header.Set("Sec-WebSocket-Version", "13")
-	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-	// HTTP/1.1 only, as a WebSocket handshake is.
-	c := &http.Client{Transport: &http.Transport{DialContext: srv.Dial, TLSClientConfig: &tls.Config{RootCAs: srv.RootCAs, NextProtos: []string{"http/1.1"}}}}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUpgradeRequired {
-		t.Errorf("WebSocket upgrade answered %d, want 426 (Codex then falls back to HTTPS)", resp.StatusCode)
-	}
+	checkWebSocketRefused(t, srv, "https://api.openai.com/v1/responses")
 }
