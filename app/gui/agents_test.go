@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/google/go-cmp/cmp"
@@ -203,5 +204,46 @@ func TestRunDialogSignIn(t *testing.T) {
 	}
 	if d.SignIn.Text != "Ready: signs in with CLAUDE_CODE_OAUTH_TOKEN (keychain)" {
 		t.Errorf("sign-in %q", d.SignIn.Text)
+	}
+}
+
+// TestRunDialogCommandAfterPreset: choosing Command… after an agent
+// leaves an empty, editable command line, not the agent's template.
+func TestRunDialogCommandAfterPreset(t *testing.T) {
+	a := test.NewTempApp(t)
+	w := a.NewWindow("t")
+	t.Cleanup(w.Close)
+	var got RunRequest
+	ps := Presets("", builtinAgents(t), nil)
+	d := NewRunDialog(w, "/home/dev/src/app", ps, func(r RunRequest) { got = r })
+	d.Preset.SetSelectedIndex(1) // claude
+	d.Preset.SetSelectedIndex(len(ps) - 1)
+	if d.Command.Text != "" || d.Command.Disabled() {
+		t.Errorf("Command… shows %q (disabled %v), want an empty field to type in", d.Command.Text, d.Command.Disabled())
+	}
+	d.Start()
+	if got.Command != nil || got.Agent != "" || !strings.Contains(d.Error.Text, "type the command") {
+		t.Errorf("started %+v (%q) with no command typed", got, d.Error.Text)
+	}
+}
+
+// TestRunViewTitle: the run window names the agent and the user's prompt,
+// or the command line as typed, never a Go slice.
+func TestRunViewTitle(t *testing.T) {
+	test.NewTempApp(t)
+	for _, tt := range []struct {
+		req  RunRequest
+		want string
+	}{
+		{RunRequest{Project: "/p/app", Agent: "claude", Prompt: "fix the failing test\nand more"}, "Run: app  ·  claude: fix the failing test"},
+		{RunRequest{Project: "/p/app", Agent: "codex"}, "Run: app  ·  codex (interactive)"},
+		{RunRequest{Project: "/p/app", Command: []string{"sh", "-c", "make test"}}, "Run: app  ·  sh -c make test"},
+		{RunRequest{Project: "/p/app", ScriptName: "demo-agent.sh"}, "Run: app  ·  sh demo-agent.sh"},
+	} {
+		v := NewRunView(fyne.CurrentApp(), tt.req)
+		if got := v.Window.Title(); got != tt.want {
+			t.Errorf("title %q, want %q", got, tt.want)
+		}
+		v.Window.Close()
 	}
 }

@@ -879,3 +879,22 @@ func TestRunViewShowsLeftOut(t *testing.T) {
 		t.Errorf("run view state %q", v.state.Text)
 	}
 }
+
+// TestReviewWindowLongCommand: a 1000-character command line does not
+// set the review window's minimum width; the action bar stays on a
+// 1280-pixel screen.
+func TestReviewWindowLongCommand(t *testing.T) {
+	svc := reviewService(t)
+	info := testInfo("1a2b3c4d")
+	info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("echo a-long-shell-line; ", 42)}
+	svc.infos = []sandbox.Info{info}
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Window.Close)
+	if w := r.Window.Content().MinSize().Width; w > 1280 {
+		t.Errorf("the review window needs %.0f px for a long command line, want at most 1280", w)
+	}
+}

@@ -216,6 +216,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	head := widget.NewLabelWithStyle(headText,
 		fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	// A long command line must not widen the window past the screen
+	// (its action bar with it).
+	head.Truncation = fyne.TextTruncateEllipsis
 	keys := widget.NewLabelWithStyle("Keys: j/k hunk · n/p file · a/r approve/reject hunk · A/R file · Ctrl+Enter apply", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
 
 	split := container.NewHSplit(side, r.tabs)

@@ -142,6 +142,8 @@ func (d *RunDialog) presetChanged() {
 	}
 	switch {
 	case p.Custom:
+		// The previous preset's command is not the user's.
+		d.Command.SetText("")
 		d.Command.Enable()
 	case p.Agent != "":
 		d.Command.SetText(strings.Join(p.Template, " "))

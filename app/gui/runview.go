@@ -39,11 +39,8 @@ type RunView struct {
 // NewRunView builds the window of a run (not shown).
 func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v := &RunView{term: newTerminal(100, 30), started: time.Now()}
-	what := "sh " + req.ScriptName
-	if req.ScriptName == "" {
-		what = fmt.Sprint(req.Command)
-	}
-	v.Window = a.NewWindow("Run: " + filepath.Base(req.Project))
+	what := runWhat(req)
+	v.Window = a.NewWindow("Run: " + filepath.Base(req.Project) + "  ·  " + what)
 	v.state = widget.NewLabel("starting…")
 	v.state.Truncation = fyne.TextTruncateEllipsis
 	v.clock = widget.NewLabelWithStyle("0:00", fyne.TextAlignTrailing, fyne.TextStyle{Monospace: true})
@@ -78,6 +75,21 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 		v.Window.Hide()
 	})
 	return v
+}
+
+// runWhat is what a run runs, for its window: the agent and the user's
+// prompt (its first line), the script, or the command line.
+func runWhat(req RunRequest) string {
+	switch {
+	case req.Agent != "" && strings.TrimSpace(req.Prompt) != "":
+		first, _, _ := strings.Cut(strings.TrimSpace(req.Prompt), "\n")
+		return req.Agent + ": " + first
+	case req.Agent != "":
+		return req.Agent + " (interactive)"
+	case req.ScriptName != "":
+		return "sh " + req.ScriptName
+	}
+	return strings.Join(req.Command, " ")
 }
 
 // Terminal is the run's terminal widget (a fyne.Focusable), for tests.
