@@ -375,29 +375,7 @@ func (a *codexAuth) update(tok refreshed, now time.Time) error {
 // write replaces the file with a, atomically, readable by its owner
 // only.
 func (a *codexAuth) write() error {
-	data, err := json.MarshalIndent(a.raw, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(a.path), ".auth.json.airlock-*")
-	if err != nil {
-		return fmt.Errorf("write the refreshed sign-in: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename, nothing
-	if err := f.Chmod(0o600); err == nil {
-		if _, err = f.Write(append(data, '\n')); err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), a.path)
-		}
-	} else {
-		f.Close()
-	}
-	if err != nil {
+	if err := writeFileAtomic(a.path, a.raw); err != nil {
 		return fmt.Errorf("write the refreshed sign-in to %s: %w (the new refresh token is lost; %s)", a.path, err, codexLoginAgain)
 	}
 	return nil

@@ -15,6 +15,7 @@ package login
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,4 +131,14 @@ func lockFile(path string) (unlock func(), err error) {
 		unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// writeFileAtomic writes v as JSON to path, readable by its owner only,
+// so that a reader sees the old file or the new one, never half.
+func writeFileAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o600)
 }
