@@ -109,16 +109,20 @@ func (pl *Planner) Credentials(name string) (Credentials, error) {
 	if err != nil {
 		return Credentials{}, err
 	}
-	return pl.credentials(user, ps), nil
+	c, _ := pl.credentials(user, ps)
+	return c, nil
 }
 
-// credentials looks each of ps's secrets up on the host.
-func (pl *Planner) credentials(user config.User, ps agent.Preset) Credentials {
+// credentials looks each of ps's secrets up on the host, and returns
+// the values found by name.
+func (pl *Planner) credentials(user config.User, ps agent.Preset) (Credentials, map[string]string) {
 	c := Credentials{Agent: ps.Name, Ready: len(ps.Secret) == 0}
+	values := map[string]string{}
 	for _, s := range ps.Secret {
 		w := Credential{Env: s.Env, How: s.How, Host: s.Host}
-		if _, store, err := egress.LookupSecret(s.Env, user.Secrets, pl.getenv); err == nil {
+		if v, store, err := egress.LookupSecret(s.Env, user.Secrets, pl.getenv); err == nil {
 			w.Store, c.Ready = store, true
+			values[s.Env] = v
 		}
 		c.Ways = append(c.Ways, w)
 	}
@@ -129,7 +133,7 @@ func (pl *Planner) credentials(user config.User, ps agent.Preset) Credentials {
 		}
 		c.Ways = append(c.Ways, w)
 	}
-	return c
+	return c, values
 }
 
 // loginEnv is where logins look: the user's home and environment.
@@ -137,21 +141,29 @@ func (pl *Planner) loginEnv() login.Env {
 	return login.Env{Home: pl.getenv("HOME"), Getenv: pl.getenv}
 }
 
-// signIn returns how the preset signs in on this host: its secrets
-// found, else its login (with login set), or a CredentialError when there
-// is neither.
-func (pl *Planner) signIn(user config.User, ps agent.Preset) (secrets []config.SecretRule, withLogin login.Login, err error) {
-	c := pl.credentials(user, ps)
+// signedIn is how an agent signs in on this host, looked up once per
+// plan: its secrets found with their values, else its login.
+type signedIn struct {
+	secrets []config.SecretRule
+	values  map[string]string // by name
+	login   login.Login
+}
+
+// signIn returns how the preset signs in on this host, or a
+// CredentialError when it cannot.
+func (pl *Planner) signIn(user config.User, ps agent.Preset) (*signedIn, error) {
+	c, values := pl.credentials(user, ps)
 	if !c.Ready {
-		return nil, nil, &CredentialError{c}
+		return nil, &CredentialError{c}
 	}
+	si := &signedIn{values: values}
 	for i, w := range c.Ways {
 		if w.Store != "" && w.Login == "" {
-			secrets = append(secrets, ps.Secret[i].SecretRule)
+			si.secrets = append(si.secrets, ps.Secret[i].SecretRule)
 		}
 	}
-	if len(secrets) == 0 {
-		withLogin, _ = login.Lookup(ps.Login)
+	if len(si.secrets) == 0 {
+		si.login, _ = login.Lookup(ps.Login)
 	}
-	return secrets, withLogin, nil
+	return si, nil
 }

@@ -107,7 +107,7 @@ func (pl *Planner) Exec(ctx context.Context, req ExecRequest) (*ExecPlan, error)
 	p.Launch = pl.launchOptions(Request{Link: req.Link, BootTimeout: req.BootTimeout, Cold: req.Cold}, eff, backend, req.Image, pl.arch(req.Arch))
 	if !eff.OpenNetwork {
 		run := &Plan{OpenNetwork: false}
-		if p.Network, err = pl.network(ctx, user, config.Project{}, run, nil, Request{Allow: req.Allow}); err != nil {
+		if p.Network, err = pl.network(ctx, user, config.Project{}, run, nil, nil, Request{Allow: req.Allow}); err != nil {
 			return nil, err
 		}
 	}

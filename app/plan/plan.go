@@ -266,9 +266,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	// An agent that cannot sign in stops the run now, before anything is
 	// pulled, built or booted. On an open network nothing is injected.
+	signed := map[string]*signedIn{}
 	if !eff.OpenNetwork {
 		for _, ps := range presets {
-			if _, _, err := pl.signIn(user, ps); err != nil {
+			if signed[ps.Name], err = pl.signIn(user, ps); err != nil {
 				return nil, err
 			}
 		}
@@ -330,7 +331,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.Network, err = pl.network(ctx, user, proj, p, &ps, req); err != nil {
+		if o.Network, err = pl.network(ctx, user, proj, p, &ps, signed[ps.Name], req); err != nil {
 			return nil, err
 		}
 		variants = append(variants, o)
@@ -341,7 +342,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if req.Prompt != "" {
 			o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
 		}
-		if o.Network, err = pl.network(ctx, user, proj, p, nil, req); err != nil {
+		if o.Network, err = pl.network(ctx, user, proj, p, nil, nil, req); err != nil {
 			return nil, err
 		}
 		variants = append(variants, o)
@@ -617,7 +618,7 @@ func (pl *Planner) limits(user config.User, proj config.Project, flags config.Li
 // allow rules, the agent preset's hosts and API keys, and the project's
 // airlock.toml (what it widens only once the user confirmed that exact
 // file). An open network has none: nothing is proxied.
-func (pl *Planner) network(ctx context.Context, user config.User, proj config.Project, p *Plan, ps *agent.Preset, req Request) (*pipeline.Network, error) {
+func (pl *Planner) network(ctx context.Context, user config.User, proj config.Project, p *Plan, ps *agent.Preset, si *signedIn, req Request) (*pipeline.Network, error) {
 	if p.OpenNetwork {
 		return nil, nil
 	}
@@ -627,6 +628,11 @@ func (pl *Planner) network(ctx context.Context, user config.User, proj config.Pr
 	}
 	var l login.Login
 	in := config.PolicyInput{User: user, Project: proj, Flags: flags, Lookup: func(name string) (string, error) {
+		if si != nil {
+			if v, ok := si.values[name]; ok {
+				return v, nil // looked up when the plan checked the sign-in
+			}
+		}
 		v, _, err := egress.LookupSecret(name, user.Secrets, pl.getenv)
 		return v, err
 	}}
@@ -634,8 +640,8 @@ func (pl *Planner) network(ctx context.Context, user config.User, proj config.Pr
 		if in.Preset, err = ps.Rules(); err != nil {
 			return nil, err
 		}
-		if in.PresetSecrets, l, err = pl.signIn(user, *ps); err != nil {
-			return nil, err
+		if si != nil {
+			in.PresetSecrets, l = si.secrets, si.login
 		}
 	}
 	if in.ProjectTrusted, err = pl.trusted(p.Project, user, proj, flags, req.TrustProject); err != nil {
