@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/egress"
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
@@ -76,35 +71,9 @@ func TestClaudeCLISubscription(t *testing.T) {
 // the reply (its audit log) was allowed and went there.
 func checkClaudeEgress(t *testing.T, sb *sandbox.Sandbox) {
 	t.Helper()
-	raw, err := sb.AuditRaw()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var ev struct {
-			Event sandbox.EventKind
-			Data  json.RawMessage
-		}
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit line %q: %v", sc.Text(), err)
-		}
-		if ev.Event != pipeline.EventEgress {
-			continue
-		}
-		var rec egress.Record
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
-			t.Fatal(err)
-		}
-		seen.WriteString("  " + rec.String() + "\n")
+	for _, rec := range egressRecords(t, sb) {
 		if !rec.Allowed || rec.Host != "api.anthropic.com" {
 			t.Errorf("Claude Code asked for more than api.anthropic.com: %s (the preset's hosts or env need a look)", rec)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("the proxy's records:\n%s", seen.String())
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -65,15 +64,5 @@ func TestGeminiCLIGoogle(t *testing.T) {
 	if !hosts["cloudcode-pa.googleapis.com"] {
 		t.Errorf("no request reached the Code Assist API:\n%s", requestList(srv))
 	}
-	evs, err := sb.ReadAudit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var egress []string
-	for _, ev := range evs {
-		if ev.Event == pipeline.EventEgress {
-			egress = append(egress, "  "+auditDetail(ev))
-		}
-	}
-	t.Logf("the proxy's records:\n%s", strings.Join(egress, "\n"))
+	egressRecords(t, sb)
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -31,15 +30,5 @@ func TestGeminiCLI(t *testing.T) {
 	// What the CLI sent, both rounds, and what the proxy let through or
 	// refused (its usage statistics go to play.googleapis.com).
 	t.Logf("requests of both rounds:\n%s", requestList(srv))
-	evs, err := sb.ReadAudit()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var egress []string
-	for _, ev := range evs {
-		if ev.Event == pipeline.EventEgress {
-			egress = append(egress, "  "+auditDetail(ev))
-		}
-	}
-	t.Logf("the proxy's records:\n%s", strings.Join(egress, "\n"))
+	egressRecords(t, sb)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
@@ -179,6 +180,35 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	checkCredentials(t, c, srv, secret)
 	checkNoSecret(t, h, sb, append([]string{secret}, c.Hidden...)...)
 	return sb, srv
+}
+
+// egressRecords are the proxy's records in sb's audit log (the run's
+// and its rounds'), logged for the reader of the test.
+func egressRecords(t *testing.T, sb *sandbox.Sandbox) []egress.Record {
+	t.Helper()
+	evs, err := sb.ReadAudit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []egress.Record
+	var lines strings.Builder
+	for _, ev := range evs {
+		if ev.Event != pipeline.EventEgress {
+			continue
+		}
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec egress.Record
+		if err := json.Unmarshal(data, &rec); err != nil {
+			t.Fatalf("an egress record of the audit log: %v", err)
+		}
+		recs = append(recs, rec)
+		lines.WriteString("  " + rec.String() + "\n")
+	}
+	t.Logf("the proxy's records:\n%s", lines.String())
+	return recs
 }
 
 // lastTranscript is the transcript of the newest sandbox in h.
