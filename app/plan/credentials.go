@@ -46,18 +46,28 @@ func (c Credentials) String() string {
 	if len(c.Ways) == 0 {
 		return "ready (no credential needed)"
 	}
-	var found, missing []string
+	var found, unset, logins []string
 	for _, w := range c.Ways {
-		if w.Store != "" {
+		switch {
+		case w.Store != "":
 			found = append(found, fmt.Sprintf("%s (%s)", w.name(), w.Store))
-		} else {
-			missing = append(missing, w.name())
+		case w.Login != "":
+			logins = append(logins, w.name())
+		default:
+			unset = append(unset, w.Env)
 		}
 	}
 	if c.Ready {
 		return "ready: signs in with " + strings.Join(found, ", ")
 	}
-	return "not signed in: set " + strings.Join(missing, " or ")
+	var ways []string
+	if len(unset) > 0 {
+		ways = append(ways, "set "+strings.Join(unset, " or "))
+	}
+	if len(logins) > 0 {
+		ways = append(ways, "sign in with "+strings.Join(logins, " or "))
+	}
+	return "not signed in: " + strings.Join(ways, ", or ")
 }
 
 // Help says, in a few lines for a window, what to set for an agent
@@ -66,11 +76,22 @@ func (c Credentials) Help() string {
 	if c.Ready {
 		return ""
 	}
-	var ways []string
+	var vars, logins []string
 	for _, w := range c.Ways {
-		ways = append(ways, fmt.Sprintf("%s (%s)", w.name(), w.How))
+		if w.Login != "" {
+			logins = append(logins, fmt.Sprintf("%s (%s)", w.name(), w.How))
+		} else {
+			vars = append(vars, fmt.Sprintf("%s (%s)", w.Env, w.How))
+		}
 	}
-	return "Set " + strings.Join(ways, " or ") + " " + egress.Stores() + "."
+	var out []string
+	if len(vars) > 0 {
+		out = append(out, "Set "+strings.Join(vars, " or ")+" "+egress.Stores()+".")
+	}
+	if len(logins) > 0 {
+		out = append(out, "Or sign in with "+strings.Join(logins, " or ")+".")
+	}
+	return strings.Join(out, " ")
 }
 
 // CredentialError is a run of an agent none of whose credentials is on

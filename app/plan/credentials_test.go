@@ -35,6 +35,9 @@ func TestPlanAgentCredentials(t *testing.T) {
 	if c, _ := pl.Credentials("claude"); c.Ready || c.String() != "not signed in: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN" {
 		t.Errorf("credentials %+v: %s", c, c)
 	}
+	if c, _ := pl.Credentials("codex"); c.Ready || c.String() != "not signed in: set CODEX_API_KEY, or sign in with the chatgpt login" {
+		t.Errorf("credentials %+v: %s", c, c)
+	}
 	if c, _ := pl.Credentials("demo"); !c.Ready {
 		t.Errorf("the demo agent needs no credential: %+v", c)
 	}
