@@ -38,7 +38,9 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 			// A vendor refusing the credential is said even when quiet:
 			// the agent's own message may not say why it failed.
 			if !e.quiet || r.Rejected() {
-				fmt.Fprintf(lines, "airlock: net: %s\n", r)
+				// The path and host are the guest's: shown safely, on one
+				// line, as airlock logs shows them.
+				fmt.Fprintf(lines, "airlock: net: %s\n", shownLine(e.stderr, r.String()))
 			}
 		},
 	}, nil
