@@ -33,6 +33,29 @@ type FileDecision struct {
 	Verdict Verdict              `json:"verdict,omitempty"`
 	Comment string               `json:"comment,omitempty"`
 	Hunks   map[int]HunkDecision `json:"hunks,omitempty"`
+	// Comments are the reviewer's remarks on lines of the file, as in a
+	// pull-request review.
+	Comments []Comment `json:"comments,omitempty"`
+}
+
+// Comment is a reviewer's remark for the agent on a range of lines of a
+// file (or on the whole file), possibly several lines long. It is sent to
+// the agent once, with the first reply round after it was written.
+type Comment struct {
+	// Text is what the reviewer wrote.
+	Text string `json:"text"`
+	// Start and End are the first and last line it is about (1-based,
+	// End ≥ Start) in the agent's version of the file, or in the
+	// baseline's when Old is set (a removed line). Both 0: the whole file.
+	Start int  `json:"start,omitempty"`
+	End   int  `json:"end,omitempty"`
+	Old   bool `json:"old,omitempty"`
+	// Sent is the round the comment was sent in: N when the reply that
+	// started round N carried it to the agent; 0 while not yet sent.
+	Sent int `json:"sent,omitempty"`
+	// Resolved marks a comment the reviewer is done with: it is kept,
+	// shown folded, and never sent.
+	Resolved bool `json:"resolved,omitempty"`
 }
 
 // Decisions holds the user's review of a Changeset, keyed by File.Path.
