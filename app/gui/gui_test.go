@@ -99,7 +99,7 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	r.tree.Select("src/main.go")
 	test.Tap(r.hunkCheck[0])
 	test.Tap(r.hunkCheck[2])
-	test.Type(r.diffEntry(t, 1), "why this line?") // hunk 1's comment
+	r.commentOnHunk(t, 0, "why this line?")
 	r.tree.Select("scripts/run.sh")
 	r.key('A') // approve the whole file
 	r.tree.Select("old.txt")
@@ -112,9 +112,9 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	}
 	want := review.Decisions{Files: map[string]review.FileDecision{
 		"src/main.go": {Hunks: map[int]review.HunkDecision{
-			0: {Verdict: review.Approve, Comment: "why this line?"},
+			0: {Verdict: review.Approve},
 			2: {Verdict: review.Approve},
-		}},
+		}, Comments: []review.Comment{{Text: "why this line?", Start: 1, End: 5}}},
 		"scripts/run.sh": {Verdict: review.Approve},
 		"old.txt":        {Verdict: review.Reject},
 	}}
@@ -137,32 +137,12 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	}
 }
 
-// diffEntry is the comment entry of hunk i (0: the file's comment).
-func (r *ReviewWindow) diffEntry(t *testing.T, i int) fyne.Focusable {
-	t.Helper()
-	n := 0
-	for _, o := range test.LaidOutObjects(r.diff) {
-		if e, ok := o.(interface {
-			fyne.Focusable
-			SetPlaceHolder(string)
-		}); ok {
-			if n == i {
-				return e
-			}
-			n++
-		}
-	}
-	t.Fatalf("no entry %d in the diff pane", i)
-	return nil
-}
-
 func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
 	r.tree.Select("src/main.go")
 	test.Tap(r.hunkCheck[1])
-	test.Type(r.diffEntry(t, 0), "split this file")
-	r.Window.Canvas().Unfocus()
+	r.commentOnFile(t, "split this file")
 	r.save()
 	if _, ok := svc.saved["1a2b3c4d"]; !ok {
 		t.Fatal("the review was not saved")
@@ -172,8 +152,8 @@ func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	if diff := cmp.Diff([]bool{false, true, false}, selection(again.m, f)); diff != "" {
 		t.Errorf("hunks taken after reopening (-want +got):\n%s", diff)
 	}
-	if got := again.m.d.Files["src/main.go"].Comment; got != "split this file" {
-		t.Errorf("file comment after reopening: %q", got)
+	if got := again.m.d.Files["src/main.go"].Comments; len(got) != 1 || got[0].Text != "split this file" {
+		t.Errorf("file comment after reopening: %+v", got)
 	}
 }
 
@@ -271,8 +251,7 @@ func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	}
 	r.tree.Select("src/main.go")
 	test.Tap(r.hunkCheck[1])
-	test.Type(r.diffEntry(t, 0), "split this file")
-	r.Window.Canvas().Unfocus()
+	r.commentOnFile(t, "split this file")
 	r.SendBack("  ")
 	if len(svc.replies) != 0 {
 		t.Fatal("an empty message was sent")
@@ -281,8 +260,8 @@ func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	if diff := cmp.Diff([]string{"1a2b3c4d: Keep the old name."}, svc.replies); diff != "" {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
-	if got := svc.saved["1a2b3c4d"].Files["src/main.go"].Comment; got != "split this file" {
-		t.Errorf("the comment was not saved before sending back: %q", got)
+	if got := svc.saved["1a2b3c4d"].Files["src/main.go"].Comments; len(got) != 1 || got[0].Text != "split this file" {
+		t.Errorf("the comment was not saved before sending back: %+v", got)
 	}
 	if !strings.Contains(r.status.Text, "Round 2 is ready") {
 		t.Errorf("status: %q", r.status.Text)
@@ -855,6 +834,7 @@ func (r *ReviewWindow) diffText() string {
 			}
 		}
 	}
+	walk(r.dv.head)
 	walk(r.diff)
 	return b.String()
 }

@@ -2,6 +2,7 @@ package gui
 
 import (
 	"fmt"
+	"image"
 	"image/color"
 	"strconv"
 	"strings"
@@ -9,33 +10,169 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
-// Colours of diff lines (on the light and dark themes alike).
-var (
-	addedBG   = color.NRGBA{0x2e, 0xa0, 0x43, 0x40}
-	removedBG = color.NRGBA{0xf8, 0x51, 0x49, 0x40}
-	hunkBG    = color.NRGBA{0x38, 0x8b, 0xfd, 0x26}
+// The diff pane of the review window: a header row for the file under
+// the cursor (pinned above the scrolling diff), its flags a line each,
+// then its hunks, each under a bar with its verdict, the unchanged lines
+// between them folded, and the comments under the lines they are about.
+
+// diffState is the diff pane's state, kept while the window is open.
+type diffState struct {
+	head  *fyne.Container // the pinned header row
+	split bool            // side by side, else unified
+	pal   *diffPalette
+
+	// The file shown, prepared once: each side's lines and the hunks'.
+	file     *review.File
+	old, new []styledLine
+	hunks    [][]diffLine
+	gaps     []gap
+	digits   int
+
+	opened    map[string][]gapOpen // per file, the unchanged lines shown around each gap
+	generated map[string]bool      // generated files whose diff the user asked to see
+	longHunks map[string]bool      // "path\x00i": long hunks shown whole
+	draft     *commentDraft
+
+	bars  []hunkBar   // per hunk of the file shown
+	codes []*codeView // every code view shown, in order (for tests)
+}
+
+// gapOpen is how many unchanged lines of a gap are shown after the hunk
+// above it (top) and before the hunk below it (bottom).
+type gapOpen struct{ top, bottom int }
+
+// hunkBar is what shows a hunk's verdict: its bar and its lines.
+type hunkBar struct {
+	bg     *canvas.Rectangle // the cursor's highlight
+	stripe *canvas.Rectangle // the verdict's colour
+	state  *widget.Button    // the verdict; a tap flips it
+	codes  []*codeView
+}
+
+// commentDraft is a comment being written or edited.
+type commentDraft struct {
+	path   string
+	old    bool // about the baseline's lines (removed lines)
+	anchor int  // the line clicked first; Shift-click extends from it
+	start  int
+	end    int
+	index  int // the comment edited, -1 for a new one
+	entry  *widget.Entry
+}
+
+// Lines of context a "Show more" reveals, and the lines of a hunk shown
+// before it is folded.
+const (
+	contextStep   = 20
+	maxHunkShown  = 400
+	imageMaxWidth = 420
 )
 
-// showFile renders the file under the cursor into the diff pane.
-func (r *ReviewWindow) showFile() {
+// newDiffPane makes the diff pane: the header row above the scrolling
+// diff.
+func (r *ReviewWindow) newDiffPane() fyne.CanvasObject {
+	r.diff = container.NewVBox()
+	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
+	r.dv.head = container.NewStack()
+	return container.NewBorder(r.dv.head, nil, nil, nil, r.diffScrl)
+}
+
+// showFile renders the file under the cursor into the diff pane and
+// scrolls to the hunk under the cursor.
+func (r *ReviewWindow) showFile() { r.render(true) }
+
+// render draws the file under the cursor again; without scroll it keeps
+// the pane where it was (after a click inside the diff).
+func (r *ReviewWindow) render(scroll bool) {
+	offset := r.diffScrl.Offset
 	r.diff.RemoveAll()
-	r.hunkBoxes, r.hunkCheck = nil, nil
+	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
+	a := fyne.CurrentApp()
+	r.dv.pal = newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant())
 	f := r.m.current()
 	if f == nil {
+		r.dv.head.RemoveAll()
 		r.diff.Add(widget.NewLabel("The agent changed nothing."))
 		r.diff.Refresh()
 		return
 	}
+	r.prepare(f)
+	r.dv.head.Objects = []fyne.CanvasObject{r.fileHeader(f)}
+	r.dv.head.Refresh()
+	for _, n := range r.fileNotes(f) {
+		r.diff.Add(n)
+	}
+	spots := newCommentSpots(r.m.comments(f.Path))
+	for _, i := range spots.whole {
+		r.diff.Add(r.commentView(f, i))
+	}
+	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && d.start == 0 {
+		r.diff.Add(r.draftView(f))
+		spots.draftPlaced = true
+	}
+	r.fileBody(f, spots)
+	if rest := spots.unplaced(); len(rest) > 0 {
+		r.diff.Add(widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
+		for _, i := range rest {
+			r.diff.Add(r.commentView(f, i))
+		}
+	}
+	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {
+		r.diff.Add(r.draftView(f))
+	}
+	r.diff.Refresh()
+	if scroll {
+		r.markHunk()
+		return
+	}
+	r.paintCursor()
+	r.diffScrl.Offset = offset
+	r.diffScrl.Refresh()
+}
+
+// prepare styles f's sides and numbers its hunks, once per file.
+func (r *ReviewWindow) prepare(f *review.File) {
+	if r.dv.draft != nil && r.dv.draft.path != f.Path {
+		r.dv.draft = nil
+	}
+	if r.dv.file == f {
+		return
+	}
+	r.dv.file = f
+	r.dv.old, r.dv.new, r.dv.hunks = nil, nil, nil
+	if !f.Binary {
+		r.dv.old = styleSide(f.Path, f.OldContent())
+		r.dv.new = styleSide(f.Path, f.NewContent())
+	}
+	for _, h := range f.Hunks {
+		r.dv.hunks = append(r.dv.hunks, hunkLines(h, r.dv.old, r.dv.new))
+	}
+	r.dv.gaps = gaps(f, len(r.dv.old), len(r.dv.new))
+	r.dv.digits = len(strconv.Itoa(max(len(r.dv.old), len(r.dv.new))))
+	if r.dv.opened == nil {
+		r.dv.opened, r.dv.generated, r.dv.longHunks = map[string][]gapOpen{}, map[string]bool{}, map[string]bool{}
+	}
+	if len(r.dv.opened[f.Path]) != len(r.dv.gaps) {
+		r.dv.opened[f.Path] = make([]gapOpen, len(r.dv.gaps))
+	}
+}
+
+// fileHeader is the file's one row: its icon and path, +N −M, its state,
+// the view toggle and Approve file / Reject file.
+func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	title := widget.NewLabelWithStyle(safetext.Line(f.Path), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.refresh(); r.showFile() })
-	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.refresh(); r.showFile() })
+	title.Truncation = fyne.TextTruncateEllipsis
+	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.decided() })
+	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.decided() })
 	state := widget.NewLabel(r.m.fileState(f).String())
 	if r.roundOnly {
 		approve.Disable()
@@ -43,37 +180,71 @@ func (r *ReviewWindow) showFile() {
 		state.SetText("round " + strconv.Itoa(r.round) + " only: read only")
 	}
 	r.fileState = state
-	r.fileHead = container.NewBorder(nil, nil, container.NewHBox(widget.NewIcon(statusIcon(f)), title), container.NewHBox(state, approve, reject))
-	r.diff.Add(r.fileHead)
-	if reason := f.FlagReason(review.FlagHostExec); reason != "" {
-		warn := widget.NewLabelWithStyle(strings.ToUpper(reason[:1])+reason[1:]+". Apply asks before writing it.", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		warn.Importance = widget.WarningImportance
-		warn.Wrapping = fyne.TextWrapWord
-		r.diff.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon())), nil, warn))
-	}
-	for _, line := range describeFile(f) {
-		l := widget.NewLabel(line)
-		if strings.HasPrefix(line, "⚠") {
-			l.Importance = widget.WarningImportance
+	split := widget.NewCheck("Side by side", nil)
+	split.SetChecked(r.dv.split)
+	split.OnChanged = func(on bool) {
+		if on != r.dv.split {
+			r.dv.split = on
+			r.render(false)
 		}
-		r.diff.Add(l)
 	}
-	comment := widget.NewEntry()
-	comment.SetPlaceHolder("Comment on this file (kept with the decisions)")
-	comment.SetText(r.m.d.Files[f.Path].Comment)
-	comment.OnChanged = func(s string) { r.m.setFileComment(f.Path, s) }
+	right := container.NewHBox()
+	if f.Added > 0 || f.Removed > 0 {
+		plus := widget.NewLabelWithStyle(fmt.Sprintf("+%d", f.Added), fyne.TextAlignTrailing, fyne.TextStyle{Monospace: true})
+		plus.Importance = widget.SuccessImportance
+		minus := widget.NewLabelWithStyle(fmt.Sprintf("−%d", f.Removed), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+		minus.Importance = widget.DangerImportance
+		right.Add(container.New(layout.NewCustomPaddedHBoxLayout(0), plus, minus))
+	}
+	comment := widget.NewButtonWithIcon("", theme.MailComposeIcon(), func() { r.startDraft(f.Path, false, 0, 0) })
+	comment.Importance = widget.LowImportance
 	if r.roundOnly {
 		comment.Disable()
 	}
-	r.diff.Add(comment)
+	right.Objects = append(right.Objects, state, split, comment, approve, reject)
+	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
+	return container.NewVBox(r.fileHead, widget.NewSeparator())
+}
+
+// decided follows a verdict given in the diff pane: saved, and shown in
+// the tree, the header and the hunk bars.
+func (r *ReviewWindow) decided() {
+	r.refresh()
+	r.updateHunks()
+}
+
+// fileNotes are the file's flags and what its change is, a line each,
+// only those it has: what runs on the host, control characters, a
+// rename, a mode or type change, a link, a binary file.
+func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
+	var out []fyne.CanvasObject
+	hostExec := f.FlagReason(review.FlagHostExec)
+	if hostExec != "" {
+		warn := widget.NewLabelWithStyle(strings.ToUpper(hostExec[:1])+hostExec[1:]+". Apply asks before writing it.", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+		warn.Importance = widget.WarningImportance
+		warn.Wrapping = fyne.TextWrapWord
+		out = append(out, container.NewBorder(nil, nil, widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon())), nil, warn))
+	}
+	for _, line := range describeFile(f) {
+		switch {
+		case line == "New file", line == "Deleted", strings.HasPrefix(line, "+"): // in the header
+			continue
+		case hostExec != "" && line == flagText(review.Flag{Kind: review.FlagHostExec, Reason: hostExec}):
+			continue
+		}
+		l := widget.NewLabel(line)
+		l.Wrapping = fyne.TextWrapWord
+		if strings.HasPrefix(line, "⚠") {
+			l.Importance = widget.WarningImportance
+		}
+		out = append(out, l)
+	}
 	if len(f.Hunks) > 0 && !f.HunkSelectable() {
-		r.diff.Add(widget.NewLabelWithStyle(fmt.Sprintf("A change like this (%s) is taken or left whole: approve or reject the file.", describe(f)), fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
+		note := widget.NewLabelWithStyle(fmt.Sprintf("A change like this (%s) is taken or left whole: approve or reject the file.", describe(f)), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		note.Wrapping = fyne.TextWrapWord
+		out = append(out, note)
 	}
-	for i, h := range f.Hunks {
-		r.diff.Add(r.hunkView(f, i, h))
-	}
-	r.diff.Refresh()
-	r.markHunk()
+	return out
 }
 
 func describe(f *review.File) string {
@@ -88,96 +259,283 @@ func describe(f *review.File) string {
 	return string(f.Status)
 }
 
-// hunkView is one hunk: its toggle, its comment and its lines.
-func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk) fyne.CanvasObject {
-	header := fmt.Sprintf("Hunk %d/%d   @@ -%d,%d +%d,%d @@", i+1, len(f.Hunks), h.OldStart, h.OldLines, h.NewStart, h.NewLines)
-	check := widget.NewCheck(header, nil)
-	check.SetChecked(r.m.taken(f, i))
-	check.OnChanged = func(on bool) {
-		if on != r.m.taken(f, i) {
-			r.m.setHunk(f, i, on)
-			r.refresh()
-			if !f.HunkSelectable() {
-				r.showFile() // every hunk follows the file
-			}
+// fileBody adds the file's content: the image pair, or the hunks between
+// the unchanged stretches, or a generated file's fold.
+func (r *ReviewWindow) fileBody(f *review.File, spots *commentSpots) {
+	if f.Binary {
+		if old, new, ok := imagePair(f); ok {
+			r.diff.Add(r.imageView(f, old, new))
 		}
+		return
 	}
-	r.hunkCheck = append(r.hunkCheck, check)
-	comment := widget.NewEntry()
-	comment.SetPlaceHolder("Comment on this hunk")
-	comment.SetText(r.m.d.Files[f.Path].Hunks[i].Comment)
-	comment.OnChanged = func(s string) { r.m.setHunkComment(f.Path, i, s) }
+	if len(f.Hunks) == 0 {
+		return
+	}
+	if why, gen := isGenerated(f); gen && !r.dv.generated[f.Path] {
+		show := widget.NewButtonWithIcon("Show the diff", theme.VisibilityIcon(), func() {
+			r.dv.generated[f.Path] = true
+			r.render(false)
+		})
+		show.Importance = widget.LowImportance
+		note := widget.NewLabelWithStyle(fmt.Sprintf("Generated file (%s): its diff of +%d −%d lines is folded.", why, f.Added, f.Removed), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		note.Truncation = fyne.TextTruncateEllipsis
+		r.diff.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.FileApplicationIcon()), show, note))
+		return
+	}
+	for i, h := range f.Hunks {
+		r.gapView(f, i, r.diff, spots)
+		r.diff.Add(r.hunkView(f, i, h, spots))
+	}
+	r.gapView(f, len(f.Hunks), r.diff, spots)
+}
+
+// hunkView is one hunk: its bar, then its lines with the comments under
+// them, on a background that marks the keyboard's hunk.
+func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk, spots *commentSpots) fyne.CanvasObject {
+	bar := hunkBar{bg: canvas.NewRectangle(color.Transparent), stripe: canvas.NewRectangle(color.Transparent)}
+	bar.stripe.SetMinSize(fyne.NewSize(5, 0))
+	bar.state = widget.NewButton("", func() {
+		r.m.setHunk(f, i, !r.m.taken(f, i))
+		r.decided()
+	})
+	r.hunkCheck = append(r.hunkCheck, bar.state)
+	head := widget.NewLabelWithStyle(fmt.Sprintf("Hunk %d/%d   @@ -%d,%d +%d,%d @@", i+1, len(f.Hunks), h.OldStart, h.OldLines, h.NewStart, h.NewLines),
+		fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	head.Truncation = fyne.TextTruncateEllipsis
+	comment := widget.NewButtonWithIcon("Comment", theme.MailComposeIcon(), func() {
+		old, start, end := hunkRange(h)
+		r.startDraft(f.Path, old, start, end)
+	})
+	comment.Importance = widget.LowImportance
 	if r.roundOnly {
-		check.Disable()
+		bar.state.Disable()
 		comment.Disable()
 	}
-	bg := canvas.NewRectangle(color.Transparent)
-	top := container.NewStack(bg, container.NewBorder(nil, nil, check, nil, comment))
-	// Long lines scroll sideways within their hunk; the pane only scrolls
-	// down, so the buttons and comment boxes stay in view.
-	box := container.NewVBox(top, container.NewHScroll(diffGrid(h)))
+	lines := container.NewVBox()
+	shown := r.dv.hunks[i]
+	key := f.Path + "\x00" + strconv.Itoa(i)
+	if len(shown) > maxHunkShown && !r.dv.longHunks[key] {
+		shown = shown[:maxHunkShown]
+	}
+	bar.codes = r.addLines(lines, shown, spots)
+	if len(shown) < len(r.dv.hunks[i]) {
+		rest := len(r.dv.hunks[i]) - len(shown)
+		lines.Add(container.NewHBox(widget.NewButtonWithIcon(fmt.Sprintf("Show the other %d lines of this hunk", rest), theme.MoreVerticalIcon(), func() {
+			r.dv.longHunks[key] = true
+			r.render(false)
+		})))
+	}
+	r.dv.bars = append(r.dv.bars, bar)
+	r.paintHunk(f, i)
+	top := container.NewBorder(nil, nil, container.NewHBox(bar.stripe, bar.state), comment, head)
+	box := container.NewStack(bar.bg, container.NewVBox(top, lines))
 	r.hunkBoxes = append(r.hunkBoxes, box)
 	return box
 }
 
-// diffGrid renders a hunk's lines with line numbers, added lines on green
-// and removed lines on red.
-func diffGrid(h review.Hunk) *widget.TextGrid {
-	g := widget.NewTextGrid()
-	add := &widget.CustomTextGridStyle{BGColor: addedBG, TextStyle: fyne.TextStyle{Monospace: true}}
-	del := &widget.CustomTextGridStyle{BGColor: removedBG, TextStyle: fyne.TextStyle{Monospace: true}}
-	oldN, newN := h.OldStart, h.NewStart
-	if h.OldLines == 0 {
-		oldN++
+// hunkRange is the lines a comment on a whole hunk is about: its added
+// and changed lines in the agent's version, or the removed ones for a
+// hunk that only removes.
+func hunkRange(h review.Hunk) (old bool, start, end int) {
+	if h.NewLines > 0 {
+		return false, h.NewStart, h.NewStart + h.NewLines - 1
 	}
-	if h.NewLines == 0 {
-		newN++
+	return true, h.OldStart, h.OldStart + max(h.OldLines, 1) - 1
+}
+
+// hunkState is what the bar of hunk i of f says.
+func (r *ReviewWindow) hunkState(f *review.File, i int) fileState {
+	if r.m.taken(f, i) {
+		return stateApproved
 	}
-	rows := make([]widget.TextGridRow, 0, len(h.Lines))
-	for _, l := range h.Lines {
-		var o, n string
-		var style widget.TextGridStyle
-		switch l.Kind {
-		case review.Insert:
-			n, style = fmt.Sprint(newN), add
-			newN++
-		case review.Delete:
-			o, style = fmt.Sprint(oldN), del
-			oldN++
-		default:
-			o, n = fmt.Sprint(oldN), fmt.Sprint(newN)
-			oldN++
-			newN++
-		}
-		// The line as it is, controls and bidi characters made visible.
-		text := fmt.Sprintf("%5s %5s %s %s", o, n, l.Kind, strings.ReplaceAll(safetext.Line(l.Text), "\t", "    "))
-		if l.NoEOL {
-			text += "  ⏎ (no newline at end of file)"
-		}
-		row := widget.TextGridRow{Style: style}
-		for _, c := range text {
-			row.Cells = append(row.Cells, widget.TextGridCell{Rune: c})
-		}
-		rows = append(rows, row)
+	fd := r.m.d.Files[f.Path]
+	v := fd.Hunks[i].Verdict
+	if v == review.Undecided || !f.HunkSelectable() {
+		v = fd.Verdict
 	}
-	g.Rows = rows
-	return g
+	if v == review.Reject {
+		return stateRejected
+	}
+	return stateUndecided
+}
+
+// paintHunk shows hunk i's verdict on its bar: a green tick, a red cross
+// with its lines faded (they will not be applied), or a plain circle.
+func (r *ReviewWindow) paintHunk(f *review.File, i int) {
+	b := r.dv.bars[i]
+	st := r.hunkState(f, i)
+	switch st {
+	case stateApproved:
+		b.state.SetText("Approved")
+		b.state.SetIcon(theme.ConfirmIcon())
+		b.state.Importance = widget.SuccessImportance
+		b.stripe.FillColor = r.dv.pal.approvedC
+	case stateRejected:
+		b.state.SetText("Rejected")
+		b.state.SetIcon(theme.CancelIcon())
+		b.state.Importance = widget.DangerImportance
+		b.stripe.FillColor = r.dv.pal.rejectedC
+	default:
+		b.state.SetText("Undecided")
+		b.state.SetIcon(theme.RadioButtonIcon())
+		b.state.Importance = widget.MediumImportance
+		b.stripe.FillColor = r.dv.pal.undecidedC
+	}
+	b.state.Refresh()
+	b.stripe.Refresh()
+	for _, c := range b.codes {
+		if c.dimmed != (st == stateRejected) {
+			c.dimmed = st == stateRejected
+			c.Refresh()
+		}
+	}
+}
+
+// updateHunks shows every hunk's verdict again.
+func (r *ReviewWindow) updateHunks() {
+	f := r.m.current()
+	if f == nil || f != r.dv.file {
+		return
+	}
+	for i := range r.dv.bars {
+		r.paintHunk(f, i)
+	}
 }
 
 // markHunk highlights the hunk under the keyboard cursor and scrolls to it.
 func (r *ReviewWindow) markHunk() {
-	for i, b := range r.hunkBoxes {
-		bg := b.(*fyne.Container).Objects[0].(*fyne.Container).Objects[0].(*canvas.Rectangle)
-		if i == r.m.hunk {
-			bg.FillColor = hunkBG
-		} else {
-			bg.FillColor = color.Transparent
-		}
-		bg.Refresh()
-	}
+	r.paintCursor()
 	if r.m.hunk < len(r.hunkBoxes) && r.m.hunk > 0 {
-		r.diffScrl.ScrollToOffset(fyne.NewPos(0, r.hunkBoxes[r.m.hunk].Position().Y))
+		y := r.hunkBoxes[r.m.hunk].Position().Y + r.diff.Position().Y - theme.Padding()
+		r.diffScrl.ScrollToOffset(fyne.NewPos(0, y))
 	} else {
 		r.diffScrl.ScrollToTop()
 	}
+}
+
+// paintCursor outlines the hunk under the keyboard cursor.
+func (r *ReviewWindow) paintCursor() {
+	for i, b := range r.dv.bars {
+		if i == r.m.hunk {
+			b.bg.FillColor = r.dv.pal.cursorBG
+			b.bg.StrokeColor = theme.Color(theme.ColorNamePrimary)
+			b.bg.StrokeWidth = 2
+		} else {
+			b.bg.FillColor, b.bg.StrokeColor, b.bg.StrokeWidth = color.Transparent, color.Transparent, 0
+		}
+		b.bg.Refresh()
+	}
+}
+
+// gapView adds the unchanged lines before hunk i (after the last hunk
+// when i is their number): those the user opened, and a fold with the
+// buttons that open more.
+func (r *ReviewWindow) gapView(f *review.File, i int, to *fyne.Container, spots *commentSpots) {
+	g := r.dv.gaps[i]
+	if g.n <= 0 {
+		return
+	}
+	open := &r.dv.opened[f.Path][i]
+	top, bottom := min(open.top, g.n), min(open.bottom, g.n)
+	if top+bottom > g.n {
+		bottom = g.n - top
+	}
+	r.addLines(to, gapLines(g, 0, top, r.dv.new), spots)
+	if hidden := g.n - top - bottom; hidden > 0 {
+		more := func(n int) func() {
+			return func() {
+				switch {
+				case n >= hidden:
+					open.top += hidden
+				case i == 0: // before the first hunk: towards it
+					open.bottom += n
+				case i == len(f.Hunks): // after the last: away from it
+					open.top += n
+				default:
+					open.top += n / 2
+					open.bottom += n - n/2
+				}
+				r.render(false)
+			}
+		}
+		label := widget.NewLabelWithStyle(fmt.Sprintf("⋯ %d unchanged %s", hidden, plural(hidden, "line", "lines")), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+		row := container.NewHBox(widget.NewIcon(theme.MoreVerticalIcon()), label)
+		if hidden > contextStep {
+			b := widget.NewButton(fmt.Sprintf("Show %d more", contextStep), more(contextStep))
+			b.Importance = widget.LowImportance
+			row.Add(b)
+		}
+		all := widget.NewButton("Show all", more(hidden))
+		all.Importance = widget.LowImportance
+		row.Add(all)
+		to.Add(row)
+	}
+	r.addLines(to, gapLines(g, g.n-bottom, g.n, r.dv.new), spots)
+}
+
+// addLines adds lines as code views, cut after each line a comment is
+// about to put the comment under it. It returns the code views.
+func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *commentSpots) []*codeView {
+	if len(lines) == 0 {
+		return nil
+	}
+	var rows []codeRow
+	if r.dv.split {
+		for _, s := range splitRows(lines) {
+			rows = append(rows, codeRow{s.left, s.right})
+		}
+	} else {
+		for k := range lines {
+			rows = append(rows, codeRow{left: &lines[k]})
+		}
+	}
+	var out []*codeView
+	flush := func(part []codeRow) {
+		if len(part) == 0 {
+			return
+		}
+		v := newCodeView(part, r.dv.split, r.dv.pal, r.dv.digits)
+		if !r.roundOnly {
+			v.onNumber = func(l *diffLine, extend bool) { r.lineClicked(l, extend) }
+		}
+		v.selected = r.draftCovers
+		out = append(out, v)
+		r.dv.codes = append(r.dv.codes, v)
+		to.Add(v)
+	}
+	start := 0
+	for k, row := range rows {
+		comments, draft := spots.take(row, r.dv.draft, r.m.current().Path)
+		if len(comments) == 0 && !draft {
+			continue
+		}
+		flush(rows[start : k+1])
+		start = k + 1
+		for _, i := range comments {
+			to.Add(r.commentView(r.m.current(), i))
+		}
+		if draft {
+			to.Add(r.draftView(r.m.current()))
+		}
+	}
+	flush(rows[start:])
+	return out
+}
+
+// imageView shows an image file's two sides, old beside new.
+func (r *ReviewWindow) imageView(f *review.File, old, new image.Image) fyne.CanvasObject {
+	side := func(title string, img image.Image, s *review.Side) fyne.CanvasObject {
+		if img == nil {
+			return widget.NewLabelWithStyle(title+": none", fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
+		}
+		b := img.Bounds()
+		pic := canvas.NewImageFromImage(img)
+		pic.FillMode = canvas.ImageFillContain
+		pic.ScaleMode = canvas.ImageScaleFastest
+		w := float32(min(b.Dx(), imageMaxWidth))
+		pic.SetMinSize(fyne.NewSize(w, w*float32(b.Dy())/float32(b.Dx())))
+		caption := widget.NewLabelWithStyle(fmt.Sprintf("%s: %d×%d, %s", title, b.Dx(), b.Dy(), bytesize.Format(s.Size)), fyne.TextAlignCenter, fyne.TextStyle{})
+		return container.NewBorder(caption, nil, nil, nil, container.NewCenter(pic))
+	}
+	return container.NewGridWithColumns(2, side("Before", old, f.Old), side("After", new, f.New))
 }

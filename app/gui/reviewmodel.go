@@ -222,7 +222,7 @@ func (m *reviewModel) decisions() review.Decisions {
 		if len(hs) == 0 {
 			fd.Hunks = nil
 		}
-		if fd.Verdict == review.Undecided && fd.Comment == "" && fd.Hunks == nil {
+		if fd.Verdict == review.Undecided && fd.Comment == "" && fd.Hunks == nil && len(fd.Comments) == 0 {
 			continue
 		}
 		out.Files[p] = fd

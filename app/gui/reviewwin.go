@@ -31,7 +31,7 @@ type ReviewWindow struct {
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
 	hunkBoxes []fyne.CanvasObject
-	hunkCheck []*widget.Check
+	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
 	approved  *widget.List
 	rejected  *widget.List
 	// toApproved and toRejected move the file selected in one list to the
@@ -56,6 +56,7 @@ type ReviewWindow struct {
 	fileState *widget.Label   // the shown file's state
 	stale     *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead  *fyne.Container // its row, laid out again when the state changes
+	dv        diffState       // the diff pane's (hunkview.go)
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -173,8 +174,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		container.NewTabItem("Approved / Rejected", lists),
 	)
 
-	r.diff = container.NewVBox()
-	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
+	diffPane := r.newDiffPane()
 
 	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
@@ -191,7 +191,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	transcriptGrid := widget.NewTextGridFromString(shown)
 	r.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
+		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), container.NewScroll(transcriptGrid)),
 	)
