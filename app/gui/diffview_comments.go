@@ -294,4 +294,3 @@ func linesText(start, end int, old bool) string {
 	}
 	return s
 }
-

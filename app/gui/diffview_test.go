@@ -188,8 +188,8 @@ func TestChangedWords(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		old, new           string
-		wantOld, wantNew   []string
+		old, new          string
+		wantOld, wantNew  []string
 		wholeLineUnmarked bool
 	}{
 		{old: "total := count(words) + 1", new: "total := countWords(words) + 2",
