@@ -40,6 +40,9 @@ type codeView struct {
 	// selected, if set, says which lines are highlighted as the subject
 	// of the comment being written.
 	selected func(l *diffLine) bool
+	// hint is the width the view is expected to get, for its height
+	// before it is laid out.
+	hint float32
 }
 
 // noEOLMark follows the last line of a file without a final newline.
@@ -106,15 +109,19 @@ func (v *codeView) MinSize() fyne.Size {
 	v.ExtendBaseWidget(v)
 	c, rowH := v.cell()
 	n := 0
-	for _, h := range v.heights(v.Size().Width) {
+	w := v.Size().Width
+	if w == 0 {
+		w = v.hint
+	}
+	for _, h := range v.heights(w) {
 		n += h
 	}
 	// Never wider than a short line: the text wraps instead.
-	w := float32(v.gutter()+24) * c.Width
+	minW := float32(v.gutter()+24) * c.Width
 	if v.split {
-		w *= 2
+		minW *= 2
 	}
-	return fyne.NewSize(w, float32(n)*rowH)
+	return fyne.NewSize(minW, float32(n)*rowH)
 }
 
 // Tapped starts a comment on the line whose number was clicked; with
@@ -268,10 +275,13 @@ func (r *codeRenderer) build(s fyne.Size) {
 			case review.Delete:
 				lineBG, wordBG = v.pal.delBG, v.pal.delWord
 			}
-			if v.selected != nil && v.selected(l) {
-				lineBG = v.pal.selBG
-			}
 			rect(x0, y, paneW, float32(h)*rowH, lineBG)
+			if v.selected != nil && v.selected(l) {
+				// The lines a comment is about: the numbers marked, the
+				// line tinted over its own colour.
+				rect(x0, y, float32(v.gutter()-2)*c.Width, float32(h)*rowH, v.pal.selBG)
+				rect(x0, y, paneW, float32(h)*rowH, v.pal.selTint)
+			}
 			text(x0, y, v.gutterText(l, p == 0), v.pal.num)
 			tx := x0 + float32(v.gutter())*c.Width
 			// Changed words, then the text in runs of one colour, a row

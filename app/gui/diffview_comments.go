@@ -120,6 +120,7 @@ func (r *ReviewWindow) lineClicked(l *diffLine, extend bool) {
 			d.start, d.end = min(d.anchor, n), max(d.anchor, n)
 			r.render(false)
 			r.focusDraft()
+			r.scrollToDraft()
 			return
 		}
 	}
@@ -137,9 +138,44 @@ func (r *ReviewWindow) startDraft(path string, old bool, start, end int) {
 	r.dv.draft = d
 	r.render(false)
 	r.focusDraft()
+	r.scrollToDraft()
 }
 
-// editComment opens comment i of the shown file in a box.
+// scrollToDraft brings the comment box into view when it is out of it.
+func (r *ReviewWindow) scrollToDraft() {
+	d := r.dv.draft
+	if d == nil || d.box == nil {
+		return
+	}
+	r.diffScrl.Refresh() // the content has grown by the box
+	at, ok := offsetIn(r.diff, d.box)
+	if !ok {
+		return
+	}
+	y := at.Y + r.diff.Position().Y
+	view, off := r.diffScrl.Size().Height, r.diffScrl.Offset.Y
+	if y < off || y+d.box.Size().Height > off+view {
+		r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
+	}
+}
+
+// offsetIn is where o is inside c, found through the containers between
+// them (the driver knows only what it has drawn).
+func offsetIn(c *fyne.Container, o fyne.CanvasObject) (fyne.Position, bool) {
+	for _, child := range c.Objects {
+		if child == o {
+			return child.Position(), true
+		}
+		if inner, ok := child.(*fyne.Container); ok {
+			if p, ok := offsetIn(inner, o); ok {
+				return child.Position().Add(p), true
+			}
+		}
+	}
+	return fyne.Position{}, false
+}
+
+// startEdit opens comment i of the shown file in a box.
 func (r *ReviewWindow) startEdit(path string, i int) {
 	c := r.m.comments(path)[i]
 	d := &commentDraft{path: path, old: c.Old, anchor: c.Start, start: c.Start, end: c.End, index: i}
@@ -179,6 +215,7 @@ func (r *ReviewWindow) saveDraft() {
 		r.m.addComment(d.path, review.Comment{Text: text, Start: d.start, End: d.end, Old: d.old})
 	}
 	r.dv.draft = nil
+	r.Window.Canvas().Unfocus() // the review keys work again
 	r.refresh()
 	r.render(false)
 }
@@ -210,9 +247,11 @@ func (r *ReviewWindow) draftView(f *review.File) fyne.CanvasObject {
 	save.Importance = widget.HighImportance
 	cancel := widget.NewButton("Cancel", func() {
 		r.dv.draft = nil
+		r.Window.Canvas().Unfocus()
 		r.render(false)
 	})
-	return commentCard(container.NewVBox(title, entry, container.NewHBox(save, cancel)), theme.Color(theme.ColorNamePrimary))
+	d.box = commentCard(container.NewVBox(title, entry, container.NewHBox(save, cancel)), theme.Color(theme.ColorNamePrimary))
+	return d.box
 }
 
 // commentView is comment i of f: where it is, its text, and what can be

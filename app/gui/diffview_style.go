@@ -21,7 +21,8 @@ type diffPalette struct {
 	addBG, delBG     color.Color // a whole added or removed line
 	addWord, delWord color.Color // a changed word inside one
 	blankBG          color.Color // the empty side of a side-by-side row
-	selBG            color.Color // lines a comment being written is about
+	selBG            color.Color // the numbers of the lines a comment being written is about
+	selTint          color.Color // and the tint over those lines
 	cursorBG         color.Color // the hunk under the keyboard cursor
 	approvedC        color.Color // the hunk bar's stripe, per state
 	rejectedC        color.Color
@@ -49,14 +50,14 @@ func newDiffPalette(th fyne.Theme, v fyne.ThemeVariant) *diffPalette {
 		p.delBG, p.delWord = color.NRGBA{0xf8, 0x51, 0x49, 0x30}, color.NRGBA{0xf8, 0x51, 0x49, 0x80}
 		p.blankBG = color.NRGBA{0x80, 0x80, 0x80, 0x14}
 		p.dim = color.NRGBA{0x8b, 0x94, 0x9e, 0xb0}
-		p.selBG, p.cursorBG = primary(0x40), primary(0x24)
+		p.selBG, p.selTint, p.cursorBG = primary(0x90), primary(0x20), primary(0x24)
 		p.syntax = styles.Get("github-dark")
 	} else {
 		p.addBG, p.addWord = color.NRGBA{0xd4, 0xf8, 0xdb, 0xff}, color.NRGBA{0x8c, 0xe9, 0x9f, 0xff}
 		p.delBG, p.delWord = color.NRGBA{0xff, 0xe1, 0xde, 0xff}, color.NRGBA{0xff, 0xa8, 0xa6, 0xff}
 		p.blankBG = color.NRGBA{0x80, 0x80, 0x80, 0x18}
 		p.dim = color.NRGBA{0x65, 0x6d, 0x76, 0xb0}
-		p.selBG, p.cursorBG = primary(0x38), primary(0x1c)
+		p.selBG, p.selTint, p.cursorBG = primary(0x70), primary(0x18), primary(0x0c)
 		p.syntax = styles.Get("github")
 	}
 	return p

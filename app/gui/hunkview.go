@@ -36,6 +36,10 @@ type diffState struct {
 	hunks    [][]diffLine
 	gaps     []gap
 	digits   int
+	// An image file's sides, decoded; images is false when it is not
+	// one or a side does not decode.
+	oldImg, newImg image.Image
+	images         bool
 
 	opened    map[string][]gapOpen // per file, the unchanged lines shown around each gap
 	generated map[string]bool      // generated files whose diff the user asked to see
@@ -67,6 +71,7 @@ type commentDraft struct {
 	end    int
 	index  int // the comment edited, -1 for a new one
 	entry  *widget.Entry
+	box    fyne.CanvasObject // the box it is written in, as last drawn
 }
 
 // Lines of context a "Show more" reveals, and the lines of a hunk shown
@@ -149,6 +154,7 @@ func (r *ReviewWindow) prepare(f *review.File) {
 	}
 	r.dv.file = f
 	r.dv.old, r.dv.new, r.dv.hunks = nil, nil, nil
+	r.dv.oldImg, r.dv.newImg, r.dv.images = imagePair(f)
 	if !f.Binary {
 		r.dv.old = styleSide(f.Path, f.OldContent())
 		r.dv.new = styleSide(f.Path, f.NewContent())
@@ -231,6 +237,8 @@ func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
 			continue
 		case hostExec != "" && line == flagText(review.Flag{Kind: review.FlagHostExec, Reason: hostExec}):
 			continue
+		case r.dv.images && strings.HasPrefix(line, "Binary file:"): // the images say it
+			continue
 		}
 		l := widget.NewLabel(line)
 		l.Wrapping = fyne.TextWrapWord
@@ -263,8 +271,8 @@ func describe(f *review.File) string {
 // the unchanged stretches, or a generated file's fold.
 func (r *ReviewWindow) fileBody(f *review.File, spots *commentSpots) {
 	if f.Binary {
-		if old, new, ok := imagePair(f); ok {
-			r.diff.Add(r.imageView(f, old, new))
+		if r.dv.images {
+			r.diff.Add(r.imageView(f, r.dv.oldImg, r.dv.newImg))
 		}
 		return
 	}
@@ -406,7 +414,7 @@ func (r *ReviewWindow) updateHunks() {
 func (r *ReviewWindow) markHunk() {
 	r.paintCursor()
 	if r.m.hunk < len(r.hunkBoxes) && r.m.hunk > 0 {
-		y := r.hunkBoxes[r.m.hunk].Position().Y + r.diff.Position().Y - theme.Padding()
+		y := r.hunkBoxes[r.m.hunk].Position().Y + r.diff.Position().Y - 2*theme.Padding()
 		r.diffScrl.ScrollToOffset(fyne.NewPos(0, y))
 	} else {
 		r.diffScrl.ScrollToTop()
@@ -495,6 +503,7 @@ func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *com
 			return
 		}
 		v := newCodeView(part, r.dv.split, r.dv.pal, r.dv.digits)
+		v.hint = r.diffScrl.Size().Width - 4*theme.Padding()
 		if !r.roundOnly {
 			v.onNumber = func(l *diffLine, extend bool) { r.lineClicked(l, extend) }
 		}
