@@ -36,7 +36,10 @@ type diffLine struct {
 	// changed marks, per rune, the words that differ from the paired
 	// line on the other side; nil when nothing is marked.
 	changed []bool
-	noEOL   bool
+	// pair is the index in its hunk's lines of the line it is shown
+	// against (a removed line's added one and back), -1 for none.
+	pair  int
+	noEOL bool
 }
 
 // number is the line's number on the side a comment about it names: the
@@ -197,9 +200,13 @@ func hunkLines(h review.Hunk, old, new []styledLine) []diffLine {
 	return out
 }
 
-// markWords pairs each run of removed lines with the run of added lines
-// after it, line by line, and marks in each pair the words that differ.
+// markWords pairs, in each run of removed lines and the run of added
+// lines after it, the lines that are most alike (in order), and marks in
+// each pair the words that differ.
 func markWords(lines []diffLine) {
+	for i := range lines {
+		lines[i].pair = -1
+	}
 	for i := 0; i < len(lines); {
 		if lines[i].kind != review.Delete {
 			i++
@@ -213,19 +220,78 @@ func markWords(lines []diffLine) {
 		for i < len(lines) && lines[i].kind == review.Insert {
 			i++
 		}
-		for k := 0; d+k < a && a+k < i; k++ {
-			lines[d+k].changed, lines[a+k].changed = changedWords(lines[d+k].text, lines[a+k].text)
+		for _, p := range pairLines(lines[d:a], lines[a:i]) {
+			del, add := &lines[d+p[0]], &lines[a+p[1]]
+			del.pair, add.pair = a+p[1], d+p[0]
+			del.changed, add.changed, _ = changedWords(del.text, add.text)
 		}
 	}
 }
 
+// Pairing lines by likeness is done for runs up to this many pairs to
+// weigh; longer runs are paired in order.
+const (
+	maxPairWork = 400
+	minLikeness = 0.3
+)
+
+// pairLines chooses which removed line is shown against which added one:
+// the in-order pairing with the most likeness (common words, weighed by
+// length), pairs under minLikeness left out.
+func pairLines(dels, adds []diffLine) [][2]int {
+	if len(dels)*len(adds) > maxPairWork {
+		var out [][2]int
+		for k := 0; k < min(len(dels), len(adds)); k++ {
+			out = append(out, [2]int{k, k})
+		}
+		return out
+	}
+	like := make([][]float64, len(dels))
+	for i := range dels {
+		like[i] = make([]float64, len(adds))
+		for j := range adds {
+			_, _, like[i][j] = changedWords(dels[i].text, adds[j].text)
+		}
+	}
+	// best[i][j] is the most likeness of dels[i:] against adds[j:].
+	best := make([][]float64, len(dels)+1)
+	for i := range best {
+		best[i] = make([]float64, len(adds)+1)
+	}
+	for i := len(dels) - 1; i >= 0; i-- {
+		for j := len(adds) - 1; j >= 0; j-- {
+			b := max(best[i+1][j], best[i][j+1])
+			if like[i][j] >= minLikeness {
+				b = max(b, like[i][j]+best[i+1][j+1])
+			}
+			best[i][j] = b
+		}
+	}
+	var out [][2]int
+	for i, j := 0, 0; i < len(dels) && j < len(adds); {
+		switch {
+		case like[i][j] >= minLikeness && best[i][j] == like[i][j]+best[i+1][j+1]:
+			out = append(out, [2]int{i, j})
+			i++
+			j++
+		case best[i][j] == best[i+1][j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return out
+}
+
 // changedWords marks, per rune of each line, the words not in their
-// longest common subsequence of words. Lines with no word in common, or
-// too long to compare, are left unmarked: the whole line changed.
-func changedWords(a, b []rune) (ma, mb []bool) {
+// longest common subsequence of words, and says how alike the lines are
+// (0 to 1: the share of their non-blank characters in common words).
+// Lines with no word in common, or too long to compare, are left
+// unmarked: the whole line changed.
+func changedWords(a, b []rune) (ma, mb []bool, likeness float64) {
 	ta, tb := words(a), words(b)
 	if len(ta) > maxWordTokens || len(tb) > maxWordTokens {
-		return nil, nil
+		return nil, nil, 0
 	}
 	// lcs[i][j] is the length of the LCS of ta[i:] and tb[j:].
 	lcs := make([][]int32, len(ta)+1)
@@ -245,14 +311,12 @@ func changedWords(a, b []rune) (ma, mb []bool) {
 		}
 	}
 	keepA, keepB := make([]bool, len(ta)), make([]bool, len(tb))
-	common := false
+	common := 0
 	for i, j := 0, 0; i < len(ta) && j < len(tb); {
 		switch {
 		case string(a[ta[i][0]:ta[i][1]]) == string(b[tb[j][0]:tb[j][1]]):
 			keepA[i], keepB[j] = true, true
-			if !isSpace(a[ta[i][0]:ta[i][1]]) {
-				common = true
-			}
+			common += nonBlank(a[ta[i][0]:ta[i][1]])
 			i++
 			j++
 		case lcs[i+1][j] >= lcs[i][j+1]:
@@ -261,8 +325,8 @@ func changedWords(a, b []rune) (ma, mb []bool) {
 			j++
 		}
 	}
-	if !common {
-		return nil, nil
+	if common == 0 {
+		return nil, nil, 0
 	}
 	mark := func(text []rune, toks [][2]int, keep []bool) []bool {
 		m := make([]bool, len(text))
@@ -275,7 +339,7 @@ func changedWords(a, b []rune) (ma, mb []bool) {
 		}
 		return m
 	}
-	return mark(a, ta, keepA), mark(b, tb, keepB)
+	return mark(a, ta, keepA), mark(b, tb, keepB), 2 * float64(common) / float64(nonBlank(a)+nonBlank(b))
 }
 
 // words cuts a line into words (letters, digits and underscores), runs of
@@ -302,13 +366,14 @@ func words(s []rune) [][2]int {
 
 func isWord(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-func isSpace(s []rune) bool {
+func nonBlank(s []rune) int {
+	n := 0
 	for _, r := range s {
 		if !unicode.IsSpace(r) {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
 }
 
 // splitRow is one row of the side-by-side view: a baseline line on the
@@ -316,11 +381,24 @@ func isSpace(s []rune) bool {
 type splitRow struct{ left, right *diffLine }
 
 // splitRows lays lines out side by side: unchanged lines on both sides,
-// each run of removed lines beside the run of added lines after it.
+// each removed line beside the added line it is paired with, the others
+// beside each other in order, or beside a blank.
 func splitRows(lines []diffLine) []splitRow {
 	var rows []splitRow
+	zip := func(dels, adds []*diffLine) {
+		for k := 0; k < max(len(dels), len(adds)); k++ {
+			var row splitRow
+			if k < len(dels) {
+				row.left = dels[k]
+			}
+			if k < len(adds) {
+				row.right = adds[k]
+			}
+			rows = append(rows, row)
+		}
+	}
 	for i := 0; i < len(lines); {
-		if lines[i].kind == review.Context {
+		if lines[i].kind != review.Delete && lines[i].kind != review.Insert {
 			rows = append(rows, splitRow{&lines[i], &lines[i]})
 			i++
 			continue
@@ -333,17 +411,26 @@ func splitRows(lines []diffLine) []splitRow {
 		for i < len(lines) && lines[i].kind == review.Insert {
 			i++
 		}
-		dels, adds := lines[d:a], lines[a:i]
-		for k := 0; k < max(len(dels), len(adds)); k++ {
-			var row splitRow
-			if k < len(dels) {
-				row.left = &dels[k]
+		var dels, adds []*diffLine
+		j := a
+		for k := d; k < a; k++ {
+			p := lines[k].pair
+			if p < a || p >= i {
+				dels = append(dels, &lines[k])
+				continue
 			}
-			if k < len(adds) {
-				row.right = &adds[k]
+			for ; j < p; j++ {
+				adds = append(adds, &lines[j])
 			}
-			rows = append(rows, row)
+			zip(dels, adds)
+			dels, adds = nil, nil
+			rows = append(rows, splitRow{&lines[k], &lines[p]})
+			j = p + 1
 		}
+		for ; j < i; j++ {
+			adds = append(adds, &lines[j])
+		}
+		zip(dels, adds)
 	}
 	return rows
 }

@@ -216,6 +216,41 @@ func TestChangedWords(t *testing.T) {
 	}
 }
 
+// TestPairsAlikeLines: a removed line is shown against the added line
+// most like it, not the next one in order: side by side they share a
+// row, and the blank line added before them sits alone.
+func TestPairsAlikeLines(t *testing.T) {
+	h := review.Hunk{OldStart: 1, OldLines: 2, NewStart: 1, NewLines: 3, Lines: []review.Line{
+		{Kind: review.Delete, Text: "def count_words(text):"},
+		{Kind: review.Delete, Text: "    words = text.lower().split()"},
+		{Kind: review.Insert, Text: ""},
+		{Kind: review.Insert, Text: "def count_words(text, stop_words=STOP_WORDS):"},
+		{Kind: review.Insert, Text: "    words = [w for w in text.lower().split() if w not in stop_words]"},
+	}}
+	lines := hunkLines(h, nil, nil)
+	var got []string
+	for _, row := range splitRows(lines) {
+		side := func(l *diffLine) string {
+			if l == nil {
+				return "·"
+			}
+			return strings.TrimSpace(string(l.text))
+		}
+		got = append(got, side(row.left)+" | "+side(row.right))
+	}
+	want := []string{
+		"· | ",
+		"def count_words(text): | def count_words(text, stop_words=STOP_WORDS):",
+		"words = text.lower().split() | words = [w for w in text.lower().split() if w not in stop_words]",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("side-by-side rows (-want +got):\n%s", diff)
+	}
+	if lines[0].changed == nil || lines[2].changed != nil {
+		t.Error("the words are not marked against the paired line")
+	}
+}
+
 // TestSyntaxHighlighting: a Go file's keywords and strings take the
 // style's colours, different in the light and the dark palette.
 func TestSyntaxHighlighting(t *testing.T) {
