@@ -525,3 +525,31 @@ func TestHostileLinesStayNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeRowsKeepUnderscores: a row is taller than the font's line and
+// every background is drawn before any text, so the next row's colour
+// never covers an underscore of the row above.
+func TestCodeRowsKeepUnderscores(t *testing.T) {
+	cs := changesetOf(t, [3]string{"a.go", "var snake_case = 1\nvar b = 2\n", "var snake_case = 2\nvar b_c = 3\n"})
+	r := reviewOf(t, cs)
+	v := r.dv.codes[0]
+	c, rowH := v.cell()
+	font := fyne.MeasureText("_gy", v.Theme().Size("text"), fyne.TextStyle{Monospace: true})
+	if rowH < font.Height+2 || rowH < c.Height+2 {
+		t.Errorf("rows are %.1f px for a %.1f px font line", rowH, font.Height)
+	}
+	seenText := false
+	for _, o := range test.WidgetRenderer(v).Objects() {
+		switch o.(type) {
+		case *canvas.Text:
+			seenText = true
+		case *canvas.Rectangle:
+			if seenText {
+				t.Fatal("a background is drawn over a text")
+			}
+		}
+	}
+	if !seenText {
+		t.Fatal("the code view draws no text")
+	}
+}
