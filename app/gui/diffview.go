@@ -228,10 +228,11 @@ func markWords(lines []diffLine) {
 	}
 }
 
-// Pairing lines by likeness is done for runs up to this many pairs to
-// weigh; longer runs are paired in order.
+// Pairing lines by likeness compares every removed line of a run with
+// every added one, word by word: up to this much work (words × words over
+// all pairs); beyond it the lines are paired in order.
 const (
-	maxPairWork = 400
+	maxPairWork = 2_000_000
 	minLikeness = 0.3
 )
 
@@ -239,7 +240,14 @@ const (
 // the in-order pairing with the most likeness (common words, weighed by
 // length), pairs under minLikeness left out.
 func pairLines(dels, adds []diffLine) [][2]int {
-	if len(dels)*len(adds) > maxPairWork {
+	wordsIn := func(ls []diffLine) int {
+		n := 0
+		for _, l := range ls {
+			n += len(words(l.text))
+		}
+		return n
+	}
+	if wordsIn(dels)*wordsIn(adds) > maxPairWork {
 		var out [][2]int
 		for k := 0; k < min(len(dels), len(adds)); k++ {
 			out = append(out, [2]int{k, k})

@@ -131,7 +131,8 @@ func codeText(r *ReviewWindow) string {
 // old and new numbers and its mark; side by side pairs the removed line
 // with the added one, numbered on its own side.
 func TestDiffViewsNumberLines(t *testing.T) {
-	cs := changesetOf(t, [3]string{"notes.txt", numbered(10, nil), numbered(10, map[int]string{5: "line five", 6: ""})})
+	cs := changesetOf(t, [3]string{"notes.txt", numbered(10, nil), numbered(10, map[int]string{5: "line five", 6: ""})},
+		[3]string{"other.txt", "a\n", "b\n"})
 	r := reviewOf(t, cs)
 	unified := "" +
 		"  2   2   line 2\n" +
@@ -147,8 +148,11 @@ func TestDiffViewsNumberLines(t *testing.T) {
 	if diff := cmp.Diff(unified, codeText(r)); diff != "" {
 		t.Errorf("unified view (-want +got):\n%s", diff)
 	}
-	r.dv.split = true
-	r.showFile()
+	for _, o := range test.LaidOutObjects(r.dv.head) {
+		if s, ok := o.(*widget.Select); ok {
+			s.SetSelected(viewSplit)
+		}
+	}
 	split := "" +
 		"  2   line 2 |   2   line 2\n" +
 		"  3   line 3 |   3   line 3\n" +
@@ -161,9 +165,11 @@ func TestDiffViewsNumberLines(t *testing.T) {
 	if diff := cmp.Diff(split, codeText(r)); diff != "" {
 		t.Errorf("side-by-side view (-want +got):\n%s", diff)
 	}
-	// The toggle is the window's: the next file is side by side too.
-	if !r.dv.split {
-		t.Error("the view toggle was not kept")
+	// The choice is the window's: the next file is side by side too.
+	r.m.moveFile(1)
+	r.showFile()
+	if r.m.current().Path != "other.txt" || !r.dv.split || !strings.Contains(codeText(r), " | ") {
+		t.Error("the side-by-side view was not kept for the next file")
 	}
 }
 

@@ -74,6 +74,12 @@ type commentDraft struct {
 	box    fyne.CanvasObject // the box it is written in, as last drawn
 }
 
+// The diff views, as the header offers them.
+const (
+	viewUnified = "Unified"
+	viewSplit   = "Side by side"
+)
+
 // Lines of context a "Show more" reveals, and the lines of a hunk shown
 // before it is folded.
 const (
@@ -186,10 +192,15 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 		state.SetText("round " + strconv.Itoa(r.round) + " only: read only")
 	}
 	r.fileState = state
-	split := widget.NewCheck("Side by side", nil)
-	split.SetChecked(r.dv.split)
-	split.OnChanged = func(on bool) {
-		if on != r.dv.split {
+	// The view, as a choice that reads in both themes (an unchecked box
+	// hardly shows in the light one).
+	view := widget.NewSelect([]string{viewUnified, viewSplit}, nil)
+	view.SetSelected(viewUnified)
+	if r.dv.split {
+		view.SetSelected(viewSplit)
+	}
+	view.OnChanged = func(s string) {
+		if on := s == viewSplit; on != r.dv.split {
 			r.dv.split = on
 			r.render(false)
 		}
@@ -207,7 +218,7 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	if r.roundOnly {
 		comment.Disable()
 	}
-	right.Objects = append(right.Objects, state, split, comment, approve, reject)
+	right.Objects = append(right.Objects, state, view, comment, approve, reject)
 	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
 	return container.NewVBox(r.fileHead, widget.NewSeparator())
 }
