@@ -73,9 +73,9 @@ func plainLine(s string) styledLine { return styledLine{text: []rune(showText(s)
 // know, too large or too slow to tokenise is shown plain.
 func styleSide(name string, content []byte) []styledLine {
 	raw := splitContent(content)
-	out := make([]styledLine, len(raw))
 	if lexer := lexers.Match(path.Base(name)); lexer != nil && len(content) <= maxHighlightBytes {
 		if hl := highlight(chroma.Coalesce(lexer), string(content), len(raw)); hl != nil {
+			out := make([]styledLine, len(raw))
 			for i, line := range raw {
 				if i < len(hl) && joined(hl[i]) == line {
 					out[i] = styleTokens(hl[i])
@@ -86,11 +86,22 @@ func styleSide(name string, content []byte) []styledLine {
 			return out
 		}
 	}
+	return plainSide(content)
+}
+
+// plainSide is a side's lines shown without highlighting.
+func plainSide(content []byte) []styledLine {
+	raw := splitContent(content)
+	out := make([]styledLine, len(raw))
 	for i, line := range raw {
 		out[i] = plainLine(line)
 	}
 	return out
 }
+
+// highlighted reports whether chroma knows the language of a file by its
+// name.
+func highlighted(name string) bool { return lexers.Match(path.Base(name)) != nil }
 
 // splitContent is content's lines without their "\n".
 func splitContent(content []byte) []string {

@@ -46,8 +46,10 @@ type diffState struct {
 	longHunks map[string]bool      // "path\x00i": long hunks shown whole
 	draft     *commentDraft
 
-	bars  []hunkBar   // per hunk of the file shown
-	codes []*codeView // every code view shown, in order (for tests)
+	bars []hunkBar // per hunk of the file shown
+	// rendering is set while the pane is drawn.
+	rendering bool
+	codes     []*codeView // every code view shown, in order (for tests)
 }
 
 // gapOpen is how many unchanged lines of a gap are shown after the hunk
@@ -105,6 +107,8 @@ func (r *ReviewWindow) showFile() { r.render(true) }
 // the pane where it was (after a click inside the diff).
 func (r *ReviewWindow) render(scroll bool) {
 	offset := r.diffScrl.Offset
+	r.dv.rendering = true
+	defer func() { r.dv.rendering = false }()
 	r.diff.RemoveAll()
 	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
 	a := fyne.CurrentApp()
@@ -112,7 +116,7 @@ func (r *ReviewWindow) render(scroll bool) {
 	f := r.m.current()
 	if f == nil {
 		r.dv.head.RemoveAll()
-		r.diff.Add(widget.NewLabel("The agent changed nothing."))
+		appendTo(r.diff, widget.NewLabel("The agent changed nothing."))
 		r.diff.Refresh()
 		return
 	}
@@ -120,25 +124,25 @@ func (r *ReviewWindow) render(scroll bool) {
 	r.dv.head.Objects = []fyne.CanvasObject{r.fileHeader(f)}
 	r.dv.head.Refresh()
 	for _, n := range r.fileNotes(f) {
-		r.diff.Add(n)
+		appendTo(r.diff, n)
 	}
 	spots := newCommentSpots(r.m.comments(f.Path))
 	for _, i := range spots.whole {
-		r.diff.Add(r.commentView(f, i))
+		appendTo(r.diff, r.commentView(f, i))
 	}
 	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && d.start == 0 {
-		r.diff.Add(r.draftView(f))
+		appendTo(r.diff, r.draftView(f))
 		spots.draftPlaced = true
 	}
 	r.fileBody(f, spots)
 	if rest := spots.unplaced(); len(rest) > 0 {
-		r.diff.Add(widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
+		appendTo(r.diff, widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
 		for _, i := range rest {
-			r.diff.Add(r.commentView(f, i))
+			appendTo(r.diff, r.commentView(f, i))
 		}
 	}
 	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {
-		r.diff.Add(r.draftView(f))
+		appendTo(r.diff, r.draftView(f))
 	}
 	r.diff.Refresh()
 	if scroll {
@@ -150,7 +154,9 @@ func (r *ReviewWindow) render(scroll bool) {
 	r.diffScrl.Refresh()
 }
 
-// prepare styles f's sides and numbers its hunks, once per file.
+// prepare numbers f's hunks and styles its sides, once per file: plain at
+// once, then highlighted off fyne's goroutine (chroma takes a while on a
+// large file), drawn again when the colours are there.
 func (r *ReviewWindow) prepare(f *review.File) {
 	if r.dv.draft != nil && r.dv.draft.path != f.Path {
 		r.dv.draft = nil
@@ -159,23 +165,44 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		return
 	}
 	r.dv.file = f
-	r.dv.old, r.dv.new, r.dv.hunks = nil, nil, nil
 	r.dv.oldImg, r.dv.newImg, r.dv.images = imagePair(f)
+	var old, new []byte
 	if !f.Binary {
-		r.dv.old = styleSide(f.Path, f.OldContent())
-		r.dv.new = styleSide(f.Path, f.NewContent())
+		old, new = f.OldContent(), f.NewContent()
 	}
-	for _, h := range f.Hunks {
-		r.dv.hunks = append(r.dv.hunks, hunkLines(h, r.dv.old, r.dv.new))
-	}
-	r.dv.gaps = gaps(f, len(r.dv.old), len(r.dv.new))
-	r.dv.digits = len(strconv.Itoa(max(len(r.dv.old), len(r.dv.new))))
+	r.setSides(f, plainSide(old), plainSide(new))
 	if r.dv.opened == nil {
 		r.dv.opened, r.dv.generated, r.dv.longHunks = map[string][]gapOpen{}, map[string]bool{}, map[string]bool{}
 	}
 	if len(r.dv.opened[f.Path]) != len(r.dv.gaps) {
 		r.dv.opened[f.Path] = make([]gapOpen, len(r.dv.gaps))
 	}
+	if len(f.Hunks) == 0 || !highlighted(f.Path) {
+		return
+	}
+	r.async(func() {
+		oldStyled, newStyled := styleSide(f.Path, old), styleSide(f.Path, new)
+		fyne.Do(func() {
+			if r.dv.file != f {
+				return // another file is shown by now
+			}
+			r.setSides(f, oldStyled, newStyled)
+			if !r.dv.rendering {
+				r.render(false)
+			}
+		})
+	})
+}
+
+// setSides takes f's sides as they are to be shown and numbers its hunks
+// with them.
+func (r *ReviewWindow) setSides(f *review.File, old, new []styledLine) {
+	r.dv.old, r.dv.new, r.dv.hunks = old, new, nil
+	for _, h := range f.Hunks {
+		r.dv.hunks = append(r.dv.hunks, hunkLines(h, old, new))
+	}
+	r.dv.gaps = gaps(f, len(old), len(new))
+	r.dv.digits = len(strconv.Itoa(max(len(old), len(new))))
 }
 
 // fileHeader is the file's one row: its icon and path, +N −M, its state,
@@ -283,7 +310,7 @@ func describe(f *review.File) string {
 func (r *ReviewWindow) fileBody(f *review.File, spots *commentSpots) {
 	if f.Binary {
 		if r.dv.images {
-			r.diff.Add(r.imageView(f, r.dv.oldImg, r.dv.newImg))
+			appendTo(r.diff, r.imageView(f, r.dv.oldImg, r.dv.newImg))
 		}
 		return
 	}
@@ -298,12 +325,12 @@ func (r *ReviewWindow) fileBody(f *review.File, spots *commentSpots) {
 		show.Importance = widget.LowImportance
 		note := widget.NewLabelWithStyle(fmt.Sprintf("Generated file (%s): its diff of +%d −%d lines is folded.", why, f.Added, f.Removed), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		note.Truncation = fyne.TextTruncateEllipsis
-		r.diff.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.FileApplicationIcon()), show, note))
+		appendTo(r.diff, container.NewBorder(nil, nil, widget.NewIcon(theme.FileApplicationIcon()), show, note))
 		return
 	}
 	for i, h := range f.Hunks {
 		r.gapView(f, i, r.diff, spots)
-		r.diff.Add(r.hunkView(f, i, h, spots))
+		appendTo(r.diff, r.hunkView(f, i, h, spots))
 	}
 	r.gapView(f, len(f.Hunks), r.diff, spots)
 }
@@ -339,7 +366,7 @@ func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk, spots *com
 	bar.codes = r.addLines(lines, shown, spots)
 	if len(shown) < len(r.dv.hunks[i]) {
 		rest := len(r.dv.hunks[i]) - len(shown)
-		lines.Add(container.NewHBox(widget.NewButtonWithIcon(fmt.Sprintf("Show the other %d lines of this hunk", rest), theme.MoreVerticalIcon(), func() {
+		appendTo(lines, container.NewHBox(widget.NewButtonWithIcon(fmt.Sprintf("Show the other %d lines of this hunk", rest), theme.MoreVerticalIcon(), func() {
 			r.dv.longHunks[key] = true
 			r.render(false)
 		})))
@@ -487,7 +514,7 @@ func (r *ReviewWindow) gapView(f *review.File, i int, to *fyne.Container, spots 
 		all := widget.NewButton("Show all", more(hidden))
 		all.Importance = widget.LowImportance
 		row.Add(all)
-		to.Add(row)
+		appendTo(to, row)
 	}
 	r.addLines(to, gapLines(g, g.n-bottom, g.n, r.dv.new), spots)
 }
@@ -521,7 +548,7 @@ func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *com
 		v.selected = r.draftCovers
 		out = append(out, v)
 		r.dv.codes = append(r.dv.codes, v)
-		to.Add(v)
+		appendTo(to, v)
 	}
 	start := 0
 	for k, row := range rows {
@@ -532,10 +559,10 @@ func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *com
 		flush(rows[start : k+1])
 		start = k + 1
 		for _, i := range comments {
-			to.Add(r.commentView(r.m.current(), i))
+			appendTo(to, r.commentView(r.m.current(), i))
 		}
 		if draft {
-			to.Add(r.draftView(r.m.current()))
+			appendTo(to, r.draftView(r.m.current()))
 		}
 	}
 	flush(rows[start:])
@@ -558,4 +585,10 @@ func (r *ReviewWindow) imageView(f *review.File, old, new image.Image) fyne.Canv
 		return container.NewBorder(caption, nil, nil, nil, container.NewCenter(pic))
 	}
 	return container.NewGridWithColumns(2, side("Before", old, f.Old), side("After", new, f.New))
+}
+
+// appendTo adds o to c without laying c out: the pane is laid out once
+// when it is complete (Add lays out every time, quadratic in the lines).
+func appendTo(c *fyne.Container, o fyne.CanvasObject) {
+	c.Objects = append(c.Objects, o)
 }
