@@ -559,3 +559,51 @@ func TestCodeRowsKeepUnderscores(t *testing.T) {
 		t.Fatal("the code view draws no text")
 	}
 }
+
+// TestLargeFileColouredLater: a large file is drawn plain at once and
+// in colour when the highlighter is done; a file left meanwhile is not
+// drawn over.
+func TestLargeFileColouredLater(t *testing.T) {
+	var old, new strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&old, "var v%d = %d\n", i, i)
+		if i == 1500 {
+			i = -i
+		}
+		fmt.Fprintf(&new, "var v%d = %d\n", i, i)
+	}
+	cs := changesetOf(t, [3]string{"a.zzz", "a\n", "b\n"}, [3]string{"big.go", old.String(), new.String()})
+	r := reviewOf(t, cs)
+	var pending []func()
+	r.async = func(f func()) { pending = append(pending, f) }
+	coloured := func() bool {
+		for _, v := range r.dv.codes {
+			for _, row := range v.rows {
+				if row.left.syn != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	r.ShowFile("big.go")
+	if len(pending) != 1 || coloured() {
+		t.Fatalf("the large file: %d highlighter runs pending, coloured %v; want 1 and plain", len(pending), coloured())
+	}
+	pending[0]()
+	if !coloured() || !strings.Contains(codeText(r), "- var v1500 = 1500") {
+		t.Errorf("after the highlighter: coloured %v, text:\n%s", coloured(), codeText(r))
+	}
+	r.ShowFile("big.go") // the same file: nothing to do again
+	r.ShowFile("a.zzz")
+	r.m.selectPath("big.go")
+	r.showFile()
+	if len(pending) != 2 {
+		t.Fatalf("%d highlighter runs, want 2", len(pending))
+	}
+	r.ShowFile("a.zzz")
+	pending[1]() // finishes after the user moved on
+	if r.m.current().Path != "a.zzz" || coloured() {
+		t.Error("the highlighter drew over the file shown since")
+	}
+}

@@ -76,6 +76,10 @@ type commentDraft struct {
 	box    fyne.CanvasObject // the box it is written in, as last drawn
 }
 
+// Files up to this size (both sides) are highlighted before they are
+// drawn; larger ones are drawn plain first.
+const syncHighlightBytes = 64 << 10
+
 // The diff views, as the header offers them.
 const (
 	viewUnified = "Unified"
@@ -154,9 +158,9 @@ func (r *ReviewWindow) render(scroll bool) {
 	r.diffScrl.Refresh()
 }
 
-// prepare numbers f's hunks and styles its sides, once per file: plain at
-// once, then highlighted off fyne's goroutine (chroma takes a while on a
-// large file), drawn again when the colours are there.
+// prepare numbers f's hunks and styles its sides, once per file. A large
+// file is shown plain at once, then highlighted off fyne's goroutine
+// (chroma takes a while on it) and drawn again when the colours are there.
 func (r *ReviewWindow) prepare(f *review.File) {
 	if r.dv.draft != nil && r.dv.draft.path != f.Path {
 		r.dv.draft = nil
@@ -178,6 +182,10 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		r.dv.opened[f.Path] = make([]gapOpen, len(r.dv.gaps))
 	}
 	if len(f.Hunks) == 0 || !highlighted(f.Path) {
+		return
+	}
+	if len(old)+len(new) <= syncHighlightBytes {
+		r.setSides(f, styleSide(f.Path, old), styleSide(f.Path, new))
 		return
 	}
 	r.async(func() {
