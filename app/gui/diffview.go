@@ -53,10 +53,13 @@ func (l *diffLine) number() (n int, old bool) {
 
 // Limits that keep a hostile or huge file from stalling the window.
 const (
-	maxHighlightBytes = 512 << 10              // per side; larger sides are shown plain
-	maxHighlightTime  = 300 * time.Millisecond // per side
-	maxWordTokens     = 400                    // per line, for the changed-words diff
-	tabSpaces         = "    "
+	maxHighlightBytes = 512 << 10 // per side; larger sides are shown plain
+	// How long highlighting a side may take: before the file is drawn,
+	// and off fyne's goroutine, where it only delays the colours.
+	syncHighlightTime  = 300 * time.Millisecond
+	asyncHighlightTime = 5 * time.Second
+	maxWordTokens      = 400 // per line, for the changed-words diff
+	tabSpaces          = "    "
 )
 
 // showText is s as the view shows it: controls and bidi characters as
@@ -71,10 +74,10 @@ func plainLine(s string) styledLine { return styledLine{text: []rune(showText(s)
 // styleSide splits a side's content into lines ready to show, highlighted
 // as the language chroma guesses from the file's name. Content it does not
 // know, too large or too slow to tokenise is shown plain.
-func styleSide(name string, content []byte) []styledLine {
+func styleSide(name string, content []byte, budget time.Duration) []styledLine {
 	raw := splitContent(content)
 	if lexer := lexers.Match(path.Base(name)); lexer != nil && len(content) <= maxHighlightBytes {
-		if hl := highlight(chroma.Coalesce(lexer), string(content), len(raw)); hl != nil {
+		if hl := highlight(chroma.Coalesce(lexer), string(content), len(raw), budget); hl != nil {
 			out := make([]styledLine, len(raw))
 			for i, line := range raw {
 				if i < len(hl) && joined(hl[i]) == line {
@@ -114,12 +117,12 @@ func splitContent(content []byte) []string {
 
 // highlight tokenises text and cuts the tokens into lines; nil when the
 // lexer fails or takes too long.
-func highlight(lexer chroma.Lexer, text string, lines int) [][]chroma.Token {
+func highlight(lexer chroma.Lexer, text string, lines int, budget time.Duration) [][]chroma.Token {
 	it, err := lexer.Tokenise(&chroma.TokeniseOptions{State: "root"}, text)
 	if err != nil {
 		return nil
 	}
-	deadline := time.Now().Add(maxHighlightTime)
+	deadline := time.Now().Add(budget)
 	out := make([][]chroma.Token, 0, lines)
 	var cur []chroma.Token
 	for n := 0; ; n++ {

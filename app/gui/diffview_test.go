@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -260,7 +261,7 @@ func TestPairsAlikeLines(t *testing.T) {
 // TestSyntaxHighlighting: a Go file's keywords and strings take the
 // style's colours, different in the light and the dark palette.
 func TestSyntaxHighlighting(t *testing.T) {
-	lines := styleSide("main.go", []byte("package main\n\nfunc main() { println(\"hi\") }\n"))
+	lines := styleSide("main.go", []byte("package main\n\nfunc main() { println(\"hi\") }\n"), time.Minute)
 	if len(lines) != 3 || lines[0].syn == nil {
 		t.Fatalf("styled lines: %+v", lines)
 	}
@@ -565,7 +566,7 @@ func TestCodeRowsKeepUnderscores(t *testing.T) {
 // drawn over.
 func TestLargeFileColouredLater(t *testing.T) {
 	var old, new strings.Builder
-	for i := range 3000 {
+	for i := range 2500 {
 		fmt.Fprintf(&old, "var v%d = %d\n", i, i)
 		if i == 1500 {
 			i = -i

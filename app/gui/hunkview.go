@@ -185,11 +185,11 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		return
 	}
 	if len(old)+len(new) <= syncHighlightBytes {
-		r.setSides(f, styleSide(f.Path, old), styleSide(f.Path, new))
+		r.setSides(f, styleSide(f.Path, old, syncHighlightTime), styleSide(f.Path, new, syncHighlightTime))
 		return
 	}
 	r.async(func() {
-		oldStyled, newStyled := styleSide(f.Path, old), styleSide(f.Path, new)
+		oldStyled, newStyled := styleSide(f.Path, old, asyncHighlightTime), styleSide(f.Path, new, asyncHighlightTime)
 		fyne.Do(func() {
 			if r.dv.file != f {
 				return // another file is shown by now
