@@ -26,7 +26,8 @@ import (
 
 // diffState is the diff pane's state, kept while the window is open.
 type diffState struct {
-	head  *fyne.Container // the pinned header row
+	pane  *fyne.Container // the header above the scrolling diff
+	head  *fyne.Container // the pinned header row and the file's notes
 	split bool            // side by side, else unified
 	pal   *diffPalette
 
@@ -100,7 +101,8 @@ func (r *ReviewWindow) newDiffPane() fyne.CanvasObject {
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 	r.dv.head = container.NewStack()
-	return container.NewBorder(r.dv.head, nil, nil, nil, r.diffScrl)
+	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, r.diffScrl)
+	return r.dv.pane
 }
 
 // showFile renders the file under the cursor into the diff pane and
@@ -120,16 +122,20 @@ func (r *ReviewWindow) render(scroll bool) {
 	f := r.m.current()
 	if f == nil {
 		r.dv.head.RemoveAll()
+		r.dv.pane.Refresh()
 		appendTo(r.diff, widget.NewLabel("The agent changed nothing."))
 		r.diff.Refresh()
 		return
 	}
 	r.prepare(f)
-	r.dv.head.Objects = []fyne.CanvasObject{r.fileHeader(f)}
-	r.dv.head.Refresh()
+	// The header and the file's flags stay in view above the diff.
+	head := container.NewVBox(r.fileHeader(f))
 	for _, n := range r.fileNotes(f) {
-		appendTo(r.diff, n)
+		appendTo(head, n)
 	}
+	appendTo(head, widget.NewSeparator())
+	r.dv.head.Objects = []fyne.CanvasObject{head}
+	r.dv.pane.Refresh() // the header's height changes with the notes
 	spots := newCommentSpots(r.m.comments(f.Path))
 	for _, i := range spots.whole {
 		appendTo(r.diff, r.commentView(f, i))
@@ -162,9 +168,6 @@ func (r *ReviewWindow) render(scroll bool) {
 // file is shown plain at once, then highlighted off fyne's goroutine
 // (chroma takes a while on it) and drawn again when the colours are there.
 func (r *ReviewWindow) prepare(f *review.File) {
-	if r.dv.draft != nil && r.dv.draft.path != f.Path {
-		r.dv.draft = nil
-	}
 	if r.dv.file == f {
 		return
 	}
@@ -255,7 +258,7 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	}
 	right.Objects = append(right.Objects, state, view, comment, approve, reject)
 	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
-	return container.NewVBox(r.fileHead, widget.NewSeparator())
+	return r.fileHead
 }
 
 // decided follows a verdict given in the diff pane: saved, and shown in
@@ -265,7 +268,8 @@ func (r *ReviewWindow) decided() {
 	r.updateHunks()
 }
 
-// fileNotes are the file's flags and what its change is, a line each,
+// fileNotes are the file's flags and what its change is, a line each
+// under the header,
 // only those it has: what runs on the host, control characters, a
 // rename, a mode or type change, a link, a binary file.
 func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
