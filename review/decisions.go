@@ -62,6 +62,10 @@ type Comment struct {
 // It is stored as review.json; the zero value approves nothing.
 type Decisions struct {
 	Files map[string]FileDecision `json:"files,omitempty"`
+	// Round is the round of the sandbox whose changeset the verdicts
+	// were given on (hunks are numbered in it); 0 when it was not
+	// recorded. Comments are anchored by lines and need no round.
+	Round int `json:"round,omitempty"`
 }
 
 // ApproveAll returns decisions approving every file of cs.
@@ -128,9 +132,14 @@ func (d Decisions) Selection(f *File) (hunks []bool, touched bool) {
 }
 
 // Validate reports decisions that name files or hunks cs does not have.
+// A file that carries only comments may be missing from cs (the comments
+// of an earlier round outlive its changes).
 func (d Decisions) Validate(cs *Changeset) error {
 	for path, fd := range d.Files {
 		f := cs.File(path)
+		if f == nil && fd.Verdict == Undecided && len(fd.Hunks) == 0 {
+			continue
+		}
 		if f == nil {
 			return fmt.Errorf("decisions name %s, which the changeset does not have", path)
 		}
