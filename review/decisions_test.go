@@ -109,4 +109,3 @@ func TestJournalBeforeChange(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-

@@ -109,7 +109,7 @@ func (fb Feedback) Summary() string {
 	}
 	var parts []string
 	for _, n := range []struct {
-		n              int
+		n         int
 		one, many string
 	}{{len(fb.Comments), "comment", "comments"}, {hunks, "rejected hunk", "rejected hunks"}, {files, "rejected file", "rejected files"}} {
 		switch {
