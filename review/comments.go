@@ -180,13 +180,29 @@ func (d *Decisions) MigrateLegacy(cs *Changeset) bool {
 	return changed
 }
 
-// commentRange is the lines a hunk is about: its lines in the agent's
-// version, or in the old version when it only removes lines.
+// commentRange is the lines a hunk changes: its added lines in the
+// agent's version, or its removed lines in the old version when it only
+// removes.
 func commentRange(h Hunk) (start, end int, old bool) {
-	if h.NewLines == 0 {
-		return h.OldStart, h.OldStart + max(h.OldLines-1, 0), true
+	o, n := h.OldStart, h.NewStart
+	for _, l := range h.Lines {
+		switch l.Kind {
+		case Insert:
+			if h.Added > 0 {
+				start, end = cmp.Or(start, n), n
+			}
+			n++
+		case Delete:
+			if h.Added == 0 {
+				start, end = cmp.Or(start, o), o
+			}
+			o++
+		default:
+			o++
+			n++
+		}
 	}
-	return h.NewStart, h.NewStart + h.NewLines - 1, false
+	return start, end, h.Added == 0
 }
 
 // CarryVerdicts returns d for a new round whose changeset is cur, when

@@ -193,3 +193,13 @@ func TestTermWidthFromColumns(t *testing.T) {
 		t.Errorf("no terminal, no COLUMNS: %d", w)
 	}
 }
+
+func TestReplyNote(t *testing.T) {
+	if got := replyNote(review.Feedback{}); !strings.Contains(got, "no comments to send") {
+		t.Errorf("empty: %q", got)
+	}
+	fb := review.Feedback{Comments: []review.FileComment{{Path: "a"}, {Path: "b"}}, Rejected: []review.Rejection{{Path: "a", Hunk: 0}}}
+	if got, want := replyNote(fb), "sending your message with 2 comments and 1 rejected hunk from the review"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -273,7 +273,7 @@ func (s *StoreService) Decisions(id string) (review.Decisions, error) {
 	if err != nil {
 		return review.Decisions{}, err
 	}
-	return sb.Decisions()
+	return sb.Decisions(context.Background())
 }
 
 func (s *StoreService) SaveDecisions(id string, d review.Decisions) error {
