@@ -34,13 +34,16 @@ type fakeService struct {
 	rounds map[string]*review.Changeset
 	// run, if set, plays a run; reply, if set, a Send back round.
 	run   func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
-	reply func(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	reply func(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error)
+	// roundLogs are the rounds of a sandbox, by sandbox ID, from round 1.
+	roundLogs map[string][]sandbox.RoundLog
 }
 
-func (s *fakeService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
+func (s *fakeService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
 	if s.reply != nil {
-		return s.reply(ctx, id, message)
+		return s.reply(ctx, req)
 	}
+	id, message := req.ID, req.Message
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = append(s.replies, id+": "+message)
@@ -209,4 +212,14 @@ func (s *fakeService) SaveDecisions(id string, d review.Decisions) error {
 	}
 	s.saved[id] = d
 	return nil
+}
+
+func (s *fakeService) RoundLog(id string, n int) (sandbox.RoundLog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logs := s.roundLogs[id]
+	if n < 1 || n > len(logs) {
+		return sandbox.RoundLog{}, fmt.Errorf("sandbox %s has no round %d", id, n)
+	}
+	return logs[n-1], nil
 }

@@ -53,6 +53,8 @@ type ReviewWindow struct {
 	stopBtn   *widget.Button
 	stopRound context.CancelFunc
 	tabs      *container.AppTabs
+	rounds    *roundsTab      // the Transcript tab and a Send back round's terminal
+	comments  *commentsTab    // the Comments tab
 	fileState *widget.Label   // the shown file's state
 	stale     *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead  *fyne.Container // its row, laid out again when the state changes
@@ -100,8 +102,12 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	}
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
-	// A saved review that no longer fits the changeset is left aside.
-	if saved.Validate(cs) == nil && saved.Files != nil {
+	// A saved review whose verdicts no longer fit the changeset keeps
+	// only its comments.
+	if saved.Validate(cs) != nil {
+		saved = saved.CarryVerdicts(nil, cs)
+	}
+	if saved.Files != nil {
 		r.m.d = saved
 	}
 	r.full, r.fullTree, r.round = r.m, r.treeIDs, max(info.Round, 1)
@@ -189,11 +195,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		note.Wrapping = fyne.TextWrapWord
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
-	transcriptGrid := widget.NewTextGridFromString(shown)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
-		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), container.NewScroll(transcriptGrid)),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
+		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
@@ -345,6 +351,7 @@ func (r *ReviewWindow) redraw() {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
 	}
+	r.refreshComments()
 	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
 	if len(r.taken) == 0 || r.roundOnly {
 		r.applyBtn.Disable()

@@ -48,13 +48,31 @@ type Service interface {
 	// Compare describes sandboxes side by side; a fan-out's group ID
 	// stands for all its attempts.
 	Compare(ids []string) ([]sandbox.Comparison, error)
-	// Reply sends a reviewed sandbox back to its agent with message (its
-	// saved comments and rejected hunks go too) and returns when the next
-	// round is collected.
-	Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	// Reply sends a reviewed sandbox back to its agent with req's message
+	// (its saved comments not sent yet and its rejected hunks go too) and
+	// returns when the next round is collected. The round's output and
+	// progress arrive on req's callbacks from its goroutine.
+	Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error)
 	// RoundChangeset is what round n (2 or more) of a sandbox changed
 	// over the round before it.
 	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
+	// RoundLog is round n (1 to the sandbox's round) as it ran: the
+	// prompt that started it and what its command printed.
+	RoundLog(id string, n int) (sandbox.RoundLog, error)
+}
+
+// ReplyRequest is a Send back round: the sandbox, the message, and the
+// terminal the round's command runs in.
+type ReplyRequest struct {
+	ID      string
+	Message string
+	// Output receives the terminal's output; Input carries what the user
+	// types; TTY is the terminal's size and resizes.
+	Output io.Writer
+	Input  io.Reader
+	TTY    *client.TTY
+	// Progress receives the round's events.
+	Progress func(pipeline.Progress)
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
@@ -308,16 +326,27 @@ func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Stalen
 	return sb.Staleness(ctx)
 }
 
-// Reply plans the next round of sandbox id as airlock reply does (the
-// same limits, network and agent preset) and runs it; ctx stops it.
-func (s *StoreService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
-	p, err := s.plan(ctx, plan.Request{Reply: id, Message: message})
+// Reply plans the next round of sandbox req.ID as airlock reply does
+// (the same limits, network and agent preset) and runs it in req's
+// terminal; ctx stops it.
+func (s *StoreService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
+	p, err := s.plan(ctx, plan.Request{Reply: req.ID, Message: req.Message})
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, p.Runs[0])
+	o := p.Runs[0]
+	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
+	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, o)
 	return res, appError(err)
+}
+
+func (s *StoreService) RoundLog(id string, n int) (sandbox.RoundLog, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return sandbox.RoundLog{}, err
+	}
+	return sb.RoundLog(n)
 }
 
 func (s *StoreService) RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error) {
