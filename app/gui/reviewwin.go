@@ -53,8 +53,6 @@ type ReviewWindow struct {
 	stopBtn   *widget.Button
 	stopRound context.CancelFunc
 	tabs      *container.AppTabs
-	rounds    *roundsTab      // the Transcript tab and a Send back round's terminal
-	comments  *commentsTab    // the Comments tab
 	fileState *widget.Label   // the shown file's state
 	stale     *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead  *fyne.Container // its row, laid out again when the state changes
@@ -79,6 +77,11 @@ type ReviewWindow struct {
 	// confirm asks a yes/no question and calls answer with the reply: a
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
+
+	// rounds is the Transcript tab and a Send back round's terminal;
+	// comments the Comments tab.
+	rounds   *roundsTab
+	comments *commentsTab
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
