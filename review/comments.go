@@ -174,7 +174,15 @@ func (d *Decisions) MigrateLegacy(cs *Changeset) bool {
 		if len(fd.Hunks) == 0 {
 			fd.Hunks = nil
 		}
-		fd.Comments = append(add, fd.Comments...)
+		// A window still on the old shape may save a comment again that
+		// was migrated (and maybe sent) before: it is not added twice.
+		var fresh []Comment
+		for _, c := range add {
+			if !slices.ContainsFunc(fd.Comments, c.same) {
+				fresh = append(fresh, c)
+			}
+		}
+		fd.Comments = append(fresh, fd.Comments...)
 		d.Files[p] = fd
 	}
 	return changed

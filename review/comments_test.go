@@ -95,6 +95,16 @@ func TestMigrateLegacy(t *testing.T) {
 	if d.MigrateLegacy(fx.cs) {
 		t.Error("a second migration changed something")
 	}
+	// A window on the old shape saves a comment that was migrated and
+	// sent since: it stays one comment, sent.
+	fd := d.Files["a.txt"]
+	fd.Comments[1].Sent = 2
+	fd.Hunks[0] = HunkDecision{Comment: "why three?"}
+	d.Files["a.txt"] = fd
+	d.MigrateLegacy(fx.cs)
+	if c := d.Files["a.txt"].Comments; len(c) != 4 || c[1].Sent != 2 {
+		t.Errorf("a comment migrated again: %+v", c)
+	}
 }
 
 // TestCarryVerdicts: a new round keeps the verdicts of what it left
