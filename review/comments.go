@@ -54,8 +54,8 @@ func (c Comment) same(o Comment) bool {
 // FileComment is a comment with the file it is on and its index in that
 // file's FileDecision.Comments.
 type FileComment struct {
-	Path  string
-	Index int
+	Path  string `json:"path"`
+	Index int    `json:"index"`
 	Comment
 }
 
