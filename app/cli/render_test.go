@@ -222,4 +222,9 @@ func TestWriteComments(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
 	}
+	out.Reset()
+	writeComments(&out, []review.FileComment{{Path: "a", Comment: review.Comment{Text: "x", Sent: 2}}})
+	if !strings.HasPrefix(out.String(), "comments  1 (all sent or resolved)\n") {
+		t.Errorf("all sent: %q", out.String())
+	}
 }

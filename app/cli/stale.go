@@ -113,7 +113,12 @@ func writeComments(w io.Writer, comments []review.FileComment) {
 			pending++
 		}
 	}
-	fmt.Fprintf(w, "comments  %d (%d not sent yet; airlock reply sends them)\n", len(comments), pending)
+	switch pending {
+	case 0:
+		fmt.Fprintf(w, "comments  %d (all sent or resolved)\n", len(comments))
+	default:
+		fmt.Fprintf(w, "comments  %d (%d not sent yet; airlock reply sends them)\n", len(comments), pending)
+	}
 	for _, c := range comments {
 		first, rest, _ := strings.Cut(strings.TrimSpace(c.Text), "\n")
 		if rest != "" {
