@@ -17,20 +17,26 @@ const (
 	Reject    Verdict = "reject"
 )
 
-// HunkDecision is the verdict and comment for one hunk.
+// HunkDecision is the verdict for one hunk.
 type HunkDecision struct {
 	Verdict Verdict `json:"verdict,omitempty"`
-	Comment string  `json:"comment,omitempty"`
+	// Comment is a hunk's comment in a review saved before comments had
+	// lines: read, turned into a Comment on the hunk's lines by
+	// Decisions.MigrateLegacy, never written.
+	Comment string `json:"comment,omitempty"`
 }
 
-// FileDecision is the verdict and comment for one file, and for its hunks
-// by index in File.Hunks.
+// FileDecision is the verdict for one file and for its hunks by index in
+// File.Hunks, and the comments on the file's lines.
 //
 // A hunk is taken when its own verdict is Approve, or when it has none and
 // the file's verdict is Approve. Files whose hunks cannot be chosen one by
 // one (see File.HunkSelectable) follow the file verdict alone.
 type FileDecision struct {
-	Verdict Verdict              `json:"verdict,omitempty"`
+	Verdict Verdict `json:"verdict,omitempty"`
+	// Comment is the file's comment in a review saved before comments
+	// had lines: read, turned into a whole-file Comment by
+	// Decisions.MigrateLegacy, never written.
 	Comment string               `json:"comment,omitempty"`
 	Hunks   map[int]HunkDecision `json:"hunks,omitempty"`
 	// Comments are the reviewer's remarks on lines of the file, as in a
