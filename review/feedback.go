@@ -156,7 +156,14 @@ func (fb Feedback) Text() string {
 		}
 		b.WriteString("The changes they rejected (they are not taken as they are):\n")
 		for _, r := range fb.Rejected {
-			f := fb.cs.File(r.Path)
+			var f *File
+			if fb.cs != nil {
+				f = fb.cs.File(r.Path)
+			}
+			if f == nil || r.Hunk >= len(f.Hunks) {
+				fmt.Fprintf(&b, "\n### %s: the whole change to this file\n", r.Path)
+				continue
+			}
 			if r.Hunk < 0 {
 				fmt.Fprintf(&b, "\n### %s (%s): the whole change to this file\n", r.Path, f.Status)
 				continue
