@@ -173,7 +173,7 @@ type RunRequest struct {
 	// AgentName is its name for people (the preset's description).
 	Agent     string
 	AgentName string
-	Image string
+	Image     string
 	// CPUs, MemoryMiB and Timeout are limits; zero means the user's
 	// configured ones (Airlock's defaults), as for airlock run, and a
 	// negative Timeout no time limit.

@@ -88,7 +88,7 @@ func (l *tipLabel) SetTip(s string) {
 	l.tip.text = s
 }
 
-func (l *tipLabel) MouseIn(e *desktop.MouseEvent) { l.tip.show(l, e.AbsolutePosition) }
+func (l *tipLabel) MouseIn(e *desktop.MouseEvent)  { l.tip.show(l, e.AbsolutePosition) }
 func (l *tipLabel) MouseMoved(*desktop.MouseEvent) {}
 func (l *tipLabel) MouseOut()                      { l.tip.hide() }
 
