@@ -80,7 +80,7 @@ type runState struct {
 // by their weight.
 var (
 	columns      = []string{"Sandbox", "Project", "Agent", "Task", "State", "Elapsed", "Changes", "Progress", ""}
-	columnWidths = []float32{92, 0, 130, 0, 235, 64, 105, 95, 128}
+	columnWidths = []float32{92, 0, 130, 0, 235, 64, 120, 85, 128}
 	columnFlex   = []float32{0, 0.4, 0, 0.6, 0, 0, 0, 0, 0}
 )
 
@@ -298,7 +298,7 @@ func (w *MainWindow) build() {
 	w.list = container.NewBorder(slim, nil, nil, nil, container.New(fittedTable{w}, w.table))
 	w.list.Hide()
 
-	w.Window.SetContent(container.NewBorder(top, w.message, nil, nil, container.NewStack(w.empty, w.list)))
+	w.Window.SetContent(withTips(container.NewBorder(top, w.message, nil, nil, container.NewStack(w.empty, w.list))))
 }
 
 // browse picks the project folder in a folder dialog.
@@ -462,7 +462,7 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 			st += fmt.Sprintf("  ·  %d %s left out", len(info.Secrets), plural(len(info.Secrets), "secret", "secrets"))
 		}
 		c.label.SetText(st)
-		if info.Error != "" {
+		if info.Error != "" && info.StatusText() != "stopped" {
 			note = strings.TrimSpace(safetext.Line(info.Error) + "\n" + note)
 		}
 		c.label.SetTip(note)
@@ -592,7 +592,10 @@ func (w *MainWindow) OpenTranscript(id string) fyne.Window {
 	win := w.app.NewWindow("Transcript of " + id + ": " + filepath.Base(info.Project))
 	head := newTipLabel(fmt.Sprintf("%s  ·  %s  ·  %s", projectName(info.Project), describeRun(info.Meta, w.agentTitle), statusText(info)), fyne.TextStyle{Bold: true})
 	top := container.NewVBox(head)
-	if info.Error != "" {
+	switch {
+	case info.StatusText() == "stopped":
+		top.Add(newTipLabel("Stopped before it ended (Stop, or Ctrl-C in a terminal): this is what it printed until then.", fyne.TextStyle{Italic: true}))
+	case info.Error != "":
 		e := newTipLabel(safetext.Line(info.Error), fyne.TextStyle{})
 		e.Importance = widget.DangerImportance
 		top.Add(e)
@@ -601,7 +604,7 @@ func (w *MainWindow) OpenTranscript(id string) fyne.Window {
 		top.Add(newTipLabel(note, fyne.TextStyle{}))
 	}
 	text := widget.NewLabelWithStyle(plainTranscript(b), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	win.SetContent(container.NewBorder(top, nil, nil, nil, container.NewScroll(text)))
+	win.SetContent(withTips(container.NewBorder(top, nil, nil, nil, container.NewScroll(text))))
 	win.Resize(fyne.NewSize(960, 640))
 	win.Show()
 	return win

@@ -416,9 +416,10 @@ func (d *RunDialog) Request() (RunRequest, error) {
 // imageError says that image cannot boot here and how to build it.
 func imageError(name string, err error) error {
 	if errors.Is(err, image.ErrNotFound) {
-		return fmt.Errorf("the %s image is not built on this computer: run `airlock image build %s` in a terminal (it takes a few minutes), or choose another image, then Start again", name, name)
+		// Shown as it is in the dialog: a sentence.
+		return fmt.Errorf("The %s image is not built on this computer: run `airlock image build %s` in a terminal (it takes a few minutes), or choose another image, then Start again", name, name)
 	}
-	return fmt.Errorf("the %s image cannot be used: %w", name, err)
+	return fmt.Errorf("The %s image cannot be used: %w", name, err)
 }
 
 // Start starts the run the dialog describes, or shows why it cannot.

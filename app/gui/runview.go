@@ -73,7 +73,7 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v.secrets.Importance = widget.WarningImportance
 	v.secrets.Hide()
 	head := container.NewBorder(nil, nil, nil, container.NewHBox(v.clock, v.stopBtn, v.review), v.title)
-	v.Window.SetContent(container.NewBorder(container.NewVBox(head, v.state, v.bar, v.secrets), nil, nil, nil, v.term))
+	v.Window.SetContent(withTips(container.NewBorder(container.NewVBox(head, v.state, v.bar, v.secrets), nil, nil, nil, v.term)))
 	v.Window.Resize(fyne.NewSize(900, 600))
 	v.Window.Canvas().Focus(v.term)
 	// Closing the window of a run that goes on only hides it: the main

@@ -14,12 +14,14 @@ import (
 // tipWidth is the widest a tooltip grows before its text wraps.
 const tipWidth = 560
 
-// tooltip shows a text in a pop-up under the pointer while it hovers
-// over a widget (fyne has no tooltips of its own). The pop-up is an
-// overlay of the canvas: it never sets the window's size.
+// tooltip shows a text in a box under the pointer while it hovers over a
+// widget (fyne has no tooltips of its own). The box is drawn on the
+// window's tip layer (withTips), which takes no input, so a click goes to
+// the widget under it; it never sets the window's size. A window without
+// a tip layer shows no tooltips.
 type tooltip struct {
 	text  string
-	popup *widget.PopUp
+	layer *tipLayer
 }
 
 func (t *tooltip) show(over fyne.CanvasObject, at fyne.Position) {
@@ -30,30 +32,87 @@ func (t *tooltip) show(over fyne.CanvasObject, at fyne.Position) {
 	if c == nil {
 		return
 	}
-	l := widget.NewLabel(t.text)
-	l.Wrapping = fyne.TextWrapWord
-	w := min(fyne.MeasureText(t.text, theme.TextSize(), fyne.TextStyle{}).Width+4*theme.Padding(), tipWidth)
-	t.popup = widget.NewPopUp(l, c)
-	// A wrapped label is as tall as its lines at the width it has.
-	l.Resize(fyne.NewSize(w, l.MinSize().Height))
-	size := fyne.NewSize(w, min(l.MinSize().Height, c.Size().Height/2))
-	t.popup.Resize(size)
-	pos := at.AddXY(0, 24)
-	if pos.X+size.Width > c.Size().Width {
-		pos.X = max(c.Size().Width-size.Width, 0)
+	if t.layer = tipLayerOf(c); t.layer != nil {
+		t.layer.show(t.text, at)
 	}
-	if pos.Y+size.Height > c.Size().Height {
-		pos.Y = max(at.Y-size.Height-8, 0)
-	}
-	t.popup.ShowAtPosition(pos)
 }
 
 func (t *tooltip) hide() {
-	if t.popup != nil {
-		t.popup.Hide()
-		t.popup = nil
+	if t.layer != nil {
+		t.layer.hide()
+		t.layer = nil
 	}
 }
+
+// withTips lays a tip layer over a window's content.
+func withTips(content fyne.CanvasObject) fyne.CanvasObject {
+	return container.NewStack(content, newTipLayer())
+}
+
+// tipLayerOf is the tip layer of a canvas whose content withTips made.
+func tipLayerOf(c fyne.Canvas) *tipLayer {
+	if s, ok := c.Content().(*fyne.Container); ok && len(s.Objects) == 2 {
+		if l, ok := s.Objects[1].(*tipLayer); ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// tipLayer is where tooltips are drawn: it covers the window, but
+// nothing in it is tappable or hoverable.
+type tipLayer struct {
+	widget.BaseWidget
+	bg    *canvas.Rectangle
+	label *widget.Label
+	box   *fyne.Container
+}
+
+func newTipLayer() *tipLayer {
+	l := &tipLayer{bg: canvas.NewRectangle(theme.Color(theme.ColorNameOverlayBackground)), label: widget.NewLabel("")}
+	l.bg.StrokeColor = theme.Color(theme.ColorNameSeparator)
+	l.bg.StrokeWidth = 1
+	l.bg.CornerRadius = theme.InputRadiusSize()
+	l.label.Wrapping = fyne.TextWrapWord
+	l.box = container.NewWithoutLayout(l.bg, l.label)
+	l.box.Hide()
+	l.ExtendBaseWidget(l)
+	return l
+}
+
+func (l *tipLayer) CreateRenderer() fyne.WidgetRenderer {
+	return widget.NewSimpleRenderer(container.NewWithoutLayout(l.box))
+}
+
+// MinSize is nothing: the layer takes the content's size.
+func (l *tipLayer) MinSize() fyne.Size { return fyne.Size{} }
+
+// show shows text in a box below at (a window position), inside the
+// window.
+func (l *tipLayer) show(text string, at fyne.Position) {
+	l.bg.FillColor = theme.Color(theme.ColorNameOverlayBackground)
+	l.bg.StrokeColor = theme.Color(theme.ColorNameSeparator)
+	l.label.SetText(text)
+	w := min(fyne.MeasureText(text, theme.TextSize(), fyne.TextStyle{}).Width+4*theme.Padding(), tipWidth, l.Size().Width)
+	// A wrapped label is as tall as its lines at the width it has.
+	l.label.Resize(fyne.NewSize(w, l.label.MinSize().Height))
+	size := fyne.NewSize(w, min(l.label.MinSize().Height, max(l.Size().Height/2, 40)))
+	l.label.Resize(size)
+	l.bg.Resize(size)
+	pos := at.AddXY(0, 24)
+	if pos.X+size.Width > l.Size().Width {
+		pos.X = max(l.Size().Width-size.Width, 0)
+	}
+	if pos.Y+size.Height > l.Size().Height {
+		pos.Y = max(at.Y-size.Height-8, 0)
+	}
+	l.box.Move(pos)
+	l.box.Resize(size)
+	l.box.Show()
+	l.box.Refresh()
+}
+
+func (l *tipLayer) hide() { l.box.Hide() }
 
 // tipLabel is a one-line label cut with an ellipsis, whose whole text
 // shows in a tooltip: a long path or command line never sets the
