@@ -360,6 +360,9 @@ func TestRunViewLongContent(t *testing.T) {
 	if w := v.Window.Content().MinSize().Width; w >= 1280 {
 		t.Errorf("the run view needs %.0f px, want less than 1280", w)
 	}
+	if got := v.state.Text; !strings.HasPrefix(got, "3/9  pushing a/very/long/path/") {
+		t.Errorf("state %q, want the count first", got)
+	}
 	if got := v.secrets.Text; got != "Not copied into the sandbox, look like secrets: .env, .ssh/" {
 		t.Errorf("secrets note %q", got)
 	}

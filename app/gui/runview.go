@@ -149,7 +149,8 @@ func (v *RunView) progress(p pipeline.Progress) {
 		msg = string(p.Step)
 	}
 	if p.Total > 0 {
-		msg = fmt.Sprintf("%s %d/%d", msg, p.Done, p.Total)
+		// The count first: a long message is cut at its end.
+		msg = fmt.Sprintf("%d/%d  %s", p.Done, p.Total, msg)
 	}
 	v.setState(msg)
 	v.bar.SetValue(stepFraction(p))
