@@ -185,7 +185,11 @@ func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, 
 	merged, ok := m.Content()
 	if !ok {
 		ce.Merge = m
-		ce.Reason = fmt.Sprintf("your edits since the run overlap the approved change (%d conflicting stretches)", m.Conflicts())
+		stretches := "conflicting stretches"
+		if m.Conflicts() == 1 {
+			stretches = "conflicting stretch"
+		}
+		ce.Reason = fmt.Sprintf("your edits since the run overlap the approved change (%d %s)", m.Conflicts(), stretches)
 		return nil, ce
 	}
 	return merged, nil
