@@ -35,6 +35,33 @@ type fakeService struct {
 	// run, if set, plays a run; reply, if set, a Send back round.
 	run   func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
 	reply func(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	// applyOpts records the options of each ApplyWith; applyWith, if
+	// set, plays it (else it is Apply). mergeTool, if set, plays the
+	// user's merge tool (else there is none).
+	applyOpts []sandbox.ApplyOptions
+	applyWith func(d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
+	mergeTool func(c *review.ConflictError) ([]byte, error)
+}
+
+func (s *fakeService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
+	s.mu.Lock()
+	s.applyOpts = append(s.applyOpts, opts)
+	play := s.applyWith
+	s.mu.Unlock()
+	if play == nil {
+		return s.Apply(ctx, id, d)
+	}
+	s.mu.Lock()
+	s.applied = append(s.applied, d)
+	s.mu.Unlock()
+	return play(d, opts)
+}
+
+func (s *fakeService) MergeTool(_ context.Context, _ string, c *review.ConflictError) ([]byte, error) {
+	if s.mergeTool == nil {
+		return nil, sandbox.ErrNoMergeTool
+	}
+	return s.mergeTool(c)
 }
 
 func (s *fakeService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {

@@ -55,6 +55,13 @@ type Service interface {
 	// RoundChangeset is what round n (2 or more) of a sandbox changed
 	// over the round before it.
 	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
+	// ApplyWith is Apply with options: all or nothing, and the user's
+	// resolutions of files in conflict (written in the apply's journal).
+	ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
+	// MergeTool runs the user's merge tool on a file in conflict and
+	// returns its result, not written (sandbox.ErrNoMergeTool when none
+	// is set).
+	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
@@ -257,6 +264,23 @@ func (s *StoreService) Apply(ctx context.Context, id string, d review.Decisions)
 	}
 	res, err := sb.Apply(ctx, d)
 	return res, appError(err)
+}
+
+func (s *StoreService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
+	sb, err := s.sandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sb.ApplyWith(ctx, d, opts)
+	return res, appError(err)
+}
+
+func (s *StoreService) MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return sb.MergeTool(ctx, c)
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
