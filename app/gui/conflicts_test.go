@@ -1,8 +1,14 @@
 package gui
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -340,5 +346,129 @@ func TestConflictNonText(t *testing.T) {
 	}
 	if w.applyBtn.Text != "Apply" || !w.applyBtn.Disabled() {
 		t.Errorf("apply with one file left: %q", w.applyBtn.Text)
+	}
+}
+
+// storedConflict records a sandbox without a VM whose agent changed line
+// 2 of a.txt and added b.txt, in a project where the user changed line 2
+// of a.txt since: a real conflict for the real store.
+func storedConflict(t *testing.T) (svc *StoreService, info sandbox.Info, project string) {
+	t.Helper()
+	store, err := sandbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	project = t.TempDir()
+	encode := func(files map[string]string) []byte {
+		m := &manifest.Manifest{}
+		for _, p := range slices.Sorted(maps.Keys(files)) {
+			sum, size, err := store.Objects().Put(strings.NewReader(files[p]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Entries = append(m.Entries, manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: size, SHA256: sum})
+		}
+		var b bytes.Buffer
+		if err := m.Encode(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	sb, err := store.Create(sandbox.Meta{Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string, data []byte) {
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(sb.Path(sandbox.BaselineFile), encode(map[string]string{"a.txt": "one\ntwo\nthree\n"}))
+	write(sb.Path(sandbox.GuestFile), encode(map[string]string{"a.txt": "one\nagent two\nthree\n", "b.txt": "new\n"}))
+	m, err := sb.Update(func(m *sandbox.Meta) {
+		m.Baseline, m.Guest, m.Status = sandbox.BaselineFile, sandbox.GuestFile, sandbox.StatusReady
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(project, "a.txt"), []byte("one\nmy two\nthree\n"))
+	return &StoreService{Store: store}, sandbox.Info{Meta: m}, project
+}
+
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		data, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[de.Name()] = string(data)
+	}
+	return out
+}
+
+// TestConflictResolvedOverTheRealStore: through the real store, the
+// review window's Apply writes nothing when a file conflicts; "Theirs" in
+// the conflict window writes the agent's version byte for byte with the
+// rest; Undo restores the project byte for byte.
+func TestConflictResolvedOverTheRealStore(t *testing.T) {
+	svc, info, project := storedConflict(t)
+	before := readTree(t, project)
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.async = syncNow
+	t.Cleanup(r.Window.Close)
+	r.m.setAll(true)
+	r.refresh()
+	test.Tap(r.applyBtn)
+	if diff := cmp.Diff(before, readTree(t, project)); diff != "" {
+		t.Fatalf("the conflicting apply wrote (-before +after):\n%s", diff)
+	}
+	w := conflictWindowOf(t)
+	findObject[*widget.RadioGroup](t, w).SetSelected("Theirs")
+	test.Tap(findButton(t, w, "Apply all 2 files"))
+	want := map[string]string{"a.txt": "one\nagent two\nthree\n", "b.txt": "new\n"}
+	if diff := cmp.Diff(want, readTree(t, project)); diff != "" {
+		t.Errorf("after Theirs (-want +got):\n%s", diff)
+	}
+	if _, err := svc.Undo(context.Background(), info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, readTree(t, project)); diff != "" {
+		t.Errorf("after undo (-before +after):\n%s", diff)
+	}
+}
+
+// TestConflictMergeToolOverTheRealStore runs a fake merge tool script
+// through the real store: its result is written, and only after Apply.
+func TestConflictMergeToolOverTheRealStore(t *testing.T) {
+	svc, info, project := storedConflict(t)
+	tool := filepath.Join(t.TempDir(), "tool")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\nprintf 'one\\ntool two\\nthree\\n' >\"$2\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	svc.Store.MergeTool = func() ([]string, error) { return []string{tool, "$MINE", "$OUTPUT"}, nil }
+	res, err := svc.ApplyWith(context.Background(), info.ID, review.Decisions{Files: map[string]review.FileDecision{"a.txt": {Verdict: review.Approve}}}, sandbox.ApplyOptions{AllOrNothing: true})
+	if err != nil || !res.Held {
+		t.Fatalf("%v %+v", err, res)
+	}
+	test.NewTempApp(t)
+	w := NewConflictWindow(fyne.CurrentApp(), svc, info.ID, review.Decisions{Files: map[string]review.FileDecision{"a.txt": {Verdict: review.Approve}}}, res)
+	w.async = syncNow
+	test.Tap(w.toolBtn)
+	if got := gridText(w.result); got != "one\ntool two\nthree\n" {
+		t.Fatalf("result %q (status %q)", got, w.status.Text)
+	}
+	if got := readTree(t, project)["a.txt"]; got != "one\nmy two\nthree\n" {
+		t.Errorf("written before Apply: %q", got)
+	}
+	test.Tap(w.applyBtn)
+	if got := readTree(t, project)["a.txt"]; got != "one\ntool two\nthree\n" {
+		t.Errorf("after Apply: %q", got)
 	}
 }
