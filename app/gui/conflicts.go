@@ -31,7 +31,7 @@ var choiceNames = map[review.Choice]string{
 	review.KeepMine:   "Mine",
 	review.TakeTheirs: "Theirs",
 	review.KeepBoth:   "Both",
-	review.UseContent: "Merge tool's result",
+	review.UseContent: "Merge tool",
 }
 
 var choiceHelp = map[review.Choice]string{
@@ -74,6 +74,8 @@ type ConflictWindow struct {
 	mine       *widget.TextGrid
 	theirs     *widget.TextGrid
 	result     *widget.TextGrid
+	// The panes' scrolls, moved to the first conflicting stretch.
+	mineScroll, theirsScroll, resultScroll *container.Scroll
 	resultHead *widget.Label
 	status     *widget.Label
 	applyBtn   *widget.Button
@@ -136,16 +138,25 @@ func (w *ConflictWindow) build() {
 	w.help = widget.NewLabel("")
 	w.help.Truncation = fyne.TextTruncateEllipsis
 
-	w.mine, w.theirs, w.result = widget.NewTextGrid(), widget.NewTextGrid(), widget.NewTextGrid()
-	side := func(title string, bg color.Color, g *widget.TextGrid) fyne.CanvasObject {
+	// The grids do not scroll themselves: their scrolls are moved to
+	// the conflicting stretches.
+	grid := func() (*widget.TextGrid, *container.Scroll) {
+		g := widget.NewTextGrid()
+		g.Scroll = fyne.ScrollNone
+		return g, container.NewScroll(container.NewPadded(g))
+	}
+	w.mine, w.mineScroll = grid()
+	w.theirs, w.theirsScroll = grid()
+	w.result, w.resultScroll = grid()
+	side := func(title string, bg color.Color, scroll *container.Scroll) fyne.CanvasObject {
 		head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		head.Truncation = fyne.TextTruncateEllipsis
-		return container.NewBorder(container.NewBorder(nil, nil, swatch(bg), nil, head), nil, nil, nil, container.NewScroll(g))
+		return container.NewBorder(container.NewBorder(nil, nil, swatch(bg), nil, head), nil, nil, nil, scroll)
 	}
 	w.resultHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	w.resultHead.Truncation = fyne.TextTruncateEllipsis
-	sides := container.NewHSplit(side("Your project now", mineBG, w.mine), side("The approved change", theirsBG, w.theirs))
-	result := container.NewBorder(w.resultHead, nil, nil, nil, container.NewScroll(w.result))
+	sides := container.NewHSplit(side("Your project now", mineBG, w.mineScroll), side("The approved change", theirsBG, w.theirsScroll))
+	result := container.NewBorder(w.resultHead, nil, nil, nil, w.resultScroll)
 	panes := container.NewVSplit(sides, result)
 	panes.Offset = 0.45
 	head := container.NewVBox(w.path, w.reason, container.NewBorder(nil, nil, nil, w.toolBtn, container.NewHScroll(w.choice)), w.help)
@@ -198,6 +209,9 @@ func (w *ConflictWindow) redraw() {
 		if _, ok := w.chosen[c.Path]; !ok {
 			left++
 		}
+	}
+	if left == 0 && strings.HasPrefix(w.status.Text, "Choose") {
+		w.status.SetText("Every file has a choice: Apply writes it; nothing is written before.")
 	}
 	switch {
 	case left > 0:
@@ -255,6 +269,8 @@ func (w *ConflictWindow) show(i int) {
 	}
 	setRows(w.mine, sideRows(c, true))
 	setRows(w.theirs, sideRows(c, false))
+	w.mineScroll.ScrollToTop()
+	w.theirsScroll.ScrollToTop()
 	w.showResult()
 	w.list.Select(i)
 }
@@ -311,6 +327,20 @@ func (w *ConflictWindow) showResult() {
 		w.resultHead.SetText("Result: " + safetext.Line(c.Path) + " is left exactly as it is")
 	}
 	setRows(w.result, rows)
+	// Show the first stretch that was in conflict, a few lines above it.
+	first := 0
+	for i, row := range rows {
+		if row.kind == mineRow || row.kind == theirsRow {
+			first = max(i-3, 0)
+			break
+		}
+	}
+	// The scroll's content is sized to the new rows first, or the
+	// offset would be held to the old ones.
+	content := w.resultScroll.Content
+	content.Resize(content.MinSize().Max(w.resultScroll.Size()))
+	rowHeight := fyne.MeasureText("M", theme.TextSize(), fyne.TextStyle{Monospace: true}).Height
+	w.resultScroll.ScrollToOffset(fyne.NewPos(0, float32(first)*rowHeight))
 }
 
 // runTool runs the user's merge tool on the shown conflict and offers its
@@ -450,7 +480,11 @@ func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyRe
 	w := NewConflictWindow(fyne.CurrentApp(), r.svc, r.id, d, res)
 	w.async = r.async
 	w.onApply = func(res *sandbox.ApplyResult) {
-		r.status.SetText(applySummary(res) + leftOut)
+		summary := applySummary(res)
+		if n := len(res.Resolved); n > 0 {
+			summary = strings.TrimSuffix(summary, ".") + fmt.Sprintf(", resolved %d.", n)
+		}
+		r.status.SetText(summary + leftOut)
 		if r.onChange != nil {
 			r.onChange()
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -235,7 +236,7 @@ func TestConflictMergeToolResultIsShownThenWritten(t *testing.T) {
 	if got := gridText(w.result); got != "line 1\nmerged by hand\nline 3\n" {
 		t.Errorf("result %q", got)
 	}
-	if w.choice.Selected != "Merge tool's result" || len(svc.applyOpts) != 0 {
+	if w.choice.Selected != "Merge tool" || len(svc.applyOpts) != 0 {
 		t.Errorf("selected %q, applies %d: the tool's result must be shown, not written", w.choice.Selected, len(svc.applyOpts))
 	}
 	test.Tap(w.applyBtn)
@@ -470,5 +471,23 @@ func TestConflictMergeToolOverTheRealStore(t *testing.T) {
 	test.Tap(w.applyBtn)
 	if got := readTree(t, project)["a.txt"]; got != "one\ntool two\nthree\n" {
 		t.Errorf("after Apply: %q", got)
+	}
+}
+
+// TestConflictResultShowsTheStretch: the result pane opens at the
+// conflicting stretch, not at the top of a long file.
+func TestConflictResultShowsTheStretch(t *testing.T) {
+	var base strings.Builder
+	for i := 1; i <= 80; i++ {
+		fmt.Fprintf(&base, "line %d\n", i)
+	}
+	ours := strings.Replace(base.String(), "line 60\n", "mine 60\n", 1)
+	theirs := strings.Replace(base.String(), "line 60\n", "theirs 60\n", 1)
+	c := &review.ConflictError{Path: "long.txt", Reason: "overlap", Base: []byte(base.String()), Ours: []byte(ours), Theirs: []byte(theirs),
+		Merge: review.Merge3([]byte(base.String()), []byte(ours), []byte(theirs)), Project: projectState(ours), Approved: projectState(theirs)}
+	w := newTestConflicts(t, reviewService(t), heldResult(c))
+	w.Choose("long.txt", review.KeepBoth)
+	if w.resultScroll.Offset.Y < 400 {
+		t.Errorf("the result is scrolled to %v, not to line 60", w.resultScroll.Offset)
 	}
 }
