@@ -64,22 +64,22 @@ type ConflictWindow struct {
 	tool   map[string][]byte
 	cur    int
 
-	intro      *widget.Label
-	list       *widget.List
-	path       *widget.Label
-	reason     *widget.Label
-	choice     *widget.RadioGroup
-	help       *widget.Label
-	toolBtn    *widget.Button
-	mine       *widget.TextGrid
-	theirs     *widget.TextGrid
-	result     *widget.TextGrid
+	intro   *widget.Label
+	list    *widget.List
+	path    *widget.Label
+	reason  *widget.Label
+	choice  *widget.RadioGroup
+	help    *widget.Label
+	toolBtn *widget.Button
+	mine    *widget.TextGrid
+	theirs  *widget.TextGrid
+	result  *widget.TextGrid
 	// The panes' scrolls, moved to the first conflicting stretch.
 	mineScroll, theirsScroll, resultScroll *container.Scroll
-	resultHead *widget.Label
-	status     *widget.Label
-	applyBtn   *widget.Button
-	othersBtn  *widget.Button
+	resultHead                             *widget.Label
+	status                                 *widget.Label
+	applyBtn                               *widget.Button
+	othersBtn                              *widget.Button
 
 	// async runs applies and the merge tool off fyne's goroutine.
 	async func(func())
