@@ -211,7 +211,7 @@ func (w *ConflictWindow) redraw() {
 		}
 	}
 	if left == 0 && strings.HasPrefix(w.status.Text, "Choose") {
-		w.status.SetText("Every file has a choice: Apply writes it; nothing is written before.")
+		w.status.SetText("Every file has a choice. Nothing is written until you press Apply.")
 	}
 	switch {
 	case left > 0:
