@@ -72,6 +72,9 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	if ev := lastEvent(t, home, id, sandbox.EventApplied); ev["held"] != true {
 		t.Errorf("audit: %v", ev)
 	}
+	if des, _ := os.ReadDir(filepath.Join(home, "sandboxes", id, "applies")); len(des) != 0 {
+		t.Errorf("held applies left journal directories: %v", des)
+	}
 	if diff := cmp.Diff(before, projectFiles(t, project)); diff != "" {
 		t.Errorf("the project changed (-before +after):\n%s", diff)
 	}

@@ -454,8 +454,10 @@ func (sb *Sandbox) ApplyWith(ctx context.Context, d review.Decisions, opts Apply
 		ev["resolved"] = res.Resolved
 	}
 	if res.Held {
-		// Nothing was written: the files that would have been.
+		// Nothing was written: the files that would have been. The
+		// journal's directory is empty; it goes.
 		ev["journal"], ev["held"], ev["withheld"] = "", true, res.Withheld
+		_ = os.Remove(jdir)
 	}
 	if err := sb.Audit(Event{Event: EventApplied, Data: ev}); err != nil {
 		return nil, err
