@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -97,7 +98,36 @@ func NewConflictWindow(a fyne.App, svc Service, id string, d review.Decisions, r
 	w.build()
 	w.Window.Resize(fyne.NewSize(1100, 720))
 	w.show(0)
+	w.installKeys()
 	return w
+}
+
+// installKeys: m, t, b choose mine, theirs or both for the shown file; n
+// and p show the next and previous file; Escape closes the window (the
+// window has no text box, so the keys always work).
+func (w *ConflictWindow) installKeys() {
+	c := w.Window.Canvas()
+	c.SetOnTypedRune(func(r rune) {
+		if len(w.conflicts) == 0 {
+			return
+		}
+		switch r {
+		case 'm', 't', 'b':
+			ch := map[rune]review.Choice{'m': review.KeepMine, 't': review.TakeTheirs, 'b': review.KeepBoth}[r]
+			if slices.Contains(w.conflicts[w.cur].Choices(), ch) {
+				w.choice.SetSelected(choiceNames[ch])
+			}
+		case 'n':
+			w.show(w.cur + 1)
+		case 'p':
+			w.show(w.cur - 1)
+		}
+	})
+	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
+		if k.Name == fyne.KeyEscape {
+			w.Window.Close()
+		}
+	})
 }
 
 func (w *ConflictWindow) build() {
@@ -137,6 +167,8 @@ func (w *ConflictWindow) build() {
 	w.toolBtn = widget.NewButtonWithIcon("Open in merge tool…", theme.DocumentCreateIcon(), w.runTool)
 	w.help = widget.NewLabel("")
 	w.help.Truncation = fyne.TextTruncateEllipsis
+	keys := widget.NewLabelWithStyle("Keys: m mine · t theirs · b both · n/p file · Esc close", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
+	keys.Truncation = fyne.TextTruncateEllipsis
 
 	// The grids do not scroll themselves: their scrolls are moved to
 	// the conflicting stretches.
@@ -159,7 +191,7 @@ func (w *ConflictWindow) build() {
 	result := container.NewBorder(w.resultHead, nil, nil, nil, w.resultScroll)
 	panes := container.NewVSplit(sides, result)
 	panes.Offset = 0.45
-	head := container.NewVBox(w.path, w.reason, container.NewBorder(nil, nil, nil, w.toolBtn, container.NewHScroll(w.choice)), w.help)
+	head := container.NewVBox(container.NewGridWithColumns(2, w.path, keys), w.reason, container.NewBorder(nil, nil, nil, w.toolBtn, container.NewHScroll(w.choice)), w.help)
 	file := container.NewBorder(head, nil, nil, nil, panes)
 
 	split := container.NewHSplit(container.NewBorder(widget.NewLabelWithStyle("Files in conflict", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, w.list), file)

@@ -491,3 +491,33 @@ func TestConflictResultShowsTheStretch(t *testing.T) {
 		t.Errorf("the result is scrolled to %v, not to line 60", w.resultScroll.Offset)
 	}
 }
+
+func TestConflictKeys(t *testing.T) {
+	res := heldResult(textConflict("line 1\nmine\nline 3\n"))
+	bin := &review.ConflictError{Path: "logo.png", Reason: "cannot be merged line by line",
+		Ours: []byte("\x00a"), Theirs: []byte("\x00b"), Project: projectState("\x00a"), Approved: projectState("\x00b")}
+	res.Conflicts = append(res.Conflicts, bin)
+	w := newTestConflicts(t, reviewService(t), res)
+	c := w.Window.Canvas()
+	c.OnTypedRune()('b')
+	c.OnTypedRune()('n')
+	c.OnTypedRune()('b') // both does not fit a binary file
+	if w.cur != 1 || w.choice.Selected != "" {
+		t.Errorf("after b on a binary file: file %d, selected %q", w.cur, w.choice.Selected)
+	}
+	c.OnTypedRune()('t')
+	want := map[string]review.Choice{"src/main.go": review.KeepBoth, "logo.png": review.TakeTheirs}
+	got := map[string]review.Choice{}
+	for p, r := range w.chosen {
+		got[p] = r.Choice
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("choices (-want +got):\n%s", diff)
+	}
+	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	for _, open := range fyne.CurrentApp().Driver().AllWindows() {
+		if open == w.Window {
+			t.Error("Escape did not close the window")
+		}
+	}
+}
