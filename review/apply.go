@@ -201,6 +201,15 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			if a := typeChangedAbove(becomeDirs, f.Path, (*File).becomesDir); a != nil && errors.Is(err, errFileParent) {
 				reason = fmt.Sprintf("%s is still a %s: its change to a directory was not applied (see %s); left out", a.Path, TypeWord(a.Old.Type), a.Path)
 			}
+			if p := answered(opts.Resolutions, outs); p != "" {
+				// The user chose for this file, and it can no longer be
+				// written at all (a parent became a link, a special
+				// file took its place): a conflict again, so that an
+				// all-or-nothing apply writes nothing.
+				res.Conflicts = append(res.Conflicts, &ConflictError{Path: p, File: f.Path, Again: true,
+					Reason: "it changed in the project since you chose how to resolve it and cannot be written now (" + reason + "); nothing was written there"})
+				continue
+			}
 			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
 		case len(pf.steps) == 0 && pf.resolved != "":
 			pf.result.Resolution = pf.resolved

@@ -158,3 +158,13 @@ func (a *applier) changedAgain(f *File, out Outcome, baseData []byte, base, cur 
 	}
 	return ce
 }
+
+// answered returns the path of outs the user resolved a conflict of, or "".
+func answered(resolutions map[string]Resolution, outs []Outcome) string {
+	for _, o := range outs {
+		if _, ok := resolutions[o.Path]; ok {
+			return o.Path
+		}
+	}
+	return ""
+}

@@ -305,3 +305,43 @@ func TestParseChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRefusesAParentMadeALink: the folder of a file in conflict is
+// replaced by a symbolic link to a folder outside the project before the
+// resolution is applied: nothing is written there, nor anywhere with
+// AllOrNothing.
+func TestResolveRefusesAParentMadeALink(t *testing.T) {
+	fx := newFixture(t,
+		tree{files: map[string]string{"dir/a.txt": "one\ntwo\nthree\n"}},
+		tree{files: map[string]string{"dir/a.txt": "one\nagent two\nthree\n", "b.txt": "new\n"}}, nil)
+	project := copyTree(t, fx.oldDir)
+	writeFile(t, project, "dir/a.txt", "one\nmy two\nthree\n")
+	res, err := Apply(context.Background(), project, fx.cs, ApproveAll(fx.cs), applyOpts(t, ApplyOptions{AllOrNothing: true}))
+	if err != nil || len(res.Conflicts) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	seen := res.Conflicts[0].Project
+	outside := t.TempDir()
+	writeFile(t, outside, "a.txt", "one\nmy two\nthree\n")
+	if err := os.RemoveAll(filepath.Join(project, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(project, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, project)
+	res, err = Apply(context.Background(), project, fx.cs, ApproveAll(fx.cs), applyOpts(t, ApplyOptions{AllOrNothing: true,
+		Resolutions: map[string]Resolution{"dir/a.txt": {Choice: TakeTheirs, Seen: &seen}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Held || len(res.Conflicts) != 1 || !res.Conflicts[0].Again || !strings.Contains(res.Conflicts[0].Reason, "symbolic link") {
+		t.Errorf("result %+v", res)
+	}
+	if got := readProject(t, outside, "a.txt"); got != "one\nmy two\nthree\n" {
+		t.Errorf("written outside the project: %q", got)
+	}
+	if diff := cmp.Diff(before, snapshot(t, project)); diff != "" {
+		t.Errorf("the project changed (-before +after):\n%s", diff)
+	}
+}

@@ -581,6 +581,11 @@ func lineRows(data []byte, kind rowKind) []textRow {
 // merges line by line, else the whole version (or what it is instead of
 // text).
 func sideRows(c *review.ConflictError, mine bool) []textRow {
+	if !c.Project.Exists && !c.Approved.Exists {
+		// Never a conflict of two versions: a file that cannot be
+		// written at all any more (the reason says why).
+		return []textRow{{"(cannot be shown: see the reason above)", noteRow}}
+	}
 	data, st, kind := c.Theirs, c.Approved, theirsRow
 	if mine {
 		data, st, kind = c.Ours, c.Project, mineRow
