@@ -5,14 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // fakeService is an in-memory Service: fixed sandboxes and changesets,
@@ -35,12 +38,44 @@ type fakeService struct {
 	// run, if set, plays a run; reply, if set, a Send back round.
 	run   func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
 	reply func(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	// discarded are the sandboxes Discard removed; setup is RunSetup's
+	// answer (Airlock's default limits and no image when nil); built are
+	// the images CheckImage finds (every one when nil).
+	discarded []string
+	setup     *RunSetup
+	built     []string
 	// applyOpts records the options of each ApplyWith; applyWith, if
 	// set, plays it (else it is Apply). mergeTool, if set, plays the
 	// user's merge tool (else there is none).
 	applyOpts []sandbox.ApplyOptions
 	applyWith func(d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
 	mergeTool func(c *review.ConflictError) ([]byte, error)
+}
+
+func (s *fakeService) Discard(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discarded = append(s.discarded, id)
+	s.infos = slices.DeleteFunc(s.infos, func(in sandbox.Info) bool { return in.ID == id })
+	return nil
+}
+
+func (s *fakeService) RunSetup(string) (RunSetup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.setup != nil {
+		return *s.setup, nil
+	}
+	return RunSetup{Limits: config.DefaultLimits(), Images: s.built}, nil
+}
+
+func (s *fakeService) CheckImage(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil || slices.Contains(s.built, name) {
+		return nil
+	}
+	return fmt.Errorf("load image %s: %w", name, image.ErrNotFound)
 }
 
 func (s *fakeService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
