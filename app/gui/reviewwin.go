@@ -478,5 +478,5 @@ func staleNote(svc Service, id string) string {
 		return ""
 	}
 	s := st.String()
-	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; a conflict leaves that file as it is."
+	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
 }
