@@ -80,8 +80,8 @@ func (v *codeView) cols(w float32) int {
 	return max(int(pane/c.Width)-v.gutter()-1, 16)
 }
 
-// lineRows is how many rows a line takes when wrapped at cols.
-func lineRows(l *diffLine, cols int) int {
+// wrappedRows is how many rows a line takes when wrapped at cols.
+func wrappedRows(l *diffLine, cols int) int {
 	if l == nil {
 		return 1
 	}
@@ -97,9 +97,9 @@ func (v *codeView) heights(w float32) []int {
 	cols := v.cols(w)
 	out := make([]int, len(v.rows))
 	for i, r := range v.rows {
-		out[i] = lineRows(r.left, cols)
+		out[i] = wrappedRows(r.left, cols)
 		if v.split {
-			out[i] = max(out[i], lineRows(r.right, cols))
+			out[i] = max(out[i], wrappedRows(r.right, cols))
 		}
 	}
 	return out

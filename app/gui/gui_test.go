@@ -276,11 +276,11 @@ func TestStopSendBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			svc := reviewService(t)
 			started, ended := make(chan struct{}), make(chan error, 1)
-			svc.reply = func(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
+			svc.reply = func(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
 				close(started)
 				<-ctx.Done()
 				ended <- ctx.Err()
-				return nil, fmt.Errorf("sandbox %s: boot: %w", id, ctx.Err())
+				return nil, fmt.Errorf("sandbox %s: boot: %w", req.ID, ctx.Err())
 			}
 			test.NewTempApp(t)
 			r, err := NewReviewWindow(fyne.CurrentApp(), svc, testInfo("1a2b3c4d"))
@@ -383,24 +383,6 @@ func TestRationaleFallsBackToTheLastOutput(t *testing.T) {
 	for _, want := range []string{"wrote no summary", "All done: stop words added."} {
 		if !strings.Contains(markup, want) {
 			t.Errorf("the rationale tab does not show %q", want)
-		}
-	}
-}
-
-func TestConflictsShowBothSides(t *testing.T) {
-	svc := reviewService(t)
-	svc.applyRes = &sandbox.ApplyResult{Result: &review.Result{Conflicts: []*review.ConflictError{{
-		Path: "src/main.go", Reason: "changed in the project since the run",
-		Ours: []byte("mine\n"), Theirs: []byte("agent version\n"),
-	}}}}
-	r := newTestReview(t, svc)
-	r.m.setAll(true)
-	r.refresh()
-	test.Tap(r.applyBtn)
-	markup := test.RenderToMarkup(r.Window.Canvas())
-	for _, want := range []string{"Your project now", "The approved change", "mine", "agent version", "1 file in conflict"} {
-		if !strings.Contains(markup, want) {
-			t.Errorf("conflict dialog does not show %q", want)
 		}
 	}
 }

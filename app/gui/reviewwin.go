@@ -78,6 +78,11 @@ type ReviewWindow struct {
 	// confirm asks a yes/no question and calls answer with the reply: a
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
+
+	// rounds is the Transcript tab and a Send back round's terminal;
+	// comments the Comments tab.
+	rounds   *roundsTab
+	comments *commentsTab
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
@@ -101,8 +106,12 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	}
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
-	// A saved review that no longer fits the changeset is left aside.
-	if saved.Validate(cs) == nil && saved.Files != nil {
+	// A saved review whose verdicts no longer fit the changeset keeps
+	// only its comments.
+	if saved.Validate(cs) != nil {
+		saved = saved.CarryVerdicts(nil, cs)
+	}
+	if saved.Files != nil {
 		r.m.d = saved
 	}
 	r.full, r.fullTree, r.round = r.m, r.treeIDs, max(info.Round, 1)
@@ -189,11 +198,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		note.Wrapping = fyne.TextWrapWord
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
-	transcriptGrid := widget.NewTextGridFromString(shown)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
-		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), container.NewScroll(transcriptGrid)),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
+		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
@@ -345,6 +354,7 @@ func (r *ReviewWindow) redraw() {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
 	}
+	r.refreshComments()
 	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
 	if len(r.taken) == 0 || r.roundOnly {
 		r.applyBtn.Disable()
@@ -468,5 +478,5 @@ func staleNote(svc Service, id string) string {
 		return ""
 	}
 	s := st.String()
-	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; a conflict leaves that file as it is."
+	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
 }
