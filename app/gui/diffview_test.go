@@ -37,7 +37,7 @@ func (r *ReviewWindow) commentOnHunk(t *testing.T, i int, text string) {
 func (r *ReviewWindow) commentOnFile(t *testing.T, text string) {
 	t.Helper()
 	for _, o := range test.LaidOutObjects(r.dv.head) {
-		if b, ok := o.(*widget.Button); ok && b.Text == "" {
+		if b, ok := o.(*tipButton); ok && b.Text == "" {
 			test.Tap(b)
 			r.writeComment(t, text)
 			return

@@ -219,8 +219,8 @@ func (r *ReviewWindow) setSides(f *review.File, old, new []styledLine) {
 // fileHeader is the file's one row: its icon and path, +N −M, its state,
 // the view toggle and Approve file / Reject file.
 func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
-	title := widget.NewLabelWithStyle(safetext.Line(f.Path), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.Truncation = fyne.TextTruncateEllipsis
+	// A long path is cut with an ellipsis, whole in its tooltip.
+	title := newTipLabel(safetext.Line(f.Path), fyne.TextStyle{Bold: true})
 	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.decided() })
 	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.decided() })
 	state := widget.NewLabel(r.m.fileState(f).String())
@@ -251,12 +251,16 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 		minus.Importance = widget.DangerImportance
 		right.Add(container.New(layout.NewCustomPaddedHBoxLayout(0), plus, minus))
 	}
-	comment := widget.NewButtonWithIcon("", theme.MailComposeIcon(), func() { r.startDraft(f.Path, false, 0, 0) })
+	comment := newTipButton("", theme.MailComposeIcon(), "Comment on the whole file", func() { r.startDraft(f.Path, false, 0, 0) })
 	comment.Importance = widget.LowImportance
 	if r.roundOnly {
 		comment.Disable()
 	}
-	right.Objects = append(right.Objects, state, view, comment, approve, reject)
+	right.Add(state)
+	if len(f.Hunks) > 0 {
+		right.Add(view)
+	}
+	right.Objects = append(right.Objects, comment, approve, reject)
 	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
 	return r.fileHead
 }
