@@ -608,3 +608,17 @@ func TestLargeFileColouredLater(t *testing.T) {
 		t.Error("the highlighter drew over the file shown since")
 	}
 }
+
+// TestCursorHunkScrolledTo: moving to a hunk further down scrolls the
+// diff to it.
+func TestCursorHunkScrolledTo(t *testing.T) {
+	cs := changesetOf(t, [3]string{"a.txt", numbered(200, nil), numbered(200, map[int]string{2: "a", 40: "b", 80: "c", 120: "d", 160: "e", 199: "f"})})
+	r := reviewOf(t, cs)
+	r.m.moveHunk(1)
+	r.m.moveHunk(1)
+	r.showFile()
+	want := r.hunkBoxes[2].Position().Y
+	if off := r.diffScrl.Offset.Y; off < want-20 || off > want+20 {
+		t.Errorf("the diff is scrolled to %.0f, want about %.0f (the third hunk)", off, want)
+	}
+}

@@ -155,6 +155,7 @@ func (r *ReviewWindow) render(scroll bool) {
 		appendTo(r.diff, r.draftView(f))
 	}
 	r.diff.Refresh()
+	r.diffScrl.Refresh() // the scroll learns the new content's height
 	if scroll {
 		r.markHunk()
 		return
