@@ -48,12 +48,10 @@ type listRow struct {
 func newFileList(r *ReviewWindow) *fileList {
 	l := &fileList{r: r, closed: map[string]bool{}}
 	l.Length = func() int { return len(l.rows) }
-	// Each row carries the compact theme itself: fyne applies a list's
-	// theme to its rows only when the list is a plain widget.List.
-	l.CreateItem = func() fyne.CanvasObject { return container.NewThemeOverride(newFileRow(l), compactTheme{}) }
+	l.CreateItem = func() fyne.CanvasObject { return newFileRow(l) }
 	l.UpdateItem = func(i widget.ListItemID, o fyne.CanvasObject) {
 		if i < len(l.rows) {
-			o.(*container.ThemeOverride).Content.(*fileRow).update(l.rows[i])
+			o.(*fileRow).update(l.rows[i])
 		}
 	}
 	l.OnSelected = func(i widget.ListItemID) {
@@ -173,9 +171,18 @@ func parentFolder(p string) string {
 	return dir + "/"
 }
 
+// rowIcon is the size of a row's icons, rowGap the room between its
+// parts.
+const (
+	rowIcon = 16
+	rowGap  = 4
+)
+
 // fileRow draws one row: fold arrow (folders), the verdict, the kind of
 // change, the name, warnings, the user's-side mark, "partly", and the
-// lines added and removed.
+// lines added and removed. It is drawn with canvas objects of fixed
+// sizes, not labels, so that rows are compact (a label pads itself by
+// the theme's, and a list's rows do not take a theme of their own).
 type fileRow struct {
 	widget.BaseWidget
 	l   *fileList
@@ -183,9 +190,10 @@ type fileRow struct {
 
 	indent  *canvas.Rectangle
 	fold    *tapIcon
-	verdict *widget.Icon
+	verdict *canvas.Image
 	letter  *canvas.Text
-	name    *widget.Label
+	name    *canvas.Text
+	label   string // the whole name; name shows it fitted
 	warn    *tipIcon
 	stale   *tipIcon
 	partly  *canvas.Text
@@ -197,15 +205,17 @@ type fileRow struct {
 func newFileRow(l *fileList) *fileRow {
 	w := &fileRow{l: l,
 		indent:  canvas.NewRectangle(color.Transparent),
-		verdict: widget.NewIcon(theme.RadioButtonIcon()),
+		verdict: canvas.NewImageFromResource(theme.RadioButtonIcon()),
 		letter:  canvas.NewText("M", theme.Color(theme.ColorNameForeground)),
-		name:    widget.NewLabel("name"),
+		name:    canvas.NewText("name", theme.Color(theme.ColorNameForeground)),
 		warn:    newTipIcon(theme.NewWarningThemedResource(theme.WarningIcon()), ""),
 		stale:   newTipIcon(theme.NewPrimaryThemedResource(theme.AccountIcon()), staleTip),
 		partly:  canvas.NewText("partly", theme.Color(theme.ColorNameWarning)),
 		add:     canvas.NewText("+0", theme.Color(theme.ColorNameSuccess)),
 		del:     canvas.NewText("−0", theme.Color(theme.ColorNameError)),
 	}
+	w.verdict.FillMode = canvas.ImageFillContain
+	w.verdict.SetMinSize(fyne.NewSize(rowIcon, rowIcon))
 	w.fold = newTapIcon(theme.MenuDropDownIcon(), func() {
 		if isFolder(w.row.id) {
 			l.toggle(w.row.id)
@@ -215,14 +225,26 @@ func newFileRow(l *fileList) *fileRow {
 	w.partly.TextStyle = fyne.TextStyle{Italic: true}
 	w.add.TextStyle = fyne.TextStyle{Monospace: true}
 	w.del.TextStyle = fyne.TextStyle{Monospace: true}
-	w.name.Truncation = fyne.TextTruncateEllipsis
-	w.box = container.NewBorder(nil, nil,
-		container.NewHBox(w.indent, w.fold, w.verdict, w.letter),
-		// The last gap keeps the counts clear of the scroll bar.
-		container.NewHBox(w.warn, w.stale, w.partly, w.add, w.del, gap(6)),
-		w.name)
+	size := theme.TextSize() - 1
+	for _, t := range []*canvas.Text{w.letter, w.name, w.partly, w.add, w.del} {
+		t.TextSize = size
+	}
+	// The last gap keeps the counts clear of the scroll bar.
+	w.box = container.New(&lineLayout{fill: 4, gap: rowGap, onFill: w.fitName},
+		w.indent, w.fold, w.verdict, w.letter, w.name, w.warn, w.stale, w.partly, w.add, w.del, gap(2))
 	w.ExtendBaseWidget(w)
 	return w
+}
+
+// fitName shows as much of the name as width holds, ending at a word.
+func (w *fileRow) fitName(width float32) {
+	shown := fitWords(w.label, width, func(s string) float32 {
+		return fyne.MeasureText(s, w.name.TextSize, w.name.TextStyle).Width
+	})
+	if shown != w.name.Text {
+		w.name.Text = shown
+		w.name.Refresh()
+	}
 }
 
 func (w *fileRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(w.box) }
@@ -263,7 +285,7 @@ func (w *fileRow) update(row listRow) {
 	folder := isFolder(row.id)
 	indent := float32(row.depth * indentStep)
 	if !folder {
-		indent += theme.IconInlineSize() + theme.Padding()
+		indent += rowIcon + rowGap // where a folder's arrow is
 	}
 	w.indent.SetMinSize(fyne.NewSize(indent, 1))
 	w.warn.Hide()
@@ -281,8 +303,8 @@ func (w *fileRow) update(row listRow) {
 		w.letter.Hide()
 		name := path.Base(strings.TrimSuffix(row.id, "/"))
 		w.name.TextStyle = fyne.TextStyle{Bold: true}
-		w.name.Importance = widget.MediumImportance
-		w.name.SetText(safetext.Line(name) + "/")
+		w.name.Color = theme.Color(theme.ColorNameForeground)
+		w.setName(safetext.Line(name) + "/")
 		for _, f := range fs {
 			if r.changedHere[f.Path] {
 				w.stale.Tip = "You changed files in this folder in the project since the baseline (marked on their rows)."
@@ -300,19 +322,18 @@ func (w *fileRow) update(row listRow) {
 		w.letter.Text = statusLetter(f)
 		w.letter.Color = letterColour(f)
 		w.letter.Show()
-		w.letter.Refresh()
 		label := safetext.Line(path.Base(f.Path))
 		if f.Status == review.Renamed {
 			label += "  (was " + safetext.Line(f.OldPath) + ")"
 		}
 		w.name.TextStyle = fyne.TextStyle{}
-		w.name.Importance = widget.MediumImportance
+		w.name.Color = theme.Color(theme.ColorNameForeground)
 		if r.m.fileState(f) == stateRejected {
 			// Left out: greyed and slanted, beside its red cross.
 			w.name.TextStyle = fyne.TextStyle{Italic: true}
-			w.name.Importance = widget.LowImportance
+			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
 		}
-		w.name.SetText(label)
+		w.setName(label)
 		if reason := rowWarning(f); reason != "" {
 			w.warn.Tip = reason
 			w.warn.Show()
@@ -323,7 +344,8 @@ func (w *fileRow) update(row listRow) {
 		}
 	}
 	state := r.m.filesState(fs)
-	w.verdict.SetResource(verdictIcon(state))
+	w.verdict.Resource = verdictIcon(state)
+	w.verdict.Refresh()
 	if state == statePartial {
 		w.partly.Color = theme.Color(theme.ColorNameWarning)
 		w.partly.Show()
@@ -335,6 +357,8 @@ func (w *fileRow) update(row listRow) {
 	w.add.Color, w.del.Color = theme.Color(theme.ColorNameSuccess), theme.Color(theme.ColorNameError)
 	w.add.Refresh()
 	w.del.Refresh()
+	w.letter.Refresh()
+	w.name.Refresh()
 	w.box.Refresh()
 }
 
@@ -363,21 +387,31 @@ func letterColour(f *review.File) color.Color {
 	return theme.Color(theme.ColorNameForeground)
 }
 
-// tapIcon is an icon that does something when tapped (a folder's fold
-// arrow).
+// tapIcon is a row's icon that does something when tapped (a folder's
+// fold arrow).
 type tapIcon struct {
-	widget.Icon
+	widget.BaseWidget
+	img   *canvas.Image
 	onTap func()
 }
 
 func newTapIcon(res fyne.Resource, onTap func()) *tapIcon {
-	i := &tapIcon{onTap: onTap}
+	i := &tapIcon{img: rowImage(res), onTap: onTap}
 	i.ExtendBaseWidget(i)
-	i.SetResource(res)
 	return i
 }
 
-func (i *tapIcon) Tapped(*fyne.PointEvent) { i.onTap() }
+func (i *tapIcon) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(i.img) }
+func (i *tapIcon) SetResource(res fyne.Resource)       { i.img.Resource = res; i.img.Refresh() }
+func (i *tapIcon) Tapped(*fyne.PointEvent)             { i.onTap() }
+
+// rowImage is an icon at a row's size.
+func rowImage(res fyne.Resource) *canvas.Image {
+	img := canvas.NewImageFromResource(res)
+	img.FillMode = canvas.ImageFillContain
+	img.SetMinSize(fyne.NewSize(rowIcon, rowIcon))
+	return img
+}
 
 // setFolder makes folder (a tree ID, "" for every shown file) the one the
 // folder buttons act on.
@@ -438,4 +472,60 @@ func gap(width float32) fyne.CanvasObject {
 	r := canvas.NewRectangle(color.Transparent)
 	r.SetMinSize(fyne.NewSize(width, 1))
 	return r
+}
+
+// lineLayout lays objects out on one line, left to right with a fixed
+// gap; the object at fill takes the width the others leave, and onFill,
+// if set, is told that width first. Hidden objects take no room.
+type lineLayout struct {
+	fill   int
+	gap    float32
+	onFill func(width float32)
+}
+
+func (l *lineLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	var w, h float32
+	n := 0
+	for i, o := range objs {
+		if !o.Visible() {
+			continue
+		}
+		m := o.MinSize()
+		if i != l.fill { // the filler shortens its text to fit
+			w += m.Width
+		}
+		h = max(h, m.Height)
+		n++
+	}
+	return fyne.NewSize(w+float32(max(n-1, 0))*l.gap, h)
+}
+
+func (l *lineLayout) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	rest := max(size.Width-l.MinSize(objs).Width, 0)
+	x := float32(0)
+	for i, o := range objs {
+		if !o.Visible() {
+			continue
+		}
+		m := o.MinSize()
+		w := m.Width
+		if i == l.fill {
+			w = rest
+			if l.onFill != nil {
+				l.onFill(w)
+			}
+		}
+		o.Resize(fyne.NewSize(w, m.Height))
+		o.Move(fyne.NewPos(x, (size.Height-m.Height)/2))
+		x += w + l.gap
+	}
+}
+
+// setName sets the row's name, fitted to its room.
+func (w *fileRow) setName(label string) {
+	w.label = label
+	w.name.Text = label
+	if sz := w.name.Size().Width; sz > 0 {
+		w.fitName(sz)
+	}
 }

@@ -412,7 +412,7 @@ func TestRowsShowState(t *testing.T) {
 	r.refresh()
 
 	undecided, rejected, partly := r.rowOf(t, "src/new.go"), r.rowOf(t, "old.txt"), r.rowOf(t, "src/main.go")
-	if undecided.name.Importance == rejected.name.Importance || !rejected.name.TextStyle.Italic {
+	if undecided.name.Color == rejected.name.Color || !rejected.name.TextStyle.Italic {
 		t.Error("a rejected row looks like an undecided one")
 	}
 	if rejected.verdict.Resource.Name() == undecided.verdict.Resource.Name() {

@@ -153,7 +153,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
 	side := container.NewBorder(container.NewVBox(r.filter, r.summary), folderBar, nil, nil,
-		container.NewThemeOverride(r.tree, compactTheme{}))
+		r.tree)
 
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))

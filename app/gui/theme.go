@@ -35,37 +35,3 @@ func (airlockTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Colo
 func (airlockTheme) Font(s fyne.TextStyle) fyne.Resource     { return theme.DefaultTheme().Font(s) }
 func (airlockTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return theme.DefaultTheme().Icon(n) }
 func (airlockTheme) Size(n fyne.ThemeSizeName) float32       { return theme.DefaultTheme().Size(n) }
-
-// compactTheme draws what it wraps (the file tree) with less padding, so
-// a 200-file changeset fits more rows on a screen. It reads the app's
-// theme at each call, so it follows a change of variant.
-type compactTheme struct{}
-
-func (compactTheme) current() fyne.Theme {
-	if a := fyne.CurrentApp(); a != nil && a.Settings().Theme() != nil {
-		return a.Settings().Theme()
-	}
-	return theme.DefaultTheme()
-}
-
-func (t compactTheme) Color(n fyne.ThemeColorName, v fyne.ThemeVariant) color.Color {
-	return t.current().Color(n, v)
-}
-func (t compactTheme) Font(s fyne.TextStyle) fyne.Resource     { return t.current().Font(s) }
-func (t compactTheme) Icon(n fyne.ThemeIconName) fyne.Resource { return t.current().Icon(n) }
-
-func (t compactTheme) Size(n fyne.ThemeSizeName) float32 {
-	switch n {
-	case theme.SizeNamePadding:
-		return 2
-	case theme.SizeNameInnerPadding:
-		return 3
-	case theme.SizeNameLineSpacing:
-		return 2
-	case theme.SizeNameInlineIcon:
-		return 16
-	case theme.SizeNameText:
-		return t.current().Size(n) - 1
-	}
-	return t.current().Size(n)
-}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -95,26 +96,27 @@ func (t *tipLabel) MouseMoved(*desktop.MouseEvent) {}
 func (t *tipLabel) MouseOut()                      { t.tip.hide() }
 func (t *tipLabel) Tapped(*fyne.PointEvent)        { t.tip.toggle(t.tipText()) }
 
-// tipIcon is an icon with a tip, such as the mark on a file the user
-// changed on their side.
+// tipIcon is a row's icon with a tip, such as the mark on a file the
+// user changed on their side.
 type tipIcon struct {
-	widget.Icon
+	widget.BaseWidget
 	Tip string
+	img *canvas.Image
 	tip tipper
 }
 
 func newTipIcon(res fyne.Resource, tip string) *tipIcon {
-	i := &tipIcon{Tip: tip}
+	i := &tipIcon{Tip: tip, img: rowImage(res)}
 	i.tip.owner = i
 	i.ExtendBaseWidget(i)
-	i.SetResource(res)
 	return i
 }
 
-func (i *tipIcon) MouseIn(*desktop.MouseEvent)    { i.tip.later(i.Tip) }
-func (i *tipIcon) MouseMoved(*desktop.MouseEvent) {}
-func (i *tipIcon) MouseOut()                      { i.tip.hide() }
-func (i *tipIcon) Tapped(*fyne.PointEvent)        { i.tip.toggle(i.Tip) }
+func (i *tipIcon) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(i.img) }
+func (i *tipIcon) MouseIn(*desktop.MouseEvent)         { i.tip.later(i.Tip) }
+func (i *tipIcon) MouseMoved(*desktop.MouseEvent)      {}
+func (i *tipIcon) MouseOut()                           { i.tip.hide() }
+func (i *tipIcon) Tapped(*fyne.PointEvent)             { i.tip.toggle(i.Tip) }
 
 // tipper shows a tip under (or above) its owner.
 type tipper struct {

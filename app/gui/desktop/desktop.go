@@ -40,6 +40,7 @@ type storeDirer interface{ StoreDir() string }
 // returns when the app quits (or ctx ends).
 func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.Startup) error {
 	a := app.NewWithID(AppID)
+	a.Settings().SetTheme(gui.Theme())
 	w := gui.NewMainWindow(a, svc, presets)
 	w.Window.SetMaster()
 	a.Lifecycle().SetOnStarted(func() { w.Open(open) })
