@@ -127,9 +127,10 @@ func lineCounts(fs []*review.File) (added, removed int) {
 	return added, removed
 }
 
-// summary is the changeset in one line: the changes by kind and lines,
-// then how many files are decided ("200 M · 1 A · 1 D   +1234 −56   3
-// approved · 1 rejected · 198 undecided"), and how many the filter shows.
+// summary is the changeset in one line: how many files are decided
+// (what a reviewer watches, so first), the changes by kind and lines,
+// and how many the filter shows ("3 approved · 1 rejected · 198
+// undecided   200 M · 1 A · 1 D   +1234 −56").
 func (m *reviewModel) summary() string {
 	counts := map[string]int{}
 	for _, f := range m.cs.Files {
@@ -142,7 +143,6 @@ func (m *reviewModel) summary() string {
 		}
 	}
 	add, del := lineCounts(m.cs.Files)
-	s := fmt.Sprintf("%s   +%d −%d", strings.Join(kinds, " · "), add, del)
 	var approved, partly, rejected int
 	for _, f := range m.cs.Files {
 		switch m.fileState(f) {
@@ -167,7 +167,7 @@ func (m *reviewModel) summary() string {
 	if left := len(m.cs.Files) - approved - partly - rejected; left > 0 {
 		states = append(states, fmt.Sprintf("%d undecided", left))
 	}
-	s += "   " + strings.Join(states, " · ")
+	s := fmt.Sprintf("%s   %s   +%d −%d", strings.Join(states, " · "), strings.Join(kinds, " · "), add, del)
 	if m.filter != "" {
 		s += fmt.Sprintf("   (%d shown)", len(m.files))
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"image/color"
 	"strings"
 	"testing"
 
@@ -92,13 +93,13 @@ func (r *ReviewWindow) tapRow(t *testing.T, id string) {
 
 func TestSummaryLine(t *testing.T) {
 	r := newBigReview(t, reviewService(t))
-	if got, want := r.summary.Text, "200 M · 1 A · 1 D   +203 −201   202 undecided"; got != want {
+	if got, want := r.summary.Text, "202 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	r.m.setFile(r.m.cs.File("old.txt"), false)
 	r.m.setFile(r.m.cs.File("docs/NEW.md"), true)
 	r.refresh()
-	if got, want := r.summary.Text, "200 M · 1 A · 1 D   +203 −201   1 approved · 1 rejected · 200 undecided"; got != want {
+	if got, want := r.summary.Text, "1 approved · 1 rejected · 200 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 }
@@ -450,5 +451,115 @@ func TestLightThemeShowsUncheckedBoxes(t *testing.T) {
 	r, g, b, _ := c.RGBA()
 	if lum := (r + g + b) / 3 >> 8; lum > 0xa0 {
 		t.Errorf("light box outline %v is too faint on white", c)
+	}
+}
+
+// TestKeysWithFocusOnAToggle: a hunk toggle made with newKeyCheck passes
+// the keys on once clicked, and a comment box made with newCommentEntry
+// keeps its letters and lets go on Escape.
+func TestKeysWithFocusOnAToggle(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	c := r.Window.Canvas()
+	r.tree.Select("src/main.go")
+	toggled := 0
+	check := r.newKeyCheck("Hunk 1/3", func(bool) { toggled++ })
+	r.diff.Add(check)
+	r.diff.Refresh()
+	test.Tap(check)
+	if toggled != 1 || c.Focused() == nil {
+		t.Fatalf("tap: toggled %d times, focus %v", toggled, c.Focused())
+	}
+	typeKeys(c, "j")
+	if r.m.hunk != 1 {
+		t.Errorf("j with the focus on a toggle: hunk %d, want 1", r.m.hunk)
+	}
+	typeKeys(c, " ")
+	if toggled != 2 {
+		t.Errorf("space did not toggle the focused box (%d)", toggled)
+	}
+	// (j drew the pane again: the toggle is gone from it, the focus kept.)
+	comment := r.newCommentEntry("Comment on this hunk")
+	r.diff.Add(comment)
+	r.diff.Refresh()
+	c.Focus(comment)
+	typeKeys(c, "jk")
+	if comment.Text != "jk" || r.m.hunk != 1 {
+		t.Errorf("typing in the comment: %q, hunk %d", comment.Text, r.m.hunk)
+	}
+	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if c.Focused() != nil {
+		t.Fatalf("Escape left the focus on %v", c.Focused())
+	}
+	typeKeys(c, "k")
+	if r.m.hunk != 0 {
+		t.Errorf("k after Escape: hunk %d", r.m.hunk)
+	}
+}
+
+// TestWheelScrollIsFaster: the diff pane's kind of scroll moves a wheel
+// step further than fyne's.
+func TestWheelScrollIsFaster(t *testing.T) {
+	test.NewTempApp(t)
+	tall := canvas.NewRectangle(color.Transparent)
+	tall.SetMinSize(fyne.NewSize(100, 5000))
+	s := newWheelScroll(tall)
+	w := test.NewWindow(s)
+	t.Cleanup(w.Close)
+	w.Resize(fyne.NewSize(200, 300))
+	s.Content.(fyne.Scrollable).Scrolled(&fyne.ScrollEvent{Scrolled: fyne.NewDelta(0, -25)})
+	if s.Offset.Y != 25*wheelBoost {
+		t.Errorf("one wheel step moved %v px, want %v", s.Offset.Y, 25*wheelBoost)
+	}
+}
+
+// variantTheme is Airlock's theme in one variant, whatever the settings
+// say.
+type variantTheme struct {
+	fyne.Theme
+	v fyne.ThemeVariant
+}
+
+func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
+	return t.Theme.Color(n, t.v)
+}
+
+// TestBigReviewGolden: the review of a 200-file changeset run with a
+// 1000-character command line, on the two common screen sizes, dark and
+// light, some files decided.
+func TestBigReviewGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size fyne.Size
+		v    fyne.ThemeVariant
+	}{
+		{"1280x800_dark", fyne.NewSize(1280, 800), theme.VariantDark},
+		{"1280x800_light", fyne.NewSize(1280, 800), theme.VariantLight},
+		{"1440x900_dark", fyne.NewSize(1440, 900), theme.VariantDark},
+		{"1440x900_light", fyne.NewSize(1440, 900), theme.VariantLight},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := reviewService(t)
+			info := testInfo("1a2b3c4d")
+			info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("make test-everything && ", 42)}
+			svc.infos = []sandbox.Info{info}
+			svc.changesets["1a2b3c4d"] = bigChangeset(t)
+			svc.stale = sandbox.Staleness{Modified: 1, Paths: []string{"pkg/mod01/file03.go"}}
+			a := test.NewTempApp(t)
+			a.Settings().SetTheme(variantTheme{Theme(), tc.v})
+			r, err := NewReviewWindow(a, svc, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(r.Window.Close)
+			r.Window.Resize(tc.size)
+			if w := r.Window.Content().MinSize().Width; w > tc.size.Width {
+				t.Errorf("the window needs %.0f px", w)
+			}
+			r.ShowFile("pkg/mod01/file02.go")
+			c := r.Window.Canvas()
+			typeKeys(c, "AnRnanr")
+			r.status.SetText("Could not save the review: open /home/dev/.airlock/sandboxes/1a2b3c4d/review.json: permission denied; your decisions are kept in this window until it closes")
+			assertGoldenImage(t, "review_big_"+tc.name+".png", c)
+		})
 	}
 }

@@ -29,7 +29,7 @@ type ReviewWindow struct {
 	tree      *fileList
 	treeIDs   tree
 	filter    *fieldEntry
-	summary   *widget.Label
+	summary   *tipLabel
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
 	hunkBoxes []fyne.CanvasObject
@@ -138,11 +138,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		}
 		return false
 	}
-	// The summary wraps: it is short, and its second half (how much
-	// is decided) is what a reviewer watches.
-	r.summary = widget.NewLabel(r.m.summary())
-	r.summary.Wrapping = fyne.TextWrapWord
-	r.summary.SizeName = theme.SizeNameCaptionText
+	r.summary = newTipLabel(r.m.summary(), fyne.TextStyle{})
+	r.summary.label.SizeName = theme.SizeNameCaptionText
 	r.folderLabel = newTipLabel("", fyne.TextStyle{Italic: true})
 	r.folderBtns = []*widget.Button{
 		widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { r.setFolderVerdict(r.folder, true) }),

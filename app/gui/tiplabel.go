@@ -72,6 +72,9 @@ func (t *tipLabel) fit(width float32) {
 	text := oneLine(t.Text)
 	if width > 0 {
 		style, size := t.label.TextStyle, theme.TextSize()
+		if t.label.SizeName != "" {
+			size = theme.Size(t.label.SizeName)
+		}
 		avail := width - 2*theme.InnerPadding() - 1
 		text = fitWords(text, avail, func(s string) float32 { return fyne.MeasureText(s, size, style).Width })
 	}
