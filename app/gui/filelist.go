@@ -34,8 +34,9 @@ const staleTip = "You changed this file in the project since the baseline. Apply
 type fileList struct {
 	widget.List
 	r      *ReviewWindow
-	rows   []listRow
-	closed map[string]bool // folded folders
+	rows     []listRow
+	closed   map[string]bool // folded folders
+	selected int             // the selected row, -1 for none
 }
 
 // listRow is one row: a folder (its ID ends in "/") or a file, and how
@@ -46,7 +47,7 @@ type listRow struct {
 }
 
 func newFileList(r *ReviewWindow) *fileList {
-	l := &fileList{r: r, closed: map[string]bool{}}
+	l := &fileList{r: r, closed: map[string]bool{}, selected: -1}
 	l.Length = func() int { return len(l.rows) }
 	l.CreateItem = func() fyne.CanvasObject { return newFileRow(l) }
 	l.UpdateItem = func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -58,6 +59,7 @@ func newFileList(r *ReviewWindow) *fileList {
 		if i >= len(l.rows) {
 			return
 		}
+		l.selected = i
 		id := l.rows[i].id
 		if isFolder(id) {
 			r.setFolder(id)
@@ -81,6 +83,7 @@ func newFileList(r *ReviewWindow) *fileList {
 func (l *fileList) rebuild() {
 	l.fill()
 	l.UnselectAll()
+	l.selected = -1
 	l.Refresh()
 }
 
@@ -149,12 +152,32 @@ func (l *fileList) toggle(folder string) {
 
 func (l *fileList) TypedRune(ch rune) { l.r.key(ch) }
 
+// TypedKey: Up and Down select the row above or below, as in a file
+// manager; Left and Right fold and unfold the selected folder; Escape
+// gives the focus back.
 func (l *fileList) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape {
+	switch ev.Name {
+	case fyne.KeyEscape:
 		unfocus(l)
-		return
+	case fyne.KeyUp, fyne.KeyDown:
+		next := l.selected + 1
+		if ev.Name == fyne.KeyUp {
+			next = l.selected - 1
+		}
+		if next >= 0 && next < len(l.rows) {
+			l.List.Select(next)
+		}
+	case fyne.KeyLeft, fyne.KeyRight:
+		if l.selected >= 0 && l.selected < len(l.rows) {
+			id := l.rows[l.selected].id
+			if isFolder(id) && l.closed[id] == (ev.Name == fyne.KeyRight) {
+				l.toggle(id)
+				l.List.Select(l.index(id))
+			}
+		}
+	default:
+		l.List.TypedKey(ev)
 	}
-	l.List.TypedKey(ev)
 }
 
 // wheel scrolls the list by a boosted wheel step.

@@ -15,7 +15,9 @@ var reviewKeys = [][2]string{
 	{"a / r", "approve / reject the hunk (a file without hunks: the file)"},
 	{"A / R", "approve / reject the whole file"},
 	{"/", "filter the files by path"},
-	{"Escape", "leave a text field (the keys work again)"},
+	{"↑ / ↓", "the row above / below, once the list is clicked"},
+	{"← / →", "fold / unfold the selected folder"},
+	{"Escape", "leave a text field (the keys work again); then clear the filter"},
 	{"?", "this list"},
 	{"Ctrl+Enter", "apply what is approved"},
 }
@@ -30,6 +32,11 @@ const keysHint = "? keys"
 func (r *ReviewWindow) installKeys() {
 	c := r.Window.Canvas()
 	c.SetOnTypedRune(func(ch rune) { r.key(ch) })
+	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
+		if ev.Name == fyne.KeyEscape && r.filter.Text != "" {
+			r.filter.SetText("") // OnChanged shows every file again
+		}
+	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.apply() })
 }
 

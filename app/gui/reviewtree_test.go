@@ -563,3 +563,35 @@ func TestBigReviewGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestListKeys: with the list focused, Down and Up select the next and
+// previous rows, Left folds a folder; Escape with no field focused
+// clears the filter.
+func TestListKeys(t *testing.T) {
+	r := newTestReview(t, reviewService(t))
+	c := r.Window.Canvas()
+	r.tapRow(t, "src/main.go")
+	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
+	if f := r.m.current(); f.Path != "src/new.go" {
+		t.Errorf("Down: %s", f.Path)
+	}
+	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	if r.folder != "src/" {
+		t.Errorf("Up Up: folder %q, want src/", r.folder)
+	}
+	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyLeft})
+	if r.tree.index("src/main.go") >= 0 {
+		t.Error("Left did not fold src/")
+	}
+	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyRight})
+	if r.tree.index("src/main.go") < 0 {
+		t.Error("Right did not unfold src/")
+	}
+	r.filter.SetText("main")
+	c.Unfocus()
+	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	if r.filter.Text != "" || len(r.m.files) != 6 {
+		t.Errorf("Escape: filter %q, %d files shown", r.filter.Text, len(r.m.files))
+	}
+}
