@@ -33,7 +33,7 @@ const staleTip = "You changed this file in the project since the baseline. Apply
 // on the file under the keyboard's cursor.
 type fileList struct {
 	widget.List
-	r      *ReviewWindow
+	r        *ReviewWindow
 	rows     []listRow
 	closed   map[string]bool // folded folders
 	selected int             // the selected row, -1 for none
