@@ -198,7 +198,7 @@ func TestAppStopsSendBackMidBoot(t *testing.T) {
 		}
 		return nil
 	}
-	if _, err := svc.Reply(ctx, id, "keep going"); err == nil || !booting.Load() {
+	if _, err := svc.Reply(ctx, gui.ReplyRequest{ID: id, Message: "keep going"}); err == nil || !booting.Load() {
 		t.Fatalf("the round stopped while its VM booted: %v (stopped mid-boot: %v)", err, booting.Load())
 	}
 	m, err := res.Sandbox.Meta()

@@ -17,20 +17,26 @@ const (
 	Reject    Verdict = "reject"
 )
 
-// HunkDecision is the verdict and comment for one hunk.
+// HunkDecision is the verdict for one hunk.
 type HunkDecision struct {
 	Verdict Verdict `json:"verdict,omitempty"`
-	Comment string  `json:"comment,omitempty"`
+	// Comment is a hunk's comment in a review saved before comments had
+	// lines: read, turned into a Comment on the hunk's lines by
+	// Decisions.MigrateLegacy, never written.
+	Comment string `json:"comment,omitempty"`
 }
 
-// FileDecision is the verdict and comment for one file, and for its hunks
-// by index in File.Hunks.
+// FileDecision is the verdict for one file and for its hunks by index in
+// File.Hunks, and the comments on the file's lines.
 //
 // A hunk is taken when its own verdict is Approve, or when it has none and
 // the file's verdict is Approve. Files whose hunks cannot be chosen one by
 // one (see File.HunkSelectable) follow the file verdict alone.
 type FileDecision struct {
-	Verdict Verdict              `json:"verdict,omitempty"`
+	Verdict Verdict `json:"verdict,omitempty"`
+	// Comment is the file's comment in a review saved before comments
+	// had lines: read, turned into a whole-file Comment by
+	// Decisions.MigrateLegacy, never written.
 	Comment string               `json:"comment,omitempty"`
 	Hunks   map[int]HunkDecision `json:"hunks,omitempty"`
 	// Comments are the reviewer's remarks on lines of the file, as in a
@@ -62,6 +68,10 @@ type Comment struct {
 // It is stored as review.json; the zero value approves nothing.
 type Decisions struct {
 	Files map[string]FileDecision `json:"files,omitempty"`
+	// Round is the round of the sandbox whose changeset the verdicts
+	// were given on (hunks are numbered in it); 0 when it was not
+	// recorded. Comments are anchored by lines and need no round.
+	Round int `json:"round,omitempty"`
 }
 
 // ApproveAll returns decisions approving every file of cs.
@@ -128,9 +138,14 @@ func (d Decisions) Selection(f *File) (hunks []bool, touched bool) {
 }
 
 // Validate reports decisions that name files or hunks cs does not have.
+// A file that carries only comments may be missing from cs (the comments
+// of an earlier round outlive its changes).
 func (d Decisions) Validate(cs *Changeset) error {
 	for path, fd := range d.Files {
 		f := cs.File(path)
+		if f == nil && fd.Verdict == Undecided && len(fd.Hunks) == 0 {
+			continue
+		}
 		if f == nil {
 			return fmt.Errorf("decisions name %s, which the changeset does not have", path)
 		}

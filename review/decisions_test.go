@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,25 +107,5 @@ func TestJournalBeforeChange(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(jd, journalFile)); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestFeedback(t *testing.T) {
-	fx := newFixture(t, richOld, richNew, nil)
-	var d Decisions
-	if got := d.Feedback(fx.cs); got != "" {
-		t.Errorf("feedback without comments: %q", got)
-	}
-	d.SetFile("a.txt", Approve)
-	d.SetHunk("a.txt", 1, Reject)
-	fd := d.Files["a.txt"]
-	fd.Hunks[1] = HunkDecision{Verdict: Reject, Comment: "no 25b please"}
-	d.Files["a.txt"] = fd
-	d.Files["noeol.txt"] = FileDecision{Comment: "why z?"}
-	got := d.Feedback(fx.cs)
-	for _, want := range []string{"## a.txt (modified), approved", "Hunk 2 (lines 22-28 of your version), rejected:", "    +line 25b", "Comment: no 25b please", "## noeol.txt (modified)\nComment: why z?"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("feedback lacks %q:\n%s", want, got)
-		}
 	}
 }

@@ -68,7 +68,7 @@ func demoAgentLoop(t *testing.T, home string, runFlags ...string) (sb *sandbox.S
 	replyOut = out + errOut
 	cs, _ = sb.Changeset(t.Context())
 	body := string(cs.File("NOTES.md").NewContent())
-	for _, want := range []string{"Task: Add stop words", "## After review", "List the stop words: a, an, the.", "NOTES.md: too vague", "was rejected: name the stop words"} {
+	for _, want := range []string{"Task: Add stop words", "## After review", "List the stop words: a, an, the.", "### NOTES.md, the whole file\n> too vague", "> name the stop words", "### NOTES.md (added): the whole change to this file"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("NOTES.md after the reply lacks %q:\n%s", want, body)
 		}

@@ -62,7 +62,7 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 				if s.Changes != nil {
 					changed = fmt.Sprint(s.Changes.Files)
 				}
-				status := string(s.Status)
+				status := s.StatusText()
 				if !s.Live && s.Status.Active() {
 					status += " (interrupted)"
 				}

@@ -193,3 +193,38 @@ func TestTermWidthFromColumns(t *testing.T) {
 		t.Errorf("no terminal, no COLUMNS: %d", w)
 	}
 }
+
+func TestReplyNote(t *testing.T) {
+	if got := replyNote(review.Feedback{}); !strings.Contains(got, "no comments to send") {
+		t.Errorf("empty: %q", got)
+	}
+	fb := review.Feedback{Comments: []review.FileComment{{Path: "a"}, {Path: "b"}}, Rejected: []review.Rejection{{Path: "a", Hunk: 0}}}
+	if got, want := replyNote(fb), "sending your message with 2 comments and 1 rejected hunk from the review"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestWriteComments(t *testing.T) {
+	var out bytes.Buffer
+	writeComments(&out, nil)
+	if out.Len() != 0 {
+		t.Errorf("no comments: %q", out.String())
+	}
+	writeComments(&out, []review.FileComment{
+		{Path: "main.go", Comment: review.Comment{Text: "keep the name\nplease", Start: 3, End: 4}},
+		{Path: "main.go", Comment: review.Comment{Text: "why?", Sent: 2}},
+		{Path: "old.txt", Comment: review.Comment{Text: "fine", Start: 1, End: 1, Old: true, Resolved: true}},
+	})
+	want := "comments  3 (1 not sent yet; airlock reply sends them)\n" +
+		"          main.go, lines 3-4 (not sent yet): keep the name …\n" +
+		"          main.go, the whole file (sent in round 2): why?\n" +
+		"          old.txt, removed line 1 (resolved): fine\n"
+	if out.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out.String(), want)
+	}
+	out.Reset()
+	writeComments(&out, []review.FileComment{{Path: "a", Comment: review.Comment{Text: "x", Sent: 2}}})
+	if !strings.HasPrefix(out.String(), "comments  1 (all sent or resolved)\n") {
+		t.Errorf("all sent: %q", out.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/review"
 )
 
 func newReplyCmd(e *env) *cobra.Command {
@@ -18,9 +19,9 @@ func newReplyCmd(e *env) *cobra.Command {
 		Use:   "reply ID --message TEXT",
 		Short: "Send a sandbox back to its agent with your message, comments and rejected hunks, for another round",
 		Long: `reply continues a reviewed sandbox: the agent gets your message, the
-comments you left on files and hunks and the hunks you rejected (from the
-review kept with the sandbox: the app's review window, or airlock apply's
-decisions), and works on its previous result in a fresh VM. An agent preset
+comments you left on lines and files that were not sent yet and the hunks
+you rejected (from the review kept with the sandbox: the app's review
+window), and works on its previous result in a fresh VM. An agent preset
 (--agent at run time) continues its own conversation with its continue
 command; a plain command or script runs again with the prompt in
 AIRLOCK_REPLY and the round number in AIRLOCK_ROUND.
@@ -29,6 +30,10 @@ The changes are then collected again: airlock diff ID shows the total
 against your project's snapshot, airlock diff ID --round N what round N
 changed. Each earlier round is kept under rounds/N/ in the sandbox. The
 verify command, if the run had one, runs again.
+
+Each comment is sent once: the reply marks it "sent in round N" once the
+agent's command started; a resolved comment is never sent. Verdicts carry
+to the next round only where the round left the change as it was.
 
 The limits and network flags are those of airlock run.`,
 		Example: `  airlock reply 3f2a --message "keep the old function name; the tests must pass"
@@ -53,6 +58,9 @@ The limits and network flags are those of airlock run.`,
 			if err != nil {
 				return err
 			}
+			if r, err := sb.PrepareReply(ctx, f.message); err == nil {
+				e.note("%s", replyNote(r.Feedback))
+			}
 			// The round runs on the sandbox's project, image and arch
 			// (its root disk clone too) unless a flag says otherwise.
 			f.replyTo = sb.ID
@@ -74,4 +82,12 @@ The limits and network flags are those of airlock run.`,
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration")
 	f.fanOut = 1
 	return cmd
+}
+
+// replyNote says what goes to the agent with the message.
+func replyNote(fb review.Feedback) string {
+	if fb.Empty() {
+		return "sending your message (the review has no comments to send and no rejected hunks)"
+	}
+	return "sending your message with " + fb.Summary() + " from the review"
 }

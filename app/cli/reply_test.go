@@ -53,8 +53,10 @@ echo "round ${AIRLOCK_ROUND:-1} done"
 	if code != 0 || !strings.Contains(out, "round 2 done") || !strings.Contains(out, "verify grep -q try ANSWER.txt: passed") {
 		t.Fatalf("reply: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"Round 2, told:", "Try again.", "ANSWER.txt, hunk 1 (lines 1-1) was rejected: not this"} {
-		if !strings.Contains(out, want) {
+	// The summary is printed indented by two spaces.
+	summary := strings.ReplaceAll(out, "\n  ", "\n")
+	for _, want := range []string{"Round 2, told:", "Try again.", "### ANSWER.txt, line 1\n```\n    1  first try\n```\n> not this", "### ANSWER.txt (added): the whole change to this file"} {
+		if !strings.Contains(summary, want) {
 			t.Errorf("the second round's summary lacks %q:\n%s", want, out)
 		}
 	}

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
 )
 
 // noteStaleness tells the user on stderr when the real project has moved
@@ -32,8 +34,10 @@ func noteStaleness(ctx context.Context, e *env, sb *sandbox.Sandbox) {
 func newStatusCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status ID",
-		Short: "Show a sandbox and how far the real project has moved on since its baseline",
-		Long: `status shows one sandbox: its status, project and command, and how far the
+		Short: "Show a sandbox, its review's comments and how far the real project has moved on since its baseline",
+		Long: `status shows one sandbox: its status, project and command, the comments of
+its review (each with its file and lines: not sent yet, sent in round N,
+or resolved), and how far the
 real project has moved on since the sandbox's baseline was taken ("baseline
 is 15 minutes and 3 files behind the project"), with the paths that differ.
 The project is walked with the snapshot's rules and every file hashed, so
@@ -57,11 +61,17 @@ ID may be any unique prefix of the sandbox's ID.`,
 			if err != nil {
 				return err
 			}
+			d, err := sb.Decisions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			comments := d.AllComments()
 			if e.json {
 				return e.printJSON(struct {
 					sandbox.Meta
-					Staleness sandbox.Staleness `json:"staleness"`
-				}{m, st})
+					Staleness sandbox.Staleness    `json:"staleness"`
+					Comments  []review.FileComment `json:"comments,omitempty"`
+				}{m, st, comments})
 			}
 			w := e.stdout
 			fmt.Fprintf(w, "sandbox   %s (%s)\n", m.ID, m.Status)
@@ -73,6 +83,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			if m.Verify != nil {
 				fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)
 			}
+			writeComments(w, comments)
 			fmt.Fprintf(w, "baseline  %s\n", st)
 			for _, p := range st.Paths {
 				fmt.Fprintf(w, "          %s\n", shownLine(w, p))
@@ -87,5 +98,32 @@ leaves that file as it is.`))
 			}
 			return nil
 		},
+	}
+}
+
+// writeComments lists a review's comments for status: a count, then each
+// with its file, lines, state and first line.
+func writeComments(w io.Writer, comments []review.FileComment) {
+	if len(comments) == 0 {
+		return
+	}
+	pending := 0
+	for _, c := range comments {
+		if c.Pending() {
+			pending++
+		}
+	}
+	switch pending {
+	case 0:
+		fmt.Fprintf(w, "comments  %d (all sent or resolved)\n", len(comments))
+	default:
+		fmt.Fprintf(w, "comments  %d (%d not sent yet; airlock reply sends them)\n", len(comments), pending)
+	}
+	for _, c := range comments {
+		first, rest, _ := strings.Cut(strings.TrimSpace(c.Text), "\n")
+		if rest != "" {
+			first += " …"
+		}
+		fmt.Fprintf(w, "          %s, %s (%s): %s\n", shownLine(w, c.Path), c.Where(), c.State(), shownLine(w, first))
 	}
 }

@@ -59,16 +59,16 @@ func TestRunDialogAgentPreset(t *testing.T) {
 	w := a.NewWindow("t")
 	t.Cleanup(w.Close)
 	var got RunRequest
-	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), nil), func(r RunRequest) { got = r })
-	if d.Image.Text != MinimalImage {
-		t.Errorf("demo agent's image %q", d.Image.Text)
+	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), nil), RunDialogOptions{}, func(r RunRequest) { got = r })
+	if d.ImageName() != MinimalImage {
+		t.Errorf("demo agent's image %q", d.ImageName())
 	}
 	d.Preset.SetSelectedIndex(1) // claude
 	if d.Command.Text != "claude -p --output-format json --dangerously-skip-permissions {prompt}" || !d.Command.Disabled() {
 		t.Errorf("command shown %q (disabled %v)", d.Command.Text, d.Command.Disabled())
 	}
-	if d.Image.Text != FullImage {
-		t.Errorf("claude's image %q, want %s", d.Image.Text, FullImage)
+	if d.ImageName() != FullImage {
+		t.Errorf("claude's image %q, want %s", d.ImageName(), FullImage)
 	}
 	test.Type(d.Prompt, "fix the failing test")
 	d.Start()
@@ -181,7 +181,7 @@ func TestRunDialogSignIn(t *testing.T) {
 		return c, nil
 	}
 	var got RunRequest
-	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), signIn), func(r RunRequest) { got = r })
+	d := NewRunDialog(w, "/home/dev/src/app", Presets("", builtinAgents(t), signIn), RunDialogOptions{}, func(r RunRequest) { got = r })
 	if d.Preset.Options[1] != "Claude Code (Anthropic) (not signed in)" || d.Preset.Options[2] != "Codex CLI (OpenAI)" {
 		t.Errorf("options %q", d.Preset.Options)
 	}
@@ -215,7 +215,7 @@ func TestRunDialogCommandAfterPreset(t *testing.T) {
 	t.Cleanup(w.Close)
 	var got RunRequest
 	ps := Presets("", builtinAgents(t), nil)
-	d := NewRunDialog(w, "/home/dev/src/app", ps, func(r RunRequest) { got = r })
+	d := NewRunDialog(w, "/home/dev/src/app", ps, RunDialogOptions{}, func(r RunRequest) { got = r })
 	d.Preset.SetSelectedIndex(1) // claude
 	d.Preset.SetSelectedIndex(len(ps) - 1)
 	if d.Command.Text != "" || d.Command.Disabled() {
@@ -237,8 +237,12 @@ func TestRunViewTitle(t *testing.T) {
 	}{
 		{RunRequest{Project: "/p/app", Agent: "claude", Prompt: "fix the failing test\nand more"}, "Run: app  ·  claude: fix the failing test"},
 		{RunRequest{Project: "/p/app", Agent: "codex"}, "Run: app  ·  codex (interactive)"},
-		{RunRequest{Project: "/p/app", Command: []string{"sh", "-c", "make test"}}, "Run: app  ·  sh -c make test"},
-		{RunRequest{Project: "/p/app", ScriptName: "demo-agent.sh"}, "Run: app  ·  sh demo-agent.sh"},
+		{RunRequest{Project: "/p/app", Agent: "claude", AgentName: "Claude Code", Prompt: "fix it"}, "Run: app  ·  Claude Code: fix it"},
+		// A typed shell line shows as typed; a script as its name.
+		{RunRequest{Project: "/p/app", Command: []string{"sh", "-c", "make test"}}, "Run: app  ·  make test"},
+		{RunRequest{Project: "/p/app", Command: []string{"make", "test"}}, "Run: app  ·  make test"},
+		{RunRequest{Project: "/p/app", ScriptName: "demo-agent.sh", Prompt: "plan it"}, "Run: app  ·  demo-agent.sh: plan it"},
+		{RunRequest{Project: "/p/app", Command: []string{"sh", "-c", strings.Repeat("x", 1000)}}, "Run: app  ·  " + strings.Repeat("x", maxTitle-1) + "…"},
 	} {
 		v := NewRunView(fyne.CurrentApp(), tt.req)
 		if got := v.Window.Title(); got != tt.want {

@@ -5,14 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // fakeService is an in-memory Service: fixed sandboxes and changesets,
@@ -34,13 +37,48 @@ type fakeService struct {
 	rounds map[string]*review.Changeset
 	// run, if set, plays a run; reply, if set, a Send back round.
 	run   func(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
-	reply func(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	reply func(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error)
+	// roundLogs are the rounds of a sandbox, by sandbox ID, from round 1.
+	roundLogs map[string][]sandbox.RoundLog
+	// discarded are the sandboxes Discard removed; setup is RunSetup's
+	// answer (Airlock's default limits and no image when nil); built are
+	// the images CheckImage finds (every one when nil).
+	discarded []string
+	setup     *RunSetup
+	built     []string
 }
 
-func (s *fakeService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
-	if s.reply != nil {
-		return s.reply(ctx, id, message)
+func (s *fakeService) Discard(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.discarded = append(s.discarded, id)
+	s.infos = slices.DeleteFunc(s.infos, func(in sandbox.Info) bool { return in.ID == id })
+	return nil
+}
+
+func (s *fakeService) RunSetup(string) (RunSetup, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.setup != nil {
+		return *s.setup, nil
 	}
+	return RunSetup{Limits: config.DefaultLimits(), Images: s.built}, nil
+}
+
+func (s *fakeService) CheckImage(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.built == nil || slices.Contains(s.built, name) {
+		return nil
+	}
+	return fmt.Errorf("load image %s: %w", name, image.ErrNotFound)
+}
+
+func (s *fakeService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
+	if s.reply != nil {
+		return s.reply(ctx, req)
+	}
+	id, message := req.ID, req.Message
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = append(s.replies, id+": "+message)
@@ -209,4 +247,14 @@ func (s *fakeService) SaveDecisions(id string, d review.Decisions) error {
 	}
 	s.saved[id] = d
 	return nil
+}
+
+func (s *fakeService) RoundLog(id string, n int) (sandbox.RoundLog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	logs := s.roundLogs[id]
+	if n < 1 || n > len(logs) {
+		return sandbox.RoundLog{}, fmt.Errorf("sandbox %s has no round %d", id, n)
+	}
+	return logs[n-1], nil
 }

@@ -16,11 +16,6 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// wheelBoost multiplies a mouse wheel's step in the file list: fyne moves
-// 25 px a notch on Linux and Windows (10 on macOS), about one row, where
-// other apps move about three.
-const wheelBoost = 2.5
-
 // indentStep is how far a folder's contents sit right of it.
 const indentStep = 14
 
@@ -271,10 +266,6 @@ func (w *fileRow) fitName(width float32) {
 }
 
 func (w *fileRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(w.box) }
-
-// Scrolled moves the list by a boosted step (the row is what the wheel
-// is over).
-func (w *fileRow) Scrolled(ev *fyne.ScrollEvent) { w.l.wheel(ev) }
 
 // TappedSecondary offers, on a right click, to approve or reject the
 // row's file, or every shown file of its folder.

@@ -271,11 +271,11 @@ func TestStopSendBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			svc := reviewService(t)
 			started, ended := make(chan struct{}), make(chan error, 1)
-			svc.reply = func(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
+			svc.reply = func(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
 				close(started)
 				<-ctx.Done()
 				ended <- ctx.Err()
-				return nil, fmt.Errorf("sandbox %s: boot: %w", id, ctx.Err())
+				return nil, fmt.Errorf("sandbox %s: boot: %w", req.ID, ctx.Err())
 			}
 			test.NewTempApp(t)
 			r, err := NewReviewWindow(fyne.CurrentApp(), svc, testInfo("1a2b3c4d"))

@@ -339,7 +339,7 @@ func (m *reviewModel) approved() (taken, left []*review.File) {
 // decisions is a copy of the decisions for Apply: only files with a
 // verdict or a comment, so what is passed is exactly what was chosen.
 func (m *reviewModel) decisions() review.Decisions {
-	out := review.Decisions{Files: map[string]review.FileDecision{}}
+	out := review.Decisions{Files: map[string]review.FileDecision{}, Round: m.d.Round}
 	for p, fd := range m.d.Files {
 		hs := map[int]review.HunkDecision{}
 		for i, h := range fd.Hunks {
@@ -351,7 +351,7 @@ func (m *reviewModel) decisions() review.Decisions {
 		if len(hs) == 0 {
 			fd.Hunks = nil
 		}
-		if fd.Verdict == review.Undecided && fd.Comment == "" && fd.Hunks == nil {
+		if fd.Verdict == review.Undecided && fd.Comment == "" && fd.Hunks == nil && len(fd.Comments) == 0 {
 			continue
 		}
 		out.Files[p] = fd

@@ -11,6 +11,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"github.com/google/go-cmp/cmp"
@@ -433,14 +434,23 @@ func TestRowsShowState(t *testing.T) {
 	}
 }
 
-// TestWheelScrollsFaster: a wheel step over the rows moves the list
-// further than fyne's step.
+// TestWheelScrollsFaster: a wheel step over the list moves it further
+// than fyne's step, and the rows stay clipped by the list (no row is a
+// scrollable of its own).
 func TestWheelScrollsFaster(t *testing.T) {
 	r := newBigReview(t, reviewService(t))
-	row := r.rowOf(t, "docs/")
-	row.Scrolled(&fyne.ScrollEvent{Scrolled: fyne.NewDelta(0, -25)})
-	if got := r.tree.GetScrollOffset(); got != 25*wheelBoost {
-		t.Errorf("one wheel step scrolled %v px, want %v", got, 25*wheelBoost)
+	c := r.Window.Canvas()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r.tree).AddXY(50, 50)
+	before := r.tree.GetScrollOffset()
+	test.Scroll(c, pos, 0, -25)
+	if got := r.tree.GetScrollOffset() - before; got != 25*wheelBoost {
+		t.Errorf("one wheel step scrolled the list %v px, want %v", got, 25*wheelBoost)
+	}
+	for _, o := range liveObjects(r.tree) {
+		if _, ok := o.(fyne.Scrollable); ok && o != fyne.CanvasObject(r.tree) && !strings.Contains(fmt.Sprintf("%T", o), "Scroll") {
+			t.Errorf("%T inside the list is scrollable: it would not be clipped", o)
+			break
+		}
 	}
 }
 
@@ -496,17 +506,17 @@ func TestKeysWithFocusOnAToggle(t *testing.T) {
 	}
 }
 
-// TestWheelScrollIsFaster: the diff pane's kind of scroll moves a wheel
+// TestWheelScrollIsFaster: a scroll pane under wheelScroll moves a wheel
 // step further than fyne's.
 func TestWheelScrollIsFaster(t *testing.T) {
 	test.NewTempApp(t)
 	tall := canvas.NewRectangle(color.Transparent)
 	tall.SetMinSize(fyne.NewSize(100, 5000))
-	s := newWheelScroll(tall)
-	w := test.NewWindow(s)
+	s := container.NewVScroll(tall)
+	w := test.NewWindow(wheelScroll(s))
 	t.Cleanup(w.Close)
 	w.Resize(fyne.NewSize(200, 300))
-	s.Content.(fyne.Scrollable).Scrolled(&fyne.ScrollEvent{Scrolled: fyne.NewDelta(0, -25)})
+	test.Scroll(w.Canvas(), fyne.NewPos(50, 50), 0, -25)
 	if s.Offset.Y != 25*wheelBoost {
 		t.Errorf("one wheel step moved %v px, want %v", s.Offset.Y, 25*wheelBoost)
 	}

@@ -29,7 +29,7 @@ type ReviewWindow struct {
 	tree      *fileList
 	treeIDs   tree
 	filter    *fieldEntry
-	summary   *tipLabel
+	summary   *fitLabel
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
 	hunkBoxes []fyne.CanvasObject
@@ -37,13 +37,13 @@ type ReviewWindow struct {
 	// folder is the folder the folder buttons act on ("" for every shown
 	// file): the selected folder row, or the selected file's folder.
 	folder      string
-	folderLabel *tipLabel
+	folderLabel *fitLabel
 	folderBtns  []*widget.Button
 	// changedHere are the files the user changed in the project since
 	// the baseline (their rows are marked).
 	changedHere map[string]bool
-	head        *tipLabel
-	status      *tipLabel
+	head        *fitLabel
+	status      *fitLabel
 	applyBtn    *widget.Button
 	rejectBtn   *widget.Button
 	approveAll  *widget.Button
@@ -77,6 +77,11 @@ type ReviewWindow struct {
 	// confirm asks a yes/no question and calls answer with the reply: a
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
+
+	// rounds is the Transcript tab and a Send back round's terminal;
+	// comments the Comments tab.
+	rounds   *roundsTab
+	comments *commentsTab
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
@@ -100,8 +105,12 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	}
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
-	// A saved review that no longer fits the changeset is left aside.
-	if saved.Validate(cs) == nil && saved.Files != nil {
+	// A saved review whose verdicts no longer fit the changeset keeps
+	// only its comments.
+	if saved.Validate(cs) != nil {
+		saved = saved.CarryVerdicts(nil, cs)
+	}
+	if saved.Files != nil {
 		r.m.d = saved
 	}
 	r.full, r.round = r.m, max(info.Round, 1)
@@ -138,9 +147,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		}
 		return false
 	}
-	r.summary = newTipLabel(r.m.summary(), fyne.TextStyle{})
+	r.summary = newFitLabel(r.m.summary(), fyne.TextStyle{})
 	r.summary.label.SizeName = theme.SizeNameCaptionText
-	r.folderLabel = newTipLabel("", fyne.TextStyle{Italic: true})
+	r.folderLabel = newFitLabel("", fyne.TextStyle{Italic: true})
 	r.folderBtns = []*widget.Button{
 		widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { r.setFolderVerdict(r.folder, true) }),
 		widget.NewButtonWithIcon("Reject", theme.CancelIcon(), func() { r.setFolderVerdict(r.folder, false) }),
@@ -150,7 +159,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
 	side := container.NewBorder(container.NewVBox(r.filter, r.summary), folderBar, nil, nil,
-		r.tree)
+		withWheel(r.tree, r.tree.wheel))
 
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
@@ -168,11 +177,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		note.Wrapping = fyne.TextWrapWord
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
-	transcriptGrid := widget.NewTextGridFromString(shown)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diffScrl),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
-		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), container.NewScroll(transcriptGrid)),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
+		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
@@ -183,8 +192,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
 	r.stopBtn = widget.NewButtonWithIcon("Stop the round", theme.MediaStopIcon(), r.StopRound)
 	r.stopBtn.Hide()
-	r.status = newTipLabel("", fyne.TextStyle{})
-	sendNote := newTipLabel(sendBackHint, fyne.TextStyle{Italic: true})
+	r.status = newFitLabel("", fyne.TextStyle{})
+	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
 	// The buttons keep their room; the status line takes what is left
 	// and never widens the window (a long one ends at a word, whole in
 	// its tip).
@@ -193,7 +202,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.applyBtn, r.status)
 	// The header follows the sandbox (Reload); a long command line ends
 	// at a word, whole in its tip.
-	r.head = newTipLabel(headText(info), fyne.TextStyle{Bold: true})
+	r.head = newFitLabel(headText(info), fyne.TextStyle{Bold: true})
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
 
@@ -212,7 +221,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.stale.Wrapping = fyne.TextWrapWord
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), nil, r.stale))
 	}
-	r.Window.SetContent(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
+	r.Window.SetContent(withTips(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split)))
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
@@ -306,6 +315,7 @@ func (r *ReviewWindow) redraw() {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
 	}
+	r.refreshComments()
 	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files")))
 	if len(taken) == 0 || r.roundOnly {
 		r.applyBtn.Disable()

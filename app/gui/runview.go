@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/safetext"
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // RunView is one run, live: its progress, the agent's terminal (attached
@@ -22,11 +23,14 @@ import (
 type RunView struct {
 	Window  fyne.Window
 	term    *terminal
-	state   *widget.Label
+	title   *tipLabel
+	state   *tipLabel
 	clock   *widget.Label
 	bar     *widget.ProgressBar
 	stopBtn *widget.Button
 	review  *widget.Button
+	// secrets names what was not copied because it looks like a secret.
+	secrets *tipLabel
 	started time.Time
 	ended   bool
 	// leftOut counts what the guest left out of the changes (files over
@@ -36,16 +40,20 @@ type RunView struct {
 	onReview func()
 }
 
+// maxTitle is the most of a run's description its window title shows.
+const maxTitle = 80
+
 // NewRunView builds the window of a run (not shown).
 func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v := &RunView{term: newTerminal(100, 30), started: time.Now()}
 	what := runWhat(req)
-	v.Window = a.NewWindow("Run: " + filepath.Base(req.Project) + "  ·  " + what)
-	v.state = widget.NewLabel("starting…")
-	v.state.Truncation = fyne.TextTruncateEllipsis
+	v.Window = a.NewWindow("Run: " + safetext.Line(filepath.Base(req.Project)) + "  ·  " + clip(what, maxTitle))
+	// Every text of the head is cut to the window's width, whole in a
+	// tooltip: a long command line or progress message never sets the
+	// window's minimum width.
+	v.state = newTipLabel("starting…", fyne.TextStyle{})
 	v.clock = widget.NewLabelWithStyle("0:00", fyne.TextAlignTrailing, fyne.TextStyle{Monospace: true})
 	v.bar = widget.NewProgressBar()
-	v.bar.TextFormatter = func() string { return v.state.Text }
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
 		if v.stop != nil {
 			v.setState("stopping…")
@@ -59,10 +67,13 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 		}
 	})
 	v.review.Disable()
-	title := widget.NewLabelWithStyle(projectName(req.Project)+"  ·  "+what, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.Truncation = fyne.TextTruncateEllipsis
-	head := container.NewBorder(nil, nil, nil, container.NewHBox(v.clock, v.stopBtn, v.review), title)
-	v.Window.SetContent(container.NewBorder(container.NewVBox(head, v.bar), nil, nil, nil, v.term))
+	v.title = newTipLabel(projectName(req.Project)+"  ·  "+what, fyne.TextStyle{Bold: true})
+	v.title.SetTip(req.Project + "\n" + what)
+	v.secrets = newTipLabel("", fyne.TextStyle{})
+	v.secrets.Importance = widget.WarningImportance
+	v.secrets.Hide()
+	head := container.NewBorder(nil, nil, nil, container.NewHBox(v.clock, v.stopBtn, v.review), v.title)
+	v.Window.SetContent(withTips(container.NewBorder(container.NewVBox(head, v.state, v.bar, v.secrets), nil, nil, nil, v.term)))
 	v.Window.Resize(fyne.NewSize(900, 600))
 	v.Window.Canvas().Focus(v.term)
 	// Closing the window of a run that goes on only hides it: the main
@@ -77,19 +88,40 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 	return v
 }
 
-// runWhat is what a run runs, for its window: the agent and the user's
-// prompt (its first line), the script, or the command line.
-func runWhat(req RunRequest) string {
-	switch {
-	case req.Agent != "" && strings.TrimSpace(req.Prompt) != "":
-		first, _, _ := strings.Cut(strings.TrimSpace(req.Prompt), "\n")
-		return req.Agent + ": " + first
-	case req.Agent != "":
-		return req.Agent + " (interactive)"
-	case req.ScriptName != "":
-		return "sh " + req.ScriptName
+// clip cuts s to n characters with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
-	return strings.Join(req.Command, " ")
+	return string(r[:n-1]) + "…"
+}
+
+// runWhat is what a run runs, for its window: the agent's name and the
+// user's prompt (its first line), the script and the prompt, or the
+// command line.
+func runWhat(req RunRequest) string {
+	who := req.AgentName
+	if who == "" {
+		who = req.Agent
+	}
+	switch {
+	case who == "" && req.ScriptName != "":
+		who = req.ScriptName
+	case who == "":
+		who = strings.Join(req.Command, " ")
+		if len(req.Command) == 3 && req.Command[0] == "sh" && req.Command[1] == "-c" {
+			who = req.Command[2] // a shell line, as typed
+		}
+	}
+	who = safetext.Line(who)
+	switch task := firstLine(req.Prompt); {
+	case task != "":
+		return who + ": " + task
+	case req.Agent != "":
+		return who + " (interactive)"
+	}
+	return who
 }
 
 // Terminal is the run's terminal widget (a fyne.Focusable), for tests.
@@ -104,6 +136,9 @@ func (v *RunView) Tick(now time.Time) {
 
 func (v *RunView) progress(p pipeline.Progress) {
 	msg := safetext.Line(p.Message) // it may name the guest's paths
+	if p.Step == pipeline.StepExcluded {
+		v.showSecrets(p.Excluded)
+	}
 	if p.Step == pipeline.StepCollect && len(p.Excluded) > 0 {
 		// What was left out of the changes stays in the terminal, where
 		// the next progress does not replace it.
@@ -114,16 +149,43 @@ func (v *RunView) progress(p pipeline.Progress) {
 		msg = string(p.Step)
 	}
 	if p.Total > 0 {
-		msg = fmt.Sprintf("%s %d/%d", msg, p.Done, p.Total)
+		// The count first: a long message is cut at its end.
+		msg = fmt.Sprintf("%d/%d  %s", p.Done, p.Total, msg)
 	}
 	v.setState(msg)
 	v.bar.SetValue(stepFraction(p))
 }
 
-// setState shows where the run is, in the progress bar.
+// setState shows where the run is, above the progress bar.
 func (v *RunView) setState(s string) {
 	v.state.SetText(s)
-	v.bar.Refresh()
+}
+
+// showSecrets names what the snapshot left out as secrets, under the
+// bar and in the terminal.
+func (v *RunView) showSecrets(ex []manifest.Exclusion) {
+	var paths []string
+	for _, x := range ex {
+		if x.Reason == manifest.ReasonSecret {
+			p := x.Path
+			if x.Dir {
+				p += "/"
+			}
+			paths = append(paths, p)
+		}
+	}
+	note := secretsNote(paths)
+	if note == "" {
+		return
+	}
+	full := make([]string, len(paths))
+	for i, p := range paths {
+		full[i] = safetext.Line(p)
+	}
+	v.secrets.SetText(note)
+	v.secrets.SetTip(strings.Join(full, "\n"))
+	v.secrets.Show()
+	fmt.Fprintf(v.term, "\x1b[1;33mairlock: %s\x1b[0m\r\n", note)
 }
 
 // finished shows how the run ended.
@@ -133,7 +195,7 @@ func (v *RunView) finished(res *pipeline.RunResult, err error) {
 	v.Tick(time.Now())
 	switch {
 	case errors.Is(err, context.Canceled):
-		v.setState("stopped; the sandbox is kept, marked failed")
+		v.setState("stopped; the sandbox is kept: its transcript is on its row in the main window")
 	case err != nil:
 		v.setState("failed (the reason is in the terminal)")
 		// The terminal has room for the whole reason.

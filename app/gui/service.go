@@ -7,16 +7,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // Service is what the windows need from the app. StoreService implements
@@ -48,13 +52,57 @@ type Service interface {
 	// Compare describes sandboxes side by side; a fan-out's group ID
 	// stands for all its attempts.
 	Compare(ids []string) ([]sandbox.Comparison, error)
-	// Reply sends a reviewed sandbox back to its agent with message (its
-	// saved comments and rejected hunks go too) and returns when the next
-	// round is collected.
-	Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error)
+	// Reply sends a reviewed sandbox back to its agent with req's message
+	// (its saved comments not sent yet and its rejected hunks go too) and
+	// returns when the next round is collected. The round's output and
+	// progress arrive on req's callbacks from its goroutine.
+	Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error)
 	// RoundChangeset is what round n (2 or more) of a sandbox changed
 	// over the round before it.
 	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
+	// Discard removes a sandbox as airlock rm does: its changes are
+	// discarded (what was applied stays applied). A sandbox a process
+	// still runs is refused.
+	Discard(id string) error
+	// RunSetup is what the run dialog offers for project: the limits a
+	// run gets unless the dialog changes them, and the images built here.
+	RunSetup(project string) (RunSetup, error)
+	// CheckImage says why image name cannot boot here, and what to do,
+	// or nil.
+	CheckImage(name string) error
+	// RoundLog is round n (1 to the sandbox's round) as it ran: the
+	// prompt that started it and what its command printed.
+	RoundLog(id string, n int) (sandbox.RoundLog, error)
+}
+
+// RunSetup is what a run on a project gets without choosing, and what
+// the run dialog can choose from.
+type RunSetup struct {
+	// Limits are the user's limits (config.toml, Airlock's defaults for
+	// what it leaves out) narrowed by the project's airlock.toml, every
+	// field set (config.Unlimited where there is none): airlock run's
+	// without flags.
+	Limits config.Limits
+	// Images are the guest images built here (or shipped with the app),
+	// by name.
+	Images []string
+	// Environment says the project describes its own environment
+	// (airlock.toml): a run without an image runs on it.
+	Environment bool
+}
+
+// ReplyRequest is a Send back round: the sandbox, the message, and the
+// terminal the round's command runs in.
+type ReplyRequest struct {
+	ID      string
+	Message string
+	// Output receives the terminal's output; Input carries what the user
+	// types; TTY is the terminal's size and resizes.
+	Output io.Writer
+	Input  io.Reader
+	TTY    *client.TTY
+	// Progress receives the round's events.
+	Progress func(pipeline.Progress)
 }
 
 // Preset is a way to start an agent, offered in the run dialog. Exactly
@@ -81,6 +129,15 @@ type Preset struct {
 	// credentials looked up on the host when the dialog shows it); the
 	// dialog shows it and refuses to start an agent that cannot.
 	SignIn func() (plan.Credentials, error)
+}
+
+// Title is the preset's name in lists: Name without its note in
+// parentheses ("Demo agent (no API key)" is the Demo agent).
+func (p Preset) Title() string {
+	if i := strings.Index(p.Name, " ("); i > 0 {
+		return p.Name[:i]
+	}
+	return p.Name
 }
 
 // Presets are the run dialog's choices: the demo agent preset first (a
@@ -130,9 +187,11 @@ type RunRequest struct {
 	// Prompt is given to the agent as AIRLOCK_PROMPT; with Agent it is
 	// the agent preset's task.
 	Prompt string
-	// Agent names the agent preset to run (Command is then built from it).
-	Agent string
-	Image string
+	// Agent names the agent preset to run (Command is then built from it);
+	// AgentName is its name for people (the preset's description).
+	Agent     string
+	AgentName string
+	Image     string
 	// CPUs, MemoryMiB and Timeout are limits; zero means the user's
 	// configured ones (Airlock's defaults), as for airlock run, and a
 	// negative Timeout no time limit.
@@ -273,7 +332,7 @@ func (s *StoreService) Decisions(id string) (review.Decisions, error) {
 	if err != nil {
 		return review.Decisions{}, err
 	}
-	return sb.Decisions()
+	return sb.Decisions(context.Background())
 }
 
 func (s *StoreService) SaveDecisions(id string, d review.Decisions) error {
@@ -308,16 +367,27 @@ func (s *StoreService) Staleness(ctx context.Context, id string) (sandbox.Stalen
 	return sb.Staleness(ctx)
 }
 
-// Reply plans the next round of sandbox id as airlock reply does (the
-// same limits, network and agent preset) and runs it; ctx stops it.
-func (s *StoreService) Reply(ctx context.Context, id, message string) (*pipeline.RunResult, error) {
-	p, err := s.plan(ctx, plan.Request{Reply: id, Message: message})
+// Reply plans the next round of sandbox req.ID as airlock reply does
+// (the same limits, network and agent preset) and runs it in req's
+// terminal; ctx stops it.
+func (s *StoreService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {
+	p, err := s.plan(ctx, plan.Request{Reply: req.ID, Message: req.Message})
 	if err != nil {
 		return nil, err
 	}
 	defer p.Close()
-	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, p.Runs[0])
+	o := p.Runs[0]
+	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
+	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, o)
 	return res, appError(err)
+}
+
+func (s *StoreService) RoundLog(id string, n int) (sandbox.RoundLog, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return sandbox.RoundLog{}, err
+	}
+	return sb.RoundLog(n)
 }
 
 func (s *StoreService) RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error) {
@@ -339,6 +409,47 @@ func (s *StoreService) Transcript(id string) ([]byte, error) {
 	}
 	return sb.Transcript()
 }
+
+func (s *StoreService) Discard(id string) error { return appError(s.Store.Remove(id, false)) }
+
+func (s *StoreService) RunSetup(project string) (RunSetup, error) {
+	var rs RunSetup
+	if s.Planner == nil {
+		return rs, plan.ErrNoBackend
+	}
+	eff, err := s.Planner.Limits(project, config.Limits{})
+	if err != nil {
+		return rs, err
+	}
+	rs.Limits = eff.Limits
+	ims, err := image.ListAll(append([]string{s.Planner.Home}, s.Planner.ImageRoots...))
+	if err != nil {
+		return rs, err
+	}
+	arch := s.Planner.Arch
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	for _, im := range ims {
+		if string(im.Arch) == arch && !slices.Contains(rs.Images, im.Name) {
+			rs.Images = append(rs.Images, im.Name)
+		}
+	}
+	env, err := envspec.Find(project)
+	rs.Environment = err == nil && env != nil
+	return rs, nil
+}
+
+func (s *StoreService) CheckImage(name string) error {
+	if s.Planner == nil {
+		return plan.ErrNoBackend
+	}
+	return s.Planner.CheckImage(name, "")
+}
+
+// Home is the Airlock home the store is in, where the app keeps its
+// choices.
+func (s *StoreService) Home() string { return filepath.Dir(s.Store.Dir()) }
 
 // CheckProject says whether path can be a run's project: an existing,
 // readable directory. Its errors are for people.

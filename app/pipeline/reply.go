@@ -53,10 +53,11 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 	if meta.SyncMode == sandbox.SyncVirtiofs {
 		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
 	}
-	prompt, err := sb.ReplyPrompt(ctx, message)
+	reply, err := sb.PrepareReply(ctx, message)
 	if err != nil {
 		return nil, err
 	}
+	prompt := reply.Prompt
 	start, err := sb.ReadManifest(sandbox.GuestFile, false)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 	if err := os.MkdirAll(next, 0o700); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(next, "prompt.md"), []byte(prompt), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(next, sandbox.PromptFile), []byte(prompt), 0o600); err != nil {
 		return nil, err
 	}
 	cfg, err := config.Load(meta.Project)
@@ -110,6 +111,18 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	// The comments are sent once the agent has them: when its command
+	// starts. A round that fails before leaves them to the next reply.
+	progress, marked := r.progress, false
+	r.progress = func(p Progress) {
+		if p.Step == StepRun && !marked {
+			marked = true
+			if err := sb.MarkSent(round+1, reply.Feedback.Comments); err != nil {
+				r.log.Warn("mark the comments sent", "sandbox", sb.ID, "err", err)
+			}
+		}
+		progress(p)
 	}
 	r.res = &RunResult{Sandbox: sb}
 	if _, err := sb.Update(func(m *sandbox.Meta) {

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +68,7 @@ func TestReplyRound(t *testing.T) {
 	if res2.Meta.Round != 2 || res2.Meta.Status != sandbox.StatusReady {
 		t.Errorf("after the reply: round %d, status %s", res2.Meta.Round, res2.Meta.Status)
 	}
-	for _, want := range []string{"Round 2. I read:", "Use version two.", "notes.txt: keep this", "a.txt, hunk 1 (lines 1-1) was rejected: say two"} {
+	for _, want := range []string{"Round 2. I read:", "Use version two.", "### notes.txt, the whole file\n> keep this", "### a.txt, line 1\n```\n    1  version one\n```\n> say two", "### a.txt (modified): the whole change to this file"} {
 		if !strings.Contains(res2.Summary, want) {
 			t.Errorf("the agent's summary lacks %q:\n%s", want, res2.Summary)
 		}
@@ -96,5 +98,157 @@ func TestReplyRound(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(project, "a.txt")); string(got) != "version two\n" {
 		t.Errorf("a.txt applied: %q", got)
+	}
+}
+
+// roundsScript writes a.txt anew each round and tells, in its summary,
+// what it read; it prints which round ran.
+const roundsScript = `set -e
+mkdir -p .airlock
+printf 'version %s\nsecond\nthird\n' "${AIRLOCK_ROUND:-1}" > a.txt
+printf 'Round %s. I read:\n%s' "${AIRLOCK_ROUND:-1}" "$AIRLOCK_REPLY" > .airlock/summary.md
+echo "round ${AIRLOCK_ROUND:-1} ran"
+`
+
+// TestReplySendsEachCommentOnce: two send backs; each comment goes with
+// the first reply after it was written and never again, a resolved one
+// never; each is marked with the round it started; each round's
+// transcript and prompt are kept apart.
+func TestReplySendsEachCommentOnce(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	var out bytes.Buffer
+	res, err := Run(ctx, s, RunOptions{
+		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
+		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := res.Sandbox
+	comment := func(text string, line int) review.Comment { return review.Comment{Text: text, Start: line, End: line} }
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.AddComment("a.txt", comment("say two", 1))
+	never := comment("never send me", 2)
+	never.Resolved = true
+	d.AddComment("a.txt", never)
+	d.SetHunk("a.txt", 0, review.Reject)
+	if err := sb.SaveDecisions(d); err != nil {
+		t.Fatal(err)
+	}
+
+	reply := func(message string) string {
+		t.Helper()
+		res, err := Reply(ctx, s, sb.ID, message, RunOptions{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out})
+		if err != nil {
+			t.Fatalf("reply: %v\n%s", err, out.String())
+		}
+		return res.Summary
+	}
+	sentOf := func(text string) int {
+		t.Helper()
+		d, err := sb.Decisions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range d.Files["a.txt"].Comments {
+			if c.Text == text {
+				return c.Sent
+			}
+		}
+		t.Fatalf("no comment %q in %+v", text, d)
+		return 0
+	}
+
+	got := reply("Round two, please.")
+	for _, want := range []string{"Round 2. I read:", "Round two, please.", "### a.txt, line 1\n```\n    1  version 1\n```\n> say two\n", "hunk 1"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("round 2's prompt lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never send me") {
+		t.Errorf("round 2's prompt has the resolved comment:\n%s", got)
+	}
+	if n := sentOf("say two"); n != 2 {
+		t.Errorf("the round 1 comment shows Sent=%d, want 2", n)
+	}
+	if n := sentOf("never send me"); n != 0 {
+		t.Errorf("the resolved comment shows Sent=%d", n)
+	}
+
+	d, err = sb.Decisions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Round != 2 || len(d.Files["a.txt"].Hunks) != 0 {
+		t.Errorf("round 1's verdict on a hunk round 2 rewrote was carried: %+v", d)
+	}
+	d.AddComment("a.txt", comment("now three", 1))
+	if err := sb.SaveDecisions(d); err != nil {
+		t.Fatal(err)
+	}
+	got = reply("Round three.")
+	if !strings.Contains(got, "    1  version 2\n```\n> now three\n") {
+		t.Errorf("round 3's prompt lacks the new comment:\n%s", got)
+	}
+	for _, old := range []string{"say two", "never send me"} {
+		if strings.Contains(got, old) {
+			t.Errorf("round 3's prompt sends %q again:\n%s", old, got)
+		}
+	}
+	if a, b := sentOf("say two"), sentOf("now three"); a != 2 || b != 3 {
+		t.Errorf("sent in rounds %d and %d, want 2 and 3", a, b)
+	}
+
+	for n := 1; n <= 3; n++ {
+		l, err := sb.RoundLog(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("round %d ran", n)
+		if tr := string(l.Transcript); !l.Kept || strings.Count(tr, " ran") != 1 || !strings.Contains(tr, want) {
+			t.Errorf("round %d's transcript: %q", n, tr)
+		}
+		if (n == 1) != (l.Prompt == "") {
+			t.Errorf("round %d's prompt: %q", n, l.Prompt)
+		}
+	}
+	if l, _ := sb.RoundLog(2); !strings.Contains(l.Prompt, "say two") {
+		t.Errorf("round 2's kept prompt: %q", l.Prompt)
+	}
+}
+
+// TestReplyFailedBeforeTheAgentKeepsComments: a reply whose VM never
+// booted did not send its comments; they wait for the next reply.
+func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	var out bytes.Buffer
+	res, err := Run(ctx, s, RunOptions{
+		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
+		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := res.Sandbox
+	var d review.Decisions
+	d.AddComment("a.txt", review.Comment{Text: "say two", Start: 1, End: 1})
+	if err := sb.SaveDecisions(d); err != nil {
+		t.Fatal(err)
+	}
+	noBoot := func(context.Context, Attach) (Machine, error) { return nil, errors.New("no machine today") }
+	if _, err := Reply(ctx, s, sb.ID, "Again.", RunOptions{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out}); err == nil {
+		t.Fatal("a reply without a machine succeeded")
+	}
+	d, err = sb.Decisions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Files["a.txt"].Comments; len(c) != 1 || c[0].Sent != 0 {
+		t.Errorf("after a reply that never ran: %+v", c)
 	}
 }

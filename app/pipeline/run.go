@@ -153,6 +153,9 @@ type RunOptions struct {
 	// Agent names the agent preset that made Command, if any (a reply
 	// continues the conversation with the same preset).
 	Agent string
+	// Prompt is the user's task, recorded for people (sandbox.Meta's
+	// Prompt); the command or the environment already carries it.
+	Prompt string
 	// Preflight, if set, runs once the options are checked and before the
 	// sandbox is made: its error (an image that is not built) stops the
 	// run with nothing left behind. What it reports (an image pulled or
@@ -300,7 +303,7 @@ func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error
 		}
 	}
 	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
-		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent}
+		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}
@@ -332,7 +335,7 @@ func (r *runner) finish(ctx context.Context, started time.Time, err error) (*Run
 		if err != nil {
 			m.Status, m.Error = sandbox.StatusFailed, err.Error()
 			if ctx.Err() != nil {
-				m.Error = "interrupted: " + m.Error
+				m.Error, m.Stopped = "interrupted: "+m.Error, true
 			}
 		}
 	})
@@ -449,6 +452,7 @@ func (r *runner) run(ctx context.Context) error {
 		m.Baseline, m.BaselineSHA256 = sandbox.BaselineFile, hex.EncodeToString(baseSum[:])
 		m.BaselineTime = baseTime
 		m.Excluded = len(report.Excluded)
+		m.Secrets = secretPaths(report.Excluded)
 		m.Timings.SnapshotMS = time.Since(t).Milliseconds()
 	}); err != nil {
 		return err
@@ -891,4 +895,21 @@ func skippedMessage(skipped []manifest.Exclusion, maxFile int64) string {
 		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml")
 	}
 	return b.String()
+}
+
+// secretPaths are the paths of ex left out as secrets, a folder ending
+// in /.
+func secretPaths(ex []manifest.Exclusion) []string {
+	var out []string
+	for _, x := range ex {
+		if x.Reason != manifest.ReasonSecret {
+			continue
+		}
+		p := x.Path
+		if x.Dir {
+			p += "/"
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -222,6 +223,10 @@ func TestRunPipeline(t *testing.T) {
 	if len(res.Report.Excluded) != 1 || res.Report.Excluded[0].Path != ".env" || res.Report.Excluded[0].Reason != manifest.ReasonSecret {
 		t.Errorf("excluded %+v", res.Report.Excluded)
 	}
+	// and named in sandbox.json, for the app.
+	if !slices.Equal(res.Meta.Secrets, []string{".env"}) {
+		t.Errorf("secrets recorded %q, want .env", res.Meta.Secrets)
+	}
 	// The transcript has stdout and stderr.
 	tr, _ := os.ReadFile(res.Sandbox.Path(sandbox.TranscriptFile))
 	if !bytes.Contains(tr, []byte("agent: working")) || !bytes.Contains(tr, []byte("agent: done")) {
@@ -292,6 +297,26 @@ func TestRunBootFails(t *testing.T) {
 	}
 	if _, err := res.Sandbox.Changeset(context.Background()); !errors.Is(err, sandbox.ErrNotReady) {
 		t.Errorf("changeset of a failed sandbox: %v, want ErrNotReady", err)
+	}
+}
+
+// A run stopped through its context is recorded as stopped, and its
+// prompt is kept.
+func TestRunStopped(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := Run(ctx, s, RunOptions{
+		Project: newProject(t), Command: []string{"true"}, Prompt: "fix it",
+		Boot: func(context.Context, Attach) (Machine, error) {
+			cancel()
+			return nil, context.Canceled
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	if m := res.Meta; m.Status != sandbox.StatusFailed || !m.Stopped || m.StatusText() != "stopped" || m.Prompt != "fix it" {
+		t.Errorf("meta status %q stopped %v prompt %q", m.Status, m.Stopped, m.Prompt)
 	}
 }
 

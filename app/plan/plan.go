@@ -338,7 +338,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	if len(presets) == 0 {
 		o := base
-		o.Command, o.Env = req.Command, maps.Clone(req.Env)
+		o.Command, o.Env, o.Prompt = req.Command, maps.Clone(req.Env), req.Prompt
 		if req.Prompt != "" {
 			o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
 		}
@@ -524,6 +524,9 @@ func (pl *Planner) agentRun(base pipeline.RunOptions, ps agent.Preset, req Reque
 		o.Env = withEnv(o.Env, k, v)
 	}
 	o.Agent, o.User, o.Image = ps.Name, ps.User, ps.Image
+	if req.Reply == "" {
+		o.Prompt = req.Prompt // a reply's prompt is Airlock's, not the user's
+	}
 	if ps.Rationale.JSONField != "" && (req.Prompt != "" || req.Reply != "") {
 		o.FinalMessage = ps.FinalMessage
 	}

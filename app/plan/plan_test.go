@@ -203,6 +203,9 @@ func TestPlanDemoAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p.Runs[0].Prompt != "x" {
+		t.Errorf("the run records prompt %q, want the user's x", p.Runs[0].Prompt)
+	}
 	url := p.Runs[0].Env["AIRLOCK_DEMO_API"]
 	addr := strings.TrimPrefix(url, "http://")
 	if url == "" || !hasHost(p, strings.Split(addr, ":")[0]) {

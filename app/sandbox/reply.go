@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -21,70 +19,63 @@ import (
 // next one; the sandbox's own files are always the latest round.
 const RoundsDir = "rounds"
 
+// PromptFile is the prompt the reply starting round N sent, in
+// rounds/N/.
+const PromptFile = "prompt.md"
+
 // EventReply records that the user sent a sandbox back to its agent.
 const EventReply EventKind = "reply"
 
-// ReplyPrompt is what the agent is told in the next round: the user's
-// message, then their comments on files and hunks and the hunks they
-// rejected, each with its place in the file, from the review kept with
-// the sandbox.
-func (sb *Sandbox) ReplyPrompt(ctx context.Context, message string) (string, error) {
-	cs, err := sb.Changeset(ctx)
-	if err != nil {
-		return "", err
-	}
-	d, err := sb.Decisions()
-	if err != nil {
-		return "", err
-	}
-	return replyPrompt(message, cs, d), nil
+// Reply is what the next round tells the agent: the prompt, and the
+// comments and rejections it carries (to mark as sent once the round
+// runs, MarkSent).
+type Reply struct {
+	Prompt   string
+	Feedback review.Feedback
 }
 
-func replyPrompt(message string, cs *review.Changeset, d review.Decisions) string {
+// PrepareReply is the next round's Reply: the user's message, then the
+// comments not sent yet, each with the lines it is about, and the
+// rejected hunks, from the review kept with the sandbox.
+func (sb *Sandbox) PrepareReply(ctx context.Context, message string) (*Reply, error) {
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fb := d.Feedback(cs)
+	return &Reply{Prompt: replyPrompt(message, fb), Feedback: fb}, nil
+}
+
+// ReplyPrompt is PrepareReply's prompt.
+func (sb *Sandbox) ReplyPrompt(ctx context.Context, message string) (string, error) {
+	r, err := sb.PrepareReply(ctx, message)
+	if err != nil {
+		return "", err
+	}
+	return r.Prompt, nil
+}
+
+func replyPrompt(message string, fb review.Feedback) string {
 	var b strings.Builder
 	b.WriteString("The reviewer sent your changes back with this message:\n\n")
 	b.WriteString(strings.TrimSpace(message))
 	b.WriteString("\n")
-	var notes []string
-	for _, f := range cs.Files {
-		fd, ok := d.Files[f.Path]
-		if !ok {
-			continue
-		}
-		if fd.Comment != "" {
-			notes = append(notes, fmt.Sprintf("- %s: %s", f.Path, fd.Comment))
-		}
-		if fd.Verdict == review.Reject && len(fd.Hunks) == 0 {
-			notes = append(notes, fmt.Sprintf("- %s: the whole change to this file was rejected", f.Path))
-		}
-		for _, i := range slices.Sorted(maps.Keys(fd.Hunks)) {
-			hd := fd.Hunks[i]
-			if i < 0 || i >= len(f.Hunks) {
-				continue
-			}
-			h := f.Hunks[i]
-			where := fmt.Sprintf("- %s, hunk %d (lines %d-%d)", f.Path, i+1, h.NewStart, h.NewStart+max(h.NewLines-1, 0))
-			switch {
-			case hd.Verdict == review.Reject && hd.Comment != "":
-				notes = append(notes, fmt.Sprintf("%s was rejected: %s", where, hd.Comment))
-			case hd.Verdict == review.Reject:
-				notes = append(notes, where+" was rejected")
-			case hd.Comment != "":
-				notes = append(notes, fmt.Sprintf("%s: %s", where, hd.Comment))
-			}
-		}
-	}
-	if len(notes) > 0 {
-		b.WriteString("\nTheir comments and rejections:\n")
-		b.WriteString(strings.Join(notes, "\n"))
+	if t := fb.Text(); t != "" {
 		b.WriteString("\n")
+		b.WriteString(t)
 	}
 	b.WriteString("\nThe workspace holds your previous changes. Revise them accordingly and update .airlock/summary.md.\n")
 	return b.String()
 }
 
 // KeepRound copies the sandbox's latest round (guest manifest, summary,
-// verify output) into rounds/N/, once.
+// final message, verify output) into rounds/N/, and the part of the
+// transcript that round printed (transcript.log holds every round's,
+// one after the other).
 func (sb *Sandbox) KeepRound(n int) error {
 	dir := filepath.Join(sb.Path(RoundsDir), strconv.Itoa(n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -102,7 +93,71 @@ func (sb *Sandbox) KeepRound(n int) error {
 			return err
 		}
 	}
-	return nil
+	all, err := sb.Transcript()
+	if err != nil {
+		return err
+	}
+	from := min(sb.keptTranscript(n), int64(len(all)))
+	return atomicfile.WriteFile(filepath.Join(dir, TranscriptFile), all[from:], 0o600)
+}
+
+// keptTranscript is how many bytes of transcript.log the rounds before
+// round n kept as theirs.
+func (sb *Sandbox) keptTranscript(n int) int64 {
+	var size int64
+	for k := 1; k < n; k++ {
+		if fi, err := os.Stat(filepath.Join(sb.Path(RoundsDir), strconv.Itoa(k), TranscriptFile)); err == nil {
+			size += fi.Size()
+		}
+	}
+	return size
+}
+
+// RoundLog is one round of a sandbox as it ran: what the agent was told
+// by the reply that started it (none for round 1) and what its command
+// printed.
+type RoundLog struct {
+	Round      int
+	Prompt     string
+	Transcript []byte
+	// Kept is false for an earlier round whose transcript was not kept
+	// apart (rounds kept by an older Airlock): the latest round's
+	// transcript then holds it too.
+	Kept bool
+}
+
+// RoundLog returns round n (1 to the sandbox's round).
+func (sb *Sandbox) RoundLog(n int) (RoundLog, error) {
+	m, err := sb.Meta()
+	if err != nil {
+		return RoundLog{}, err
+	}
+	latest := max(m.Round, 1)
+	if n < 1 || n > latest {
+		return RoundLog{}, fmt.Errorf("sandbox %s has rounds 1 to %d, not %d", sb.ID, latest, n)
+	}
+	l := RoundLog{Round: n, Kept: true}
+	dir := filepath.Join(sb.Path(RoundsDir), strconv.Itoa(n))
+	if n >= 2 {
+		p, err := os.ReadFile(filepath.Join(dir, PromptFile))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return l, err
+		}
+		l.Prompt = string(p)
+	}
+	if n < latest {
+		l.Transcript, err = os.ReadFile(filepath.Join(dir, TranscriptFile))
+		if errors.Is(err, os.ErrNotExist) {
+			l.Kept, err = false, nil
+		}
+		return l, err
+	}
+	all, err := sb.Transcript()
+	if err != nil {
+		return l, err
+	}
+	l.Transcript = all[min(sb.keptTranscript(n), int64(len(all))):]
+	return l, nil
 }
 
 // RoundChangeset is what round n changed (n ≥ 2): the previous round's

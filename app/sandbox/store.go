@@ -147,6 +147,16 @@ type Meta struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// Agent is the agent preset the run used ("" for a plain command).
 	Agent string `json:"agent,omitempty"`
+	// Prompt is the task the user gave the run (the agent's prompt, or
+	// $AIRLOCK_PROMPT of a command), as typed; lists show its first line.
+	Prompt string `json:"prompt,omitempty"`
+	// Stopped marks a failed run that was stopped (Stop in the app,
+	// Ctrl-C in a terminal) rather than one that went wrong.
+	Stopped bool `json:"stopped,omitempty"`
+	// Secrets are the project paths the snapshot left out because they
+	// look like secrets (a folder ends in /): never copied, and named to
+	// the user.
+	Secrets []string `json:"secrets,omitempty"`
 	// Round counts the agent's rounds on this sandbox: 1 for the run,
 	// one more per reply (0 in sandboxes from before replies means 1).
 	Round int `json:"round,omitempty"`
@@ -351,6 +361,15 @@ func (m Meta) CommandLine() string {
 		args = append([]string{"sh", m.ScriptName}, args...)
 	}
 	return strings.Join(args, " ")
+}
+
+// StatusText is the status for people: "stopped" for a run that was
+// stopped (older sandboxes say so in their error), else the status.
+func (m Meta) StatusText() string {
+	if m.Status == StatusFailed && (m.Stopped || strings.HasPrefix(m.Error, "interrupted: ")) {
+		return "stopped"
+	}
+	return string(m.Status)
 }
 
 // Info is a sandbox as listed: its metadata and whether a process is

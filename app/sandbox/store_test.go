@@ -283,3 +283,19 @@ func TestStatusActive(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusTextStopped(t *testing.T) {
+	for _, c := range []struct {
+		m    Meta
+		want string
+	}{
+		{Meta{Status: StatusFailed, Error: "boot: no kvm"}, "failed"},
+		{Meta{Status: StatusFailed, Stopped: true, Error: "interrupted: context canceled"}, "stopped"},
+		{Meta{Status: StatusFailed, Error: "interrupted: context canceled"}, "stopped"}, // before Stopped
+		{Meta{Status: StatusReady}, "ready for review"},
+	} {
+		if got := c.m.StatusText(); got != c.want {
+			t.Errorf("StatusText of %+v = %q, want %q", c.m, got, c.want)
+		}
+	}
+}

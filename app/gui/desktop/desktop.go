@@ -36,6 +36,10 @@ const (
 // window can follow.
 type storeDirer interface{ StoreDir() string }
 
+// homer is a service over an Airlock home, where the main window keeps
+// its choices and the demo's projects.
+type homer interface{ Home() string }
+
 // Run opens the main window over svc, then what open asks for, and
 // returns when the app quits (or ctx ends).
 func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.Startup) error {
@@ -43,6 +47,9 @@ func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.St
 	a.Settings().SetTheme(gui.Theme())
 	w := gui.NewMainWindow(a, svc, presets)
 	w.Window.SetMaster()
+	if h, ok := svc.(homer); ok {
+		w.UseHome(h.Home())
+	}
 	a.Lifecycle().SetOnStarted(func() { w.Open(open) })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -3,7 +3,6 @@ package gui
 import (
 	"sort"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
@@ -13,62 +12,55 @@ import (
 	"fyne.io/fyne/v2/widget"
 )
 
-// tipDelay is how long the pointer rests on a shortened text before its
-// whole text shows.
-const tipDelay = 400 * time.Millisecond
-
-// tipWidth is the widest a tip gets; longer text wraps.
-const tipWidth = 640
-
-// tipLabel is a one-line label that never sets its container's minimum
+// fitLabel is a one-line label that never sets its container's minimum
 // width: text that does not fit ends at a word (or a path's slash) with
-// "…", and the whole text shows in a tip while the pointer rests on it,
-// or after a tap. Text is shown as given: callers pass guest text
-// through safetext first.
-type tipLabel struct {
+// "…", never inside a word, and the whole text shows in a tooltip while
+// the pointer is over it, or after a tap. Text is shown as given:
+// callers pass guest text through safetext first. (tipLabel cuts where
+// the width ends; fitLabel is for sentences: a status, a summary.)
+type fitLabel struct {
 	widget.BaseWidget
 	// Text is the whole text; SetText changes it.
 	Text string
-	// Tip, if set, is shown in the tip instead of Text, even when Text
-	// fits.
+	// Tip, if set, is shown in the tooltip instead of Text, even when
+	// Text fits.
 	Tip string
 
 	label *widget.Label
-	tip   tipper
+	tip   tooltip
 }
 
-func newTipLabel(text string, style fyne.TextStyle) *tipLabel {
-	t := &tipLabel{Text: text, label: widget.NewLabelWithStyle(oneLine(text), fyne.TextAlignLeading, style)}
+func newFitLabel(text string, style fyne.TextStyle) *fitLabel {
+	t := &fitLabel{Text: text, label: widget.NewLabelWithStyle(oneLine(text), fyne.TextAlignLeading, style)}
 	// The label's own ellipsis is a backstop for a pixel of rounding; the
 	// words are fitted here.
 	t.label.Truncation = fyne.TextTruncateEllipsis
-	t.tip.owner = t
 	t.ExtendBaseWidget(t)
 	return t
 }
 
 // SetText shows s, fitted to the label's width.
-func (t *tipLabel) SetText(s string) {
+func (t *fitLabel) SetText(s string) {
 	t.Text = s
 	t.fit(t.Size().Width)
 }
 
 // Shown is the text as it is drawn (shortened or whole).
-func (t *tipLabel) Shown() string { return t.label.Text }
+func (t *fitLabel) Shown() string { return t.label.Text }
 
-func (t *tipLabel) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(t.label) }
+func (t *fitLabel) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(t.label) }
 
-func (t *tipLabel) MinSize() fyne.Size {
+func (t *fitLabel) MinSize() fyne.Size {
 	t.ExtendBaseWidget(t)
 	return t.label.MinSize()
 }
 
-func (t *tipLabel) Resize(s fyne.Size) {
+func (t *fitLabel) Resize(s fyne.Size) {
 	t.BaseWidget.Resize(s)
 	t.fit(s.Width)
 }
 
-func (t *tipLabel) fit(width float32) {
+func (t *fitLabel) fit(width float32) {
 	text := oneLine(t.Text)
 	if width > 0 {
 		style, size := t.label.TextStyle, theme.TextSize()
@@ -83,8 +75,8 @@ func (t *tipLabel) fit(width float32) {
 	}
 }
 
-// tipText is what the tip shows: Tip, or Text when it was shortened.
-func (t *tipLabel) tipText() string {
+// tipText is what the tooltip shows: Tip, or Text when it was shortened.
+func (t *fitLabel) tipText() string {
 	if t.Tip != "" {
 		return t.Tip
 	}
@@ -94,95 +86,40 @@ func (t *tipLabel) tipText() string {
 	return ""
 }
 
-func (t *tipLabel) MouseIn(*desktop.MouseEvent)    { t.tip.later(t.tipText()) }
-func (t *tipLabel) MouseMoved(*desktop.MouseEvent) {}
-func (t *tipLabel) MouseOut()                      { t.tip.hide() }
-func (t *tipLabel) Tapped(*fyne.PointEvent)        { t.tip.toggle(t.tipText()) }
+func (t *fitLabel) MouseIn(e *desktop.MouseEvent)  { t.showTip(e.AbsolutePosition) }
+func (t *fitLabel) MouseMoved(*desktop.MouseEvent) {}
+func (t *fitLabel) MouseOut()                      { t.tip.hide() }
+func (t *fitLabel) Tapped(e *fyne.PointEvent)      { t.showTip(e.AbsolutePosition) }
 
-// tipIcon is a row's icon with a tip, such as the mark on a file the
+func (t *fitLabel) showTip(at fyne.Position) {
+	t.tip.text = t.tipText()
+	t.tip.show(t, at)
+}
+
+// tipIcon is a row's icon with a tooltip, such as the mark on a file the
 // user changed on their side.
 type tipIcon struct {
 	widget.BaseWidget
 	Tip string
 	img *canvas.Image
-	tip tipper
+	tip tooltip
 }
 
 func newTipIcon(res fyne.Resource, tip string) *tipIcon {
 	i := &tipIcon{Tip: tip, img: rowImage(res)}
-	i.tip.owner = i
 	i.ExtendBaseWidget(i)
 	return i
 }
 
 func (i *tipIcon) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(i.img) }
-func (i *tipIcon) MouseIn(*desktop.MouseEvent)         { i.tip.later(i.Tip) }
+func (i *tipIcon) MouseIn(e *desktop.MouseEvent)       { i.showTip(e.AbsolutePosition) }
 func (i *tipIcon) MouseMoved(*desktop.MouseEvent)      {}
 func (i *tipIcon) MouseOut()                           { i.tip.hide() }
-func (i *tipIcon) Tapped(*fyne.PointEvent)             { i.tip.toggle(i.Tip) }
+func (i *tipIcon) Tapped(e *fyne.PointEvent)           { i.showTip(e.AbsolutePosition) }
 
-// tipper shows a tip under (or above) its owner.
-type tipper struct {
-	owner fyne.CanvasObject
-	popup *widget.PopUp
-	gen   int // bumped on hide, so a late timer shows nothing
-}
-
-func (p *tipper) later(text string) {
-	if text == "" {
-		return
-	}
-	p.gen++
-	gen := p.gen
-	time.AfterFunc(tipDelay, func() {
-		fyne.Do(func() {
-			if gen == p.gen {
-				p.show(text)
-			}
-		})
-	})
-}
-
-func (p *tipper) toggle(text string) {
-	if p.popup != nil && p.popup.Visible() {
-		p.hide()
-		return
-	}
-	p.show(text)
-}
-
-func (p *tipper) hide() {
-	p.gen++
-	if p.popup != nil {
-		p.popup.Hide()
-		p.popup = nil
-	}
-}
-
-func (p *tipper) show(text string) {
-	if text == "" {
-		return
-	}
-	c := fyne.CurrentApp().Driver().CanvasForObject(p.owner)
-	if c == nil {
-		return
-	}
-	p.hide()
-	l := widget.NewLabel(text)
-	l.Wrapping = fyne.TextWrapWord
-	pad := 2 * theme.InnerPadding()
-	w := min(fyne.MeasureText(text, theme.TextSize(), fyne.TextStyle{}).Width+pad+2, tipWidth, c.Size().Width-2*theme.Padding())
-	l.Resize(fyne.NewSize(w, l.MinSize().Height))
-	size := fyne.NewSize(w, l.MinSize().Height)
-	p.popup = widget.NewPopUp(l, c)
-	p.popup.Resize(size)
-	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(p.owner)
-	below := pos.Y + p.owner.Size().Height
-	if below+size.Height > c.Size().Height && pos.Y-size.Height >= 0 {
-		below = pos.Y - size.Height - 2*theme.Padding()
-	}
-	x := min(pos.X, c.Size().Width-size.Width-2*theme.Padding())
-	p.popup.ShowAtPosition(fyne.NewPos(max(x, 0), below))
+func (i *tipIcon) showTip(at fyne.Position) {
+	i.tip.text = i.Tip
+	i.tip.show(i, at)
 }
 
 // oneLine puts a text on one line: its line breaks become spaces.
