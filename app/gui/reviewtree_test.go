@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"github.com/google/go-cmp/cmp"
@@ -603,5 +604,33 @@ func TestListKeys(t *testing.T) {
 	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
 	if r.filter.Text != "" || len(r.m.files) != 6 {
 		t.Errorf("Escape: filter %q, %d files shown", r.filter.Text, len(r.m.files))
+	}
+}
+
+// TestTooltips: hovering a shortened header shows its whole text on the
+// window's tip layer; leaving hides it.
+func TestTooltips(t *testing.T) {
+	svc := reviewService(t)
+	info := testInfo("1a2b3c4d")
+	info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("make test-everything && ", 42)}
+	svc.infos = []sandbox.Info{info}
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Window.Close)
+	r.Window.Resize(fyne.NewSize(1280, 800))
+	layer := tipLayerOf(r.Window.Canvas())
+	if layer == nil {
+		t.Fatal("the review window has no tip layer")
+	}
+	r.head.MouseIn(&desktop.MouseEvent{PointEvent: fyne.PointEvent{AbsolutePosition: fyne.NewPos(300, 10)}})
+	if !layer.box.Visible() || layer.label.Text != r.head.Text {
+		t.Errorf("hovering the header shows %v %q", layer.box.Visible(), layer.label.Text)
+	}
+	r.head.MouseOut()
+	if layer.box.Visible() {
+		t.Error("the tip stays after the pointer left")
 	}
 }
