@@ -31,6 +31,16 @@ type ApplyOptions struct {
 	// project as it will be after the apply, and checked again once
 	// written (an apply whose links escape after all is rolled back).
 	AllowEscapingSymlinks bool
+	// AllOrNothing writes nothing at all when any approved file conflicts:
+	// the Result then has Held set, the conflicts, and in Withheld what
+	// would have been written. By default the files that do not conflict
+	// are written and the conflicting ones left as they are.
+	AllOrNothing bool
+	// Resolutions are the user's answers to conflicts, by the conflict's
+	// path: a file that conflicts is written as its resolution says
+	// (Result.Resolved) instead of being left as it is. See Resolution
+	// for the check that the project did not change since.
+	Resolutions map[string]Resolution
 	// Logger receives one debug line per step; nil discards.
 	Logger *slog.Logger
 
@@ -49,6 +59,8 @@ type FileResult struct {
 	AfterSHA256  string `json:"after_sha256,omitempty"`
 	// Reason says why a file was skipped.
 	Reason string `json:"reason,omitempty"`
+	// Resolution is how a conflict of the file was resolved (Resolved).
+	Resolution Choice `json:"resolution,omitempty"`
 }
 
 // Result is what an Apply did.
@@ -64,6 +76,14 @@ type Result struct {
 	// Skipped were left untouched for another reason (already as
 	// approved, unsafe, a special file in the way).
 	Skipped []FileResult `json:"skipped,omitempty"`
+	// Resolved files conflicted and were written as the user's
+	// resolution says (left as they are for KeepMine).
+	Resolved []FileResult `json:"resolved,omitempty"`
+	// Held is set when ApplyOptions.AllOrNothing kept Apply from writing
+	// anything because of Conflicts; Withheld are the files it would
+	// have written.
+	Held     bool         `json:"held,omitempty"`
+	Withheld []FileResult `json:"withheld,omitempty"`
 }
 
 // ConflictError is a file the user changed in the project since the run
@@ -71,13 +91,23 @@ type Result struct {
 // left untouched. Base, Ours (the project now) and Theirs (the approved
 // result) hold the three versions; Merge, when the file could be merged
 // line by line, shows which stretches conflict.
+//
+// Project and Approved are what the project held at the path when the
+// conflict was found and what the approved change makes of it; File is
+// the changed file of the Changeset the path belongs to (the new path of
+// a rename whose old path conflicts). Again is set when the path changed
+// again after the user chose how to resolve it.
 type ConflictError struct {
-	Path   string       `json:"path"`
-	Reason string       `json:"reason"`
-	Base   []byte       `json:"base,omitempty"`
-	Ours   []byte       `json:"ours,omitempty"`
-	Theirs []byte       `json:"theirs,omitempty"`
-	Merge  *MergeResult `json:"merge,omitempty"`
+	Path     string       `json:"path"`
+	File     string       `json:"file,omitempty"`
+	Reason   string       `json:"reason"`
+	Base     []byte       `json:"base,omitempty"`
+	Ours     []byte       `json:"ours,omitempty"`
+	Theirs   []byte       `json:"theirs,omitempty"`
+	Merge    *MergeResult `json:"merge,omitempty"`
+	Project  EntryState   `json:"project"`
+	Approved EntryState   `json:"approved"`
+	Again    bool         `json:"changed_again,omitempty"`
 }
 
 func (e *ConflictError) Error() string {
@@ -103,7 +133,8 @@ type applier struct {
 // projectDir. Each file is first compared with the baseline: unchanged
 // files are written as approved; files the user changed since the run are
 // merged three ways (a clean merge is written, a conflict is reported and
-// the file left untouched). Nothing is written before the journal and the
+// the file left untouched, or written as opts.Resolutions says; with
+// opts.AllOrNothing a conflict keeps every file from being written). Nothing is written before the journal and the
 // backups are durable in opts.JournalDir. Writes are atomic per file;
 // paths are untrusted and never lead outside the project or through a
 // symbolic link. If a step fails, what was done is rolled back.
@@ -170,7 +201,19 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			if a := typeChangedAbove(becomeDirs, f.Path, (*File).becomesDir); a != nil && errors.Is(err, errFileParent) {
 				reason = fmt.Sprintf("%s is still a %s: its change to a directory was not applied (see %s); left out", a.Path, TypeWord(a.Old.Type), a.Path)
 			}
+			if p := answered(opts.Resolutions, outs); p != "" {
+				// The user chose for this file, and it can no longer be
+				// written at all (a parent became a link, a special
+				// file took its place): a conflict again, so that an
+				// all-or-nothing apply writes nothing.
+				res.Conflicts = append(res.Conflicts, &ConflictError{Path: p, File: f.Path, Again: true,
+					Reason: "it changed in the project since you chose how to resolve it and cannot be written now (" + reason + "); nothing was written there"})
+				continue
+			}
 			res.Skipped = append(res.Skipped, FileResult{Path: f.Path, OldPath: f.OldPath, Reason: reason})
+		case len(pf.steps) == 0 && pf.resolved != "":
+			pf.result.Resolution = pf.resolved
+			res.Resolved = append(res.Resolved, pf.result)
 		case len(pf.steps) == 0:
 			pf.result.Reason = "already as approved in the project"
 			res.Skipped = append(res.Skipped, pf.result)
@@ -188,8 +231,21 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		planned, refused = a.refuseEscapingLinks(planned)
 		res.Skipped = append(res.Skipped, refused...)
 	}
+	if opts.AllOrNothing && len(res.Conflicts) > 0 {
+		res.Held, res.JournalDir = true, ""
+		for _, pf := range planned {
+			res.Withheld = append(res.Withheld, pf.result)
+		}
+		return res, nil
+	}
 	var steps []Step
 	for _, pf := range planned {
+		if pf.resolved != "" {
+			pf.result.Resolution = pf.resolved
+			res.Resolved = append(res.Resolved, pf.result)
+			steps = append(steps, pf.steps...)
+			continue
+		}
 		if pf.merged {
 			res.Merged = append(res.Merged, pf.result)
 		} else {
@@ -227,6 +283,7 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			res.Skipped = append(res.Skipped, FileResult{Path: s.Path, Reason: keptDirReason(j.Steps[i+1:], s.Path)})
 			res.Applied = slices.DeleteFunc(res.Applied, func(r FileResult) bool { return r.Path == s.Path })
 			res.Merged = slices.DeleteFunc(res.Merged, func(r FileResult) bool { return r.Path == s.Path })
+			res.Resolved = slices.DeleteFunc(res.Resolved, func(r FileResult) bool { return r.Path == s.Path })
 			err = nil
 		}
 		if err != nil {

@@ -4,7 +4,8 @@
 // Decisions (approve or reject per file and per hunk, with comments), the
 // content a partially approved file resolves to, a git-apply compatible
 // patch of the approved set, a line-based three-way merge, and Apply with its
-// journal, backups, Undo and crash Recover.
+// journal, backups, Undo and crash Recover, all or nothing if asked, taking
+// the user's resolutions of conflicts (mine, theirs, both, given content).
 //
 // Every path and every byte in a Changeset came from the guest and is
 // treated as hostile: paths are validated before the file system is

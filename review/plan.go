@@ -1,6 +1,7 @@
 package review
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -14,6 +15,9 @@ type plannedFile struct {
 	steps  []Step
 	result FileResult
 	merged bool
+	// resolved is the user's choice for a conflict of the file, if one
+	// was used.
+	resolved Choice
 }
 
 // baseOf is what path held in the baseline according to f.
@@ -65,15 +69,31 @@ func (a *applier) planFile(f *File, outs []Outcome) (plannedFile, error) {
 		if target.Type == manifest.Dir && cur.Type == manifest.Dir && !base.Exists {
 			continue // the user made the directory too: keep theirs
 		}
+		r, answered := a.opts.Resolutions[out.Path]
+		if answered && r.Seen != nil && !cur.Equal(*r.Seen) {
+			return pf, a.changedAgain(f, out, baseData, base, cur, curData, target, content)
+		}
 		if !cur.sameContent(base) {
 			merged, err := a.merge(f, out, base, baseData, cur, curData, content)
-			if err != nil {
+			var ce *ConflictError
+			switch {
+			case errors.As(err, &ce):
+				ce.File, ce.Project, ce.Approved = f.Path, cur, target
+				if !answered {
+					return pf, ce
+				}
+				if target, content, err = a.resolve(ce, r, cur, target); err != nil {
+					return pf, err
+				}
+				pf.resolved = r.Choice
+			case err != nil:
 				return pf, err
+			default:
+				content, target.SHA256 = merged, sha256Hex(merged)
+				pf.merged = true
 			}
-			content, target.SHA256 = merged, sha256Hex(merged)
-			pf.merged = true
 			if out.Path == f.Path {
-				pf.result.AfterSHA256 = target.SHA256
+				pf.result.AfterSHA256 = target.hash()
 			}
 			if cur.Equal(target) {
 				continue
@@ -150,9 +170,6 @@ func (a *applier) missingParents(p string) ([]string, error) {
 // path changed in the project since the run.
 func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, cur EntryState, curData, theirs []byte) ([]byte, error) {
 	ce := &ConflictError{Path: out.Path, Base: baseData, Ours: curData, Theirs: theirs}
-	textual := out.Exists && out.Type == manifest.File && cur.Type == manifest.File &&
-		(!base.Exists || base.Type == manifest.File) &&
-		!looksBinary(baseData) && !looksBinary(curData) && !looksBinary(theirs)
 	switch {
 	case !out.Exists:
 		ce.Reason = "you changed it in the project since the run, and the approved change removes it"
@@ -160,7 +177,7 @@ func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, 
 	case !cur.Exists:
 		ce.Reason = "you removed it from the project since the run, and the approved change edits it"
 		return nil, ce
-	case !textual:
+	case !textual(out, base, cur, baseData, curData, theirs):
 		ce.Reason = "you changed it in the project since the run, and it cannot be merged line by line"
 		return nil, ce
 	}
@@ -168,10 +185,23 @@ func (a *applier) merge(f *File, out Outcome, base EntryState, baseData []byte, 
 	merged, ok := m.Content()
 	if !ok {
 		ce.Merge = m
-		ce.Reason = fmt.Sprintf("your edits since the run overlap the approved change (%d conflicting stretches)", m.Conflicts())
+		stretches := "conflicting stretches"
+		if m.Conflicts() == 1 {
+			stretches = "conflicting stretch"
+		}
+		ce.Reason = fmt.Sprintf("your edits since the run overlap the approved change (%d %s)", m.Conflicts(), stretches)
 		return nil, ce
 	}
 	return merged, nil
+}
+
+// textual reports whether the three versions of a path can be merged
+// line by line: text files on both sides (absent in the baseline or a
+// text file there).
+func textual(out Outcome, base, cur EntryState, baseData, curData, theirs []byte) bool {
+	return out.Exists && out.Type == manifest.File && cur.Type == manifest.File &&
+		(!base.Exists || base.Type == manifest.File) &&
+		!looksBinary(baseData) && !looksBinary(curData) && !looksBinary(theirs)
 }
 
 // withParents adds the creation of missing parent directories and orders

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -16,10 +18,10 @@ import (
 )
 
 func newApplyCmd(e *env) *cobra.Command {
-	var all, includeHostExec bool
-	var hunks []string
+	var all, includeHostExec, partial bool
+	var hunks, resolve []string
 	cmd := &cobra.Command{
-		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]]",
+		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial]",
 		Short: "Write approved changes of a sandbox into the real project",
 		Long: `apply writes the changes you approve into the real project: every change
 (--all), whole files or folders (PATH...), or single hunks of a file
@@ -33,19 +35,33 @@ each one to apply it, or add --include-host-exec to take them all.
 
 Each file is checked against the snapshot first. A file you have not
 touched since the run is written atomically; one you changed meanwhile is
-merged three ways (the snapshot, yours, the agent's): a clean merge is
-written, a conflict is shown and that file left exactly as it is. A journal
-with backups is written before anything changes, so airlock undo ID
-restores the project byte for byte, and an apply cut short (a crash, a
-power cut) is finished by the next airlock command.
+merged three ways (the snapshot, yours, the agent's) and a clean merge is
+written. When a file conflicts (your edits overlap the agent's), nothing at
+all is written, so the project is never left half-applied: the conflicts
+are shown, and you run the apply again choosing for each file with
+--resolve PATH=mine (keep your version), PATH=theirs (take the agent's
+approved change) or PATH=both (keep both sides of each conflicting
+stretch, yours first; text files only). --partial writes the files that do
+not conflict and leaves the conflicting ones exactly as they are. (The
+desktop app's conflict window offers the same, and a merge tool.)
 
-airlock exits 0 when everything approved was applied or merged (files
-left out because they run on your machine included), 1 when a file
+A journal with backups is written before anything changes, so airlock
+undo ID restores the project byte for byte, resolutions included, and an
+apply cut short (a crash, a power cut) is finished by the next airlock
+command. With --json the result lists the conflicts with the three
+versions of each file (base, ours: the project, theirs: the approved
+change, base64), "held": true when nothing was written, and "withheld":
+the files that would have been.
+
+airlock exits 0 when everything approved was applied, merged or resolved
+(files left out because they run on your machine included), 1 when a file
 conflicted, and 125 when Airlock itself failed.`,
 		Example: `  airlock apply 3f2a --all
   airlock apply 3f2a --all --include-host-exec
   airlock apply 3f2a src/main.go README.md .envrc
-  airlock apply 3f2a --hunks src/main.go:1,3`,
+  airlock apply 3f2a --hunks src/main.go:1,3
+  airlock apply 3f2a --all --resolve TODO.md=theirs --resolve src/main.go=both
+  airlock apply 3f2a --all --partial`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -57,6 +73,17 @@ conflicted, and 125 when Airlock itself failed.`,
 				if err := sel.ParseHunks(h); err != nil {
 					return err
 				}
+			}
+			opts := sandbox.ApplyOptions{AllOrNothing: !partial}
+			for _, r := range resolve {
+				p, choice, err := parseResolve(r)
+				if err != nil {
+					return err
+				}
+				if opts.Resolutions == nil {
+					opts.Resolutions = map[string]review.Resolution{}
+				}
+				opts.Resolutions[p] = review.Resolution{Choice: choice}
 			}
 			sb, err := e.openSandbox(ctx, args[0])
 			if err != nil {
@@ -71,9 +98,15 @@ conflicted, and 125 when Airlock itself failed.`,
 				return err
 			}
 			noteStaleness(ctx, e, sb)
-			res, err := sb.Apply(ctx, d)
+			res, err := sb.ApplyWith(ctx, d, opts)
 			if err != nil {
 				return err
+			}
+			for p := range opts.Resolutions {
+				if !slices.ContainsFunc(res.Resolved, func(f review.FileResult) bool { return f.Path == p }) &&
+					!slices.ContainsFunc(res.Conflicts, func(c *review.ConflictError) bool { return c.Path == p }) {
+					e.note("--resolve %s: %s did not conflict; the choice was not needed", shellArg(p), displayPath(p))
+				}
 			}
 			for _, f := range sel.LeftOut(cs) {
 				res.LeftOut = append(res.LeftOut, review.Skip{Path: f.Path, Reason: f.FlagReason(review.FlagHostExec)})
@@ -91,7 +124,28 @@ conflicted, and 125 when Airlock itself failed.`,
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "approve every change")
 	cmd.Flags().StringArrayVar(&hunks, "hunks", nil, "approve hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
 	cmd.Flags().BoolVar(&includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too (git hooks, .envrc, Makefile…)")
+	cmd.Flags().StringArrayVar(&resolve, "resolve", nil, "resolve a file in conflict, PATH=mine|theirs|both: keep yours, take the agent's, or keep both sides (repeatable)")
+	cmd.Flags().BoolVar(&partial, "partial", false, "when files conflict, still write the others (by default a conflict stops the whole apply and nothing is written)")
 	return cmd
+}
+
+// parseResolve reads --resolve PATH=CHOICE; the choice is after the last
+// "=", so a path may hold one.
+func parseResolve(s string) (string, review.Choice, error) {
+	i := strings.LastIndexByte(s, '=')
+	if i <= 0 {
+		return "", "", fmt.Errorf("--resolve %q: want PATH=mine, PATH=theirs or PATH=both", s)
+	}
+	c, err := review.ParseChoice(s[i+1:])
+	if err != nil {
+		return "", "", fmt.Errorf("--resolve %q: %w", s, err)
+	}
+	return cleanPath(s[:i]), c, nil
+}
+
+// cleanPath is a project path as typed ("./src/a.go") as Airlock names it.
+func cleanPath(p string) string {
+	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(p)), "./")
 }
 
 func printApply(e *env, id string, res *sandbox.ApplyResult) {
@@ -108,6 +162,12 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 	for _, f := range res.LeftOut {
 		fmt.Fprintf(w, "left out  %s (%s); apply it with --include-host-exec or name it: airlock apply %s %s\n", displayPath(f.Path), f.Reason, id, shellArg(f.Path))
 	}
+	for _, f := range res.Resolved {
+		fmt.Fprintf(w, "resolved  %s (%s)\n", fileLabel(f), resolutionWords(f.Resolution))
+	}
+	for _, f := range res.Withheld {
+		fmt.Fprintf(w, "held      %s (not written: another file conflicts)\n", fileLabel(f))
+	}
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(w, "CONFLICT  %s: %s; left as it is\n", shownLine(w, c.Path), c.Reason)
 		if c.Merge != nil {
@@ -115,18 +175,49 @@ func printApply(e *env, id string, res *sandbox.ApplyResult) {
 			writeIndented(w, merged, 40)
 		}
 	}
+	if res.Held {
+		fmt.Fprintf(w, "Nothing was written: %d %s, and the apply is all or nothing.\n", len(res.Conflicts), plural(len(res.Conflicts), "file conflicts", "files conflict"))
+		fmt.Fprintf(w, "Run the same apply again with a choice for each: ")
+		for i, c := range res.Conflicts {
+			if i > 0 {
+				fmt.Fprint(w, " ")
+			}
+			fmt.Fprintf(w, "--resolve %s", shellArg(c.Path+"=theirs"))
+		}
+		fmt.Fprintln(w, " (or =mine to keep yours, =both to keep both sides);")
+		fmt.Fprintln(w, "or add --partial to write the other files and leave these as they are.")
+		return
+	}
 	fmt.Fprintf(w, "%d applied, %d merged, %d conflicts, %d skipped", len(res.Applied), len(res.Merged), len(res.Conflicts), len(res.Skipped))
+	if n := len(res.Resolved); n > 0 {
+		fmt.Fprintf(w, ", %d resolved", n)
+	}
 	if n := len(res.LeftOut); n > 0 {
 		fmt.Fprintf(w, ", %d left out (%s on your machine)", n, plural(n, "runs", "run"))
 	}
 	fmt.Fprint(w, ".")
-	if len(res.Applied)+len(res.Merged) > 0 {
+	if res.JournalDir != "" && (len(res.Applied)+len(res.Merged) > 0 || slices.ContainsFunc(res.Resolved, func(f review.FileResult) bool { return f.Resolution != review.KeepMine })) {
 		fmt.Fprintf(w, " Undo with: airlock undo %s", id)
 	}
 	fmt.Fprintln(w)
 	if len(res.Conflicts) > 0 {
-		fmt.Fprintln(w, "Conflicting files were not changed: edit them by hand, or apply the rest and leave them.")
+		fmt.Fprintln(w, "Conflicting files were not changed: apply them again with --resolve PATH=mine|theirs|both, or edit them by hand.")
 	}
+}
+
+// resolutionWords says what a resolution did.
+func resolutionWords(c review.Choice) string {
+	switch c {
+	case review.KeepMine:
+		return "kept your version"
+	case review.TakeTheirs:
+		return "took the approved change"
+	case review.KeepBoth:
+		return "kept both sides"
+	case review.UseContent:
+		return "the merge tool's result"
+	}
+	return string(c)
 }
 
 func fileLabel(f review.FileResult) string {

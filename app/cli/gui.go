@@ -90,7 +90,7 @@ review window of a sandbox, at --file PATH if given.`,
 			if err != nil {
 				return err
 			}
-			store.HostExec = userHostExec
+			store.HostExec, store.MergeTool = userHostExec, userMergeTool
 			// The app's VMs outlive a restart of the app, for the idle TTL.
 			pl, err := e.planner(h, lockio.NewWriter(e.stderr))
 			if err != nil {

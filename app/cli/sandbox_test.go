@@ -69,7 +69,7 @@ func TestEditDuringRun(t *testing.T) {
 	}
 	_, ids, _ := airlockCLI(t, home, "ls", "-q")
 	id := strings.TrimSpace(ids)
-	code, out, _ = airlockCLI(t, home, "apply", id, "--all")
+	code, out, _ = airlockCLI(t, home, "apply", id, "--all", "--partial")
 	if code != 1 || !regexp.MustCompile(`(?m)^merged +README\.md`).MatchString(out) || !regexp.MustCompile(`(?m)^CONFLICT +TODO\.md`).MatchString(out) {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
@@ -352,7 +352,7 @@ func TestRunDiffApplyUndo(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &status); code != 0 || err != nil || status.ID != id || status.Staleness.Modified != 2 || status.Staleness.Behind() != 2 {
 		t.Errorf("status --json: exit %d, %v: %s", code, err, out)
 	}
-	code, out, errOut = airlockCLI(t, home, "apply", id, "README.md", "--hunks", "wordfreq/counter.py:1")
+	code, out, errOut = airlockCLI(t, home, "apply", id, "README.md", "--hunks", "wordfreq/counter.py:1", "--partial")
 	if code != 1 {
 		t.Errorf("apply with a conflict: exit %d, want 1", code)
 	}

@@ -18,7 +18,7 @@ func (e *env) sandboxes() (*sandbox.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.HostExec = userHostExec
+	st.HostExec, st.MergeTool = userHostExec, userMergeTool
 	return st, nil
 }
 
@@ -31,6 +31,20 @@ func userHostExec() ([]string, error) {
 	}
 	u, err := config.LoadUser(path)
 	return u.Review.HostExec, err
+}
+
+// userMergeTool reads the user's [review] merge_tool from config.toml,
+// each time one is run.
+func userMergeTool() ([]string, error) {
+	path, err := config.UserPath(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	u, err := config.LoadUser(path)
+	if err != nil {
+		return nil, err
+	}
+	return u.Review.MergeToolArgv()
 }
 
 // openSandbox resolves an ID (or unique prefix) and first finishes any

@@ -93,8 +93,8 @@ ID may be any unique prefix of the sandbox's ID.`,
 			}
 			if st.Behind() > 0 {
 				fmt.Fprintln(w, strings.TrimSpace(`
-apply merges the agent's changes into these edits three ways; a conflict
-leaves that file as it is.`))
+apply merges the agent's changes into these edits three ways; if a file
+conflicts, nothing is written until you choose for it (apply --resolve).`))
 			}
 			return nil
 		},

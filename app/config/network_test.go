@@ -252,3 +252,37 @@ func TestLoadUserHostExec(t *testing.T) {
 		t.Errorf("Load of a project with [review]: %v, want unknown keys", err)
 	}
 }
+
+func TestLoadUserMergeTool(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, p, "[review]\nmerge_tool = \"code --wait --merge $MINE $THEIRS '$BASE' \\\"--out=$OUTPUT\\\"\"\n", 0o600)
+	u, err := LoadUser(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, err := u.Review.MergeToolArgv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"code", "--wait", "--merge", "$MINE", "$THEIRS", "$BASE", "--out=$OUTPUT"}, argv); diff != "" {
+		t.Errorf("argv (-want +got):\n%s", diff)
+	}
+	for tool, want := range map[string]string{
+		"meld $MINE $THEIRS":              "name $OUTPUT",
+		"meld $MINE $HOME $OUTPUT":        `"$HOME" is not one of`,
+		"meld 'unclosed $OUTPUT":          "quote is not closed",
+		"$OUTPUT $MINE":                   "first word is the program",
+		`kdiff3 $BASE $MINE -o $OUTPUT \`: "ends with a backslash",
+	} {
+		if _, err := (Review{MergeTool: tool}).MergeToolArgv(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", tool, err, want)
+		}
+	}
+	writeFile(t, p, "[review]\nmerge_tool = \"meld $MINE\"\n", 0o600)
+	if _, err := LoadUser(p); err == nil || !strings.Contains(err.Error(), "review.merge_tool") {
+		t.Errorf("load with a bad merge tool: %v", err)
+	}
+	if argv, err := (Review{}).MergeToolArgv(); argv != nil || err != nil {
+		t.Errorf("no merge tool: %q %v", argv, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/app/egress"
@@ -34,6 +35,7 @@ const UserFileName = "config.toml"
 //
 //	[review]
 //	host_exec = ["scripts/deploy/**", "tools/*.py"]
+//	merge_tool = "code --wait --merge $MINE $THEIRS $BASE $OUTPUT"
 //
 // The zero value is a user without one: no host allowed.
 type User struct {
@@ -61,9 +63,22 @@ type Review struct {
 	// "**" any number of directories. Only the user's file has the key: a
 	// project's airlock.toml cannot change the list.
 	HostExec []string `toml:"host_exec"`
+	// MergeTool is the command line of the program that resolves a file
+	// in conflict at apply ("Merge tool…" in the app), split into words
+	// as a shell would (quotes, backslashes) but run without a shell. In
+	// its words $MINE, $THEIRS, $BASE and $OUTPUT stand for temporary
+	// files on the host holding the project's version, the approved
+	// change, the snapshot's version and the result (filled in with the
+	// conflict markers first); the tool saves the result in $OUTPUT.
+	// Empty: no merge tool.
+	MergeTool string `toml:"merge_tool"`
 }
 
-// Validate reports every unusable pattern.
+// MergeToolPlaceholders are the words [review] merge_tool may use.
+var MergeToolPlaceholders = []string{"$MINE", "$THEIRS", "$BASE", "$OUTPUT"}
+
+// Validate reports every unusable pattern and a merge tool that cannot
+// be run.
 func (r Review) Validate() error {
 	var errs []error
 	for i, p := range r.HostExec {
@@ -71,7 +86,104 @@ func (r Review) Validate() error {
 			errs = append(errs, fmt.Errorf("review.host_exec %d: %w", i+1, err))
 		}
 	}
+	if r.MergeTool != "" {
+		if _, err := r.MergeToolArgv(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// MergeToolArgv splits MergeTool into its words, placeholders left in
+// them; nil when there is no merge tool. It refuses a command line that
+// does not name $OUTPUT (its result could not be read), or that names a
+// placeholder Airlock does not fill in.
+func (r Review) MergeToolArgv() ([]string, error) {
+	if strings.TrimSpace(r.MergeTool) == "" {
+		return nil, nil
+	}
+	argv, err := splitWords(r.MergeTool)
+	if err != nil {
+		return nil, fmt.Errorf("review.merge_tool %q: %w", r.MergeTool, err)
+	}
+	output := false
+	for _, w := range argv {
+		for i := strings.IndexByte(w, '$'); i >= 0; i = strings.IndexByte(w, '$') {
+			w = w[i:]
+			n := 1
+			for n < len(w) && (w[n] == '_' || w[n] >= 'A' && w[n] <= 'Z') {
+				n++
+			}
+			if !slices.Contains(MergeToolPlaceholders, w[:n]) {
+				return nil, fmt.Errorf("review.merge_tool %q: %q is not one of %s (no other variable is expanded)", r.MergeTool, w[:n], strings.Join(MergeToolPlaceholders, ", "))
+			}
+			output = output || w[:n] == "$OUTPUT"
+			w = w[n:]
+		}
+	}
+	if !output {
+		return nil, fmt.Errorf("review.merge_tool %q: name $OUTPUT, the file where the tool saves the result, e.g. \"code --wait --merge $MINE $THEIRS $BASE $OUTPUT\"", r.MergeTool)
+	}
+	if strings.HasPrefix(argv[0], "$") {
+		return nil, fmt.Errorf("review.merge_tool %q: the first word is the program to run", r.MergeTool)
+	}
+	return argv, nil
+}
+
+// splitWords splits a command line into words as a POSIX shell does for
+// quoting: 'single quotes' keep everything, "double quotes" and a
+// backslash outside quotes escape one character. Nothing is expanded.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var w strings.Builder
+	in := false // inside a word
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				w.WriteByte(c)
+			}
+		case quote == '"':
+			switch {
+			case c == '"':
+				quote = 0
+			case c == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0:
+				i++
+				w.WriteByte(s[i])
+			default:
+				w.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("it ends with a backslash")
+			}
+			i++
+			w.WriteByte(s[i])
+			in = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, w.String())
+				w.Reset()
+				in = false
+			}
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("a %c quote is not closed", quote)
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, nil
 }
 
 // validPathPattern checks a [review] host_exec pattern (review matches
@@ -122,7 +234,7 @@ func LoadUser(path string) (User, error) {
 	if err != nil {
 		return u, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets], [review] host_exec"); err != nil {
+	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets], [review] host_exec, merge_tool"); err != nil {
 		return User{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	u.defaults()

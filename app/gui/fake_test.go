@@ -46,6 +46,12 @@ type fakeService struct {
 	discarded []string
 	setup     *RunSetup
 	built     []string
+	// applyOpts records the options of each ApplyWith; applyWith, if
+	// set, plays it (else it is Apply). mergeTool, if set, plays the
+	// user's merge tool (else there is none).
+	applyOpts []sandbox.ApplyOptions
+	applyWith func(d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
+	mergeTool func(c *review.ConflictError) ([]byte, error)
 }
 
 func (s *fakeService) Discard(id string) error {
@@ -72,6 +78,27 @@ func (s *fakeService) CheckImage(name string) error {
 		return nil
 	}
 	return fmt.Errorf("load image %s: %w", name, image.ErrNotFound)
+}
+
+func (s *fakeService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
+	s.mu.Lock()
+	s.applyOpts = append(s.applyOpts, opts)
+	play := s.applyWith
+	s.mu.Unlock()
+	if play == nil {
+		return s.Apply(ctx, id, d)
+	}
+	s.mu.Lock()
+	s.applied = append(s.applied, d)
+	s.mu.Unlock()
+	return play(d, opts)
+}
+
+func (s *fakeService) MergeTool(_ context.Context, _ string, c *review.ConflictError) ([]byte, error) {
+	if s.mergeTool == nil {
+		return nil, sandbox.ErrNoMergeTool
+	}
+	return s.mergeTool(c)
 }
 
 func (s *fakeService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.RunResult, error) {

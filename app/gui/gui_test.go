@@ -382,24 +382,6 @@ func TestRationaleFallsBackToTheLastOutput(t *testing.T) {
 	}
 }
 
-func TestConflictsShowBothSides(t *testing.T) {
-	svc := reviewService(t)
-	svc.applyRes = &sandbox.ApplyResult{Result: &review.Result{Conflicts: []*review.ConflictError{{
-		Path: "src/main.go", Reason: "changed in the project since the run",
-		Ours: []byte("mine\n"), Theirs: []byte("agent version\n"),
-	}}}}
-	r := newTestReview(t, svc)
-	r.m.setAll(true)
-	r.refresh()
-	test.Tap(r.applyBtn)
-	markup := test.RenderToMarkup(r.Window.Canvas())
-	for _, want := range []string{"Your project now", "The approved change", "mine", "agent version", "1 file in conflict"} {
-		if !strings.Contains(markup, want) {
-			t.Errorf("conflict dialog does not show %q", want)
-		}
-	}
-}
-
 func TestReviewWindowGolden(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	r.tree.Select("src/main.go")

@@ -209,7 +209,7 @@ func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
 	}
 	r.status.SetText("Applying…")
 	r.async(func() {
-		res, err := r.svc.Apply(context.Background(), r.id, d)
+		res, err := r.svc.ApplyWith(context.Background(), r.id, d, sandbox.ApplyOptions{AllOrNothing: true})
 		fyne.Do(func() {
 			r.applyBtn.Enable()
 			if err != nil {
@@ -219,7 +219,7 @@ func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
 			}
 			r.status.SetText(applySummary(res) + left)
 			if len(res.Conflicts) > 0 {
-				ShowConflicts(r.Window, res.Conflicts)
+				r.resolveConflicts(d, res, left)
 			}
 			if r.onChange != nil {
 				r.onChange()

@@ -403,7 +403,7 @@ func staleNote(svc Service, id string) (string, map[string]bool) {
 		changed[p] = true
 	}
 	s := st.String()
-	note := strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; a conflict leaves that file as it is."
+	note := strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
 	if len(st.Paths) > 0 {
 		note += " Files you changed are marked in the list."
 	}

@@ -73,6 +73,13 @@ type Service interface {
 	// RoundLog is round n (1 to the sandbox's round) as it ran: the
 	// prompt that started it and what its command printed.
 	RoundLog(id string, n int) (sandbox.RoundLog, error)
+	// ApplyWith is Apply with options: all or nothing, and the user's
+	// resolutions of files in conflict (written in the apply's journal).
+	ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
+	// MergeTool runs the user's merge tool on a file in conflict and
+	// returns its result, not written (sandbox.ErrNoMergeTool when none
+	// is set).
+	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -316,6 +323,23 @@ func (s *StoreService) Apply(ctx context.Context, id string, d review.Decisions)
 	}
 	res, err := sb.Apply(ctx, d)
 	return res, appError(err)
+}
+
+func (s *StoreService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
+	sb, err := s.sandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sb.ApplyWith(ctx, d, opts)
+	return res, appError(err)
+}
+
+func (s *StoreService) MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return sb.MergeTool(ctx, c)
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {

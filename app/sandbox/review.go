@@ -378,12 +378,29 @@ type ApplyResult struct {
 	LeftOut []review.Skip `json:"left_out,omitempty"`
 }
 
+// ApplyOptions are the choices of one apply of a sandbox.
+type ApplyOptions struct {
+	// AllOrNothing writes nothing when any approved file conflicts
+	// (review.ApplyOptions.AllOrNothing); the result says which.
+	AllOrNothing bool
+	// Resolutions are the user's answers to conflicts, by path
+	// (review.ApplyOptions.Resolutions).
+	Resolutions map[string]review.Resolution
+}
+
 // Apply writes the changes approved by d into the real project with
 // review.Apply, journalled under applies/NNN in the sandbox. Files changed
 // in the project since the run are merged three ways; conflicts are
 // reported and those files left untouched. Decisions and results go to
-// the audit log with before/after hashes.
+// the audit log with before/after hashes. It is ApplyWith without options.
 func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult, error) {
+	return sb.ApplyWith(ctx, d, ApplyOptions{})
+}
+
+// ApplyWith is Apply with opts: all or nothing, and resolutions of
+// conflicts, which are written in the same journal as the rest of the
+// apply (Undo reverts them with it).
+func (sb *Sandbox) ApplyWith(ctx context.Context, d review.Decisions, opts ApplyOptions) (*ApplyResult, error) {
 	unlock, err := flock(sb.Path("apply.lock"))
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", sb.ID, err)
@@ -420,7 +437,7 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 	if err := sb.Audit(Event{Event: EventDecisions, Data: decisionsEvent(cs, d)}); err != nil {
 		return nil, err
 	}
-	res, err := review.Apply(ctx, m.Project, cs, d, review.ApplyOptions{JournalDir: jdir})
+	res, err := review.Apply(ctx, m.Project, cs, d, review.ApplyOptions{JournalDir: jdir, AllOrNothing: opts.AllOrNothing, Resolutions: opts.Resolutions})
 	if err != nil {
 		_ = sb.Audit(Event{Event: EventFailed, Data: map[string]any{"apply": err.Error()}})
 		return nil, err
@@ -429,13 +446,25 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 	for _, c := range res.Conflicts {
 		conflicts = append(conflicts, map[string]string{"path": c.Path, "reason": c.Reason})
 	}
-	if err := sb.Audit(Event{Event: EventApplied, Data: map[string]any{
+	ev := map[string]any{
 		"journal": jdir, "project": m.Project,
 		"applied": res.Applied, "merged": res.Merged, "conflicts": conflicts, "skipped": res.Skipped,
-	}}); err != nil {
+	}
+	if len(res.Resolved) > 0 {
+		ev["resolved"] = res.Resolved
+	}
+	if res.Held {
+		// Nothing was written: the files that would have been. The
+		// journal's directory is empty; it goes.
+		ev["journal"], ev["held"], ev["withheld"] = "", true, res.Withheld
+		_ = os.Remove(jdir)
+	}
+	if err := sb.Audit(Event{Event: EventApplied, Data: ev}); err != nil {
 		return nil, err
 	}
-	if len(res.Applied)+len(res.Merged) > 0 {
+	if _, err := review.ReadJournal(jdir); err == nil {
+		// Something was written (a resolution as "mine" alone writes
+		// nothing, and leaves no journal).
 		if _, err := sb.Update(func(m *Meta) { m.Status = StatusApplied }); err != nil {
 			return nil, err
 		}

@@ -207,6 +207,10 @@ type Store struct {
 	// build, so that a broken config never drops a pattern silently. Set
 	// it after Open, before use. Nil: the built-in list alone.
 	HostExec func() ([]string, error)
+	// MergeTool, if set, returns the user's merge tool, config.toml's
+	// [review] merge_tool split into words (placeholders left in them;
+	// nil when none is set), read each time one is run. Nil: none.
+	MergeTool func() ([]string, error)
 
 	home    home.Layout
 	objects *objects.Store
