@@ -185,38 +185,6 @@ func unfocus(o fyne.CanvasObject) {
 	}
 }
 
-// keyCheck is a check box (a hunk's toggle) that, once clicked (it takes
-// the focus), passes the review keys on instead of swallowing them;
-// Space still toggles it and Escape gives the focus back.
-type keyCheck struct {
-	widget.Check
-	onRune func(rune) bool
-}
-
-// newKeyCheck is a check box labelled text that passes the review keys
-// to r. It goes into a container as it is (fyne finds the focused widget
-// by identity); &c.Check is its *widget.Check.
-func (r *ReviewWindow) newKeyCheck(text string, changed func(bool)) *keyCheck {
-	c := &keyCheck{onRune: r.key}
-	c.Text, c.OnChanged = text, changed
-	c.ExtendBaseWidget(c)
-	return c
-}
-
-func (c *keyCheck) TypedRune(ch rune) {
-	if ch == ' ' || c.onRune == nil || !c.onRune(ch) {
-		c.Check.TypedRune(ch)
-	}
-}
-
-func (c *keyCheck) TypedKey(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeyEscape {
-		unfocus(c)
-		return
-	}
-	c.Check.TypedKey(ev)
-}
-
 // newCommentEntry is a comment box for the diff pane: multi-line, and
 // Escape leaves it so that the review keys work again.
 func (r *ReviewWindow) newCommentEntry(placeholder string) *fieldEntry {

@@ -465,45 +465,27 @@ func TestLightThemeShowsUncheckedBoxes(t *testing.T) {
 	}
 }
 
-// TestKeysWithFocusOnAToggle: a hunk toggle made with newKeyCheck passes
-// the keys on once clicked, and a comment box made with newCommentEntry
-// keeps its letters and lets go on Escape.
-func TestKeysWithFocusOnAToggle(t *testing.T) {
+// TestEscapeLeavesACommentBox: a comment box made with newCommentEntry
+// keeps its letters and lets go on Escape, and the keys act again.
+func TestEscapeLeavesACommentBox(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	r.tree.Select("src/main.go")
-	toggled := 0
-	check := r.newKeyCheck("Hunk 1/3", func(bool) { toggled++ })
-	r.diff.Add(check)
-	r.diff.Refresh()
-	test.Tap(check)
-	if toggled != 1 || c.Focused() == nil {
-		t.Fatalf("tap: toggled %d times, focus %v", toggled, c.Focused())
-	}
-	typeKeys(c, "j")
-	if r.m.hunk != 1 {
-		t.Errorf("j with the focus on a toggle: hunk %d, want 1", r.m.hunk)
-	}
-	typeKeys(c, " ")
-	if toggled != 2 {
-		t.Errorf("space did not toggle the focused box (%d)", toggled)
-	}
-	// (j drew the pane again: the toggle is gone from it, the focus kept.)
 	comment := r.newCommentEntry("Comment on this hunk")
 	r.diff.Add(comment)
 	r.diff.Refresh()
 	c.Focus(comment)
 	typeKeys(c, "jk")
-	if comment.Text != "jk" || r.m.hunk != 1 {
+	if comment.Text != "jk" || r.m.hunk != 0 {
 		t.Errorf("typing in the comment: %q, hunk %d", comment.Text, r.m.hunk)
 	}
 	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
 	if c.Focused() != nil {
 		t.Fatalf("Escape left the focus on %v", c.Focused())
 	}
-	typeKeys(c, "k")
-	if r.m.hunk != 0 {
-		t.Errorf("k after Escape: hunk %d", r.m.hunk)
+	typeKeys(c, "j")
+	if r.m.hunk != 1 {
+		t.Errorf("j after Escape: hunk %d, want 1", r.m.hunk)
 	}
 }
 
