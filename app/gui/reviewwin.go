@@ -42,13 +42,16 @@ type ReviewWindow struct {
 	// changedHere are the files the user changed in the project since
 	// the baseline (their rows are marked).
 	changedHere map[string]bool
-	head        *fitLabel
-	status      *fitLabel
-	applyBtn    *widget.Button
-	rejectBtn   *widget.Button
-	approveAll  *widget.Button
-	sendBtn     *widget.Button
-	undoBtn     *widget.Button
+	// head shows info (as last read) with the agents named by presets.
+	head       *fitLabel
+	info       sandbox.Info
+	presets    []Preset
+	status     *fitLabel
+	applyBtn   *widget.Button
+	rejectBtn  *widget.Button
+	approveAll *widget.Button
+	sendBtn    *widget.Button
+	undoBtn    *widget.Button
 	// stopBtn ends a Send back round while it runs (stopRound cancels
 	// it; nil when none runs).
 	stopBtn   *widget.Button
@@ -202,7 +205,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.applyBtn, r.status)
 	// The header follows the sandbox (Reload); a long command line ends
 	// at a word, whole in its tip.
-	r.head = newFitLabel(headText(info), fyne.TextStyle{Bold: true})
+	r.info = info
+	r.head = newFitLabel(r.headText(), fyne.TextStyle{Bold: true})
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
 
@@ -229,13 +233,21 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.showFile()
 }
 
-// headText is the header: project, command, state and verify.
-func headText(info sandbox.Info) string {
-	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), safetext.Line(commandOf(info.Meta)), statusText(info))
+// headText is the header: project, what ran (the agent by its name, and
+// the user's prompt), state and verify.
+func (r *ReviewWindow) headText() string {
+	info := r.info
+	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), runTitle(info.Meta, r.presets), statusText(info))
 	if info.Verify != nil {
 		s += "  ·  verify " + info.Verify.String()
 	}
 	return s
+}
+
+// SetPresets names agents in the header as the run dialog does.
+func (r *ReviewWindow) SetPresets(presets []Preset) {
+	r.presets = presets
+	r.head.SetText(r.headText())
 }
 
 // Reload reads the sandbox again and shows its state in the header (after
@@ -248,7 +260,8 @@ func (r *ReviewWindow) Reload() {
 	}
 	for _, info := range infos {
 		if info.ID == r.id {
-			r.head.SetText(headText(info))
+			r.info = info
+			r.head.SetText(r.headText())
 			return
 		}
 	}
