@@ -457,15 +457,15 @@ func splitRows(lines []diffLine) []splitRow {
 	return rows
 }
 
-// gap is a stretch of unchanged lines before, between or after hunks:
+// contextGap is a stretch of unchanged lines before, between or after hunks:
 // old lines from oldStart and new lines from newStart (1-based), n of
 // them, the same on both sides.
-type gap struct{ oldStart, newStart, n int }
+type contextGap struct{ oldStart, newStart, n int }
 
 // gaps are the unchanged stretches around f's hunks: len(f.Hunks)+1 of
 // them, the first before the first hunk and the last after the last.
-func gaps(f *review.File, oldLines, newLines int) []gap {
-	out := make([]gap, 0, len(f.Hunks)+1)
+func gaps(f *review.File, oldLines, newLines int) []contextGap {
+	out := make([]contextGap, 0, len(f.Hunks)+1)
 	oldNext, newNext := 1, 1 // the first line not yet covered, per side
 	for _, h := range f.Hunks {
 		oldFirst := h.OldStart
@@ -476,16 +476,16 @@ func gaps(f *review.File, oldLines, newLines int) []gap {
 		if h.NewLines == 0 {
 			newFirst++
 		}
-		out = append(out, gap{oldNext, newNext, max(min(oldFirst-oldNext, newFirst-newNext), 0)})
+		out = append(out, contextGap{oldNext, newNext, max(min(oldFirst-oldNext, newFirst-newNext), 0)})
 		oldNext, newNext = oldFirst+h.OldLines, newFirst+h.NewLines
 	}
-	out = append(out, gap{oldNext, newNext, max(min(oldLines-oldNext+1, newLines-newNext+1), 0)})
+	out = append(out, contextGap{oldNext, newNext, max(min(oldLines-oldNext+1, newLines-newNext+1), 0)})
 	return out
 }
 
 // gapLines are the unchanged lines [from, to) of a gap (0-based within
 // it), shown from the agent's side.
-func gapLines(g gap, from, to int, new []styledLine) []diffLine {
+func gapLines(g contextGap, from, to int, new []styledLine) []diffLine {
 	var out []diffLine
 	for k := from; k < to; k++ {
 		n := g.newStart + k

@@ -220,13 +220,12 @@ func (r *ReviewWindow) saveDraft() {
 	r.render(false)
 }
 
-func (r *ReviewWindow) draftEntry() *widget.Entry {
+func (r *ReviewWindow) draftEntry() *fieldEntry {
 	d := r.dv.draft
 	if d.entry == nil {
-		d.entry = widget.NewMultiLineEntry()
-		d.entry.Wrapping = fyne.TextWrapWord
+		// Escape leaves it, and the review keys act again (keys.go).
+		d.entry = r.newCommentEntry("A comment for the agent, sent with your next reply")
 		d.entry.SetMinRowsVisible(3)
-		d.entry.SetPlaceHolder("A comment for the agent, sent with your next reply")
 	}
 	return d.entry
 }

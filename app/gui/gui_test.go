@@ -206,32 +206,6 @@ func TestKeyboard(t *testing.T) {
 	}
 }
 
-func TestTwoListsMoveFiles(t *testing.T) {
-	r := newTestReview(t, reviewService(t))
-	r.m.setAll(true)
-	r.refresh()
-	if len(r.taken) != 6 || len(r.left) != 0 {
-		t.Fatalf("after approve all: %d approved, %d not", len(r.taken), len(r.left))
-	}
-	r.approved.Select(0) // docs/guide.md
-	test.Tap(r.toRejected)
-	if len(r.left) != 1 || r.left[0].Path != "docs/guide.md" {
-		t.Errorf("not approved after the move: %v", paths(r.left))
-	}
-	if got := r.m.d.Files["docs/guide.md"].Verdict; got != review.Reject {
-		t.Errorf("verdict of the moved file: %q", got)
-	}
-	r.rejected.Select(0)
-	test.Tap(r.toApproved)
-	if len(r.taken) != 6 {
-		t.Errorf("after moving it back: %v approved", paths(r.taken))
-	}
-	test.Tap(r.rejectBtn)
-	if len(r.taken) != 0 {
-		t.Errorf("after Reject all: %v approved", paths(r.taken))
-	}
-}
-
 func paths(fs []*review.File) []string {
 	var out []string
 	for _, f := range fs {

@@ -35,7 +35,7 @@ type diffState struct {
 	file     *review.File
 	old, new []styledLine
 	hunks    [][]diffLine
-	gaps     []gap
+	gaps     []contextGap
 	digits   int
 	// An image file's sides, decoded; images is false when it is not
 	// one or a side does not decode.
@@ -73,7 +73,7 @@ type commentDraft struct {
 	start  int
 	end    int
 	index  int // the comment edited, -1 for a new one
-	entry  *widget.Entry
+	entry  *fieldEntry
 	box    fyne.CanvasObject // the box it is written in, as last drawn
 }
 

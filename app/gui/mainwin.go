@@ -706,7 +706,8 @@ func (w *MainWindow) OpenReview(info sandbox.Info) *ReviewWindow {
 		w.showMessage(fmt.Sprintf("Cannot review %s: %v", info.ID, err))
 		return nil
 	}
-	r.onChange = w.Reload
+	r.SetPresets(w.presets)
+	r.onChange = func() { r.Reload(); w.Reload() }
 	r.onRound = func() { w.reopenReview(r) }
 	r.async = w.async
 	w.reviews[info.ID] = r

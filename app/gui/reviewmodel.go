@@ -13,36 +13,165 @@ import (
 )
 
 // reviewModel is the review window's state, without fyne: the changeset,
-// the decisions (verdicts and comments, exactly what Apply is given) and
-// the cursor of the keyboard (a file, and a hunk in it).
+// the decisions (verdicts and comments, exactly what Apply is given), the
+// filter over paths and the cursor of the keyboard (a file, and a hunk in
+// it).
 type reviewModel struct {
 	cs *review.Changeset
 	d  review.Decisions
-	// files are cs's files in the order the tree shows them (folders
-	// first), the order the keyboard walks.
+	// filter is the text the shown paths contain ("" shows every file);
+	// tree is the shown files as folders.
+	filter string
+	tree   tree
+	// files are the shown files in the order the tree shows them
+	// (folders first), the order the keyboard walks.
 	files []*review.File
 	file  int // index in files, -1 when there are none
 	hunk  int // index in the file's hunks
+	// hidden is the cursor's file (and hunk) while the filter shows no
+	// file at all.
+	hidden     *review.File
+	hiddenHunk int
 }
 
 func newReviewModel(cs *review.Changeset) *reviewModel {
 	m := &reviewModel{cs: cs, d: review.Decisions{Files: map[string]review.FileDecision{}}, file: -1}
-	t := newTree(cs)
+	m.setFilter("")
+	return m
+}
+
+// setFilter shows only the files whose path contains q (ignoring case;
+// "" shows all). The cursor stays on its file while that is shown, else
+// it goes to the first shown file.
+func (m *reviewModel) setFilter(q string) {
+	q = strings.TrimSpace(q)
+	cur, hunk := m.current(), m.hunk
+	if cur == nil {
+		cur, hunk = m.hidden, m.hiddenHunk
+	}
+	m.filter = q
+	var shown []*review.File
+	low := strings.ToLower(q)
+	for _, f := range m.cs.Files {
+		if low == "" || strings.Contains(strings.ToLower(f.Path), low) || (f.OldPath != "" && strings.Contains(strings.ToLower(f.OldPath), low)) {
+			shown = append(shown, f)
+		}
+	}
+	m.tree = treeOf(shown)
+	m.files = m.files[:0]
 	var walk func(id string)
 	walk = func(id string) {
-		for _, c := range t.children[id] {
+		for _, c := range m.tree.children[id] {
 			if isFolder(c) {
 				walk(c)
-			} else if f := cs.File(c); f != nil {
+			} else if f := m.cs.File(c); f != nil {
 				m.files = append(m.files, f)
 			}
 		}
 	}
 	walk("")
+	m.file, m.hunk = -1, 0
 	if len(m.files) > 0 {
 		m.file = 0
 	}
-	return m
+	m.hidden = nil
+	if i := slices.Index(m.files, cur); cur != nil && i >= 0 {
+		m.file, m.hunk = i, hunk
+	} else if len(m.files) == 0 {
+		// Nothing shown: the cursor comes back to its file when the
+		// filter shows it again.
+		m.hidden, m.hiddenHunk = cur, hunk
+	}
+}
+
+// under is the shown files in folder (a tree ID ending in "/"; "" for
+// every shown file).
+func (m *reviewModel) under(folder string) []*review.File {
+	var out []*review.File
+	for _, f := range m.files {
+		if strings.HasPrefix(f.Path, folder) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// setFiles approves or rejects each of fs whole.
+func (m *reviewModel) setFiles(fs []*review.File, approve bool) {
+	for _, f := range fs {
+		m.setFile(f, approve)
+	}
+}
+
+// filesState is the state of files together: all the same state, or
+// partly approved when they differ (undecided when there are none).
+func (m *reviewModel) filesState(fs []*review.File) fileState {
+	if len(fs) == 0 {
+		return stateUndecided
+	}
+	s := m.fileState(fs[0])
+	for _, f := range fs[1:] {
+		if m.fileState(f) != s {
+			return statePartial
+		}
+	}
+	return s
+}
+
+// lineCounts adds up the lines fs add and remove.
+func lineCounts(fs []*review.File) (added, removed int) {
+	for _, f := range fs {
+		added += f.Added
+		removed += f.Removed
+	}
+	return added, removed
+}
+
+// summary is the changeset in one line: how many files are decided
+// (what a reviewer watches, so first), the changes by kind and lines,
+// and how many the filter shows ("3 approved · 1 rejected · 198
+// undecided   200 M · 1 A · 1 D   +1234 −56").
+func (m *reviewModel) summary() string {
+	counts := map[string]int{}
+	for _, f := range m.cs.Files {
+		counts[statusLetter(f)]++
+	}
+	var kinds []string
+	for _, l := range []string{"M", "A", "D", "R", "X", "T", "B"} {
+		if n := counts[l]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, l))
+		}
+	}
+	add, del := lineCounts(m.cs.Files)
+	var approved, partly, rejected int
+	for _, f := range m.cs.Files {
+		switch m.fileState(f) {
+		case stateApproved:
+			approved++
+		case statePartial:
+			partly++
+		case stateRejected:
+			rejected++
+		}
+	}
+	var states []string
+	if approved > 0 {
+		states = append(states, fmt.Sprintf("%d approved", approved))
+	}
+	if partly > 0 {
+		states = append(states, fmt.Sprintf("%d partly", partly))
+	}
+	if rejected > 0 {
+		states = append(states, fmt.Sprintf("%d rejected", rejected))
+	}
+	if left := len(m.cs.Files) - approved - partly - rejected; left > 0 {
+		states = append(states, fmt.Sprintf("%d undecided", left))
+	}
+	s := fmt.Sprintf("%s   %s   +%d −%d", strings.Join(states, " · "), strings.Join(kinds, " · "), add, del)
+	if m.filter != "" {
+		s += fmt.Sprintf("   (%d shown)", len(m.files))
+	}
+	return s
 }
 
 // current is the file under the cursor, or nil.
@@ -236,10 +365,13 @@ type tree struct {
 	children map[string][]string
 }
 
-func newTree(cs *review.Changeset) tree {
+func newTree(cs *review.Changeset) tree { return treeOf(cs.Files) }
+
+// treeOf is files as a folder tree.
+func treeOf(files []*review.File) tree {
 	t := tree{children: map[string][]string{}}
 	seen := map[string]bool{}
-	for _, f := range cs.Files {
+	for _, f := range files {
 		parent := ""
 		dir := path.Dir(f.Path)
 		if dir != "." {

@@ -8,7 +8,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -17,32 +16,37 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// ReviewWindow is the review of one sandbox: the file tree, the diff of
-// the selected file with a toggle and a comment per hunk, the agent's
-// rationale and transcript, and apply / undo.
+// ReviewWindow is the review of one sandbox: the file list (filter,
+// summary, folder verdicts), the diff of the selected file with a toggle
+// and a comment per hunk, the agent's rationale and transcript, and apply
+// / undo.
 type ReviewWindow struct {
 	Window fyne.Window
 	svc    Service
 	id     string
 	m      *reviewModel
 
-	tree      *widget.Tree
+	tree      *fileList
 	treeIDs   tree
+	filter    *fieldEntry
+	summary   *fitLabel
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
 	hunkBoxes []fyne.CanvasObject
 	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
-	approved  *widget.List
-	rejected  *widget.List
-	// toApproved and toRejected move the file selected in one list to the
-	// other (fyne has no drag and drop between widgets).
-	toApproved *widget.Button
-	toRejected *widget.Button
-	taken      []*review.File
-	left       []*review.File
-	pickTaken  int
-	pickLeft   int
-	status     *widget.Label
+	// folder is the folder the folder buttons act on ("" for every shown
+	// file): the selected folder row, or the selected file's folder.
+	folder      string
+	folderLabel *fitLabel
+	folderBtns  []*widget.Button
+	// changedHere are the files the user changed in the project since
+	// the baseline (their rows are marked).
+	changedHere map[string]bool
+	// head shows info (as last read) with the agents named by presets.
+	head       *fitLabel
+	info       sandbox.Info
+	presets    []Preset
+	status     *fitLabel
 	applyBtn   *widget.Button
 	rejectBtn  *widget.Button
 	approveAll *widget.Button
@@ -62,7 +66,6 @@ type ReviewWindow struct {
 	// roundOnly set, m shows instead what the last round changed, read
 	// only, and full waits.
 	full      *reviewModel
-	fullTree  tree
 	roundOnly bool
 	round     int            // the sandbox's round (1 before any reply)
 	view      *widget.Select // all changes or the last round's; nil for round 1
@@ -104,7 +107,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if err != nil {
 		return nil, err
 	}
-	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), pickTaken: -1, pickLeft: -1, async: goAsync}
+	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
 	// A saved review whose verdicts no longer fit the changeset keeps
 	// only its comments.
@@ -114,9 +117,11 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if saved.Files != nil {
 		r.m.d = saved
 	}
-	r.full, r.fullTree, r.round = r.m, r.treeIDs, max(info.Round, 1)
+	r.full, r.round = r.m, max(info.Round, 1)
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
-	r.build(info, summary, transcript, staleNote(svc, info.ID))
+	stale, changed := staleNote(svc, info.ID)
+	r.changedHere = changed
+	r.build(info, summary, transcript, stale)
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
@@ -133,55 +138,32 @@ func (r *ReviewWindow) closeRequested() {
 }
 
 func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string) {
-	r.tree = widget.NewTree(
-		func(id widget.TreeNodeID) []widget.TreeNodeID { return r.treeIDs.children[id] },
-		func(id widget.TreeNodeID) bool { return id == "" || isFolder(id) },
-		func(branch bool) fyne.CanvasObject {
-			return container.NewHBox(widget.NewIcon(theme.FolderIcon()), widget.NewIcon(nil), widget.NewLabel("M"), widget.NewLabel("name"), widget.NewIcon(nil))
-		},
-		r.updateTreeNode,
-	)
-	r.tree.OnSelected = func(id widget.TreeNodeID) {
-		if isFolder(id) {
-			return
+	r.tree = newFileList(r)
+	r.filter = newFieldEntry()
+	r.filter.SetPlaceHolder("Filter paths  ( / )")
+	r.filter.OnChanged = r.setFilter
+	r.filter.onKey = func(ev *fyne.KeyEvent) bool {
+		switch ev.Name {
+		case fyne.KeyReturn, fyne.KeyEnter, fyne.KeyDown:
+			// Done filtering: the keys walk what is shown.
+			unfocus(r.filter)
+			return true
 		}
-		if r.m.selectPath(id) {
-			r.showFile()
-		}
+		return false
 	}
-	r.tree.OpenAllBranches()
-
-	r.approved = widget.NewList(func() int { return len(r.taken) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			o.(*widget.Label).SetText(safetext.Line(r.taken[i].Path))
-		})
-	r.rejected = widget.NewList(func() int { return len(r.left) }, func() fyne.CanvasObject { return widget.NewLabel("file") },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			o.(*widget.Label).SetText(safetext.Line(r.left[i].Path) + " (" + r.m.fileState(r.left[i]).String() + ")")
-		})
-	r.approved.OnSelected = func(i widget.ListItemID) { r.pickTaken = i }
-	r.rejected.OnSelected = func(i widget.ListItemID) { r.pickLeft = i }
-	r.toRejected = widget.NewButtonWithIcon("Reject", theme.MoveDownIcon(), func() {
-		if r.pickTaken >= 0 && r.pickTaken < len(r.taken) {
-			r.m.setFile(r.taken[r.pickTaken], false)
-			r.refresh()
-		}
-	})
-	r.toApproved = widget.NewButtonWithIcon("Approve", theme.MoveUpIcon(), func() {
-		if r.pickLeft >= 0 && r.pickLeft < len(r.left) {
-			r.m.setFile(r.left[r.pickLeft], true)
-			r.refresh()
-		}
-	})
-	lists := container.NewVSplit(
-		container.NewBorder(widget.NewLabelWithStyle("Approved: will be applied", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, r.approved),
-		container.NewBorder(container.NewVBox(container.NewHBox(r.toApproved, r.toRejected),
-			widget.NewLabelWithStyle("Not approved: left out", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})), nil, nil, nil, r.rejected),
-	)
-	side := container.NewAppTabs(
-		container.NewTabItem("Files", r.tree),
-		container.NewTabItem("Approved / Rejected", lists),
-	)
+	r.summary = newFitLabel(r.m.summary(), fyne.TextStyle{})
+	r.summary.label.SizeName = theme.SizeNameCaptionText
+	r.folderLabel = newFitLabel("", fyne.TextStyle{Italic: true})
+	r.folderBtns = []*widget.Button{
+		widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { r.setFolderVerdict(r.folder, true) }),
+		widget.NewButtonWithIcon("Reject", theme.CancelIcon(), func() { r.setFolderVerdict(r.folder, false) }),
+	}
+	for _, b := range r.folderBtns {
+		b.Importance = widget.LowImportance
+	}
+	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
+	side := container.NewBorder(container.NewVBox(r.filter, r.summary), folderBar, nil, nil,
+		withWheel(r.tree, r.tree.wheel))
 
 	diffPane := r.newDiffPane()
 
@@ -213,26 +195,24 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
 	r.stopBtn = widget.NewButtonWithIcon("Stop the round", theme.MediaStopIcon(), r.StopRound)
 	r.stopBtn.Hide()
-	r.status = widget.NewLabel("")
-	r.status.Truncation = fyne.TextTruncateEllipsis
-	sendNote := widget.NewLabelWithStyle(sendBackHint, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	r.status = newFitLabel("", fyne.TextStyle{})
+	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
+	// The buttons keep their room; the status line takes what is left
+	// and never widens the window (a long one ends at a word, whole in
+	// its tip).
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.stopBtn, r.undoBtn),
 		r.applyBtn, r.status)
-	headText := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), commandOf(info.Meta), statusText(info))
-	if info.Verify != nil {
-		headText += "  ·  verify " + info.Verify.String()
-	}
-	head := widget.NewLabelWithStyle(headText,
-		fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	// A long command line must not widen the window past the screen
-	// (its action bar with it).
-	head.Truncation = fyne.TextTruncateEllipsis
-	keys := widget.NewLabelWithStyle("Keys: j/k hunk · n/p file · a/r approve/reject hunk · A/R file · Ctrl+Enter apply", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
+	// The header follows the sandbox (Reload); a long command line ends
+	// at a word, whole in its tip.
+	r.info = info
+	r.head = newFitLabel(r.headText(), fyne.TextStyle{Bold: true})
+	keys := widget.NewButton(keysHint, r.showKeys)
+	keys.Importance = widget.LowImportance
 
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
-	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, head)
+	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, r.head)
 	if r.round >= 2 {
 		all, last := viewAll, fmt.Sprintf(viewRound, r.round)
 		r.view = widget.NewSelect([]string{all, last}, func(s string) { r.ShowRound(s == last) })
@@ -245,7 +225,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.stale.Wrapping = fyne.TextWrapWord
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), nil, r.stale))
 	}
-	r.Window.SetContent(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split))
+	r.Window.SetContent(withTips(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split)))
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
@@ -253,41 +233,38 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.showFile()
 }
 
-func (r *ReviewWindow) updateTreeNode(id widget.TreeNodeID, branch bool, o fyne.CanvasObject) {
-	box := o.(*fyne.Container)
-	icon, verdict, mark, name := box.Objects[0].(*widget.Icon), box.Objects[1].(*widget.Icon), box.Objects[2].(*widget.Label), box.Objects[3].(*widget.Label)
-	warn := box.Objects[4].(*widget.Icon)
-	warn.Hide()
-	if branch {
-		icon.SetResource(theme.FolderOpenIcon())
-		verdict.Hide()
-		mark.Hide()
-		name.SetText(safetext.Line(strings.TrimSuffix(id[strings.LastIndex(strings.TrimSuffix(id, "/"), "/")+1:], "/")) + "/")
+// headText is the header: project, what ran (the agent by its name, and
+// the user's prompt), state and verify.
+func (r *ReviewWindow) headText() string {
+	info := r.info
+	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), runTitle(info.Meta, r.presets), statusText(info))
+	if info.Verify != nil {
+		s += "  ·  verify " + info.Verify.String()
+	}
+	return s
+}
+
+// SetPresets names agents in the header as the run dialog does.
+func (r *ReviewWindow) SetPresets(presets []Preset) {
+	r.presets = presets
+	r.head.SetText(r.headText())
+}
+
+// Reload reads the sandbox again and shows its state in the header (after
+// an apply or an undo, or a change from elsewhere). A sandbox no longer
+// listed leaves the header as it was.
+func (r *ReviewWindow) Reload() {
+	infos, err := r.svc.List()
+	if err != nil {
 		return
 	}
-	f := r.m.cs.File(id)
-	if f == nil {
-		return
+	for _, info := range infos {
+		if info.ID == r.id {
+			r.info = info
+			r.head.SetText(r.headText())
+			return
+		}
 	}
-	icon.SetResource(statusIcon(f))
-	verdict.SetResource(verdictIcon(r.m.fileState(f)))
-	verdict.Show()
-	mark.SetText(statusLetter(f))
-	mark.Show()
-	label := safetext.Line(id[strings.LastIndex(id, "/")+1:])
-	if f.Status == review.Renamed {
-		label += "  (was " + safetext.Line(f.OldPath) + ")"
-	}
-	if f.HasFlag(review.FlagControl) {
-		label += "  ⚠"
-	}
-	if f.HasFlag(review.FlagHostExec) {
-		// Files that run on the user's machine: a warning sign after
-		// the name (the reason is in the file's header).
-		warn.SetResource(theme.NewWarningThemedResource(theme.WarningIcon()))
-		warn.Show()
-	}
-	name.SetText(label)
 }
 
 // statusIcon is the tree's icon for a change.
@@ -340,23 +317,20 @@ func (r *ReviewWindow) refresh() {
 	r.redraw()
 }
 
-// redraw redraws what depends on the decisions: the tree marks, the two
-// lists, the file's state and the apply button.
+// redraw redraws what depends on the decisions: the rows' marks, the
+// summary, the file's state and the apply button.
 func (r *ReviewWindow) redraw() {
-	r.taken, r.left = r.m.approved()
-	r.pickTaken, r.pickLeft = -1, -1
-	r.approved.UnselectAll()
-	r.rejected.UnselectAll()
-	r.approved.Refresh()
-	r.rejected.Refresh()
+	taken, _ := r.m.approved()
 	r.tree.Refresh()
+	r.summary.SetText(r.m.summary())
+	r.showFolder()
 	if f := r.m.current(); f != nil && r.fileState != nil {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
 	}
 	r.refreshComments()
-	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(r.taken), plural(len(r.taken), "file", "files")))
-	if len(r.taken) == 0 || r.roundOnly {
+	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files")))
+	if len(taken) == 0 || r.roundOnly {
 		r.applyBtn.Disable()
 	} else {
 		r.applyBtn.Enable()
@@ -383,48 +357,6 @@ func (r *ReviewWindow) selectCurrent() {
 	r.showFile()
 }
 
-// installKeys binds the review keys on the window's canvas; they act when
-// no entry has the focus.
-func (r *ReviewWindow) installKeys() {
-	c := r.Window.Canvas()
-	c.SetOnTypedRune(func(ch rune) { r.key(ch) })
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.apply() })
-}
-
-// key handles one review key.
-func (r *ReviewWindow) key(ch rune) {
-	f := r.m.current()
-	switch ch {
-	case 'j':
-		r.m.moveHunk(1)
-	case 'k':
-		r.m.moveHunk(-1)
-	case 'n':
-		r.m.moveFile(1)
-	case 'p':
-		r.m.moveFile(-1)
-	case 'a', 'r':
-		if f == nil {
-			return
-		}
-		if len(f.Hunks) == 0 {
-			r.m.setFile(f, ch == 'a')
-		} else {
-			r.m.setHunk(f, r.m.hunk, ch == 'a')
-		}
-		r.refresh()
-	case 'A', 'R':
-		if f == nil {
-			return
-		}
-		r.m.setFile(f, ch == 'A')
-		r.refresh()
-	default:
-		return
-	}
-	r.selectCurrent()
-}
-
 // The choices of the round selector.
 const (
 	viewAll   = "All changes since the snapshot (what Apply writes)"
@@ -445,20 +377,21 @@ func (r *ReviewWindow) ShowRound(only bool) {
 			return
 		}
 		r.save()
-		r.m, r.treeIDs = newReviewModel(cs), newTree(cs)
+		r.m = newReviewModel(cs)
 	} else {
-		r.m, r.treeIDs = r.full, r.fullTree
+		r.m = r.full
 	}
+	r.m.setFilter(r.filter.Text)
+	r.treeIDs = r.m.tree
 	r.roundOnly = only
-	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.toApproved, r.toRejected} {
+	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.folderBtns[0], r.folderBtns[1]} {
 		if only {
 			b.Disable()
 		} else {
 			b.Enable()
 		}
 	}
-	r.tree.Refresh()
-	r.tree.OpenAllBranches()
+	r.tree.rebuild()
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
@@ -467,16 +400,25 @@ func (r *ReviewWindow) ShowRound(only bool) {
 }
 
 // staleNote is the review window's line about a baseline the project has
-// moved on from ("" when it has not). The review goes on when the project
+// moved on from ("" when it has not), and the paths the user changed
+// since (their rows are marked). The review goes on when the project
 // cannot be compared (moved away, unreadable): the line says so.
-func staleNote(svc Service, id string) string {
+func staleNote(svc Service, id string) (string, map[string]bool) {
 	st, err := svc.Staleness(context.Background(), id)
 	if err != nil {
-		return "Cannot compare the project with the baseline: " + err.Error()
+		return "Cannot compare the project with the baseline: " + err.Error(), nil
 	}
 	if st.Behind() == 0 {
-		return ""
+		return "", nil
+	}
+	changed := make(map[string]bool, len(st.Paths))
+	for _, p := range st.Paths {
+		changed[p] = true
 	}
 	s := st.String()
-	return strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
+	note := strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
+	if len(st.Paths) > 0 {
+		note += " Files you changed are marked in the list."
+	}
+	return note, changed
 }

@@ -99,9 +99,11 @@ func TestReviewShowsGuestTextSafely(t *testing.T) {
 			t.Errorf("the rationale shows %q raw", bad)
 		}
 	}
-	// The tree names the file with the bidi override visibly, flagged.
+	// The file list names the file with the bidi override visibly,
+	// flagged with a warning that says why.
 	r.tree.Select("gnp\u202e.sh")
-	if markup := test.RenderToMarkup(r.Window.Canvas()); !strings.Contains(markup, "gnp<U+202E>.sh  ⚠") {
-		t.Errorf("the tree does not show the name escaped and flagged:\n%s", markup)
+	row := r.rowOf(t, "gnp\u202e.sh")
+	if row.label != "gnp<U+202E>.sh" || !row.warn.Visible() || !strings.Contains(row.warn.Tip, "control or bidi") {
+		t.Errorf("the list shows the name %q, warning shown %v (%q); want it escaped and flagged", row.label, row.warn.Visible(), row.warn.Tip)
 	}
 }

@@ -44,6 +44,7 @@ type homer interface{ Home() string }
 // returns when the app quits (or ctx ends).
 func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.Startup) error {
 	a := app.NewWithID(AppID)
+	a.Settings().SetTheme(gui.Theme())
 	w := gui.NewMainWindow(a, svc, presets)
 	w.Window.SetMaster()
 	if h, ok := svc.(homer); ok {
