@@ -170,7 +170,7 @@ func (w *MainWindow) fitColumns(width float32) {
 	for _, cw := range columnWidths {
 		fixed += cw
 	}
-	// Each column's cell has a separator; the scroll bar needs room.
+	// Each column has a gap after it; the scroll bar needs room.
 	spare := width - fixed - w.columnMargin()
 	for i, f := range columnFlex {
 		if f > 0 {
@@ -179,10 +179,11 @@ func (w *MainWindow) fitColumns(width float32) {
 	}
 }
 
-// columnMargin is the table's width that is no column's: each column's
-// separator, and room for the vertical scroll bar.
+// columnMargin is the table's width that is no column's: the gap the
+// table leaves after each column (a padding, its separator drawn in it),
+// and room for the vertical scroll bar.
 func (w *MainWindow) columnMargin() float32 {
-	return float32(len(columns))*theme.SeparatorThicknessSize() + 2*theme.Padding() + theme.ScrollBarSize()
+	return float32(len(columns))*theme.Padding() + 2*theme.Padding() + theme.ScrollBarSize()
 }
 
 // ColumnWidth is the width of table column i, for tests.

@@ -155,12 +155,18 @@ func TestMainWindowColumnsUseTheWidth(t *testing.T) {
 	if wide <= narrow+200 {
 		t.Errorf("the Task column is %.0f px at 1280 and %.0f at 1800: it does not take the width", narrow, wide)
 	}
-	var sum float32
-	for i := range columns {
-		sum += w.ColumnWidth(i)
-	}
-	if sum > 1800 {
-		t.Errorf("the columns take %.0f px of a 1800-pixel window", sum)
+	// Nor more: the table does not scroll sideways, and no column is
+	// under the vertical scroll bar. The table leaves a padding between
+	// two columns.
+	for _, width := range []float32{1280, 1800} {
+		w.Window.Resize(fyne.NewSize(width, 800))
+		need := float32(len(columns)-1)*theme.Padding() + theme.ScrollBarSize()
+		for i := range columns {
+			need += w.ColumnWidth(i)
+		}
+		if table := w.table.Size().Width; need > table {
+			t.Errorf("in a %.0f-pixel window the columns and the scroll bar need %.0f px of the table's %.0f: it scrolls sideways", width, need, table)
+		}
 	}
 }
 
