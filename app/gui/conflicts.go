@@ -257,7 +257,7 @@ func (w *ConflictWindow) redraw() {
 		w.applyBtn.SetText(fmt.Sprintf("Apply %s", plural(n, "the resolution", fmt.Sprintf("the %d resolutions", n))))
 	default:
 		w.applyBtn.Enable()
-		w.applyBtn.SetText(fmt.Sprintf("Apply all %d files", n+w.withheld))
+		w.applyBtn.SetText(plural(n+w.withheld, "Apply the file", fmt.Sprintf("Apply all %d files", n+w.withheld)))
 	}
 	w.list.Refresh()
 }

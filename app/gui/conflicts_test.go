@@ -220,6 +220,16 @@ func TestConflictChoicesShowTheirResult(t *testing.T) {
 	}
 }
 
+// One file in all says so: not "Apply all 1 files".
+func TestConflictApplyOneFile(t *testing.T) {
+	res := &sandbox.ApplyResult{Result: &review.Result{Held: true, Conflicts: []*review.ConflictError{textConflict("line 1\nmine\nline 3\n")}}}
+	w := newTestConflicts(t, reviewService(t), res)
+	w.Choose("src/main.go", review.KeepBoth)
+	if w.applyBtn.Disabled() || w.applyBtn.Text != "Apply the file" {
+		t.Errorf("apply button %q disabled=%v", w.applyBtn.Text, w.applyBtn.Disabled())
+	}
+}
+
 func TestConflictMergeToolResultIsShownThenWritten(t *testing.T) {
 	svc := conflictService(t, nil)
 	var given *review.ConflictError
