@@ -397,6 +397,29 @@ func TestDropFolderOpensRunDialog(t *testing.T) {
 	}
 }
 
+// A project in the home folder shows as ~/…, as in the main window; the
+// run is on the whole path.
+func TestRunDialogShowsHomeAsTilde(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	dir := filepath.Join(home, "src", "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := newTestMain(t, &fakeService{})
+	w.Drop([]string{dir})
+	d := w.RunDialog()
+	if d == nil {
+		t.Fatal("no run dialog after dropping a folder")
+	}
+	if d.Project.Text != "~/src/app" {
+		t.Errorf("run dialog shows %q, want ~/src/app", d.Project.Text)
+	}
+	if req, _ := d.Request(); req.Project != dir {
+		t.Errorf("the run's project is %q, want %q", req.Project, dir)
+	}
+}
+
 func TestDropRefusals(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "notes.txt")

@@ -24,7 +24,10 @@ import (
 // RunDialog asks what to run on a project: an agent preset or a command,
 // the prompt, the image and the limits.
 type RunDialog struct {
+	// Project shows the project's path, ~ for the home folder as the
+	// main window does; project is the path itself.
 	Project *widget.Label
+	project string
 	Preset  *widget.Select
 	// SignIn says whether the chosen agent can sign in here.
 	SignIn  *widget.Label
@@ -90,9 +93,9 @@ const environmentChoice = "the project's environment (airlock.toml)"
 // NewRunDialog builds the run dialog over parent for project; Start
 // calls start with the request.
 func NewRunDialog(parent fyne.Window, project string, presets []Preset, o RunDialogOptions, start func(RunRequest)) *RunDialog {
-	d := &RunDialog{presets: presets, start: start, setup: o.Setup, check: o.CheckImage}
+	d := &RunDialog{presets: presets, start: start, setup: o.Setup, check: o.CheckImage, project: project}
 	lim := o.Setup.Limits
-	d.Project = widget.NewLabelWithStyle(project, fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	d.Project = widget.NewLabelWithStyle(shortPath(project), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	d.Project.Truncation = fyne.TextTruncateEllipsis
 	d.Command = widget.NewEntry()
 	d.Command.SetPlaceHolder("e.g. make test, or sh -c '…'")
@@ -358,7 +361,7 @@ func (d *RunDialog) signIn(p Preset) (plan.Credentials, error) {
 
 // Request is the run the dialog describes, or why it cannot start.
 func (d *RunDialog) Request() (RunRequest, error) {
-	req := RunRequest{Project: d.Project.Text, Prompt: strings.TrimSpace(d.Prompt.Text), Image: d.ImageName()}
+	req := RunRequest{Project: d.project, Prompt: strings.TrimSpace(d.Prompt.Text), Image: d.ImageName()}
 	p, ok := d.preset()
 	switch {
 	case !ok:
