@@ -50,7 +50,8 @@ type diffState struct {
 	bars []hunkBar // per hunk of the file shown
 	// rendering is set while the pane is drawn.
 	rendering bool
-	codes     []*codeView // every code view shown, in order (for tests)
+	codes     []*codeView               // every code view shown, in order (for tests)
+	cards     map[int]fyne.CanvasObject // the shown file's comments as drawn, by index
 }
 
 // gapOpen is how many unchanged lines of a gap are shown after the hunk
@@ -101,7 +102,9 @@ func (r *ReviewWindow) newDiffPane() fyne.CanvasObject {
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 	r.dv.head = container.NewStack()
-	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, r.diffScrl)
+	// The catcher over the diff takes only the wheel: the line numbers,
+	// buttons and comment boxes under it get their clicks.
+	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, wheelScroll(r.diffScrl))
 	return r.dv.pane
 }
 
@@ -117,6 +120,7 @@ func (r *ReviewWindow) render(scroll bool) {
 	defer func() { r.dv.rendering = false }()
 	r.diff.RemoveAll()
 	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
+	r.dv.cards = map[int]fyne.CanvasObject{}
 	a := fyne.CurrentApp()
 	r.dv.pal = newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant())
 	f := r.m.current()
@@ -148,7 +152,7 @@ func (r *ReviewWindow) render(scroll bool) {
 	if rest := spots.unplaced(); len(rest) > 0 {
 		appendTo(r.diff, widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
 		for _, i := range rest {
-			appendTo(r.diff, r.commentView(f, i))
+			appendTo(r.diff, r.foldedCommentView(f, i))
 		}
 	}
 	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {

@@ -182,7 +182,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
-		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
+		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
 		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
