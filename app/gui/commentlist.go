@@ -173,7 +173,8 @@ func (r *ReviewWindow) refreshComments() {
 	t.list.Refresh()
 }
 
-// showComment shows the file a comment is on, in the Changes tab.
+// showComment shows a comment in place in the Changes tab, its lines
+// unfolded.
 func (r *ReviewWindow) showComment(c review.FileComment) {
 	if r.roundOnly {
 		r.view.SetSelectedIndex(0) // comments are on the whole review
@@ -184,4 +185,5 @@ func (r *ReviewWindow) showComment(c review.FileComment) {
 	}
 	r.tabs.SelectIndex(0)
 	r.ShowFile(c.Path)
+	r.revealComment(c.Path, c.Index)
 }
