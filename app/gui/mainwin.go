@@ -688,10 +688,17 @@ func (w *MainWindow) reopenReview(r *ReviewWindow) {
 	}
 	for _, info := range infos {
 		if info.ID == r.id {
+			// The round's live output goes with the old window: its
+			// transcript is in the new one's Transcript tab, in front if
+			// the user was watching the round.
+			watching := r.watchingLiveRound()
 			r.Window.Close()
 			delete(w.reviews, r.id)
-			if nr := w.OpenReview(info); nr != nil && nr.view != nil {
-				nr.view.SetSelectedIndex(1)
+			if nr := w.OpenReview(info); nr != nil {
+				if nr.view != nil {
+					nr.view.SetSelectedIndex(1)
+				}
+				nr.roundReady(watching)
 			}
 			return
 		}

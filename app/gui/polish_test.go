@@ -8,6 +8,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -143,5 +144,48 @@ func TestFoldedCommentShownInPlace(t *testing.T) {
 	y := at.Y + r.diff.Position().Y
 	if off, view := r.diffScrl.Offset.Y, r.diffScrl.Size().Height; y < off || y > off+view {
 		t.Errorf("the comment at %v is out of view (%v–%v)", y, off, off+view)
+	}
+}
+
+// TestRoundOutputAfterTheRound: when a Send back round watched in its
+// live tab ends, the review opens again with the Transcript tab in
+// front, on that round, drawn at the tab's height.
+func TestRoundOutputAfterTheRound(t *testing.T) {
+	svc := reviewService(t)
+	svc.rounds = map[string]*review.Changeset{"1a2b3c4d": {Files: []*review.File{svc.changesets["1a2b3c4d"].File("src/new.go")}}}
+	svc.roundLogs = map[string][]sandbox.RoundLog{"1a2b3c4d": {
+		{Round: 1, Transcript: []byte("first round output\n"), Kept: true},
+		{Round: 2, Prompt: "Keep the old name.", Transcript: []byte(strings.Repeat("second round output\n", 60)), Kept: true},
+	}}
+	w := newTestMain(t, svc)
+	r := w.OpenReview(svc.infos[0])
+	r.SendBack("Keep the old name.")
+	nr := w.reviews["1a2b3c4d"]
+	if nr == nil || nr == r {
+		t.Fatal("the review was not opened again on the new round")
+	}
+	t.Cleanup(nr.Window.Close)
+	nr.Window.Resize(fyne.NewSize(1100, 720))
+	if nr.tabs.SelectedIndex() != 2 {
+		t.Errorf("tab %d in front, want the Transcript (2)", nr.tabs.SelectedIndex())
+	}
+	if nr.rounds.pick == nil || nr.rounds.pick.Selected != "Round 2" {
+		t.Fatalf("the transcript shows %v, want Round 2", nr.rounds.pick)
+	}
+	if !strings.Contains(nr.rounds.grid.Text(), "second round output") {
+		t.Errorf("round 2's transcript: %q", nr.rounds.grid.Text())
+	}
+	if h := nr.rounds.grid.Size().Height; h < 300 {
+		t.Errorf("the transcript is drawn %v px high", h)
+	}
+	if !strings.Contains(nr.status.Text, "Round 2 is ready") {
+		t.Errorf("status %q", nr.status.Text)
+	}
+	// The wheel over the transcript moves it at the faster step.
+	d := fyne.CurrentApp().Driver()
+	before := d.AbsolutePositionForObject(nr.rounds.grid).Y
+	test.Scroll(nr.Window.Canvas(), d.AbsolutePositionForObject(nr.rounds.grid).AddXY(100, 100), 0, -25)
+	if moved := before - d.AbsolutePositionForObject(nr.rounds.grid).Y; moved != 25*wheelBoost {
+		t.Errorf("one wheel step moved the transcript %v px, want %v", moved, 25*wheelBoost)
 	}
 }
