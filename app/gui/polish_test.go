@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -187,5 +188,22 @@ func TestRoundOutputAfterTheRound(t *testing.T) {
 	test.Scroll(nr.Window.Canvas(), d.AbsolutePositionForObject(nr.rounds.grid).AddXY(100, 100), 0, -25)
 	if moved := before - d.AbsolutePositionForObject(nr.rounds.grid).Y; moved != 25*wheelBoost {
 		t.Errorf("one wheel step moved the transcript %v px, want %v", moved, 25*wheelBoost)
+	}
+}
+
+// TestThemeChangeRedrawsTheDiff: when the theme turns from light to dark
+// while a file is shown, the diff is drawn again in the dark colours.
+func TestThemeChangeRedrawsTheDiff(t *testing.T) {
+	cs := changesetOf(t, [3]string{"a.txt", numbered(10, nil), numbered(10, map[int]string{5: "five"})})
+	r := reviewOf(t, cs)
+	a := fyne.CurrentApp()
+	a.Settings().SetTheme(variantTheme{Theme(), theme.VariantLight})
+	r.showFile()
+	if r.dv.pal.dark {
+		t.Fatal("the light theme gave a dark palette")
+	}
+	a.Settings().SetTheme(variantTheme{Theme(), theme.VariantDark})
+	if !r.dv.pal.dark || !r.dv.codes[0].pal.dark {
+		t.Error("the diff kept the light colours after the theme turned dark")
 	}
 }

@@ -125,6 +125,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
+	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.themeChanged) })
 	return r, nil
 }
 
