@@ -232,7 +232,7 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	if r.roundOnly {
 		approve.Disable()
 		reject.Disable()
-		state.SetText("round " + strconv.Itoa(r.round) + " only: read only")
+		state.SetText("read only") // the view's choice above names the round
 	}
 	r.fileState = state
 	// The view, as a choice that reads in both themes (an unchecked box
@@ -265,7 +265,11 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	if len(f.Hunks) > 0 {
 		right.Add(view)
 	}
-	right.Objects = append(right.Objects, comment, approve, reject)
+	if !r.roundOnly {
+		// A round's own changes are for reading: its buttons would only
+		// take the path's room.
+		right.Objects = append(right.Objects, comment, approve, reject)
+	}
 	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
 	return r.fileHead
 }

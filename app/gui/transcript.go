@@ -340,7 +340,7 @@ func (r *ReviewWindow) watchingLiveRound() bool {
 // where its changes and its output are; with showOutput the Transcript
 // tab (on that round) is in front.
 func (r *ReviewWindow) roundReady(showOutput bool) {
-	r.status.SetText(fmt.Sprintf("Round %d is ready: Changes shows what it changed, Transcript what it printed.", r.round))
+	r.status.SetText(fmt.Sprintf("Round %d is ready; its output is under Transcript.", r.round))
 	if showOutput {
 		r.tabs.SelectIndex(2)
 	}
