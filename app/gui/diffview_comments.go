@@ -329,7 +329,7 @@ func (r *ReviewWindow) foldedCommentView(f *review.File, i int) fyne.CanvasObjec
 
 // revealComment unfolds the lines comment i of the shown file p is
 // about (a gap of unchanged lines, the end of a long hunk, a generated
-// file's diff) and scrolls to it.
+// file's diff) and scrolls to it when it is out of view.
 func (r *ReviewWindow) revealComment(p string, i int) {
 	f := r.m.current()
 	cs := r.m.comments(p)
@@ -364,7 +364,10 @@ func (r *ReviewWindow) revealComment(p string, i int) {
 	r.diffScrl.Refresh()
 	if at, ok := offsetIn(r.diff, card); ok {
 		y := at.Y + r.diff.Position().Y
-		r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-r.diffScrl.Size().Height/3, 0)))
+		view, off := r.diffScrl.Size().Height, r.diffScrl.Offset.Y
+		if y < off || y+card.Size().Height > off+view {
+			r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
+		}
 	}
 }
 
