@@ -220,6 +220,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.view.SetSelectedIndex(0)
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
+	if note := excludedNote(info); note != "" {
+		// What the agent never saw may explain what it did.
+		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
+		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.VisibilityOffIcon()), nil, secrets))
+	}
 	if stale != "" {
 		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		r.stale.Importance = widget.WarningImportance
