@@ -193,11 +193,19 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		return
 	}
 	if len(old)+len(new) <= syncHighlightBytes {
-		r.setSides(f, styleSide(f.Path, old, syncHighlightTime), styleSide(f.Path, new, syncHighlightTime))
-		return
+		oldStyled, oldInTime := styleSide(f.Path, old, syncHighlightTime)
+		newStyled, newInTime := styleSide(f.Path, new, syncHighlightTime)
+		if oldInTime && newInTime {
+			r.setSides(f, oldStyled, newStyled)
+			return
+		}
+		// A busy machine (or a file slow to tokenise) ran out of the
+		// time the window may wait: the colours come later, as for a
+		// large file, never plain for good.
 	}
 	r.async(func() {
-		oldStyled, newStyled := styleSide(f.Path, old, asyncHighlightTime), styleSide(f.Path, new, asyncHighlightTime)
+		oldStyled, _ := styleSide(f.Path, old, asyncHighlightTime)
+		newStyled, _ := styleSide(f.Path, new, asyncHighlightTime)
 		fyne.Do(func() {
 			if r.dv.file != f {
 				return // another file is shown by now
