@@ -125,6 +125,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
+	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.themeChanged) })
 	return r, nil
 }
 
@@ -182,7 +183,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
-		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
+		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
 		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
