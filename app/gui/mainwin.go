@@ -179,10 +179,12 @@ func (w *MainWindow) fitColumns(width float32) {
 	}
 }
 
-// columnMargin is the table's width that is no column's: each column's
-// separator, and room for the vertical scroll bar.
+// columnMargin is the table's width that is no column's: the gap fyne's
+// table leaves between columns (a padding, its separator drawn in it),
+// and room for the vertical scroll bar. With less the columns are wider
+// than the window, which then scrolls sideways.
 func (w *MainWindow) columnMargin() float32 {
-	return float32(len(columns))*theme.SeparatorThicknessSize() + 2*theme.Padding() + theme.ScrollBarSize()
+	return float32(len(columns)-1)*theme.Padding() + 2*theme.Padding() + theme.ScrollBarSize()
 }
 
 // ColumnWidth is the width of table column i, for tests.

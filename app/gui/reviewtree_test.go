@@ -509,58 +509,6 @@ func TestWheelScrollIsFaster(t *testing.T) {
 	}
 }
 
-// variantTheme is Airlock's theme in one variant, whatever the settings
-// say.
-type variantTheme struct {
-	fyne.Theme
-	v fyne.ThemeVariant
-}
-
-func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.v)
-}
-
-// TestBigReviewGolden: the review of a 200-file changeset run with a
-// 1000-character command line, on the two common screen sizes, dark and
-// light, some files decided.
-func TestBigReviewGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		size fyne.Size
-		v    fyne.ThemeVariant
-	}{
-		{"1280x800_dark", fyne.NewSize(1280, 800), theme.VariantDark},
-		{"1280x800_light", fyne.NewSize(1280, 800), theme.VariantLight},
-		{"1440x900_dark", fyne.NewSize(1440, 900), theme.VariantDark},
-		{"1440x900_light", fyne.NewSize(1440, 900), theme.VariantLight},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := reviewService(t)
-			info := testInfo("1a2b3c4d")
-			info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("make test-everything && ", 42)}
-			svc.infos = []sandbox.Info{info}
-			svc.changesets["1a2b3c4d"] = bigChangeset(t)
-			svc.stale = sandbox.Staleness{Modified: 1, Paths: []string{"pkg/mod01/file03.go"}}
-			a := test.NewTempApp(t)
-			a.Settings().SetTheme(variantTheme{Theme(), tc.v})
-			r, err := NewReviewWindow(a, svc, info)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(r.Window.Close)
-			r.Window.Resize(tc.size)
-			if w := r.Window.Content().MinSize().Width; w > tc.size.Width {
-				t.Errorf("the window needs %.0f px", w)
-			}
-			r.ShowFile("pkg/mod01/file02.go")
-			c := r.Window.Canvas()
-			typeKeys(c, "AnRnanr")
-			r.status.SetText("Could not save the review: open /home/dev/.airlock/sandboxes/1a2b3c4d/review.json: permission denied; your decisions are kept in this window until it closes")
-			assertGoldenImage(t, "review_big_"+tc.name+".png", c)
-		})
-	}
-}
-
 // TestListKeys: with the list focused, Down and Up select the next and
 // previous rows, Left folds a folder; Escape with no field focused
 // clears the filter.
