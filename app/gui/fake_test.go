@@ -141,7 +141,7 @@ func (s *fakeService) Compare(ids []string) ([]sandbox.Comparison, error) {
 		for _, in := range s.infos {
 			if in.ID == id || in.Group == id {
 				out = append(out, sandbox.Comparison{ID: in.ID, Group: in.Group, Attempt: in.Attempt, Agent: in.Agent, Status: in.Status,
-					ExitCode: in.ExitCode, Changes: in.Changes, Rationale: fmt.Sprintf("Attempt %d", in.Attempt)})
+					ExitCode: in.ExitCode, Error: in.Error, Changes: in.Changes, Rationale: fmt.Sprintf("Attempt %d", in.Attempt)})
 			}
 		}
 	}

@@ -14,7 +14,8 @@ import (
 
 // assertGoldenImage compares the canvas's rendering with
 // testdata/name pixel by pixel, or rewrites it with -update. A mismatch
-// is written beside it as failed-name for a look.
+// is kept for a look as airlock-goldens/failed-name in the system's
+// temporary folder (a test's own is removed when it ends).
 func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
 	t.Helper()
 	img := c.Capture()
@@ -42,8 +43,10 @@ func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
 		t.Fatal(err)
 	}
 	if !sameImage(want, img) {
-		failed := filepath.Join(t.TempDir(), "failed-"+name)
-		_ = os.WriteFile(failed, buf.Bytes(), 0o644)
+		failed := filepath.Join(os.TempDir(), "airlock-goldens", "failed-"+name)
+		if err := os.MkdirAll(filepath.Dir(failed), 0o755); err == nil {
+			_ = os.WriteFile(failed, buf.Bytes(), 0o644)
+		}
 		t.Errorf("%s differs from the rendering (saved as %s; go test -update rewrites it)", path, failed)
 	}
 }

@@ -124,7 +124,8 @@ var goldenWindows = []struct {
 			in.Group, in.Attempt, in.Agent = "9c1e04aa", k+1, "claude"
 			svc.infos = append(svc.infos, in)
 		}
-		svc.infos[2].Status = sandbox.StatusFailed
+		failed, exit := &svc.infos[2], 1
+		failed.Status, failed.ExitCode, failed.Changes, failed.Error = sandbox.StatusFailed, &exit, nil, "agent exited with status 1"
 		c, err := NewCompareWindow(a, svc, "Compare attempts of 9c1e04aa", []string{"9c1e04aa"}, func(string) {})
 		if err != nil {
 			t.Fatal(err)
@@ -303,6 +304,10 @@ func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
 			{Kept: true, Transcript: []byte("round 2\r\n"), Prompt: "Keep the old name."},
 		}},
 	}
+	// The window colours code it shows within a time budget; the lexer,
+	// compiled once, is ready before it, so the colours come however
+	// loaded the machine is.
+	styleSide("src/counter.go", []byte(counterSource(true)), time.Minute)
 	r, err := NewReviewWindow(a, svc, info)
 	if err != nil {
 		t.Fatal(err)
