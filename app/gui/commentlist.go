@@ -36,7 +36,10 @@ func (r *ReviewWindow) commentsTabContent() fyne.CanvasObject {
 			state := widget.NewLabelWithStyle("not sent yet", fyne.TextAlignTrailing, fyne.TextStyle{Italic: true})
 			text := widget.NewLabel("text")
 			text.Truncation = fyne.TextTruncateEllipsis
-			return container.NewBorder(nil, nil, widget.NewIcon(theme.MailComposeIcon()), nil,
+			resolve := widget.NewButtonWithIcon("Resolve", theme.ConfirmIcon(), nil)
+			del := widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), nil)
+			resolve.Importance, del.Importance = widget.LowImportance, widget.LowImportance
+			return container.NewBorder(nil, nil, widget.NewIcon(theme.MailComposeIcon()), container.NewHBox(resolve, del),
 				container.NewVBox(container.NewBorder(nil, nil, nil, state, where), text))
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -44,19 +47,31 @@ func (r *ReviewWindow) commentsTabContent() fyne.CanvasObject {
 				return
 			}
 			c := t.items[i]
-			row := o.(*fyne.Container)
-			body, icon := row.Objects[0].(*fyne.Container), row.Objects[1].(*widget.Icon)
-			head := body.Objects[0].(*fyne.Container)
-			where, state := head.Objects[0].(*widget.Label), head.Objects[1].(*widget.Label)
-			text := body.Objects[1].(*widget.Label)
-			where.SetText(safetext.Line(c.Path) + " · " + c.Where())
-			state.SetText(c.State())
-			icon.SetResource(commentIcon(c.Comment))
+			row := commentRowOf(o)
+			row.where.SetText(safetext.Line(c.Path) + " · " + c.Where())
+			row.state.SetText(c.State())
+			row.icon.SetResource(commentIcon(c.Comment))
 			first, rest, _ := strings.Cut(strings.TrimSpace(c.Text), "\n")
 			if rest != "" {
 				first += " …"
 			}
-			text.SetText(safetext.Line(first))
+			row.text.SetText(safetext.Line(first))
+			// As on the comment in the diff: any comment can be resolved
+			// or opened again; one not sent yet can be deleted.
+			row.resolve.OnTapped = func() { r.resolveListed(c, !c.Resolved) }
+			if c.Resolved {
+				row.resolve.SetText("Reopen")
+				row.resolve.SetIcon(theme.ContentUndoIcon())
+			} else {
+				row.resolve.SetText("Resolve")
+				row.resolve.SetIcon(theme.ConfirmIcon())
+			}
+			row.del.OnTapped = func() { r.deleteListed(c) }
+			if c.Sent > 0 {
+				row.del.Hide()
+			} else {
+				row.del.Show()
+			}
 		})
 	t.list.OnSelected = func(i widget.ListItemID) {
 		t.list.Unselect(i)
@@ -65,7 +80,58 @@ func (r *ReviewWindow) commentsTabContent() fyne.CanvasObject {
 		}
 	}
 	r.refreshComments()
-	return container.NewBorder(t.count, nil, nil, nil, t.list)
+	return container.NewBorder(t.count, nil, nil, nil, wheelList(t.list))
+}
+
+// commentRow is what a row of the Comments tab holds.
+type commentRow struct {
+	icon               *widget.Icon
+	where, state, text *widget.Label
+	resolve, del       *widget.Button
+}
+
+// commentRowOf is the row the list's template made in o.
+func commentRowOf(o fyne.CanvasObject) commentRow {
+	row := o.(*fyne.Container)
+	body, icon, buttons := row.Objects[0].(*fyne.Container), row.Objects[1].(*widget.Icon), row.Objects[2].(*fyne.Container)
+	head := body.Objects[0].(*fyne.Container)
+	return commentRow{
+		icon:  icon,
+		where: head.Objects[0].(*widget.Label), state: head.Objects[1].(*widget.Label), text: body.Objects[1].(*widget.Label),
+		resolve: buttons.Objects[0].(*widget.Button), del: buttons.Objects[1].(*widget.Button),
+	}
+}
+
+// resolveListed resolves (or opens again) a comment from the Comments
+// tab. Comments belong to the whole review: from a round's own view, the
+// whole review is shown first.
+func (r *ReviewWindow) resolveListed(c review.FileComment, resolved bool) {
+	if r.roundOnly {
+		r.view.SetSelectedIndex(0)
+	}
+	r.m.resolveComment(c.Path, c.Index, resolved)
+	r.refresh()
+	r.render(false)
+}
+
+// deleteListed deletes a comment not sent yet from the Comments tab.
+func (r *ReviewWindow) deleteListed(c review.FileComment) {
+	if r.roundOnly {
+		r.view.SetSelectedIndex(0)
+	}
+	if !r.m.deleteComment(c.Path, c.Index) {
+		return
+	}
+	// A comment being edited in the diff is this one (gone) or moves up.
+	if d := r.dv.draft; d != nil && d.path == c.Path && d.index >= c.Index {
+		if d.index == c.Index {
+			r.dv.draft = nil
+		} else {
+			d.index--
+		}
+	}
+	r.refresh()
+	r.render(false)
 }
 
 // commentIcon marks a comment's state: to be sent, sent, resolved.
@@ -107,7 +173,8 @@ func (r *ReviewWindow) refreshComments() {
 	t.list.Refresh()
 }
 
-// showComment shows the file a comment is on, in the Changes tab.
+// showComment shows a comment in place in the Changes tab, its lines
+// unfolded.
 func (r *ReviewWindow) showComment(c review.FileComment) {
 	if r.roundOnly {
 		r.view.SetSelectedIndex(0) // comments are on the whole review
@@ -118,4 +185,5 @@ func (r *ReviewWindow) showComment(c review.FileComment) {
 	}
 	r.tabs.SelectIndex(0)
 	r.ShowFile(c.Path)
+	r.revealComment(c.Path, c.Index)
 }

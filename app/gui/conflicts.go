@@ -183,18 +183,18 @@ func (w *ConflictWindow) build() {
 	side := func(title string, bg color.Color, scroll *container.Scroll) fyne.CanvasObject {
 		head := widget.NewLabelWithStyle(title, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		head.Truncation = fyne.TextTruncateEllipsis
-		return container.NewBorder(container.NewBorder(nil, nil, swatch(bg), nil, head), nil, nil, nil, scroll)
+		return container.NewBorder(container.NewBorder(nil, nil, swatch(bg), nil, head), nil, nil, nil, wheelScroll(scroll))
 	}
 	w.resultHead = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	w.resultHead.Truncation = fyne.TextTruncateEllipsis
 	sides := container.NewHSplit(side("Your project now", mineBG, w.mineScroll), side("The approved change", theirsBG, w.theirsScroll))
-	result := container.NewBorder(w.resultHead, nil, nil, nil, w.resultScroll)
+	result := container.NewBorder(w.resultHead, nil, nil, nil, wheelScroll(w.resultScroll))
 	panes := container.NewVSplit(sides, result)
 	panes.Offset = 0.45
 	head := container.NewVBox(container.NewGridWithColumns(2, w.path, keys), w.reason, container.NewBorder(nil, nil, nil, w.toolBtn, container.NewHScroll(w.choice)), w.help)
 	file := container.NewBorder(head, nil, nil, nil, panes)
 
-	split := container.NewHSplit(container.NewBorder(widget.NewLabelWithStyle("Files in conflict", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, w.list), file)
+	split := container.NewHSplit(container.NewBorder(widget.NewLabelWithStyle("Files in conflict", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, wheelList(w.list)), file)
 	split.Offset = 0.25
 
 	w.status = widget.NewLabel("")

@@ -73,23 +73,26 @@ func plainLine(s string) styledLine { return styledLine{text: []rune(showText(s)
 
 // styleSide splits a side's content into lines ready to show, highlighted
 // as the language chroma guesses from the file's name. Content it does not
-// know, too large or too slow to tokenise is shown plain.
-func styleSide(name string, content []byte, budget time.Duration) []styledLine {
+// know, too large or too slow to tokenise is shown plain; inTime is false
+// when it was plain only because budget ran out.
+func styleSide(name string, content []byte, budget time.Duration) (lines []styledLine, inTime bool) {
 	raw := splitContent(content)
 	if lexer := lexers.Match(path.Base(name)); lexer != nil && len(content) <= maxHighlightBytes {
-		if hl := highlight(chroma.Coalesce(lexer), string(content), len(raw), budget); hl != nil {
-			out := make([]styledLine, len(raw))
-			for i, line := range raw {
-				if i < len(hl) && joined(hl[i]) == line {
-					out[i] = styleTokens(hl[i])
-				} else {
-					out[i] = plainLine(line)
-				}
-			}
-			return out
+		hl, inTime := highlight(chroma.Coalesce(lexer), string(content), len(raw), budget)
+		if hl == nil {
+			return plainSide(content), inTime
 		}
+		out := make([]styledLine, len(raw))
+		for i, line := range raw {
+			if i < len(hl) && joined(hl[i]) == line {
+				out[i] = styleTokens(hl[i])
+			} else {
+				out[i] = plainLine(line)
+			}
+		}
+		return out, true
 	}
-	return plainSide(content)
+	return plainSide(content), true
 }
 
 // plainSide is a side's lines shown without highlighting.
@@ -116,11 +119,11 @@ func splitContent(content []byte) []string {
 }
 
 // highlight tokenises text and cuts the tokens into lines; nil when the
-// lexer fails or takes too long.
-func highlight(lexer chroma.Lexer, text string, lines int, budget time.Duration) [][]chroma.Token {
+// lexer fails, or takes longer than budget (then inTime is false).
+func highlight(lexer chroma.Lexer, text string, lines int, budget time.Duration) (_ [][]chroma.Token, inTime bool) {
 	it, err := lexer.Tokenise(&chroma.TokeniseOptions{State: "root"}, text)
 	if err != nil {
-		return nil
+		return nil, true
 	}
 	deadline := time.Now().Add(budget)
 	out := make([][]chroma.Token, 0, lines)
@@ -131,7 +134,7 @@ func highlight(lexer chroma.Lexer, text string, lines int, budget time.Duration)
 			break
 		}
 		if n%256 == 0 && time.Now().After(deadline) {
-			return nil
+			return nil, false
 		}
 		for {
 			i := strings.IndexByte(tok.Value, '\n')
@@ -152,7 +155,7 @@ func highlight(lexer chroma.Lexer, text string, lines int, budget time.Duration)
 	if cur != nil {
 		out = append(out, cur)
 	}
-	return out
+	return out, true
 }
 
 func joined(toks []chroma.Token) string {

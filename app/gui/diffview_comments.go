@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"slices"
+	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -259,6 +260,15 @@ func (r *ReviewWindow) commentView(f *review.File, i int) fyne.CanvasObject {
 	if d := r.dv.draft; d != nil && d.path == f.Path && d.index == i {
 		return r.draftView(f)
 	}
+	card := r.commentCardOf(f, i)
+	if r.dv.cards != nil {
+		r.dv.cards[i] = card
+	}
+	return card
+}
+
+// commentCardOf draws comment i of f.
+func (r *ReviewWindow) commentCardOf(f *review.File, i int) fyne.CanvasObject {
 	c := r.m.comments(f.Path)[i]
 	where := linesText(c.Start, c.End, c.Old)
 	where = strings.ToUpper(where[:1]) + where[1:]
@@ -304,6 +314,61 @@ func (r *ReviewWindow) commentView(f *review.File, i int) fyne.CanvasObject {
 		accent = theme.Color(theme.ColorNameDisabled)
 	}
 	return commentCard(container.NewVBox(container.NewBorder(nil, nil, nil, buttons, head), body), accent)
+}
+
+// foldedCommentView is comment i of f, on lines the view folds, with a
+// button that unfolds them and shows it in place.
+func (r *ReviewWindow) foldedCommentView(f *review.File, i int) fyne.CanvasObject {
+	c := r.m.comments(f.Path)[i]
+	show := widget.NewButtonWithIcon("Show "+linesText(c.Start, c.End, c.Old)+" in place", theme.VisibilityIcon(), func() {
+		r.revealComment(f.Path, i)
+	})
+	show.Importance = widget.LowImportance
+	return container.NewVBox(container.NewHBox(show), r.commentView(f, i))
+}
+
+// revealComment unfolds the lines comment i of the shown file p is
+// about (a gap of unchanged lines, the end of a long hunk, a generated
+// file's diff) and scrolls to it when it is out of view.
+func (r *ReviewWindow) revealComment(p string, i int) {
+	f := r.m.current()
+	cs := r.m.comments(p)
+	if f == nil || f.Path != p || i < 0 || i >= len(cs) {
+		return
+	}
+	c := cs[i]
+	if c.End > 0 {
+		r.dv.generated[p] = true
+		for g, gap := range r.dv.gaps {
+			first := gap.newStart
+			if c.Old {
+				first = gap.oldStart
+			}
+			if c.End >= first && c.End < first+gap.n {
+				r.dv.opened[p][g].top = gap.n
+			}
+		}
+		for h, lines := range r.dv.hunks {
+			for _, l := range lines {
+				if n, ok := numberOn(&l, c.Old); ok && n == c.End {
+					r.dv.longHunks[p+"\x00"+strconv.Itoa(h)] = true
+				}
+			}
+		}
+	}
+	r.render(false)
+	card := r.dv.cards[i]
+	if card == nil {
+		return
+	}
+	r.diffScrl.Refresh()
+	if at, ok := offsetIn(r.diff, card); ok {
+		y := at.Y + r.diff.Position().Y
+		view, off := r.diffScrl.Size().Height, r.diffScrl.Offset.Y
+		if y < off || y+card.Size().Height > off+view {
+			r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
+		}
+	}
 }
 
 // commentCard sets a comment apart from the code: a panel with a coloured

@@ -261,9 +261,15 @@ func TestPairsAlikeLines(t *testing.T) {
 // TestSyntaxHighlighting: a Go file's keywords and strings take the
 // style's colours, different in the light and the dark palette.
 func TestSyntaxHighlighting(t *testing.T) {
-	lines := styleSide("main.go", []byte("package main\n\nfunc main() { println(\"hi\") }\n"), time.Minute)
-	if len(lines) != 3 || lines[0].syn == nil {
-		t.Fatalf("styled lines: %+v", lines)
+	src := []byte("package main\n\nfunc main() { println(\"hi\") }\n")
+	lines, inTime := styleSide("main.go", src, time.Minute)
+	if len(lines) != 3 || lines[0].syn == nil || !inTime {
+		t.Fatalf("styled lines (in time %v): %+v", inTime, lines)
+	}
+	// Out of time, the side is plain and says so: the window colours it
+	// later rather than leaving it plain.
+	if late, inTime := styleSide("main.go", src, -time.Nanosecond); inTime || len(late) != 3 || late[0].syn != nil {
+		t.Errorf("with no time left: in time %v, lines %+v; want plain lines, not in time", inTime, late)
 	}
 	test.NewTempApp(t)
 	th := fyne.CurrentApp().Settings().Theme()

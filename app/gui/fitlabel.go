@@ -25,6 +25,9 @@ type fitLabel struct {
 	// Tip, if set, is shown in the tooltip instead of Text, even when
 	// Text fits.
 	Tip string
+	// onTap, if set, takes a tap instead of the tooltip: a table cell's
+	// label passes the tap on to its row.
+	onTap func()
 
 	label *widget.Label
 	tip   tooltip
@@ -89,7 +92,23 @@ func (t *fitLabel) tipText() string {
 func (t *fitLabel) MouseIn(e *desktop.MouseEvent)  { t.showTip(e.AbsolutePosition) }
 func (t *fitLabel) MouseMoved(*desktop.MouseEvent) {}
 func (t *fitLabel) MouseOut()                      { t.tip.hide() }
-func (t *fitLabel) Tapped(e *fyne.PointEvent)      { t.showTip(e.AbsolutePosition) }
+
+func (t *fitLabel) Tapped(e *fyne.PointEvent) {
+	if t.onTap != nil {
+		t.onTap()
+		return
+	}
+	t.showTip(e.AbsolutePosition)
+}
+
+// setStyle draws the text in style.
+func (t *fitLabel) setStyle(style fyne.TextStyle) {
+	if t.label.TextStyle != style {
+		t.label.TextStyle = style
+		t.label.Refresh()
+		t.fit(t.Size().Width)
+	}
+}
 
 func (t *fitLabel) showTip(at fyne.Position) {
 	t.tip.text = t.tipText()

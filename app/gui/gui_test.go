@@ -816,3 +816,27 @@ func TestReviewWindowLongCommand(t *testing.T) {
 		t.Errorf("the review window needs %.0f px for a long command line, want at most 1280", w)
 	}
 }
+
+// TestReviewWindowNamesSecretsLeftOut: the review says which files never
+// reached the VM because they look like secrets, as the CLI does.
+func TestReviewWindowNamesSecretsLeftOut(t *testing.T) {
+	svc := reviewService(t)
+	info := testInfo("1a2b3c4d")
+	info.Secrets = []string{".env", "deploy/id_ed25519"}
+	svc.infos = []sandbox.Info{info}
+	test.NewTempApp(t)
+	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Window.Close)
+	var found bool
+	for _, l := range findAll[*fitLabel](r.Window) {
+		if strings.Contains(l.Text, ".env") && strings.Contains(l.Text, "deploy/id_ed25519") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the review window does not name the secrets left out of the copy")
+	}
+}

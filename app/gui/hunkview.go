@@ -50,7 +50,8 @@ type diffState struct {
 	bars []hunkBar // per hunk of the file shown
 	// rendering is set while the pane is drawn.
 	rendering bool
-	codes     []*codeView // every code view shown, in order (for tests)
+	codes     []*codeView               // every code view shown, in order (for tests)
+	cards     map[int]fyne.CanvasObject // the shown file's comments as drawn, by index
 }
 
 // gapOpen is how many unchanged lines of a gap are shown after the hunk
@@ -101,7 +102,9 @@ func (r *ReviewWindow) newDiffPane() fyne.CanvasObject {
 	r.diff = container.NewVBox()
 	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
 	r.dv.head = container.NewStack()
-	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, r.diffScrl)
+	// The catcher over the diff takes only the wheel: the line numbers,
+	// buttons and comment boxes under it get their clicks.
+	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, wheelScroll(r.diffScrl))
 	return r.dv.pane
 }
 
@@ -117,6 +120,7 @@ func (r *ReviewWindow) render(scroll bool) {
 	defer func() { r.dv.rendering = false }()
 	r.diff.RemoveAll()
 	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
+	r.dv.cards = map[int]fyne.CanvasObject{}
 	a := fyne.CurrentApp()
 	r.dv.pal = newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant())
 	f := r.m.current()
@@ -148,7 +152,7 @@ func (r *ReviewWindow) render(scroll bool) {
 	if rest := spots.unplaced(); len(rest) > 0 {
 		appendTo(r.diff, widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
 		for _, i := range rest {
-			appendTo(r.diff, r.commentView(f, i))
+			appendTo(r.diff, r.foldedCommentView(f, i))
 		}
 	}
 	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {
@@ -189,11 +193,19 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		return
 	}
 	if len(old)+len(new) <= syncHighlightBytes {
-		r.setSides(f, styleSide(f.Path, old, syncHighlightTime), styleSide(f.Path, new, syncHighlightTime))
-		return
+		oldStyled, oldInTime := styleSide(f.Path, old, syncHighlightTime)
+		newStyled, newInTime := styleSide(f.Path, new, syncHighlightTime)
+		if oldInTime && newInTime {
+			r.setSides(f, oldStyled, newStyled)
+			return
+		}
+		// A busy machine (or a file slow to tokenise) ran out of the
+		// time the window may wait: the colours come later, as for a
+		// large file, never plain for good.
 	}
 	r.async(func() {
-		oldStyled, newStyled := styleSide(f.Path, old, asyncHighlightTime), styleSide(f.Path, new, asyncHighlightTime)
+		oldStyled, _ := styleSide(f.Path, old, asyncHighlightTime)
+		newStyled, _ := styleSide(f.Path, new, asyncHighlightTime)
 		fyne.Do(func() {
 			if r.dv.file != f {
 				return // another file is shown by now
@@ -228,7 +240,7 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	if r.roundOnly {
 		approve.Disable()
 		reject.Disable()
-		state.SetText("round " + strconv.Itoa(r.round) + " only: read only")
+		state.SetText("read only") // the view's choice above names the round
 	}
 	r.fileState = state
 	// The view, as a choice that reads in both themes (an unchecked box
@@ -261,7 +273,11 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 	if len(f.Hunks) > 0 {
 		right.Add(view)
 	}
-	right.Objects = append(right.Objects, comment, approve, reject)
+	if !r.roundOnly {
+		// A round's own changes are for reading: its buttons would only
+		// take the path's room.
+		right.Objects = append(right.Objects, comment, approve, reject)
+	}
 	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
 	return r.fileHead
 }

@@ -201,16 +201,16 @@ func (w *MainWindow) ColumnWidth(i int) float32 {
 }
 
 // cell is one table cell's widgets: a label, a progress bar, or the
-// row's actions.
+// row's actions. The label cuts its text at a word, whole in a tooltip.
 type cell struct {
-	label                   *tipLabel
+	label                   *fitLabel
 	bar                     *widget.ProgressBar
 	actions                 *fyne.Container
 	folder, transcript, del *tipButton
 }
 
 func (w *MainWindow) newCell() fyne.CanvasObject {
-	c := &cell{label: newTipLabel("", fyne.TextStyle{}), bar: widget.NewProgressBar()}
+	c := &cell{label: newFitLabel("", fyne.TextStyle{}), bar: widget.NewProgressBar()}
 	c.bar.Hide()
 	c.folder = newTipButton("", theme.FolderOpenIcon(), "Open the project folder", nil)
 	c.transcript = newTipButton("", theme.DocumentIcon(), "Show what the run printed (its transcript)", nil)
@@ -227,7 +227,7 @@ func (w *MainWindow) newCell() fyne.CanvasObject {
 func cellOf(o fyne.CanvasObject) *cell {
 	objs := o.(*fyne.Container).Objects
 	actions := objs[2].(*fyne.Container)
-	return &cell{label: objs[0].(*tipLabel), bar: objs[1].(*widget.ProgressBar), actions: actions,
+	return &cell{label: objs[0].(*fitLabel), bar: objs[1].(*widget.ProgressBar), actions: actions,
 		folder: actions.Objects[0].(*tipButton), transcript: actions.Objects[1].(*tipButton), del: actions.Objects[2].(*tipButton)}
 }
 
@@ -441,19 +441,21 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	c.label.Show()
 	c.bar.Hide()
 	c.actions.Hide()
-	c.label.TextStyle = fyne.TextStyle{Monospace: id.Col == 0}
+	c.label.setStyle(fyne.TextStyle{Monospace: id.Col == 0})
+	c.label.Tip = ""
+	c.label.onTap = func() { w.table.Select(id) } // a tap on the text is one on its row
 	who, task := w.describe(info.Meta)
 	switch id.Col {
 	case 0:
 		c.label.SetText(info.ID)
 	case 1:
+		c.label.Tip = info.Project
 		c.label.SetText(projectName(info.Project))
-		c.label.SetTip(info.Project)
 	case 2:
 		c.label.SetText(who)
 	case 3:
+		c.label.Tip = info.Prompt
 		c.label.SetText(task)
-		c.label.SetTip(info.Prompt)
 	case colState:
 		st := statusText(info)
 		if run != nil && info.Status.Active() && run.progress.Message != "" {
@@ -463,11 +465,13 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 		if note != "" {
 			st += fmt.Sprintf("  ·  %d %s left out", len(info.Secrets), plural(len(info.Secrets), "secret", "secrets"))
 		}
-		c.label.SetText(st)
 		if info.Error != "" && info.StatusText() != "stopped" {
 			note = strings.TrimSpace(safetext.Line(info.Error) + "\n" + note)
 		}
-		c.label.SetTip(note)
+		if note != "" {
+			c.label.Tip = st + "\n" + note
+		}
+		c.label.SetText(st)
 	case 5:
 		c.label.SetText(elapsed(info, w.now()))
 	case 6:
@@ -592,21 +596,21 @@ func (w *MainWindow) OpenTranscript(id string) fyne.Window {
 		return nil
 	}
 	win := w.app.NewWindow("Transcript of " + id + ": " + filepath.Base(info.Project))
-	head := newTipLabel(fmt.Sprintf("%s  ·  %s  ·  %s", projectName(info.Project), describeRun(info.Meta, w.agentTitle), statusText(info)), fyne.TextStyle{Bold: true})
+	head := newFitLabel(fmt.Sprintf("%s  ·  %s  ·  %s", projectName(info.Project), describeRun(info.Meta, w.agentTitle), statusText(info)), fyne.TextStyle{Bold: true})
 	top := container.NewVBox(head)
 	switch {
 	case info.StatusText() == "stopped":
-		top.Add(newTipLabel("Stopped before it ended (Stop, or Ctrl-C in a terminal): this is what it printed until then.", fyne.TextStyle{Italic: true}))
+		top.Add(newFitLabel("Stopped before it ended (Stop, or Ctrl-C in a terminal): this is what it printed until then.", fyne.TextStyle{Italic: true}))
 	case info.Error != "":
-		e := newTipLabel(safetext.Line(info.Error), fyne.TextStyle{})
-		e.Importance = widget.DangerImportance
+		e := newFitLabel(safetext.Line(info.Error), fyne.TextStyle{})
+		e.label.Importance = widget.DangerImportance
 		top.Add(e)
 	}
 	if note := excludedNote(info); note != "" {
-		top.Add(newTipLabel(note, fyne.TextStyle{}))
+		top.Add(newFitLabel(note, fyne.TextStyle{}))
 	}
 	text := widget.NewLabelWithStyle(plainTranscript(b), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	win.SetContent(withTips(container.NewBorder(top, nil, nil, nil, container.NewScroll(text))))
+	win.SetContent(withTips(container.NewBorder(top, nil, nil, nil, wheelScroll(container.NewScroll(text)))))
 	win.Resize(fyne.NewSize(960, 640))
 	win.Show()
 	return win
@@ -686,10 +690,17 @@ func (w *MainWindow) reopenReview(r *ReviewWindow) {
 	}
 	for _, info := range infos {
 		if info.ID == r.id {
+			// The round's live output goes with the old window: its
+			// transcript is in the new one's Transcript tab, in front if
+			// the user was watching the round.
+			watching := r.watchingLiveRound()
 			r.Window.Close()
 			delete(w.reviews, r.id)
-			if nr := w.OpenReview(info); nr != nil && nr.view != nil {
-				nr.view.SetSelectedIndex(1)
+			if nr := w.OpenReview(info); nr != nil {
+				if nr.view != nil {
+					nr.view.SetSelectedIndex(1)
+				}
+				nr.roundReady(watching)
 			}
 			return
 		}

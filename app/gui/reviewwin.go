@@ -125,6 +125,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
+	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.themeChanged) })
 	return r, nil
 }
 
@@ -182,7 +183,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
-		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), container.NewScroll(rationale)),
+		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
 		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
 	)
@@ -218,6 +219,11 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.view = widget.NewSelect([]string{all, last}, func(s string) { r.ShowRound(s == last) })
 		r.view.SetSelectedIndex(0)
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
+	}
+	if note := excludedNote(info); note != "" {
+		// What the agent never saw may explain what it did.
+		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
+		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.VisibilityOffIcon()), nil, secrets))
 	}
 	if stale != "" {
 		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})

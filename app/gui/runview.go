@@ -23,14 +23,14 @@ import (
 type RunView struct {
 	Window  fyne.Window
 	term    *terminal
-	title   *tipLabel
-	state   *tipLabel
+	title   *fitLabel
+	state   *fitLabel
 	clock   *widget.Label
 	bar     *widget.ProgressBar
 	stopBtn *widget.Button
 	review  *widget.Button
 	// secrets names what was not copied because it looks like a secret.
-	secrets *tipLabel
+	secrets *fitLabel
 	started time.Time
 	ended   bool
 	// leftOut counts what the guest left out of the changes (files over
@@ -51,7 +51,7 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 	// Every text of the head is cut to the window's width, whole in a
 	// tooltip: a long command line or progress message never sets the
 	// window's minimum width.
-	v.state = newTipLabel("starting…", fyne.TextStyle{})
+	v.state = newFitLabel("starting…", fyne.TextStyle{})
 	v.clock = widget.NewLabelWithStyle("0:00", fyne.TextAlignTrailing, fyne.TextStyle{Monospace: true})
 	v.bar = widget.NewProgressBar()
 	v.stopBtn = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() {
@@ -67,10 +67,10 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 		}
 	})
 	v.review.Disable()
-	v.title = newTipLabel(projectName(req.Project)+"  ·  "+what, fyne.TextStyle{Bold: true})
-	v.title.SetTip(req.Project + "\n" + what)
-	v.secrets = newTipLabel("", fyne.TextStyle{})
-	v.secrets.Importance = widget.WarningImportance
+	v.title = newFitLabel(projectName(req.Project)+"  ·  "+what, fyne.TextStyle{Bold: true})
+	v.title.Tip = req.Project + "\n" + what
+	v.secrets = newFitLabel("", fyne.TextStyle{})
+	v.secrets.label.Importance = widget.WarningImportance
 	v.secrets.Hide()
 	head := container.NewBorder(nil, nil, nil, container.NewHBox(v.clock, v.stopBtn, v.review), v.title)
 	v.Window.SetContent(withTips(container.NewBorder(container.NewVBox(head, v.state, v.bar, v.secrets), nil, nil, nil, v.term)))
@@ -182,8 +182,8 @@ func (v *RunView) showSecrets(ex []manifest.Exclusion) {
 	for i, p := range paths {
 		full[i] = safetext.Line(p)
 	}
+	v.secrets.Tip = strings.Join(full, "\n")
 	v.secrets.SetText(note)
-	v.secrets.SetTip(strings.Join(full, "\n"))
 	v.secrets.Show()
 	fmt.Fprintf(v.term, "\x1b[1;33mairlock: %s\x1b[0m\r\n", note)
 }

@@ -34,6 +34,14 @@ func wheelScroll(s *container.Scroll) fyne.CanvasObject {
 	})
 }
 
+// wheelList lays a wheel catcher over l that scrolls it wheelBoost
+// times faster.
+func wheelList(l *widget.List) fyne.CanvasObject {
+	return withWheel(l, func(ev *fyne.ScrollEvent) {
+		l.ScrollToOffset(max(l.GetScrollOffset()-ev.Scrolled.DY*wheelBoost, 0))
+	})
+}
+
 // wheelCatcher takes wheel events and nothing else; it draws nothing.
 type wheelCatcher struct {
 	widget.BaseWidget

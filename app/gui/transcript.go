@@ -263,7 +263,7 @@ func (r *ReviewWindow) transcriptTab(transcript []byte) fyne.CanvasObject {
 	t.told = widget.NewAccordion(widget.NewAccordionItem("What the reply told the agent", t.prompt))
 	if r.round < 2 {
 		t.grid.SetText(plainTranscript(transcript))
-		return container.NewScroll(t.grid)
+		return wheelScroll(container.NewScroll(t.grid))
 	}
 	var names []string
 	for n := 1; n <= r.round; n++ {
@@ -276,7 +276,7 @@ func (r *ReviewWindow) transcriptTab(transcript []byte) fyne.CanvasObject {
 	})
 	t.pick.SetSelected(roundName(r.round))
 	head := container.NewBorder(nil, nil, widget.NewLabel("Transcript of"), nil, t.pick)
-	return container.NewBorder(head, nil, nil, nil, container.NewScroll(container.NewVBox(t.told, t.grid)))
+	return container.NewBorder(head, nil, nil, nil, wheelScroll(container.NewScroll(container.NewVBox(t.told, t.grid))))
 }
 
 // ShowRoundTranscript shows round n's transcript and the prompt that
@@ -329,4 +329,19 @@ func (r *ReviewWindow) liveRoundEnded(n int, err error) {
 		t.live.Text, t.live.Icon = fmt.Sprintf("Round %d (failed)", n), theme.ErrorIcon()
 	}
 	r.tabs.Refresh()
+}
+
+// watchingLiveRound reports whether the live round's tab is in front.
+func (r *ReviewWindow) watchingLiveRound() bool {
+	return r.rounds != nil && r.rounds.live != nil && r.tabs.Selected() == r.rounds.live
+}
+
+// roundReady says, in a review opened again on a round that just ended,
+// where its changes and its output are; with showOutput the Transcript
+// tab (on that round) is in front.
+func (r *ReviewWindow) roundReady(showOutput bool) {
+	r.status.SetText(fmt.Sprintf("Round %d is ready; its output is under Transcript.", r.round))
+	if showOutput {
+		r.tabs.SelectIndex(2)
+	}
 }

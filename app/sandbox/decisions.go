@@ -128,12 +128,16 @@ func (sb *Sandbox) readDecisions() (review.Decisions, error) {
 // SaveDecisions stores d as the review in progress, atomically. A
 // comment the saved review has as sent stays sent (a window may save a
 // review it loaded before a reply went out); d without a Round takes the
-// saved review's.
+// saved review's, or, when none was saved, the round collected now (the
+// one a fresh review's verdicts are given on).
 func (sb *Sandbox) SaveDecisions(d review.Decisions) error {
 	return sb.updateDecisions(false, func(stored review.Decisions) review.Decisions {
 		d.KeepSent(stored)
 		if d.Round == 0 {
 			d.Round = stored.Round
+		}
+		if m, err := sb.Meta(); d.Round == 0 && err == nil && (m.Status == StatusReady || m.Status == StatusApplied) {
+			d.Round = max(m.Round, 1)
 		}
 		return d
 	})

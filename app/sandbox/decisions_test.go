@@ -208,6 +208,40 @@ func TestDecisionsNextRound(t *testing.T) {
 	}
 }
 
+// TestFreshReviewRejectionNextRound: a review first saved without a
+// round (a window that started from an empty review) is on the round
+// collected then, so a file it rejected and the next round rewrote is
+// undecided again, not silently still rejected.
+func TestFreshReviewRejectionNextRound(t *testing.T) {
+	s := newStore(t)
+	sb := reviewSandbox(t, s, map[string]string{"a.txt": "a\n"}, map[string]string{"a.txt": "a\n", "NOTES.md": "first\n"})
+	ctx := context.Background()
+	fresh := review.Decisions{Files: map[string]review.FileDecision{}}
+	fresh.SetFile("NOTES.md", review.Reject)
+	fresh.AddComment("NOTES.md", review.Comment{Text: "too vague"})
+	if err := sb.SaveDecisions(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.KeepRound(1); err != nil {
+		t.Fatal(err)
+	}
+	writeGuest(t, sb, map[string]string{"a.txt": "a\n", "NOTES.md": "first\nsecond\n"})
+	if _, err := sb.Update(func(m *Meta) { m.Round = 2 }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sb.Decisions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := got.Files["NOTES.md"]
+	if fd.Verdict != review.Undecided || len(fd.Hunks) != 0 {
+		t.Errorf("round 2 rewrote NOTES.md, yet its round 1 verdict stays: %+v", fd)
+	}
+	if len(fd.Comments) != 1 || fd.Comments[0].Text != "too vague" {
+		t.Errorf("the comment was not kept: %+v", fd.Comments)
+	}
+}
+
 func TestRoundLogLegacy(t *testing.T) {
 	s := newStore(t)
 	sb := reviewSandbox(t, s, map[string]string{"a": "a\n"}, map[string]string{"a": "b\n"})
