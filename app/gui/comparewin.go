@@ -63,7 +63,9 @@ func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, revie
 	hint := widget.NewLabelWithStyle("Attempts from one snapshot of the project. Review the one you prefer, then apply all of it or some hunks. To take hunks from several attempts, apply them one after another: each apply merges onto what you already applied.",
 		fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	hint.Wrapping = fyne.TextWrapWord
-	c.Window.SetContent(container.NewBorder(hint, nil, nil, nil, container.NewVScroll(grid)))
+	// In a box: the rows keep their height in a tall window, not a
+	// share of it each.
+	c.Window.SetContent(container.NewBorder(hint, nil, nil, nil, container.NewVScroll(container.NewVBox(grid))))
 	c.Window.Resize(fyne.NewSize(1000, 140+60*float32(len(rows))))
 	return c, nil
 }

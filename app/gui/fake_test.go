@@ -140,8 +140,8 @@ func (s *fakeService) Compare(ids []string) ([]sandbox.Comparison, error) {
 	for _, id := range ids {
 		for _, in := range s.infos {
 			if in.ID == id || in.Group == id {
-				out = append(out, sandbox.Comparison{ID: in.ID, Group: in.Group, Attempt: in.Attempt, Status: in.Status,
-					ExitCode: in.ExitCode, Changes: in.Changes, Rationale: fmt.Sprintf("Attempt %d", in.Attempt)})
+				out = append(out, sandbox.Comparison{ID: in.ID, Group: in.Group, Attempt: in.Attempt, Agent: in.Agent, Status: in.Status,
+					ExitCode: in.ExitCode, Error: in.Error, Changes: in.Changes, Rationale: fmt.Sprintf("Attempt %d", in.Attempt)})
 			}
 		}
 	}
@@ -177,17 +177,29 @@ func (s *fakeService) Apply(_ context.Context, id string, d review.Decisions) (*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applied = append(s.applied, d)
+	s.setStatus(id, sandbox.StatusApplied)
 	if s.applyRes != nil {
 		return s.applyRes, nil
 	}
 	return &sandbox.ApplyResult{Result: &review.Result{}}, nil
 }
 
-func (s *fakeService) Undo(context.Context, string) (string, error) {
+func (s *fakeService) Undo(_ context.Context, id string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.undos++
+	s.setStatus(id, sandbox.StatusReady)
 	return "/x/applies/001", nil
+}
+
+// setStatus sets a sandbox's status, as Apply and Undo do in the store
+// (s.mu held).
+func (s *fakeService) setStatus(id string, st sandbox.Status) {
+	for i := range s.infos {
+		if s.infos[i].ID == id {
+			s.infos[i].Status = st
+		}
+	}
 }
 
 func (s *fakeService) Summary(string) (string, error)    { return s.summary, nil }

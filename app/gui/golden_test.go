@@ -10,35 +10,12 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
-	"github.com/google/go-cmp/cmp"
 )
-
-// assertGolden compares got with testdata/name, or rewrites it with
-// -update.
-func assertGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff)
-	}
-}
 
 // assertGoldenImage compares the canvas's rendering with
 // testdata/name pixel by pixel, or rewrites it with -update. A mismatch
-// is written beside it as failed-name for a look.
+// is kept for a look as airlock-goldens/failed-name in the system's
+// temporary folder (a test's own is removed when it ends).
 func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
 	t.Helper()
 	img := c.Capture()
@@ -48,6 +25,9 @@ func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
 	}
 	path := filepath.Join("testdata", name)
 	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +43,10 @@ func assertGoldenImage(t *testing.T, name string, c fyne.Canvas) {
 		t.Fatal(err)
 	}
 	if !sameImage(want, img) {
-		failed := filepath.Join(t.TempDir(), "failed-"+name)
-		_ = os.WriteFile(failed, buf.Bytes(), 0o644)
+		failed := filepath.Join(os.TempDir(), "airlock-goldens", "failed-"+name)
+		if err := os.MkdirAll(filepath.Dir(failed), 0o755); err == nil {
+			_ = os.WriteFile(failed, buf.Bytes(), 0o644)
+		}
 		t.Errorf("%s differs from the rendering (saved as %s; go test -update rewrites it)", path, failed)
 	}
 }

@@ -361,14 +361,6 @@ func TestRationaleFallsBackToTheLastOutput(t *testing.T) {
 	}
 }
 
-func TestReviewWindowGolden(t *testing.T) {
-	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
-	test.Tap(r.hunkCheck[1])
-	assertGolden(t, "review_window.xml", test.RenderToMarkup(r.Window.Canvas()))
-	assertGoldenImage(t, "review_window.png", r.Window.Canvas())
-}
-
 func newTestMain(t *testing.T, svc *fakeService) *MainWindow {
 	t.Helper()
 	test.NewTempApp(t)
@@ -474,16 +466,6 @@ func TestDeadVMShowsItsState(t *testing.T) {
 	if markup := test.RenderToMarkup(w.Window.Canvas()); !strings.Contains(markup, "stopped: its VM is gone") {
 		t.Error("the main window does not show the dead VM's state")
 	}
-}
-
-func TestMainWindowGolden(t *testing.T) {
-	dead := testInfo("deadbeef")
-	dead.Status, dead.Changes, dead.Live = sandbox.StatusBooting, nil, false
-	live := testInfo("0c0ffee0")
-	live.Status, live.Changes, live.Live, live.Command, live.ScriptName = sandbox.StatusPushing, nil, true, []string{"make", "test"}, ""
-	w := newTestMain(t, &fakeService{infos: []sandbox.Info{live, testInfo("1a2b3c4d"), dead}})
-	assertGolden(t, "main_window.xml", test.RenderToMarkup(w.Window.Canvas()))
-	assertGoldenImage(t, "main_window.png", w.Window.Canvas())
 }
 
 func TestRunFromDialog(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -80,39 +81,6 @@ func listInfos() []sandbox.Info {
 	return []sandbox.Info{live, claude, script, long, stopped}
 }
 
-func withTheme(t *testing.T, name string) {
-	t.Helper()
-	th := theme.LightTheme()
-	if name == "dark" {
-		th = theme.DarkTheme()
-	}
-	fyne.CurrentApp().Settings().SetTheme(th)
-}
-
-// TestMainWindowGoldens: the main window empty (the drop zone and Try the
-// demo) and with sandboxes, and the run dialog, at 1280×800 in both
-// themes.
-func TestMainWindowGoldens(t *testing.T) {
-	for _, th := range []string{"dark", "light"} {
-		t.Run(th, func(t *testing.T) {
-			test.NewTempApp(t)
-			withTheme(t, th)
-			presets := testPresets(t)
-			empty := newMainAt(t, &fakeService{}, presets)
-			assertGoldenImage(t, "main_empty_"+th+".png", empty.Window.Canvas())
-
-			w := newMainAt(t, &fakeService{infos: listInfos()}, presets)
-			assertGoldenImage(t, "main_list_"+th+".png", w.Window.Canvas())
-
-			svc := &fakeService{built: []string{"minimal", "full"}}
-			d := newMainAt(t, svc, presets)
-			d.Drop([]string{t.TempDir()})
-			d.RunDialog().Project.SetText("/home/dev/src/wordfreq") // the same in every rendering
-			assertGoldenImage(t, "run_dialog_"+th+".png", d.Window.Canvas())
-		})
-	}
-}
-
 // Bug 6: the list names the agent (its preset's description) and the
 // user's prompt, a script by its name, a command by its line.
 func TestMainListShowsAgentAndPrompt(t *testing.T) {
@@ -144,7 +112,7 @@ func TestMainListShowsAgentAndPrompt(t *testing.T) {
 // the main window's minimum width, and the flexible columns take the
 // window's width.
 func TestMainWindowColumnsUseTheWidth(t *testing.T) {
-	test.NewTempApp(t)
+	test.NewTempApp(t).Settings().SetTheme(Theme()) // its padding and scroll bar
 	w := newMainAt(t, &fakeService{infos: listInfos()}, testPresets(t))
 	if got := w.Window.Content().MinSize().Width; got >= 1280 {
 		t.Errorf("the main window needs %.0f px, want less than 1280", got)
@@ -166,6 +134,16 @@ func TestMainWindowColumnsUseTheWidth(t *testing.T) {
 		}
 		if table := w.table.Size().Width; need > table {
 			t.Errorf("in a %.0f-pixel window the columns and the scroll bar need %.0f px of the table's %.0f: it scrolls sideways", width, need, table)
+		}
+	}
+	// The rows, with the gaps between columns, fit: the table does not
+	// scroll sideways.
+	for _, width := range []float32{1280, 1440, 1800} {
+		w.Window.Resize(fyne.NewSize(width, 800))
+		for _, o := range test.LaidOutObjects(w.table) {
+			if s, ok := o.(*container.Scroll); ok && s.Content.MinSize().Width > s.Size().Width {
+				t.Errorf("at %.0f px the rows are %.0f px wide in a %.0f-pixel table", width, s.Content.MinSize().Width, s.Size().Width)
+			}
 		}
 	}
 }

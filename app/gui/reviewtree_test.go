@@ -394,15 +394,22 @@ func TestHeaderFollowsTheSandbox(t *testing.T) {
 	if !strings.Contains(r.head.Text, "ready for review") {
 		t.Fatalf("header %q", r.head.Text)
 	}
+	if !r.undoBtn.Disabled() {
+		t.Error("Undo is offered before anything was applied")
+	}
 	r.m.setAll(true)
 	r.refresh()
-	svc.mu.Lock()
-	svc.infos[0].Status = sandbox.StatusApplied
-	svc.mu.Unlock()
 	r.confirm = func(_, _ string, answer func(bool)) { answer(true) }
 	test.Tap(r.applyBtn)
 	if strings.Contains(r.head.Text, "ready for review") || !strings.Contains(r.head.Text, "applied") {
 		t.Errorf("header after apply: %q", r.head.Text)
+	}
+	if r.undoBtn.Disabled() {
+		t.Error("Undo is not offered after an apply")
+	}
+	test.Tap(r.undoBtn)
+	if !strings.Contains(r.head.Text, "ready for review") || !r.undoBtn.Disabled() {
+		t.Errorf("after undo: header %q, Undo offered %v", r.head.Text, !r.undoBtn.Disabled())
 	}
 }
 
@@ -506,58 +513,6 @@ func TestWheelScrollIsFaster(t *testing.T) {
 	test.Scroll(w.Canvas(), fyne.NewPos(50, 50), 0, -25)
 	if s.Offset.Y != 25*wheelBoost {
 		t.Errorf("one wheel step moved %v px, want %v", s.Offset.Y, 25*wheelBoost)
-	}
-}
-
-// variantTheme is Airlock's theme in one variant, whatever the settings
-// say.
-type variantTheme struct {
-	fyne.Theme
-	v fyne.ThemeVariant
-}
-
-func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.v)
-}
-
-// TestBigReviewGolden: the review of a 200-file changeset run with a
-// 1000-character command line, on the two common screen sizes, dark and
-// light, some files decided.
-func TestBigReviewGolden(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		size fyne.Size
-		v    fyne.ThemeVariant
-	}{
-		{"1280x800_dark", fyne.NewSize(1280, 800), theme.VariantDark},
-		{"1280x800_light", fyne.NewSize(1280, 800), theme.VariantLight},
-		{"1440x900_dark", fyne.NewSize(1440, 900), theme.VariantDark},
-		{"1440x900_light", fyne.NewSize(1440, 900), theme.VariantLight},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := reviewService(t)
-			info := testInfo("1a2b3c4d")
-			info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("make test-everything && ", 42)}
-			svc.infos = []sandbox.Info{info}
-			svc.changesets["1a2b3c4d"] = bigChangeset(t)
-			svc.stale = sandbox.Staleness{Modified: 1, Paths: []string{"pkg/mod01/file03.go"}}
-			a := test.NewTempApp(t)
-			a.Settings().SetTheme(variantTheme{Theme(), tc.v})
-			r, err := NewReviewWindow(a, svc, info)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(r.Window.Close)
-			r.Window.Resize(tc.size)
-			if w := r.Window.Content().MinSize().Width; w > tc.size.Width {
-				t.Errorf("the window needs %.0f px", w)
-			}
-			r.ShowFile("pkg/mod01/file02.go")
-			c := r.Window.Canvas()
-			typeKeys(c, "AnRnanr")
-			r.status.SetText("Could not save the review: open /home/dev/.airlock/sandboxes/1a2b3c4d/review.json: permission denied; your decisions are kept in this window until it closes")
-			assertGoldenImage(t, "review_big_"+tc.name+".png", c)
-		})
 	}
 }
 

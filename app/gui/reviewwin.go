@@ -207,6 +207,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	// The header follows the sandbox (Reload); a long command line ends
 	// at a word, whole in its tip.
 	r.info = info
+	r.undoState()
 	r.head = newFitLabel(r.headText(), fyne.TextStyle{Bold: true})
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
@@ -268,6 +269,7 @@ func (r *ReviewWindow) Reload() {
 		if info.ID == r.id {
 			r.info = info
 			r.head.SetText(r.headText())
+			r.undoState()
 			return
 		}
 	}
@@ -397,12 +399,23 @@ func (r *ReviewWindow) ShowRound(only bool) {
 			b.Enable()
 		}
 	}
+	r.undoState()
 	r.tree.rebuild()
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
 	}
 	r.showFile()
+}
+
+// undoState offers Undo only while an apply of the sandbox is in effect
+// (its state is applied), and not in a round's read-only view.
+func (r *ReviewWindow) undoState() {
+	if r.info.Status == sandbox.StatusApplied && !r.roundOnly {
+		r.undoBtn.Enable()
+	} else {
+		r.undoBtn.Disable()
+	}
 }
 
 // staleNote is the review window's line about a baseline the project has

@@ -143,6 +143,9 @@ func glyphStyle(g vt10x.Glyph, cursor bool) widget.TextGridStyle {
 		fgc += 8
 	}
 	fg, bg := vtColor(fgc, true), vtColor(g.BG, false)
+	if fg != nil && bg == nil {
+		fg = readableOn(fg, theme.Color(theme.ColorNameBackground))
+	}
 	if fg == nil && bg == nil && g.Mode&(vtReverse|vtUnderline) == 0 && !cursor {
 		return nil // the grid's own style: most cells
 	}
@@ -159,6 +162,18 @@ func glyphStyle(g vt10x.Glyph, cursor bool) widget.TextGridStyle {
 	st.TextStyle.Underline = g.Mode&vtUnderline != 0
 	st.TextStyle.Monospace = true
 	return st
+}
+
+// readableOn is fg, darkened when it is too light to read on a light
+// background bg (xterm's yellow and white on the light theme); as it is
+// on a dark one.
+func readableOn(fg, bg color.Color) color.Color {
+	if luminance(bg) < 0.5 || luminance(fg) < 0.45 {
+		return fg
+	}
+	r, g, b, a := fg.RGBA()
+	const keep = 0.4
+	return color.NRGBA{uint8(float64(r>>8) * keep), uint8(float64(g>>8) * keep), uint8(float64(b>>8) * keep), uint8(a >> 8)}
 }
 
 // ansi16 is the xterm palette of the 16 ANSI colours.

@@ -2,6 +2,7 @@ package gui
 
 import (
 	"fmt"
+	"image/color"
 	"math/rand"
 	"strings"
 	"testing"
@@ -101,5 +102,22 @@ func BenchmarkPlainTranscript(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		plainTranscript(data)
+	}
+}
+
+// TestTerminalColoursReadableOnLight: xterm's bright yellow (airlock's
+// own notes in the run view) is darkened on the light theme, and left as
+// it is on the dark one.
+func TestTerminalColoursReadableOnLight(t *testing.T) {
+	yellow := ansi16[11]
+	light, dark := color.NRGBA{0xff, 0xff, 0xff, 0xff}, color.NRGBA{0x17, 0x17, 0x18, 0xff}
+	if got := readableOn(yellow, light); luminance(got) >= 0.45 {
+		t.Errorf("yellow on white has luminance %.2f, want under 0.45", luminance(got))
+	}
+	if got := readableOn(yellow, dark); got != color.Color(yellow) {
+		t.Errorf("yellow on the dark theme changed to %v", got)
+	}
+	if red := ansi16[1]; readableOn(red, light) != color.Color(red) {
+		t.Error("a dark enough colour was changed on white")
 	}
 }
