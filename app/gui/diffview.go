@@ -230,19 +230,28 @@ func markWords(lines []diffLine) {
 			continue
 		}
 		d := i
-		for i < len(lines) && lines[i].kind == review.Delete {
-			i++
-		}
-		a := i
-		for i < len(lines) && lines[i].kind == review.Insert {
-			i++
-		}
+		a, end := changeRun(lines, d)
+		i = end
 		for _, p := range pairLines(lines[d:a], lines[a:i]) {
 			del, add := &lines[d+p[0]], &lines[a+p[1]]
 			del.pair, add.pair = a+p[1], d+p[0]
 			del.changed, add.changed, _ = changedWords(del.text, add.text)
 		}
 	}
+}
+
+// changeRun is the run of changed lines that starts at d: its removed
+// lines up to a, then its added lines up to end.
+func changeRun(lines []diffLine, d int) (a, end int) {
+	a = d
+	for a < len(lines) && lines[a].kind == review.Delete {
+		a++
+	}
+	end = a
+	for end < len(lines) && lines[end].kind == review.Insert {
+		end++
+	}
+	return a, end
 }
 
 // Pairing lines by likeness compares every removed line of a run with
@@ -429,13 +438,8 @@ func splitRows(lines []diffLine) []splitRow {
 			continue
 		}
 		d := i
-		for i < len(lines) && lines[i].kind == review.Delete {
-			i++
-		}
-		a := i
-		for i < len(lines) && lines[i].kind == review.Insert {
-			i++
-		}
+		a, end := changeRun(lines, d)
+		i = end
 		var dels, adds []*diffLine
 		j := a
 		for k := d; k < a; k++ {

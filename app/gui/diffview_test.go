@@ -2,9 +2,6 @@ package gui
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"image"
 	"image/color"
@@ -72,13 +69,8 @@ func tapButton(t *testing.T, o fyne.CanvasObject, text string) {
 // content ("" old: added).
 func changesetOf(t *testing.T, files ...[3]string) *review.Changeset {
 	t.Helper()
-	objs := map[string][]byte{}
-	entry := func(p, content string) *manifest.Entry {
-		sum := sha256.Sum256([]byte(content))
-		h := hex.EncodeToString(sum[:])
-		objs[h] = []byte(content)
-		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: int64(len(content)), SHA256: h}
-	}
+	objs := testObjects{}
+	entry := objs.entry
 	var changes []manifest.Change
 	for _, f := range files {
 		if f[1] == "" {
@@ -87,15 +79,7 @@ func changesetOf(t *testing.T, files ...[3]string) *review.Changeset {
 		}
 		changes = append(changes, manifest.Change{Kind: manifest.Modified, Path: f[0], Old: entry(f[0], f[1]), New: entry(f[0], f[2])})
 	}
-	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) {
-		if b, ok := objs[sum]; ok {
-			return b, nil
-		}
-		return nil, fmt.Errorf("no object %s", sum)
-	}, review.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := objs.changeset(t, changes)
 	return cs
 }
 

@@ -211,18 +211,39 @@ func (s *fakeService) appliedDecisions() []review.Decisions {
 	return append([]review.Decisions(nil), s.applied...)
 }
 
+// testObjects holds the contents of a test changeset's files by hash.
+type testObjects map[string][]byte
+
+// entry keeps content and returns the manifest entry of a file p with it.
+func (o testObjects) entry(p, content string) *manifest.Entry {
+	sum := sha256.Sum256([]byte(content))
+	h := hex.EncodeToString(sum[:])
+	o[h] = []byte(content)
+	return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: int64(len(content)), SHA256: h}
+}
+
+// changeset is the changeset of changes, their contents read from o.
+func (o testObjects) changeset(t testing.TB, changes []manifest.Change) *review.Changeset {
+	t.Helper()
+	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) {
+		if b, ok := o[sum]; ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("no object %s", sum)
+	}, review.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 // testChangeset is a changeset with every kind of change: a file with
 // three hunks, an added file, a deletion, a rename, a mode change and a
 // binary file, in two folders.
 func testChangeset(t testing.TB) *review.Changeset {
 	t.Helper()
-	objs := map[string][]byte{}
-	entry := func(p, content string, mode uint32) *manifest.Entry {
-		sum := sha256.Sum256([]byte(content))
-		h := hex.EncodeToString(sum[:])
-		objs[h] = []byte(content)
-		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644 | 0, Size: int64(len(content)), SHA256: h}
-	}
+	objs := testObjects{}
+	entry := objs.entry
 	lines := func(n int, change map[int]string) string {
 		s := ""
 		for i := 1; i <= n; i++ {
@@ -236,27 +257,18 @@ func testChangeset(t testing.TB) *review.Changeset {
 	}
 	oldMain := lines(40, nil)
 	newMain := lines(40, map[int]string{2: "line two", 20: "line twenty", 38: "line 38 changed"})
-	exe := entry("scripts/run.sh", "#!/bin/sh\necho run\n", 0)
+	exe := entry("scripts/run.sh", "#!/bin/sh\necho run\n")
 	exeNew := *exe
 	exeNew.Mode = 0o755
 	changes := []manifest.Change{
-		{Kind: manifest.Modified, Path: "src/main.go", Old: entry("src/main.go", oldMain, 0), New: entry("src/main.go", newMain, 0)},
-		{Kind: manifest.Added, Path: "src/new.go", New: entry("src/new.go", "package src\n\nfunc New() {}\n", 0)},
-		{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n", 0)},
-		{Kind: manifest.Renamed, Path: "docs/guide.md", OldPath: "guide.md", Old: entry("guide.md", "# Guide\n", 0), New: entry("docs/guide.md", "# Guide\n", 0)},
+		{Kind: manifest.Modified, Path: "src/main.go", Old: entry("src/main.go", oldMain), New: entry("src/main.go", newMain)},
+		{Kind: manifest.Added, Path: "src/new.go", New: entry("src/new.go", "package src\n\nfunc New() {}\n")},
+		{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n")},
+		{Kind: manifest.Renamed, Path: "docs/guide.md", OldPath: "guide.md", Old: entry("guide.md", "# Guide\n"), New: entry("docs/guide.md", "# Guide\n")},
 		{Kind: manifest.ModeChanged, Path: "scripts/run.sh", Old: exe, New: &exeNew},
-		{Kind: manifest.Modified, Path: "logo.png", Old: entry("logo.png", "\x89PNG\x00\x01", 0), New: entry("logo.png", "\x89PNG\x00\x02\x03", 0)},
+		{Kind: manifest.Modified, Path: "logo.png", Old: entry("logo.png", "\x89PNG\x00\x01"), New: entry("logo.png", "\x89PNG\x00\x02\x03")},
 	}
-	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) {
-		b, ok := objs[sum]
-		if !ok {
-			return nil, fmt.Errorf("no object %s", sum)
-		}
-		return b, nil
-	}, review.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := objs.changeset(t, changes)
 	return cs
 }
 

@@ -703,11 +703,10 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	}
 }
 
-// TestSendBackFromTheMainWindowOpensTheNewRound: once the round is ready,
-// the review opens again on it, showing what the round changed.
-func TestSendBackFromTheMainWindowOpensTheNewRound(t *testing.T) {
-	svc := reviewService(t)
-	svc.rounds = map[string]*review.Changeset{"1a2b3c4d": {Files: []*review.File{svc.changesets["1a2b3c4d"].File("src/new.go")}}}
+// sentBackReview sends the review of svc's first sandbox back from the
+// main window and returns the review opened again on the new round.
+func sentBackReview(t *testing.T, svc *fakeService) *ReviewWindow {
+	t.Helper()
 	w := newTestMain(t, svc)
 	r := w.OpenReview(svc.infos[0])
 	r.SendBack("Keep the old name.")
@@ -716,6 +715,15 @@ func TestSendBackFromTheMainWindowOpensTheNewRound(t *testing.T) {
 		t.Fatal("the review was not opened again on the new round")
 	}
 	t.Cleanup(nr.Window.Close)
+	return nr
+}
+
+// TestSendBackFromTheMainWindowOpensTheNewRound: once the round is ready,
+// the review opens again on it, showing what the round changed.
+func TestSendBackFromTheMainWindowOpensTheNewRound(t *testing.T) {
+	svc := reviewService(t)
+	svc.rounds = map[string]*review.Changeset{"1a2b3c4d": {Files: []*review.File{svc.changesets["1a2b3c4d"].File("src/new.go")}}}
+	nr := sentBackReview(t, svc)
 	if nr.view == nil || !nr.roundOnly {
 		t.Errorf("the new review does not show the new round (selector %v, round only %v)", nr.view != nil, nr.roundOnly)
 	}
@@ -783,21 +791,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 
 // diffText is the text of every label in the diff pane, a line each.
 func (r *ReviewWindow) diffText() string {
-	var b strings.Builder
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch w := o.(type) {
-		case *widget.Label:
-			b.WriteString(w.Text + "\n")
-		case *fyne.Container:
-			for _, c := range w.Objects {
-				walk(c)
-			}
-		}
-	}
-	walk(r.dv.head)
-	walk(r.diff)
-	return b.String()
+	return labelsText(r.dv.head) + labelsText(r.diff)
 }
 
 // What the guest left out of the changes (a file over the size cap)
@@ -821,13 +815,13 @@ func TestRunViewShowsLeftOut(t *testing.T) {
 	}
 }
 
-// TestReviewWindowLongCommand: a 1000-character command line does not
-// set the review window's minimum width; the action bar stays on a
-// 1280-pixel screen.
-func TestReviewWindowLongCommand(t *testing.T) {
+// longCommandReview is the review window of a sandbox whose command was
+// the shell line line.
+func longCommandReview(t *testing.T, line string) *ReviewWindow {
+	t.Helper()
 	svc := reviewService(t)
 	info := testInfo("1a2b3c4d")
-	info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("echo a-long-shell-line; ", 42)}
+	info.ScriptName, info.Command = "", []string{"sh", "-c", line}
 	svc.infos = []sandbox.Info{info}
 	test.NewTempApp(t)
 	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
@@ -835,6 +829,14 @@ func TestReviewWindowLongCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Window.Close)
+	return r
+}
+
+// TestReviewWindowLongCommand: a 1000-character command line does not
+// set the review window's minimum width; the action bar stays on a
+// 1280-pixel screen.
+func TestReviewWindowLongCommand(t *testing.T) {
+	r := longCommandReview(t, strings.Repeat("echo a-long-shell-line; ", 42))
 	if w := r.Window.Content().MinSize().Width; w > 1280 {
 		t.Errorf("the review window needs %.0f px for a long command line, want at most 1280", w)
 	}

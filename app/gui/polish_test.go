@@ -158,14 +158,7 @@ func TestRoundOutputAfterTheRound(t *testing.T) {
 		{Round: 1, Transcript: []byte("first round output\n"), Kept: true},
 		{Round: 2, Prompt: "Keep the old name.", Transcript: []byte(strings.Repeat("second round output\n", 60)), Kept: true},
 	}}
-	w := newTestMain(t, svc)
-	r := w.OpenReview(svc.infos[0])
-	r.SendBack("Keep the old name.")
-	nr := w.reviews["1a2b3c4d"]
-	if nr == nil || nr == r {
-		t.Fatal("the review was not opened again on the new round")
-	}
-	t.Cleanup(nr.Window.Close)
+	nr := sentBackReview(t, svc)
 	nr.Window.Resize(fyne.NewSize(1100, 720))
 	if nr.tabs.SelectedIndex() != 2 {
 		t.Errorf("tab %d in front, want the Transcript (2)", nr.tabs.SelectedIndex())

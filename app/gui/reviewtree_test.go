@@ -1,9 +1,6 @@
 package gui
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"image/color"
 	"strings"
@@ -26,13 +23,8 @@ import (
 // each), an added file and a deleted one.
 func bigChangeset(t testing.TB) *review.Changeset {
 	t.Helper()
-	objs := map[string][]byte{}
-	entry := func(p, content string) *manifest.Entry {
-		sum := sha256.Sum256([]byte(content))
-		h := hex.EncodeToString(sum[:])
-		objs[h] = []byte(content)
-		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: int64(len(content)), SHA256: h}
-	}
+	objs := testObjects{}
+	entry := objs.entry
 	var changes []manifest.Change
 	for d := range 10 {
 		for i := range 20 {
@@ -44,10 +36,7 @@ func bigChangeset(t testing.TB) *review.Changeset {
 	changes = append(changes,
 		manifest.Change{Kind: manifest.Added, Path: "docs/NEW.md", New: entry("docs/NEW.md", "# New\n\nText.\n")},
 		manifest.Change{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n")})
-	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) { return objs[sum], nil }, review.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := objs.changeset(t, changes)
 	return cs
 }
 
@@ -551,16 +540,7 @@ func TestListKeys(t *testing.T) {
 // TestTooltips: hovering a shortened header shows its whole text on the
 // window's tip layer; leaving hides it.
 func TestTooltips(t *testing.T) {
-	svc := reviewService(t)
-	info := testInfo("1a2b3c4d")
-	info.ScriptName, info.Command = "", []string{"sh", "-c", strings.Repeat("make test-everything && ", 42)}
-	svc.infos = []sandbox.Info{info}
-	test.NewTempApp(t)
-	r, err := NewReviewWindow(fyne.CurrentApp(), svc, info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Window.Close)
+	r := longCommandReview(t, strings.Repeat("make test-everything && ", 42))
 	r.Window.Resize(fyne.NewSize(1280, 800))
 	layer := tipLayerOf(r.Window.Canvas())
 	if layer == nil {

@@ -1,10 +1,6 @@
 package gui
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -19,27 +15,14 @@ import (
 // line and a file whose name hides a bidi override.
 func hostileChangeset(t *testing.T) *review.Changeset {
 	t.Helper()
-	objs := map[string][]byte{}
-	entry := func(p, content string) *manifest.Entry {
-		sum := sha256.Sum256([]byte(content))
-		h := hex.EncodeToString(sum[:])
-		objs[h] = []byte(content)
-		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: int64(len(content)), SHA256: h}
-	}
+	objs := testObjects{}
+	entry := objs.entry
 	changes := []manifest.Change{
 		{Kind: manifest.Modified, Path: "setup.py", Old: entry("setup.py", "print('hello')\n"),
 			New: entry("setup.py", "import os; os.system('id')\r\x1b[2Kprint('hello')\nok = \u202e} \u2066if admin {\n")},
 		{Kind: manifest.Added, Path: "gnp\u202e.sh", New: entry("gnp\u202e.sh", "x\n")},
 	}
-	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) {
-		if b, ok := objs[sum]; ok {
-			return b, nil
-		}
-		return nil, fmt.Errorf("no object %s", sum)
-	}, review.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := objs.changeset(t, changes)
 	return cs
 }
 

@@ -1,9 +1,6 @@
 package gui
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"image/color"
 	"os"
@@ -329,13 +326,8 @@ func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
 // one.
 func goldenChangeset(t testing.TB) *review.Changeset {
 	t.Helper()
-	objs := map[string][]byte{}
-	entry := func(p, content string) *manifest.Entry {
-		sum := sha256.Sum256([]byte(content))
-		h := hex.EncodeToString(sum[:])
-		objs[h] = []byte(content)
-		return &manifest.Entry{Path: p, Type: manifest.File, Mode: 0o644, Size: int64(len(content)), SHA256: h}
-	}
+	objs := testObjects{}
+	entry := objs.entry
 	var changes []manifest.Change
 	for d := range 10 {
 		for i := range 20 {
@@ -352,10 +344,7 @@ func goldenChangeset(t testing.TB) *review.Changeset {
 		manifest.Change{Kind: manifest.Modified, Path: "src/counter.go", Old: entry("src/counter.go", oldCounter), New: entry("src/counter.go", newCounter)},
 		manifest.Change{Kind: manifest.Added, Path: "docs/NEW.md", New: entry("docs/NEW.md", "# New\n\nText.\n")},
 		manifest.Change{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n")})
-	cs, err := review.New(context.Background(), changes, func(sum string) ([]byte, error) { return objs[sum], nil }, review.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := objs.changeset(t, changes)
 	if len(cs.Files) != 200 {
 		t.Fatalf("the changeset has %d files, want 200", len(cs.Files))
 	}

@@ -110,6 +110,20 @@ printf 'Round %s. I read:\n%s' "${AIRLOCK_ROUND:-1}" "$AIRLOCK_REPLY" > .airlock
 echo "round ${AIRLOCK_ROUND:-1} ran"
 `
 
+// roundsSandbox is a sandbox of roundsScript's first round, ready for a
+// reply, its output in out.
+func roundsSandbox(t *testing.T, s *sandbox.Store, out *bytes.Buffer) *sandbox.Sandbox {
+	t.Helper()
+	res, err := Run(context.Background(), s, RunOptions{
+		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
+		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: out, Stderr: out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Sandbox
+}
+
 // TestReplySendsEachCommentOnce: two send backs; each comment goes with
 // the first reply after it was written and never again, a resolved one
 // never; each is marked with the round it started; each round's
@@ -118,14 +132,7 @@ func TestReplySendsEachCommentOnce(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	var out bytes.Buffer
-	res, err := Run(ctx, s, RunOptions{
-		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
-		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := res.Sandbox
+	sb := roundsSandbox(t, s, &out)
 	comment := func(text string, line int) review.Comment { return review.Comment{Text: text, Start: line, End: line} }
 	d, err := sb.Decisions(ctx)
 	if err != nil {
@@ -227,14 +234,7 @@ func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	var out bytes.Buffer
-	res, err := Run(ctx, s, RunOptions{
-		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
-		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := res.Sandbox
+	sb := roundsSandbox(t, s, &out)
 	var d review.Decisions
 	d.AddComment("a.txt", review.Comment{Text: "say two", Start: 1, End: 1})
 	if err := sb.SaveDecisions(d); err != nil {
@@ -244,7 +244,7 @@ func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
 	if _, err := Reply(ctx, s, sb.ID, "Again.", RunOptions{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out}); err == nil {
 		t.Fatal("a reply without a machine succeeded")
 	}
-	d, err = sb.Decisions(ctx)
+	d, err := sb.Decisions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
