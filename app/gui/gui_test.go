@@ -865,3 +865,29 @@ func TestReviewWindowNamesSecretsLeftOut(t *testing.T) {
 		t.Error("the review window does not name the secrets left out of the copy")
 	}
 }
+
+// TestCompareWindowLongReason: a failed attempt's long reason does not
+// widen the compare window; it is cut, whole in its tooltip.
+func TestCompareWindowLongReason(t *testing.T) {
+	svc := reviewService(t)
+	reason := "agent exited with status 1: " + strings.Repeat("npm ERR! could not resolve the dependency tree; ", 40)
+	in := testInfo("aaaa0001")
+	in.Group, in.Attempt, in.Status, in.Error = "9c1e04aa", 1, sandbox.StatusFailed, reason
+	svc.infos = []sandbox.Info{in}
+	test.NewTempApp(t)
+	c, err := NewCompareWindow(fyne.CurrentApp(), svc, "Compare", []string{"9c1e04aa"}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Window.Close)
+	if w := c.Window.Content().MinSize().Width; w > 1280 {
+		t.Errorf("the compare window needs %.0f px for a long reason, want at most 1280", w)
+	}
+	var whole bool
+	for _, l := range findAll[*tipLabel](c.Window) {
+		whole = whole || strings.Contains(l.Text, reason)
+	}
+	if !whole {
+		t.Error("no cell holds the whole reason for its tooltip")
+	}
+}
