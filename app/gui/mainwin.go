@@ -273,6 +273,7 @@ func (w *MainWindow) build() {
 
 	w.message = widget.NewLabel("")
 	w.message.Wrapping = fyne.TextWrapWord
+	w.message.Hide()
 
 	// No sandbox yet: a large drop zone that says what Airlock does, and
 	// the demo, which needs nothing set up.
@@ -416,7 +417,16 @@ func (w *MainWindow) Tick(reload bool) {
 	w.table.Refresh()
 }
 
-func (w *MainWindow) showMessage(s string) { w.message.SetText(safetext.Text(s)) } // errors may quote guest paths
+// showMessage shows s on the message line, which takes no room while
+// there is nothing to say. Errors may quote guest paths.
+func (w *MainWindow) showMessage(s string) {
+	w.message.SetText(safetext.Text(s))
+	if s == "" {
+		w.message.Hide()
+	} else {
+		w.message.Show()
+	}
+}
 
 // Message is the text of the window's message line, for tests.
 func (w *MainWindow) Message() string { return w.message.Text }

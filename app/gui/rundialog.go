@@ -334,8 +334,10 @@ func (d *RunDialog) presetChanged() {
 // cannot (a plan.CredentialError) or nil.
 func (d *RunDialog) signIn(p Preset) (plan.Credentials, error) {
 	if p.SignIn == nil {
-		d.SignIn.SetText("")
+		// The demo agent, a script or a command: nothing to sign in to.
+		d.SignIn.SetText("None needed")
 		d.SignIn.Importance = widget.MediumImportance
+		d.SignIn.Refresh()
 		return plan.Credentials{}, nil
 	}
 	c, err := p.SignIn()
