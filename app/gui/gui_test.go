@@ -206,14 +206,6 @@ func TestKeyboard(t *testing.T) {
 	}
 }
 
-func paths(fs []*review.File) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Path)
-	}
-	return out
-}
-
 // TestSendBackSavesTheReviewAndReplies: Send back keeps the comments and
 // rejections with the sandbox (the agent's next prompt is built from
 // them) and sends the message; an empty message is refused.

@@ -958,17 +958,9 @@ func statusText(info sandbox.Info) string {
 	return info.StatusText()
 }
 
-func commandOf(m sandbox.Meta) string {
-	if m.ScriptName == "demo-agent.sh" {
-		return "Demo agent"
-	}
-	return m.CommandLine()
-}
-
 // runTitle is what a sandbox ran, for a header line: the agent (or
 // script, or command line) and the user's prompt's first line, never the
-// agent's command template (presets name the agents). The review header
-// can use it in place of commandOf.
+// agent's command template (presets name the agents).
 func runTitle(m sandbox.Meta, presets []Preset) string {
 	who := describeRun(m, func(a string) string { return agentTitle(presets, a) })
 	if task := firstLine(m.Prompt); task != "" {

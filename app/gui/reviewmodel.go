@@ -241,9 +241,6 @@ func (m *reviewModel) setHunk(f *review.File, i int, approve bool) {
 	m.d.SetHunk(f.Path, i, v)
 }
 
-// toggleHunk flips hunk i of f.
-func (m *reviewModel) toggleHunk(f *review.File, i int) { m.setHunk(f, i, !m.taken(f, i)) }
-
 // setFile approves or rejects a whole file: its hunks follow.
 func (m *reviewModel) setFile(f *review.File, approve bool) {
 	fd := m.d.Files[f.Path]
@@ -304,24 +301,6 @@ func hunkDecisions(fd review.FileDecision) []review.HunkDecision {
 		out = append(out, h)
 	}
 	return out
-}
-
-// setFileComment and setHunkComment keep comments in the decisions.
-func (m *reviewModel) setFileComment(p, c string) {
-	fd := m.d.Files[p]
-	fd.Comment = c
-	m.d.Files[p] = fd
-}
-
-func (m *reviewModel) setHunkComment(p string, i int, c string) {
-	fd := m.d.Files[p]
-	if fd.Hunks == nil {
-		fd.Hunks = map[int]review.HunkDecision{}
-	}
-	h := fd.Hunks[i]
-	h.Comment = c
-	fd.Hunks[i] = h
-	m.d.Files[p] = fd
 }
 
 // approved lists the files the decisions touch, and the rest.
