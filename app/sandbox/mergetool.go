@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -78,9 +79,14 @@ func RunMergeTool(ctx context.Context, argv []string, c *review.ConflictError) (
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
+	// One writer for both streams (one pipe: no two copies racing on
+	// out), keeping the start and the end of what the tool says.
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &limited{w: &out, n: 4096}, &limited{w: &out, n: 4096}
-	if err := cmd.Run(); err != nil {
+	said := headtail.New(&out, "merge tool output", 2048, 2048)
+	cmd.Stdout, cmd.Stderr = said, said
+	err = cmd.Run()
+	said.Close()
+	if err != nil {
 		msg := strings.TrimSpace(out.String())
 		if msg != "" {
 			msg = ": " + msg
@@ -118,21 +124,4 @@ func safeExt(p string) string {
 		}
 	}
 	return ext
-}
-
-// limited keeps the first n bytes written and drops the rest.
-type limited struct {
-	w io.Writer
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.n -= k
-		if _, err := l.w.Write(p[:k]); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
 }
