@@ -430,10 +430,7 @@ func printExclusions(e *env, ex []manifest.Exclusion) {
 	var order []manifest.Reason
 	for _, x := range ex {
 		if x.Reason == manifest.ReasonSecret {
-			what := x.Path
-			if x.Dir {
-				what += "/"
-			}
+			what := x.Name()
 			rule := ""
 			if x.Rule != "" {
 				rule = " (" + x.Rule + ")"

@@ -164,16 +164,7 @@ func (v *RunView) setState(s string) {
 // showSecrets names what the snapshot left out as secrets, under the
 // bar and in the terminal.
 func (v *RunView) showSecrets(ex []manifest.Exclusion) {
-	var paths []string
-	for _, x := range ex {
-		if x.Reason == manifest.ReasonSecret {
-			p := x.Path
-			if x.Dir {
-				p += "/"
-			}
-			paths = append(paths, p)
-		}
-	}
+	paths := manifest.SecretPaths(ex)
 	note := secretsNote(paths)
 	if note == "" {
 		return

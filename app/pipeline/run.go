@@ -452,7 +452,7 @@ func (r *runner) run(ctx context.Context) error {
 		m.Baseline, m.BaselineSHA256 = sandbox.BaselineFile, hex.EncodeToString(baseSum[:])
 		m.BaselineTime = baseTime
 		m.Excluded = len(report.Excluded)
-		m.Secrets = secretPaths(report.Excluded)
+		m.Secrets = manifest.SecretPaths(report.Excluded)
 		m.Timings.SnapshotMS = time.Since(t).Milliseconds()
 	}); err != nil {
 		return err
@@ -895,21 +895,4 @@ func skippedMessage(skipped []manifest.Exclusion, maxFile int64) string {
 		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml")
 	}
 	return b.String()
-}
-
-// secretPaths are the paths of ex left out as secrets, a folder ending
-// in /.
-func secretPaths(ex []manifest.Exclusion) []string {
-	var out []string
-	for _, x := range ex {
-		if x.Reason != manifest.ReasonSecret {
-			continue
-		}
-		p := x.Path
-		if x.Dir {
-			p += "/"
-		}
-		out = append(out, p)
-	}
-	return out
 }

@@ -97,6 +97,26 @@ type Exclusion struct {
 	Size int64 `json:"size,omitempty"`
 }
 
+// Name is the excluded path as people read it: a folder ends in "/".
+func (x Exclusion) Name() string {
+	if x.Dir {
+		return x.Path + "/"
+	}
+	return x.Path
+}
+
+// SecretPaths are the names (Exclusion.Name) of what ex left out as
+// secrets, in order.
+func SecretPaths(ex []Exclusion) []string {
+	var out []string
+	for _, x := range ex {
+		if x.Reason == ReasonSecret {
+			out = append(out, x.Name())
+		}
+	}
+	return out
+}
+
 // TooLargeRule is the Rule of an Exclusion for ReasonTooLarge: the size
 // and the cap it is over.
 func TooLargeRule(size, max int64) string {
