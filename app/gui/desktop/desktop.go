@@ -64,13 +64,23 @@ func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.St
 			following = true
 		}
 	}
+	// ran is closed once the app has quit on its own, before ctx is
+	// cancelled by the return: the driver is gone then, and must not be
+	// asked to quit again (GLFW panics).
+	ran := make(chan struct{})
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for n := 1; ; n++ {
 			select {
+			case <-ran:
+				return
 			case <-ctx.Done():
-				fyne.Do(a.Quit)
+				select {
+				case <-ran:
+				default:
+					fyne.Do(a.Quit)
+				}
 				return
 			case <-t.C:
 				fyne.Do(func() {
@@ -84,5 +94,6 @@ func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.St
 		}
 	}()
 	w.Window.ShowAndRun()
+	close(ran)
 	return nil
 }
