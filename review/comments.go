@@ -222,7 +222,9 @@ func commentRange(h Hunk) (start, end int, old bool) {
 // own verdict, which would reach every new hunk, is dropped), and the
 // rest is undecided. A file no longer in cur keeps only its comments.
 func (d Decisions) CarryVerdicts(prev, cur *Changeset) Decisions {
-	out := Decisions{Files: map[string]FileDecision{}, Round: d.Round}
+	// Actions are numbered once for the sandbox's life: their verdicts
+	// stay.
+	out := Decisions{Files: map[string]FileDecision{}, Round: d.Round, Actions: d.Actions}
 	for p, fd := range d.Files {
 		nfd := FileDecision{Comments: fd.Comments, Comment: fd.Comment}
 		var pf, cf *File

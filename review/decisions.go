@@ -72,6 +72,10 @@ type Decisions struct {
 	// were given on (hunks are numbered in it); 0 when it was not
 	// recorded. Comments are anchored by lines and need no round.
 	Round int `json:"round,omitempty"`
+	// Actions are the verdicts on the sandbox's staged actions (requests
+	// the agent made that were held for review), by their numbers. An
+	// action is sent only when approved here.
+	Actions map[int]Verdict `json:"actions,omitempty"`
 }
 
 // ApproveAll returns decisions approving every file of cs.

@@ -28,6 +28,12 @@ import (
 //	host = "api.anthropic.com"
 //	header = "x-api-key"
 //	env = "ANTHROPIC_API_KEY"
+//
+//	[[network.stage]]           # held for review, sent by the host when approved
+//	host = "api.github.com"
+//	methods = ["POST", "PATCH"] # default POST, PUT, PATCH, DELETE
+//	paths = ["/repos/*/*/issues/**"]
+//	reply = { status = 201, body = '{"id": {{id}}}' }
 type Network struct {
 	// Allow lists HOST, HOST:PORT or HOST:*, each optionally followed by
 	// its methods, "(GET,HEAD)", and registry presets, "@npm"
@@ -41,6 +47,87 @@ type Network struct {
 	Host []HostRule `toml:"host"`
 	// Secret lists credentials substituted on their way to one host.
 	Secret []SecretRule `toml:"secret"`
+	// Stage lists the requests held for review instead of sent.
+	Stage []StageRule `toml:"stage"`
+}
+
+// StageRule is a [[network.stage]] entry: the matching requests to Host
+// are answered with Reply by the proxy and held as actions of the
+// sandbox, sent from the host only once approved.
+type StageRule struct {
+	// Host is HOST or HOST:PORT (443 for HTTPS, 80 for plain HTTP by
+	// default), or *.domain.
+	Host string `toml:"host" json:"host"`
+	// Methods are the methods held; empty means POST, PUT, PATCH and
+	// DELETE.
+	Methods []string `toml:"methods" json:"methods,omitempty"`
+	// Paths, if given, are the only URL paths held: * matches within a
+	// segment, ** any number of segments.
+	Paths []string `toml:"paths" json:"paths,omitempty"`
+	// MaxBody is the largest body held ("1MiB" by default); a larger
+	// request is refused.
+	MaxBody Size `toml:"max_body" json:"max_body,omitempty"`
+	// Reply is what the agent gets; by default 202 with a JSON body
+	// saying the request is held.
+	Reply StageReply `toml:"reply" json:"reply"`
+}
+
+// StageReply is the reply table of a [[network.stage]] entry.
+type StageReply struct {
+	// Status is a 2xx status; 0 means 202.
+	Status int `toml:"status" json:"status,omitempty"`
+	// Headers are added to the reply.
+	Headers map[string]string `toml:"headers" json:"headers,omitempty"`
+	// Body is the reply's body, with {{id}} standing for the action's
+	// number.
+	Body string `toml:"body" json:"body,omitempty"`
+}
+
+// stage returns the egress.Stage r describes.
+func (r StageRule) stage(source string) (egress.Stage, error) {
+	rule, err := egress.ParseRule(r.Host)
+	if err != nil {
+		return egress.Stage{}, err
+	}
+	if len(rule.Methods) > 0 {
+		return egress.Stage{}, fmt.Errorf("%q: give the methods in methods = [...], not in the host", r.Host)
+	}
+	if rule.Port == egress.AnyPort {
+		return egress.Stage{}, fmt.Errorf("%q: a stage holds requests to one port", r.Host)
+	}
+	st := egress.Stage{Host: rule.Host, Port: rule.Port, Methods: upper(r.Methods), Paths: r.Paths, MaxBody: int64(r.MaxBody), Source: source,
+		Reply: egress.Reply{Status: r.Reply.Status, Header: r.Reply.Headers, Body: r.Reply.Body}}
+	if len(st.Methods) == 0 {
+		st.Methods = nil
+	}
+	if err := st.Validate(); err != nil {
+		return egress.Stage{}, fmt.Errorf("%q: %w", r.Host, err)
+	}
+	return st, nil
+}
+
+// String names the entry for people: "stage api.github.com (POST)".
+func (r StageRule) String() string {
+	st, err := r.stage("")
+	if err != nil {
+		return "stage " + r.Host
+	}
+	return "stage " + st.String()
+}
+
+// Stages returns the stage entries, tagged with source.
+func (n Network) Stages(source string) ([]egress.Stage, error) {
+	var out []egress.Stage
+	var errs []error
+	for i, r := range n.Stage {
+		st, err := r.stage(source)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("network.stage %d: %w", i+1, err))
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, errors.Join(errs...)
 }
 
 // HostRule is a [[network.host]] entry.
@@ -162,7 +249,8 @@ func (s SecretRule) secret() (egress.Secret, error) {
 func (n Network) Validate() error {
 	_, err1 := n.Rules("")
 	_, err2 := n.DenyRules("")
-	errs := []error{err1, err2}
+	_, err3 := n.Stages("")
+	errs := []error{err1, err2, err3}
 	for i, s := range n.Secret {
 		sec, err := s.secret()
 		if err != nil {
@@ -198,7 +286,20 @@ func Widening(user Network, project Network, flags []egress.Rule) []string {
 			out = append(out, s.String())
 		}
 	}
+	stages, _ := project.Stages("project")
+	for i, st := range stages {
+		if !stageCovered(have, st) {
+			out = append(out, project.Stage[i].String())
+		}
+	}
 	return out
+}
+
+// stageCovered says whether what st holds would be allowed anyway by one
+// of rules: holding it for review then only narrows.
+func stageCovered(rules []egress.Rule, st egress.Stage) bool {
+	want := egress.Rule{Host: st.Host, Port: st.Port, Methods: st.StageMethods()}
+	return slices.ContainsFunc(rules, func(h egress.Rule) bool { return h.Covers(want) })
 }
 
 // PolicyInput is every source of a sandbox's network policy.
@@ -252,6 +353,18 @@ func Policy(in PolicyInput) (*egress.Policy, error) {
 		}
 	}
 	pol.Deny = append(add(in.User.Network.DenyRules("user")), add(in.Project.Network.DenyRules("project"))...)
+	// Stages: the user's; the project's when trusted, or, untrusted,
+	// those that hold only what the user allows anyway (they narrow).
+	userStages, err := in.User.Network.Stages("user")
+	errs = append(errs, err)
+	pol.Stage = userStages
+	projStages, err := in.Project.Network.Stages("project")
+	errs = append(errs, err)
+	for _, st := range projStages {
+		if in.ProjectTrusted || stageCovered(pol.Allow, st) {
+			pol.Stage = append(pol.Stage, st)
+		}
+	}
 	lookup := in.Lookup
 	if lookup == nil {
 		lookup = func(name string) (string, error) {

@@ -22,7 +22,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	if t.connect {
 		rec.Mode = ModeIntercept
 	}
-	d := pol.Decide(Request{Host: t.host, Port: t.port, Method: r.Method, Connect: t.connect})
+	d := pol.Decide(Request{Host: t.host, Port: t.port, Method: r.Method, Path: r.URL.Path, Connect: t.connect})
 	rec.Rule = d.Rule
 	if !d.Allowed {
 		p.deny(w, rec, d, t)
@@ -37,6 +37,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	}
 	if s := pol.leak(own, r); s != nil {
 		p.deny(w, rec, placeholderDecision(s, t), t)
+		return
+	}
+	if d.Stage != nil {
+		p.hold(w, r, t, rec, d.Stage, own)
 		return
 	}
 	// The secret's value is taken now, once per request: a Source may

@@ -331,6 +331,11 @@ type Policy struct {
 	// but the Allow rules that match it still apply to the requests sent
 	// to it: their method limits hold, with or without the secret.
 	Secrets []Secret `json:"-"`
+	// Stage holds the requests it matches for review instead of sending
+	// them (Config.Hold): the agent gets the stage's Reply. Deny still
+	// wins; a staged host needs no Allow rule for what is held, and the
+	// requests to it that are not held are decided as any other.
+	Stage []Stage `json:"stage,omitempty"`
 }
 
 // Decision is the policy's answer for one request.
@@ -354,6 +359,9 @@ type Decision struct {
 	// registry, if set, is the registry preset whose method limit
 	// refused the request.
 	registry string
+	// Stage, when set, is the stage that holds the request: it is
+	// answered with the stage's reply and kept, not sent.
+	Stage *Stage
 }
 
 // Request is what the policy sees of a request: the target and, except
@@ -372,6 +380,8 @@ type Request struct {
 	// then allows the tunnel, and each request in it is decided with its
 	// method.
 	Inspect bool
+	// Path is the URL path of a request the proxy sees (not a tunnel's).
+	Path string
 }
 
 // Decide applies the policy to a request.
@@ -394,6 +404,13 @@ func (p *Policy) Decide(req Request) Decision {
 	}
 	if secret != nil && req.Method == "CONNECT" {
 		return Decision{Allowed: true, Rule: "secret " + secret.Name + " for " + secret.Host, Intercept: true}
+	}
+	if req.Method == "CONNECT" {
+		if st := p.staged(host, req.Port, true); st != nil {
+			return Decision{Allowed: true, Rule: "stage " + st.String(), Intercept: true}
+		}
+	} else if st := p.stageFor(req); st != nil {
+		return Decision{Allowed: true, Rule: "stage " + st.String(), Stage: st}
 	}
 	var methodMiss *Rule
 	for i, r := range p.Allow {
@@ -430,10 +447,11 @@ func (p *Policy) Decide(req Request) Decision {
 }
 
 // Inspects reports whether the proxy enforcing the policy must see
-// inside some HTTPS: a host has a secret, or an allow rule has methods.
+// inside some HTTPS: a host has a secret or a stage, or an allow rule
+// has methods.
 // The sandbox then needs a CA (Config.CA) its guest trusts.
 func (p *Policy) Inspects() bool {
-	return len(p.Secrets) > 0 || slices.ContainsFunc(p.Allow, func(r Rule) bool { return len(r.Methods) > 0 })
+	return len(p.Secrets) > 0 || len(p.Stage) > 0 || slices.ContainsFunc(p.Allow, func(r Rule) bool { return len(r.Methods) > 0 })
 }
 
 // secretFor returns the secret configured for host:port, if any.
@@ -458,6 +476,11 @@ func (p *Policy) Validate() error {
 	for _, s := range p.Secrets {
 		if err := s.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("secret %s for %s: %w", s.Name, s.Host, err))
+		}
+	}
+	for _, s := range p.Stage {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("stage %s: %w", s.String(), err))
 		}
 	}
 	return errors.Join(errs...)

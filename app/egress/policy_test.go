@@ -83,38 +83,38 @@ func TestDecide(t *testing.T) {
 		want bool
 		rule string
 	}{
-		{Request{"github.com", 443, "CONNECT", true, false}, true, "github.com"},
-		{Request{"GitHub.com.", 443, "CONNECT", true, false}, true, "github.com"},
-		{Request{"github.com", 80, "GET", false, false}, true, "github.com"},
-		{Request{"github.com", 8443, "CONNECT", true, false}, false, "default deny"},
-		{Request{"github.com", 443, "GET", false, false}, false, "default deny"}, // plain HTTP to 443 is not the default
-		{Request{"api.github.com", 443, "CONNECT", true, false}, false, "default deny"},
-		{Request{"raw.githubusercontent.com", 443, "CONNECT", true, false}, true, "*.githubusercontent.com"},
-		{Request{"a.b.githubusercontent.com", 443, "CONNECT", true, false}, true, "*.githubusercontent.com"},
-		{Request{"githubusercontent.com", 443, "CONNECT", true, false}, false, "default deny"},
-		{Request{"evilgithubusercontent.com", 443, "CONNECT", true, false}, false, "default deny"},
-		{Request{"registry.example.com", 5000, "CONNECT", true, false}, true, "registry.example.com:*"},
-		{Request{"api.example.com", 80, "GET", false, false}, true, "api.example.com (GET,HEAD)"},
-		{Request{"api.example.com", 80, "POST", false, false}, false, "api.example.com (GET,HEAD)"},
-		{Request{"api.example.com", 443, "CONNECT", true, false}, false, "api.example.com (GET,HEAD)"}, // methods unseen in a tunnel
-		{Request{"10.1.2.3", 8080, "GET", false, false}, true, "10.1.2.3:8080"},
-		{Request{"10.1.2.3", 80, "GET", false, false}, false, "default deny"},
-		{Request{"x.corp.example", 443, "CONNECT", true, false}, true, "*.corp.example:443"},
-		{Request{"evil.corp.example", 443, "CONNECT", true, false}, false, "deny evil.corp.example:*"},
-		{Request{"api.anthropic.com", 443, "CONNECT", true, false}, true, "secret K for api.anthropic.com"},
-		{Request{"api.anthropic.com", 80, "GET", false, false}, false, "default deny"},
-		{Request{"localhost", 80, "GET", false, false}, false, "default deny"},
+		{Request{"github.com", 443, "CONNECT", true, false, ""}, true, "github.com"},
+		{Request{"GitHub.com.", 443, "CONNECT", true, false, ""}, true, "github.com"},
+		{Request{"github.com", 80, "GET", false, false, ""}, true, "github.com"},
+		{Request{"github.com", 8443, "CONNECT", true, false, ""}, false, "default deny"},
+		{Request{"github.com", 443, "GET", false, false, ""}, false, "default deny"}, // plain HTTP to 443 is not the default
+		{Request{"api.github.com", 443, "CONNECT", true, false, ""}, false, "default deny"},
+		{Request{"raw.githubusercontent.com", 443, "CONNECT", true, false, ""}, true, "*.githubusercontent.com"},
+		{Request{"a.b.githubusercontent.com", 443, "CONNECT", true, false, ""}, true, "*.githubusercontent.com"},
+		{Request{"githubusercontent.com", 443, "CONNECT", true, false, ""}, false, "default deny"},
+		{Request{"evilgithubusercontent.com", 443, "CONNECT", true, false, ""}, false, "default deny"},
+		{Request{"registry.example.com", 5000, "CONNECT", true, false, ""}, true, "registry.example.com:*"},
+		{Request{"api.example.com", 80, "GET", false, false, ""}, true, "api.example.com (GET,HEAD)"},
+		{Request{"api.example.com", 80, "POST", false, false, ""}, false, "api.example.com (GET,HEAD)"},
+		{Request{"api.example.com", 443, "CONNECT", true, false, ""}, false, "api.example.com (GET,HEAD)"}, // methods unseen in a tunnel
+		{Request{"10.1.2.3", 8080, "GET", false, false, ""}, true, "10.1.2.3:8080"},
+		{Request{"10.1.2.3", 80, "GET", false, false, ""}, false, "default deny"},
+		{Request{"x.corp.example", 443, "CONNECT", true, false, ""}, true, "*.corp.example:443"},
+		{Request{"evil.corp.example", 443, "CONNECT", true, false, ""}, false, "deny evil.corp.example:*"},
+		{Request{"api.anthropic.com", 443, "CONNECT", true, false, ""}, true, "secret K for api.anthropic.com"},
+		{Request{"api.anthropic.com", 80, "GET", false, false, ""}, false, "default deny"},
+		{Request{"localhost", 80, "GET", false, false, ""}, false, "default deny"},
 		// A secret's host keeps the method limits of the rules that match
 		// it: the CONNECT is allowed (intercepted), each request inside
 		// is decided with its method.
-		{Request{"api.limited.example", 443, "CONNECT", true, false}, true, "secret GH for api.limited.example"},
-		{Request{"api.limited.example", 443, "GET", true, false}, true, "api.limited.example (GET,HEAD)"},
-		{Request{"api.limited.example", 443, "DELETE", true, false}, false, "api.limited.example (GET,HEAD)"},
-		{Request{"api.limited.example", 443, "POST", true, false}, false, "api.limited.example (GET,HEAD)"},
+		{Request{"api.limited.example", 443, "CONNECT", true, false, ""}, true, "secret GH for api.limited.example"},
+		{Request{"api.limited.example", 443, "GET", true, false, ""}, true, "api.limited.example (GET,HEAD)"},
+		{Request{"api.limited.example", 443, "DELETE", true, false, ""}, false, "api.limited.example (GET,HEAD)"},
+		{Request{"api.limited.example", 443, "POST", true, false, ""}, false, "api.limited.example (GET,HEAD)"},
 		// Without a matching rule the secret allows its host, over TLS
 		// only.
-		{Request{"api.anthropic.com", 443, "POST", true, false}, true, "secret K for api.anthropic.com"},
-		{Request{"plain.secret.example", 80, "GET", false, false}, false, "default deny"},
+		{Request{"api.anthropic.com", 443, "POST", true, false, ""}, true, "secret K for api.anthropic.com"},
+		{Request{"plain.secret.example", 80, "GET", false, false, ""}, false, "default deny"},
 	}
 	for _, tt := range tests {
 		d := pol.Decide(tt.req)
@@ -125,7 +125,7 @@ func TestDecide(t *testing.T) {
 			t.Errorf("Decide(%+v): denied without a reason", tt.req)
 		}
 	}
-	if d := (&Policy{}).Decide(Request{"github.com", 443, "CONNECT", true, false}); d.Allowed {
+	if d := (&Policy{}).Decide(Request{"github.com", 443, "CONNECT", true, false, ""}); d.Allowed {
 		t.Error("the zero policy allowed a request")
 	}
 }

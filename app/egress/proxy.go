@@ -42,6 +42,11 @@ type Config struct {
 	// Record receives every request, allowed or denied. It is called
 	// from the request's goroutine.
 	Record func(Record)
+	// Hold keeps a request a Stage holds and returns its number, which
+	// the stage's reply may carry; an error refuses the request (503). It
+	// is called from the request's goroutine, in the order requests are
+	// read. Nil refuses every request a stage holds.
+	Hold func(Held) (int, error)
 	// AllowHint is the command, with %s for HOST[:PORT], that the 403
 	// body suggests to allow a host; empty means
 	// "airlock run --allow %s ...".

@@ -46,6 +46,11 @@ type Record struct {
 	// credential did not go anywhere.
 	SecretNotSent bool   `json:"secret_not_sent,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// Held is true for a request a stage matched: answered by the proxy
+	// and kept for review (Action is its number), or refused when it
+	// could not be kept (too large a body).
+	Held   bool `json:"held,omitempty"`
+	Action int  `json:"action,omitempty"`
 }
 
 // Rejected says whether the upstream refused the secret the proxy put
@@ -58,8 +63,11 @@ func (r Record) Rejected() bool {
 func (r Record) String() string {
 	target := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	verdict := "allowed"
-	if !r.Allowed {
+	switch {
+	case !r.Allowed:
 		verdict = "DENIED"
+	case r.Held:
+		verdict = "HELD"
 	}
 	s := fmt.Sprintf("%s %s %s%s", verdict, r.Method, target, r.Path)
 	if r.Host == "" && r.Method == "" {
@@ -68,6 +76,13 @@ func (r Record) String() string {
 	}
 	if r.Status != 0 {
 		s += fmt.Sprintf(" → %d", r.Status)
+	}
+	if r.Held && r.Allowed {
+		s += fmt.Sprintf(" (action %d, for review: nothing was sent)", r.Action)
+		if r.Secret != "" {
+			s += " [" + r.Secret + " to be substituted when sent]"
+		}
+		return s
 	}
 	if r.Allowed {
 		s += fmt.Sprintf(" (%s up, %s down, %s; %s)", bytesize.Format(r.BytesUp), bytesize.Format(r.BytesDown), r.Duration.Round(time.Millisecond), r.Rule)

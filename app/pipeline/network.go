@@ -44,6 +44,10 @@ type Network struct {
 	// command, as that user (a subscription's sign-in with placeholders:
 	// app/login).
 	Files []login.File
+	// Hold keeps a request a [[network.stage]] entry holds
+	// (egress.Config.Hold); a run sets it to its sandbox's HoldAction.
+	// Nil refuses such requests.
+	Hold func(egress.Held) (int, error)
 	// Dial and RootCAs replace the host's DNS and roots (tests).
 	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	RootCAs *x509.CertPool
@@ -110,7 +114,7 @@ func StartNetwork(ctx context.Context, m Machine, n *Network, name string, audit
 		return nil, nil, fmt.Errorf("network: forward the guest's %s to the egress proxy: %w", guest.ProxyAddr, err)
 	}
 	proxy := egress.New(egress.Config{
-		Dial: n.Dial, RootCAs: n.RootCAs, CA: ca,
+		Dial: n.Dial, RootCAs: n.RootCAs, CA: ca, Hold: n.Hold,
 		Record: func(rec egress.Record) {
 			audit(sandbox.Event{Event: EventEgress, Data: rec})
 			if n.OnRequest != nil {
@@ -157,7 +161,15 @@ func policySummary(p *egress.Policy) map[string]any {
 	for _, s := range p.Secrets {
 		secrets = append(secrets, map[string]any{"name": s.Name, "host": s.Host, "port": s.Port, "header": s.Header})
 	}
-	return map[string]any{"allow": rules(p.Allow), "deny": rules(p.Deny), "secrets": secrets}
+	out := map[string]any{"allow": rules(p.Allow), "deny": rules(p.Deny), "secrets": secrets}
+	if len(p.Stage) > 0 {
+		stage := make([]string, 0, len(p.Stage))
+		for _, s := range p.Stage {
+			stage = append(stage, s.String()+" ["+s.Source+"]")
+		}
+		out["stage"] = stage
+	}
+	return out
 }
 
 // writeFiles writes files into user's home in the guest, as user (so a

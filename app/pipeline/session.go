@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
@@ -202,6 +203,14 @@ func (r *runner) startNetwork(ctx context.Context, m Machine) (stop func(), err 
 	n := *r.o.Network
 	if n.Control == "" {
 		n.Control = r.sb.Path(EgressSocket)
+	}
+	if n.Hold == nil {
+		mt, err := r.sb.Meta()
+		if err != nil {
+			return nil, err
+		}
+		round := max(mt.Round, 1)
+		n.Hold = func(h egress.Held) (int, error) { return r.sb.HoldAction(h, round) }
 	}
 	env, stop, err := StartNetwork(ctx, m, &n, r.sb.ID, func(ev sandbox.Event) {
 		if err := r.sb.Audit(ev); err != nil {

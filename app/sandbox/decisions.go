@@ -131,7 +131,20 @@ func (sb *Sandbox) readDecisions() (review.Decisions, error) {
 // saved review's, or, when none was saved, the round collected now (the
 // one a fresh review's verdicts are given on).
 func (sb *Sandbox) SaveDecisions(d review.Decisions) error {
-	return sb.updateDecisions(false, func(stored review.Decisions) review.Decisions {
+	var changed []int
+	var verdicts map[int]review.Verdict
+	err := sb.updateDecisions(false, func(stored review.Decisions) review.Decisions {
+		for id, v := range d.Actions {
+			if stored.Actions[id] != v {
+				changed = append(changed, id)
+			}
+		}
+		for id := range stored.Actions {
+			if _, ok := d.Actions[id]; !ok {
+				changed = append(changed, id)
+			}
+		}
+		verdicts = d.Actions
 		d.KeepSent(stored)
 		if d.Round == 0 {
 			d.Round = stored.Round
@@ -141,6 +154,10 @@ func (sb *Sandbox) SaveDecisions(d review.Decisions) error {
 		}
 		return d
 	})
+	if err != nil {
+		return err
+	}
+	return sb.auditVerdicts(changed, verdicts)
 }
 
 // MarkSent records that the reply which started round carried the
