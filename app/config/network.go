@@ -229,9 +229,9 @@ func upper(ms []string) []string {
 	return out
 }
 
-// secret returns the egress.Secret a rule describes, without value or
+// Secret returns the egress.Secret a rule describes, without value or
 // placeholder.
-func (s SecretRule) secret() (egress.Secret, error) {
+func (s SecretRule) Secret() (egress.Secret, error) {
 	r, err := egress.ParseRule(s.Host)
 	if err != nil {
 		return egress.Secret{}, err
@@ -252,7 +252,7 @@ func (n Network) Validate() error {
 	_, err3 := n.Stages("")
 	errs := []error{err1, err2, err3}
 	for i, s := range n.Secret {
-		sec, err := s.secret()
+		sec, err := s.Secret()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("network.secret %d: %w", i+1, err))
 			continue
@@ -375,7 +375,7 @@ func Policy(in PolicyInput) (*egress.Policy, error) {
 		}
 	}
 	for _, s := range secrets {
-		sec, err := s.secret()
+		sec, err := s.Secret()
 		if err != nil {
 			errs = append(errs, err)
 			continue

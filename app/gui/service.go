@@ -80,6 +80,14 @@ type Service interface {
 	// returns its result, not written (sandbox.ErrNoMergeTool when none
 	// is set).
 	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
+	// Actions are the sandbox's staged actions (requests its agent made
+	// that a [[network.stage]] entry held) with their saved verdicts and
+	// how their sending stands.
+	Actions(id string) ([]sandbox.ActionView, error)
+	// SendActions sends the approved actions of the saved review that
+	// were never sent, from this computer, in their order (at most once
+	// each, sandbox.SendActions); report gets each result as it comes.
+	SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -340,6 +348,37 @@ func (s *StoreService) MergeTool(ctx context.Context, id string, c *review.Confl
 		return nil, err
 	}
 	return sb.MergeTool(ctx, c)
+}
+
+func (s *StoreService) Actions(id string) ([]sandbox.ActionView, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	d, err := sb.Decisions(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return sb.ActionViews(d)
+}
+
+func (s *StoreService) SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error) {
+	if s.Planner == nil {
+		return nil, errors.New("this app has no planner to send actions with")
+	}
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	send, err := s.Planner.Sender()
+	if err != nil {
+		return nil, err
+	}
+	return sb.SendActions(ctx, sandbox.Approved(d), send, report)
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {

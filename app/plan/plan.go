@@ -15,11 +15,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,6 +81,10 @@ type Planner struct {
 	// AgentsRepo is where the published agent image is pulled from
 	// (empty: AgentsRepo).
 	AgentsRepo string
+	// SendDial and SendRootCAs replace the host's DNS and roots for the
+	// actions an apply sends (tests; Sender).
+	SendDial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	SendRootCAs *x509.CertPool
 
 	agentsMu sync.Mutex // one fetch of the agent image at a time
 }

@@ -420,3 +420,31 @@ func actionEvent(a Action, r *SendRecord) map[string]any {
 	}
 	return ev
 }
+
+// Approved lists the actions d approves, in order.
+func Approved(d review.Decisions) []int {
+	var ids []int
+	for id, v := range d.Actions {
+		if v == review.Approve {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Unsent lists the actions among ids that the journal shows as never
+// sent (nothing left for them yet): what an apply would send now.
+func (sb *Sandbox) Unsent(ids []int) ([]int, error) {
+	j, err := sb.SendJournal()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, id := range ids {
+		if j[id].State == NotSent {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
