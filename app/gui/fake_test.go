@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
@@ -52,6 +54,87 @@ type fakeService struct {
 	applyOpts []sandbox.ApplyOptions
 	applyWith func(d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
 	mergeTool func(c *review.ConflictError) ([]byte, error)
+	// actions are a sandbox's held actions, by sandbox ID (their verdicts
+	// are the saved review's, as the store's are); send, if set, plays
+	// sending one (else the upstream answers 201); sentIDs records what
+	// SendActions sent, in order.
+	actions map[string][]sandbox.ActionView
+	send    func(a sandbox.Action) (sandbox.SendRecord, error)
+	sentIDs []int
+}
+
+// Actions are the sandbox's held actions with the saved review's
+// verdicts and how their sending stands, as sandbox.ActionViews gives
+// them.
+func (s *fakeService) Actions(id string) ([]sandbox.ActionView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.saved[id]
+	out := slices.Clone(s.actions[id])
+	for i := range out {
+		out[i].Verdict = d.Actions[out[i].ID]
+		if out[i].Send != nil {
+			rec := *out[i].Send
+			out[i].Send = &rec
+		}
+	}
+	return out, nil
+}
+
+// SendActions sends the saved review's approved actions as
+// sandbox.SendActions does: in order, each at most once (one sent or
+// possibly sent before is reported as it stands), stopping at the first
+// that fails.
+func (s *fakeService) SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	approved := sandbox.Approved(s.saved[id])
+	var out []sandbox.ActionResult
+	for _, n := range approved {
+		i := slices.IndexFunc(s.actions[id], func(v sandbox.ActionView) bool { return v.ID == n })
+		if i < 0 {
+			return out, fmt.Errorf("%s has no action %d", id, n)
+		}
+		v := &s.actions[id][i]
+		res := sandbox.ActionResult{ID: n, Method: v.Method, URL: v.URL()}
+		if prev := v.Send; prev != nil && prev.State != sandbox.NotSent {
+			res.State, res.Already, res.Status, res.Body, res.Error = prev.State, true, prev.Status, prev.Body, prev.Error
+			out = append(out, res)
+			if report != nil {
+				report(res)
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		rec := sandbox.SendRecord{State: sandbox.Sent, Status: 201, Body: []byte(`{"id":1}`)}
+		var err error
+		if s.send != nil {
+			rec, err = s.send(v.Action)
+			if err != nil {
+				rec.Error = err.Error()
+			}
+		}
+		v.Send = &rec
+		s.sentIDs = append(s.sentIDs, n)
+		res.State, res.Status, res.Body, res.Error = rec.State, rec.Status, rec.Body, rec.Error
+		out = append(out, res)
+		if report != nil {
+			report(res)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out, nil
+}
+
+// sent is what SendActions sent, in order.
+func (s *fakeService) sent() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sentIDs)
 }
 
 func (s *fakeService) Discard(id string) error {
@@ -270,6 +353,20 @@ func testChangeset(t testing.TB) *review.Changeset {
 	}
 	cs := objs.changeset(t, changes)
 	return cs
+}
+
+// githubComment is a held request of round 1 that comments on issue
+// #12 of org/repo with text, as an agent's gh issue comment makes it.
+func githubComment(id int, text string) sandbox.ActionView {
+	return sandbox.ActionView{Action: sandbox.Action{ID: id, Round: 1, Held: egress.Held{
+		Time: time.Date(2026, 11, 23, 9, 3, 0, 0, time.UTC), Scheme: "https", Host: "api.github.com", Port: 443,
+		Method: "POST", Path: "/repos/org/repo/issues/12/comments",
+		Header:  http.Header{"Accept": {"application/vnd.github+json"}, "Content-Type": {"application/json"}, "User-Agent": {"gh/2.62.0"}},
+		Body:    []byte(fmt.Sprintf(`{"body":%q}`, text)),
+		Secret:  &egress.HeldSecret{Name: "GITHUB_TOKEN", Header: "Authorization", Parts: []string{"token ", ""}},
+		Dropped: []string{"Cookie"},
+		Rule:    "api.github.com",
+	}}}
 }
 
 // testInfo is a sandbox ready for review.
