@@ -507,8 +507,10 @@ func onlyFiles(d review.Decisions, conflicts []*review.ConflictError) review.Dec
 
 // resolveConflicts opens the conflict window for res, an apply of d from
 // the review window (leftOut says what the user left out, for the
-// status line). The review window's Apply waits until it closes.
-func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyResult, leftOut string) {
+// status line). The review window's Apply waits until it closes. then,
+// if set, is told once the window has written every file (the review's
+// approved actions are sent then).
+func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyResult, leftOut string, then func(summary string)) {
 	w := NewConflictWindow(fyne.CurrentApp(), r.svc, r.id, d, res)
 	w.async = r.async
 	w.onApply = func(res *sandbox.ApplyResult) {
@@ -517,6 +519,9 @@ func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyRe
 			summary = strings.TrimSuffix(summary, ".") + fmt.Sprintf(", resolved %d.", n)
 		}
 		r.status.SetText(summary + leftOut)
+		if then != nil && len(res.Conflicts) == 0 {
+			then(summary + leftOut)
+		}
 		if r.onChange != nil {
 			r.onChange()
 		}

@@ -34,11 +34,14 @@ type fileList struct {
 	selected int             // the selected row, -1 for none
 }
 
-// listRow is one row: a folder (its ID ends in "/") or a file, and how
-// deep it sits.
+// listRow is one row: a folder (its ID ends in "/"), a file, the
+// actions' group (actionsGroup) or an action, and how deep it sits.
 type listRow struct {
 	id    string
 	depth int
+	// action is the number of the staged action the row shows (0 for
+	// the other rows).
+	action int
 }
 
 func newFileList(r *ReviewWindow) *fileList {
@@ -56,15 +59,28 @@ func newFileList(r *ReviewWindow) *fileList {
 		}
 		l.selected = i
 		id := l.rows[i].id
+		switch {
+		case l.rows[i].action != 0:
+			if r.action != l.rows[i].action {
+				r.showAction(l.rows[i].action)
+			}
+			return
+		case id == actionsGroup:
+			if r.action == 0 && len(r.m.actions) > 0 {
+				r.showAction(r.m.actions[0].ID)
+			}
+			return
+		}
 		if isFolder(id) {
 			r.setFolder(id)
 			return
 		}
 		r.setFolder(parentFolder(id))
-		if f := r.m.current(); f != nil && f.Path == id {
+		if f := r.m.current(); f != nil && f.Path == id && r.action == 0 {
 			return // already shown (the keys moved here)
 		}
 		if r.m.selectPath(id) {
+			r.action = 0
 			r.showFile()
 		}
 	}
@@ -95,6 +111,15 @@ func (l *fileList) fill() {
 		}
 	}
 	walk("", 0)
+	// The held actions follow the files, as a group of their own.
+	if len(l.r.m.actions) > 0 {
+		l.rows = append(l.rows, listRow{id: actionsGroup})
+		if !l.closed[actionsGroup] {
+			for _, a := range l.r.m.actions {
+				l.rows = append(l.rows, listRow{id: actionRowID(a.ID), depth: 1, action: a.ID})
+			}
+		}
+	}
 }
 
 // index is the row of id, or -1.
@@ -110,7 +135,10 @@ func (l *fileList) index(id string) int {
 // Select selects the row of a file or folder (a file's folded folders
 // open), as a click on it does.
 func (l *fileList) Select(id string) {
-	if !isFolder(id) {
+	if strings.HasPrefix(id, actionRowPrefix) && l.closed[actionsGroup] {
+		delete(l.closed, actionsGroup)
+		l.rebuild()
+	} else if !isFolder(id) {
 		opened := false
 		for dir := parentFolder(id); dir != ""; dir = parentFolder(strings.TrimSuffix(dir, "/")) {
 			if l.closed[dir] {
@@ -138,7 +166,9 @@ func (l *fileList) ScrollTo(id string) {
 func (l *fileList) toggle(folder string) {
 	l.closed[folder] = !l.closed[folder]
 	l.rebuild()
-	if f := l.r.m.current(); f != nil {
+	if a := l.r.action; a != 0 && l.index(actionRowID(a)) >= 0 {
+		l.List.Select(l.index(actionRowID(a)))
+	} else if f := l.r.m.current(); f != nil && a == 0 {
 		if i := l.index(f.Path); i >= 0 {
 			l.List.Select(i)
 		}
@@ -165,7 +195,7 @@ func (l *fileList) TypedKey(ev *fyne.KeyEvent) {
 	case fyne.KeyLeft, fyne.KeyRight:
 		if l.selected >= 0 && l.selected < len(l.rows) {
 			id := l.rows[l.selected].id
-			if isFolder(id) && l.closed[id] == (ev.Name == fyne.KeyRight) {
+			if (isFolder(id) || id == actionsGroup) && l.closed[id] == (ev.Name == fyne.KeyRight) {
 				l.toggle(id)
 				l.List.Select(l.index(id))
 			}
@@ -215,6 +245,7 @@ type fileRow struct {
 	warn    *tipIcon
 	stale   *tipIcon
 	partly  *canvas.Text
+	host    *canvas.Text // an action's host
 	add     *canvas.Text
 	del     *canvas.Text
 	box     *fyne.Container
@@ -229,13 +260,14 @@ func newFileRow(l *fileList) *fileRow {
 		warn:    newTipIcon(theme.NewWarningThemedResource(theme.WarningIcon()), ""),
 		stale:   newTipIcon(theme.NewPrimaryThemedResource(theme.AccountIcon()), staleTip),
 		partly:  canvas.NewText("partly", theme.Color(theme.ColorNameWarning)),
+		host:    canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder)),
 		add:     canvas.NewText("+0", theme.Color(theme.ColorNameSuccess)),
 		del:     canvas.NewText("−0", theme.Color(theme.ColorNameError)),
 	}
 	w.verdict.FillMode = canvas.ImageFillContain
 	w.verdict.SetMinSize(fyne.NewSize(rowIcon, rowIcon))
 	w.fold = newTapIcon(theme.MenuDropDownIcon(), func() {
-		if isFolder(w.row.id) {
+		if isFolder(w.row.id) || w.row.id == actionsGroup {
 			l.toggle(w.row.id)
 		}
 	})
@@ -244,12 +276,13 @@ func newFileRow(l *fileList) *fileRow {
 	w.add.TextStyle = fyne.TextStyle{Monospace: true}
 	w.del.TextStyle = fyne.TextStyle{Monospace: true}
 	size := theme.TextSize() - 1
-	for _, t := range []*canvas.Text{w.letter, w.name, w.partly, w.add, w.del} {
+	w.host.Hide()
+	for _, t := range []*canvas.Text{w.letter, w.name, w.partly, w.host, w.add, w.del} {
 		t.TextSize = size
 	}
 	// The last gap keeps the counts clear of the scroll bar.
 	w.box = container.New(&lineLayout{fill: 4, gap: rowGap, onFill: w.fitName},
-		w.indent, w.fold, w.verdict, w.letter, w.name, w.warn, w.stale, w.partly, w.add, w.del, gap(2))
+		w.indent, w.fold, w.verdict, w.letter, w.name, w.host, w.warn, w.stale, w.partly, w.add, w.del, gap(2))
 	w.ExtendBaseWidget(w)
 	return w
 }
@@ -275,7 +308,11 @@ func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {
 		return
 	}
 	var items []*fyne.MenuItem
-	if isFolder(w.row.id) {
+	if id := w.row.action; id != 0 {
+		items = append(items,
+			fyne.NewMenuItem("Approve action", func() { r.setActionVerdict(id, true) }),
+			fyne.NewMenuItem("Reject action", func() { r.setActionVerdict(id, false) }))
+	} else if isFolder(w.row.id) {
 		fs := r.m.under(w.row.id)
 		what := fmt.Sprintf("the %d %s in %s", len(fs), plural(len(fs), "file", "files"), safetext.Line(w.row.id))
 		items = append(items,
@@ -296,6 +333,12 @@ func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {
 func (w *fileRow) update(row listRow) {
 	w.row = row
 	r := w.l.r
+	if row.action != 0 || row.id == actionsGroup {
+		w.updateAction(row)
+		return
+	}
+	w.host.Hide()
+	w.partly.Text = "partly"
 	folder := isFolder(row.id)
 	indent := float32(row.depth * indentStep)
 	if !folder {

@@ -11,8 +11,8 @@ import (
 // reviewKeys are the review window's keys, as the keys dialog lists them.
 var reviewKeys = [][2]string{
 	{"j / k", "next / previous hunk (on to the next or previous file at either end)"},
-	{"n / p", "next / previous file"},
-	{"a / r", "approve / reject the hunk (a file without hunks: the file)"},
+	{"n / p", "next / previous file (after the last, the held actions)"},
+	{"a / r", "approve / reject the hunk (a file without hunks: the file; an action)"},
 	{"A / R", "approve / reject the whole file"},
 	{"/", "filter the files by path"},
 	{"↑ / ↓", "the row above / below, once the list is clicked"},
@@ -42,6 +42,10 @@ func (r *ReviewWindow) installKeys() {
 
 // key handles one review key; it reports whether ch is one.
 func (r *ReviewWindow) key(ch rune) bool {
+	// The held actions come after the files, for the same keys.
+	if r.action != 0 && r.actionKey(ch) || r.action == 0 && r.enterActions(ch) {
+		return true
+	}
 	f := r.m.current()
 	switch ch {
 	case 'j':

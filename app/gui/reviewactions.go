@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -151,12 +152,26 @@ func (r *ReviewWindow) StopRound() {
 	r.stopRound()
 }
 
+// apply writes the approved files into the project and then sends the
+// approved actions never sent, once the user has agreed to send them
+// (asked first: a Cancel applies nothing and sends nothing).
 func (r *ReviewWindow) apply() {
-	r.save()
+	if r.roundOnly {
+		return
+	}
+	saveErr := r.saveErr()
 	d := r.m.decisions()
 	taken, _ := r.m.approved()
-	if len(taken) == 0 {
-		r.status.SetText("Nothing approved: approve files or hunks first.")
+	sends := r.m.toSend()
+	if len(taken) == 0 && len(sends) == 0 {
+		r.status.SetText("Nothing approved: approve files, hunks or actions first.")
+		return
+	}
+	if saveErr != nil && len(sends) > 0 {
+		// Actions are sent as the saved review approves them: one the
+		// window rejected since the last save could be sent.
+		r.status.SetText("Nothing applied, nothing sent: the review could not be saved.")
+		dialog.ShowError(fmt.Errorf("the review could not be saved (%w), and actions are sent only as the saved review approves them. Nothing was applied or sent: fix the problem and apply again", saveErr), r.Window)
 		return
 	}
 	var flagged []*review.File
@@ -166,15 +181,23 @@ func (r *ReviewWindow) apply() {
 		}
 	}
 	r.applyBtn.Disable()
-	r.askHostExec(flagged, d, nil)
+	r.askSend(sends, len(taken) > 0, func(send bool) {
+		if !send {
+			r.applyBtn.Enable()
+			r.status.SetText("Nothing applied, nothing sent.")
+			return
+		}
+		r.askHostExec(flagged, d, nil, len(sends) > 0)
+	})
 }
 
 // askHostExec asks, once per file, whether each approved file that runs
 // on the user's machine is to be applied; a No leaves it out of this
-// apply (the review keeps its verdict). Then it applies what is left.
-func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, leftOut []string) {
+// apply (the review keeps its verdict). Then it applies what is left,
+// and sends the approved actions with send.
+func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, leftOut []string, send bool) {
 	if len(flagged) == 0 {
-		r.applyDecided(d, leftOut)
+		r.applyDecided(d, leftOut, send)
 		return
 	}
 	f := flagged[0]
@@ -184,13 +207,14 @@ func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, l
 			delete(d.Files, f.Path)
 			leftOut = append(leftOut, f.Path)
 		}
-		r.askHostExec(flagged[1:], d, leftOut)
+		r.askHostExec(flagged[1:], d, leftOut, send)
 	})
 }
 
 // applyDecided applies d; leftOut names the files the user chose to
-// leave out, for the status line.
-func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
+// leave out, for the status line. With send, the approved actions are
+// sent once the files are written (none to write is written).
+func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string, send bool) {
 	left := ""
 	if len(leftOut) > 0 {
 		left = fmt.Sprintf(" Left out (%s on your machine): %s.", plural(len(leftOut), "runs", "run"), strings.Join(leftOut, ", "))
@@ -204,6 +228,10 @@ func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
 	}
 	if !touched {
 		r.applyBtn.Enable()
+		if send {
+			r.sendActions(strings.TrimSpace("No files to write." + left))
+			return
+		}
 		r.status.SetText("Nothing applied." + left)
 		return
 	}
@@ -219,7 +247,16 @@ func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string) {
 			}
 			r.status.SetText(applySummary(res) + left)
 			if len(res.Conflicts) > 0 {
-				r.resolveConflicts(d, res, left)
+				var then func(summary string)
+				if send {
+					// Held by the conflicts: the actions go once the
+					// files are written.
+					then = r.sendActions
+					r.status.SetText(r.status.Text + " The approved actions are sent once the files are written.")
+				}
+				r.resolveConflicts(d, res, left, then)
+			} else if send {
+				r.sendActions(applySummary(res) + left)
 			}
 			if r.onChange != nil {
 				r.onChange()
@@ -254,7 +291,11 @@ func (r *ReviewWindow) undo() {
 				r.status.SetText("Undo failed")
 				dialog.ShowError(err, r.Window)
 			default:
-				r.status.SetText("Undone: the project is back as it was before apply " + journal[strings.LastIndex(journal, "/")+1:] + ".")
+				msg := "Undone: the project is back as it was before apply " + journal[strings.LastIndex(journal, "/")+1:] + "."
+				if slices.ContainsFunc(r.full.actionViews(), started) {
+					msg += " Actions sent stay sent: undo cannot unsend them."
+				}
+				r.status.SetText(msg)
 				if r.onChange != nil {
 					r.onChange()
 				}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -32,6 +33,9 @@ type reviewModel struct {
 	// file at all.
 	hidden     *review.File
 	hiddenHunk int
+	// actions are the sandbox's staged actions as last read (their
+	// verdicts are d.Actions); none in a round's read-only view.
+	actions []sandbox.ActionView
 }
 
 func newReviewModel(cs *review.Changeset) *reviewModel {
@@ -168,6 +172,9 @@ func (m *reviewModel) summary() string {
 		states = append(states, fmt.Sprintf("%d undecided", left))
 	}
 	s := fmt.Sprintf("%s   %s   +%d −%d", strings.Join(states, " · "), strings.Join(kinds, " · "), add, del)
+	if a := m.actionsSummary(); a != "" {
+		s += "   " + a
+	}
 	if m.filter != "" {
 		s += fmt.Sprintf("   (%d shown)", len(m.files))
 	}
@@ -319,6 +326,16 @@ func (m *reviewModel) approved() (taken, left []*review.File) {
 // verdict or a comment, so what is passed is exactly what was chosen.
 func (m *reviewModel) decisions() review.Decisions {
 	out := review.Decisions{Files: map[string]review.FileDecision{}, Round: m.d.Round}
+	// The verdicts on actions go with the files' (saving one without the
+	// other would take them back).
+	for id, v := range m.d.Actions {
+		if v != review.Undecided {
+			if out.Actions == nil {
+				out.Actions = map[int]review.Verdict{}
+			}
+			out.Actions[id] = v
+		}
+	}
 	for p, fd := range m.d.Files {
 		hs := map[int]review.HunkDecision{}
 		for i, h := range fd.Hunks {

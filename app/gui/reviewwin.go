@@ -57,6 +57,9 @@ type ReviewWindow struct {
 	stopBtn   *widget.Button
 	stopRound context.CancelFunc
 	tabs      *container.AppTabs
+	// action is the staged action shown in the diff pane's place (0:
+	// the file under the cursor is shown).
+	action    int
 	fileState *widget.Label   // the shown file's state
 	stale     *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead  *fyne.Container // its row, laid out again when the state changes
@@ -107,6 +110,9 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if err != nil {
 		return nil, err
 	}
+	// The held actions are reviewed beside the files; a sandbox whose
+	// actions cannot be read is still reviewed (the status says why).
+	actions, actionsErr := svc.Actions(info.ID)
 	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
 	// A saved review whose verdicts no longer fit the changeset keeps
@@ -114,14 +120,21 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if saved.Validate(cs) != nil {
 		saved = saved.CarryVerdicts(nil, cs)
 	}
-	if saved.Files != nil {
+	if saved.Files != nil || saved.Actions != nil {
+		if saved.Files == nil {
+			saved.Files = map[string]review.FileDecision{}
+		}
 		r.m.d = saved
 	}
+	r.m.setActions(actions)
 	r.full, r.round = r.m, max(info.Round, 1)
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
 	stale, changed := staleNote(svc, info.ID)
 	r.changedHere = changed
 	r.build(info, summary, transcript, stale)
+	if actionsErr != nil {
+		r.status.SetText("Cannot show the actions the agent's requests left held: " + actionsErr.Error())
+	}
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
@@ -310,13 +323,18 @@ func verdictIcon(s fileState) fyne.Resource {
 
 // save keeps the decisions with the sandbox; a failure is shown, not
 // fatal (Apply is given the decisions anyway).
-func (r *ReviewWindow) save() {
+func (r *ReviewWindow) save() { _ = r.saveErr() }
+
+// saveErr is save, reporting the failure too.
+func (r *ReviewWindow) saveErr() error {
 	if r.roundOnly {
-		return // a round's own changes are for reading; decisions are on the whole
+		return nil // a round's own changes are for reading; decisions are on the whole
 	}
-	if err := r.svc.SaveDecisions(r.id, r.m.decisions()); err != nil {
+	err := r.svc.SaveDecisions(r.id, r.m.decisions())
+	if err != nil {
 		r.status.SetText("Could not save the review: " + err.Error())
 	}
+	return err
 }
 
 // refresh saves the decisions after a change and redraws.
@@ -337,8 +355,13 @@ func (r *ReviewWindow) redraw() {
 		r.fileHead.Refresh()
 	}
 	r.refreshComments()
-	r.applyBtn.SetText(fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files")))
-	if len(taken) == 0 || r.roundOnly {
+	label := fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files"))
+	sends := len(r.m.toSend())
+	if sends > 0 {
+		label = fmt.Sprintf("Apply selected (%d %s, %d %s)", len(taken), plural(len(taken), "file", "files"), sends, plural(sends, "action", "actions"))
+	}
+	r.applyBtn.SetText(label)
+	if (len(taken) == 0 && sends == 0) || r.roundOnly {
 		r.applyBtn.Disable()
 	} else {
 		r.applyBtn.Enable()
@@ -358,6 +381,7 @@ func (r *ReviewWindow) selectCurrent() {
 	if f == nil {
 		return
 	}
+	r.action = 0
 	hunk := r.m.hunk
 	r.tree.Select(f.Path) // OnSelected resets the hunk
 	r.tree.ScrollTo(f.Path)
@@ -392,6 +416,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	r.m.setFilter(r.filter.Text)
 	r.treeIDs = r.m.tree
 	r.roundOnly = only
+	r.action = 0 // the actions are the whole review's
 	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.folderBtns[0], r.folderBtns[1]} {
 		if only {
 			b.Disable()

@@ -3,6 +3,7 @@ package gui
 import (
 	"fmt"
 	"image/color"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
@@ -75,6 +77,14 @@ var goldenWindows = []struct {
 	{"review", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReview(t, a, size)
 		r.status.SetText("Could not save the review: open /home/dev/.airlock/sandboxes/1a2b3c4d/review.json: permission denied; your decisions are kept in this window until it closes")
+		return r.Window
+	}},
+	// The same review with three held actions, the agent's comment on a
+	// GitHub issue shown: its sentence, what would be sent, its verdict.
+	{"review_action", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
+		r := goldenReview(t, a, size, goldenActions()...)
+		r.selectAction(1)
+		r.tree.ScrollToBottom() // every action in view
 		return r.Window
 	}},
 	// Its Comments tab: comments to send, sent and resolved.
@@ -275,7 +285,8 @@ func goldenTranscript() string {
 // first hunk approved, its second rejected and commented on, a few
 // files decided, comments in every state, the baseline behind the
 // project.
-func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
+// actions, if any, are the sandbox's held actions.
+func goldenReview(t *testing.T, a fyne.App, size fyne.Size, actions ...sandbox.ActionView) *ReviewWindow {
 	t.Helper()
 	const id = "1a2b3c4d"
 	cs := goldenChangeset(t)
@@ -293,6 +304,14 @@ func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
 	d.AddComment("src/counter.go", review.Comment{Text: "Sort the words the same way everywhere.", Start: 40, End: 40, Sent: 1})
 	d.AddComment("docs/NEW.md", review.Comment{Text: "fine now", Resolved: true})
 	d.AddComment("old.txt", review.Comment{Text: "keep this file\nit is read by the release script", Start: 1, End: 1, Old: true})
+	for _, v := range actions {
+		if v.Verdict != review.Undecided {
+			if d.Actions == nil {
+				d.Actions = map[int]review.Verdict{}
+			}
+			d.Actions[v.ID] = v.Verdict
+		}
+	}
 	svc := &fakeService{
 		infos:      []sandbox.Info{info},
 		changesets: map[string]*review.Changeset{id: cs},
@@ -300,6 +319,7 @@ func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
 		stale: sandbox.Staleness{Baseline: info.Created, Checked: goldenNow.Add(42 * time.Minute),
 			Modified: 1, Paths: []string{"pkg/mod01/file03.go"}},
 		summary:    "## What I did\n\nCounted words case-insensitively and added stop words to `Count`.\n",
+		actions:    map[string][]sandbox.ActionView{id: actions},
 		transcript: goldenTranscript(),
 		roundLogs: map[string][]sandbox.RoundLog{id: {
 			{Kept: true, Transcript: []byte(goldenTranscript())},
@@ -319,6 +339,27 @@ func goldenReview(t *testing.T, a fyne.App, size fyne.Size) *ReviewWindow {
 	r.Window.Resize(size)
 	r.ShowFile("src/counter.go")
 	return r
+}
+
+// goldenActions are three held actions: the agent's comment on issue
+// #12 (undecided), a Slack message approved and a label sent.
+func goldenActions() []sandbox.ActionView {
+	comment := githubComment(1, "Fixed in the counter: words are now counted case-insensitively and stop words (the, a, an, of) are skipped. "+
+		"I kept `Count` as it was for callers outside the package and added `CountWords` beside it.\n\nTests: `go test ./...` passes.")
+	slack := sandbox.ActionView{Action: sandbox.Action{ID: 2, Round: 1, Held: egress.Held{
+		Scheme: "https", Host: "slack.com", Port: 443, Method: "POST", Path: "/api/chat.postMessage",
+		Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
+		Body:   []byte(`{"channel":"#dev","text":"wordfreq: case-insensitive counting is ready for review"}`),
+		Secret: &egress.HeldSecret{Name: "SLACK_TOKEN", Header: "Authorization", Parts: []string{"Bearer ", ""}},
+		Rule:   "slack.com",
+	}}, Verdict: review.Approve}
+	label := sandbox.ActionView{Action: sandbox.Action{ID: 3, Round: 2, Held: egress.Held{
+		Scheme: "https", Host: "api.github.com", Port: 443, Method: "POST", Path: "/repos/org/repo/issues/12/labels",
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   []byte(`{"labels":["fixed"]}`),
+		Rule:   "api.github.com",
+	}}, Verdict: review.Approve, Send: &sandbox.SendRecord{State: sandbox.Sent, Status: 200, Body: []byte(`[{"name":"fixed"}]`)}}
+	return []sandbox.ActionView{comment, slack, label}
 }
 
 // goldenChangeset is 200 files: 197 modified one-line files in ten

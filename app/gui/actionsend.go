@@ -1,0 +1,223 @@
+package gui
+
+import (
+	"context"
+	"fmt"
+	"image/color"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/safetext"
+)
+
+// Sending the approved actions: Apply asks once before any leaves this
+// computer (undo cannot unsend), sends them through the Service after
+// the files are written, and shows what each one's service answered.
+
+// sendWidth is the width of the dialogs about sending: their sentences
+// wrap in it and never widen the window.
+const sendWidth = 560
+
+// askSend asks once whether sends, the approved actions never sent, are
+// to be sent from this computer: it lists their sentences and says that
+// undo cannot unsend them; files says approved files are written first.
+// With none to send the answer is yes at once.
+func (r *ReviewWindow) askSend(sends []sandbox.ActionView, files bool, answer func(send bool)) {
+	if len(sends) == 0 {
+		answer(true)
+		return
+	}
+	n := len(sends)
+	title := fmt.Sprintf("Send %d %s?", n, plural(n, "action", "actions"))
+	dialog.NewCustomConfirm(title, "Send", "Cancel", sendForm(sends, files), answer, r.Window).Show()
+}
+
+// sendForm is the question's content: the actions' sentences, and what
+// cannot be undone.
+func sendForm(sends []sandbox.ActionView, files bool) fyne.CanvasObject {
+	n := len(sends)
+	intro := wrapLabel(fmt.Sprintf("%d approved %s will be sent from this computer:", n, plural(n, "action", "actions")), fyne.TextStyle{})
+	list := container.NewVBox()
+	for _, v := range sends {
+		list.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.MailSendIcon()), nil, wrapLabel(clip(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true})))
+	}
+	var shown fyne.CanvasObject = list
+	if n > 4 {
+		s := container.NewVScroll(list)
+		s.SetMinSize(fyne.NewSize(sendWidth, 260))
+		shown = s
+	}
+	last := "Undo cannot unsend " + plural(n, "it.", "them.")
+	if files {
+		last = "The approved files are written first, then the " + plural(n, "action is", "actions are") + " sent. " + last
+	}
+	return fixedWidth(sendWidth, container.NewVBox(intro, shown, wrapLabel(last, fyne.TextStyle{Bold: true})))
+}
+
+// fixedWidth gives content a width of its own, never its text's.
+func fixedWidth(width float32, content fyne.CanvasObject) fyne.CanvasObject {
+	w := canvas.NewRectangle(color.Transparent)
+	w.SetMinSize(fyne.NewSize(width, 0))
+	return container.NewStack(w, content)
+}
+
+// sendActions sends the saved review's approved actions never sent
+// (the user said yes), in their order, then shows each one's answer and
+// the actions as they now stand; done is what the apply before it did,
+// for the status line.
+func (r *ReviewWindow) sendActions(done string) {
+	pending := r.m.toSend()
+	prefix := ""
+	if done != "" {
+		prefix = done + " "
+	}
+	r.applyBtn.Disable()
+	r.status.SetText(prefix + fmt.Sprintf("Sending %d %s…", len(pending), plural(len(pending), "action", "actions")))
+	r.async(func() {
+		results, err := r.svc.SendActions(context.Background(), r.id, func(res sandbox.ActionResult) {
+			fyne.Do(func() { r.status.SetText(prefix + fmt.Sprintf("Action %d: %s.", res.ID, resultWord(res))) })
+		})
+		fyne.Do(func() {
+			r.reloadActions()
+			r.status.SetText(prefix + sendSummary(results, err))
+			r.showSendResults(pending, results, err)
+			if r.onChange != nil {
+				r.onChange()
+			}
+		})
+	})
+}
+
+// reloadActions reads the actions again (how their sending stands) and
+// redraws them.
+func (r *ReviewWindow) reloadActions() {
+	actions, err := r.svc.Actions(r.id)
+	if err != nil {
+		r.status.SetText("Cannot read the actions again: " + err.Error())
+		return
+	}
+	r.full.setActions(actions)
+	r.tree.fill()
+	r.tree.Refresh()
+	r.redraw()
+	if r.action != 0 {
+		r.render(false)
+	}
+}
+
+// resultWord is a result in a few words, for the status line.
+func resultWord(res sandbox.ActionResult) string {
+	switch {
+	case res.State == sandbox.Sent && res.Already:
+		return "sent before"
+	case res.State == sandbox.Sent && res.Status >= 400:
+		return "refused (" + statusLine(res.Status) + ")"
+	case res.State == sandbox.Sent:
+		return "sent (" + statusLine(res.Status) + ")"
+	case res.State == sandbox.Sending:
+		return "may have been sent"
+	}
+	return "failed, not sent"
+}
+
+// sendSummary is the status line after sending: how many went, and
+// how many did not.
+func sendSummary(results []sandbox.ActionResult, err error) string {
+	counts := map[string]int{}
+	var order []string
+	for _, res := range results {
+		w := resultWord(res)
+		if strings.HasPrefix(w, "sent (") {
+			w = "sent"
+		} else if strings.HasPrefix(w, "refused") {
+			w = "refused by the service"
+		}
+		if counts[w] == 0 {
+			order = append(order, w)
+		}
+		counts[w]++
+	}
+	var parts []string
+	for _, w := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[w], w))
+	}
+	s := "Actions: " + strings.Join(parts, ", ") + "."
+	if len(parts) == 0 {
+		s = "No action sent."
+	}
+	if err != nil {
+		s += " Sending stopped: " + safetext.Line(err.Error())
+	}
+	return s
+}
+
+// showSendResults shows each action Apply meant to send with what became
+// of it: the status its service answered, or the error and what to do.
+func (r *ReviewWindow) showSendResults(pending []sandbox.ActionView, results []sandbox.ActionResult, err error) {
+	byID := map[int]sandbox.ActionResult{}
+	for _, res := range results {
+		byID[res.ID] = res
+	}
+	list := container.NewVBox()
+	good := err == nil
+	for _, v := range pending {
+		res, ok := byID[v.ID]
+		icon, what := resultText(v, res, ok, err)
+		if !ok || res.Error != "" || res.Status >= 400 {
+			good = false
+		}
+		list.Add(container.NewBorder(nil, nil, container.NewVBox(widget.NewIcon(icon)), nil,
+			container.NewVBox(wrapLabel(clip(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true}), wrapLabel(what, fyne.TextStyle{}))))
+	}
+	var shown fyne.CanvasObject = list
+	if len(pending) > 3 {
+		s := container.NewVScroll(list)
+		s.SetMinSize(fyne.NewSize(sendWidth, 320))
+		shown = s
+	}
+	title := "Actions sent"
+	if !good {
+		title = "Not every action was sent"
+	}
+	dialog.NewCustom(title, "Close", fixedWidth(sendWidth, shown), r.Window).Show()
+}
+
+// resultText is what became of action v (res, when ok; err stopped the
+// sending) and what to do about it, with its icon.
+func resultText(v sandbox.ActionView, res sandbox.ActionResult, ok bool, err error) (fyne.Resource, string) {
+	host := actionHost(v)
+	warn := theme.NewWarningThemedResource(theme.WarningIcon())
+	switch {
+	case !ok && err != nil:
+		return warn, "Not sent: sending stopped (" + clip(safetext.Line(err.Error()), actionLineMax) + "). Apply tries it again."
+	case !ok:
+		return warn, "Not sent yet: an action before it did not go through, and actions are sent in their order. Apply sends it after that one."
+	case res.State == sandbox.Sent && res.Already:
+		return theme.NewSuccessThemedResource(theme.MailSendIcon()), "Sent by an earlier apply (" + statusLine(res.Status) + "); it is not sent again."
+	case res.State == sandbox.Sent && res.Status >= 400:
+		return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Sent, but %s refused it: %s%s. It is not sent again: make the change yourself, or send the agent back to do it another way.",
+			host, statusLine(res.Status), answerSnippet(res.Body))
+	case res.State == sandbox.Sent:
+		return theme.NewSuccessThemedResource(theme.MailSendIcon()), fmt.Sprintf("Sent: %s answered %s.", host, statusLine(res.Status))
+	case res.State == sandbox.Sending:
+		return warn, fmt.Sprintf("May have been sent: %s. It is never sent twice: check on %s whether it arrived.", clip(safetext.Line(res.Error), actionLineMax), host)
+	}
+	return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Not sent: %s. Nothing left this computer: fix the cause (the network, or the secret it needs) and Apply again to send it.", clip(safetext.Line(res.Error), actionLineMax))
+}
+
+// answerSnippet is the start of a service's answer, on one line (" —
+// {"message":…}"), or "".
+func answerSnippet(body []byte) string {
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if s == "" {
+		return ""
+	}
+	return " — " + safetext.Line(clip(s, 200))
+}
