@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image/color"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -86,7 +87,12 @@ func (r *ReviewWindow) sendActions(done string) {
 		})
 		fyne.Do(func() {
 			r.reloadActions()
-			r.status.SetText(prefix + sendSummary(results, err))
+			// The summary is of what this apply meant to send, not of
+			// the approved ones an earlier apply sent.
+			mine := slices.DeleteFunc(slices.Clone(results), func(res sandbox.ActionResult) bool {
+				return !slices.ContainsFunc(pending, func(v sandbox.ActionView) bool { return v.ID == res.ID })
+			})
+			r.status.SetText(prefix + sendSummary(mine, err))
 			r.showSendResults(pending, results, err)
 			if r.onChange != nil {
 				r.onChange()

@@ -249,12 +249,14 @@ func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string, send b
 			if len(res.Conflicts) > 0 {
 				var then func(summary string)
 				if send {
-					// Held by the conflicts: the actions go once the
-					// files are written.
 					then = r.sendActions
-					r.status.SetText(r.status.Text + " The approved actions are sent once the files are written.")
 				}
 				r.resolveConflicts(d, res, left, then)
+				if send {
+					// Held by the conflicts: the actions go once the
+					// files are written.
+					r.status.SetText(r.status.Text + " The approved actions are sent once the files are written.")
+				}
 			} else if send {
 				r.sendActions(applySummary(res) + left)
 			}
