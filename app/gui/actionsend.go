@@ -215,7 +215,7 @@ func resultText(v sandbox.ActionView, res sandbox.ActionResult, ok bool, err err
 	case res.State == sandbox.Sending:
 		return warn, fmt.Sprintf("May have been sent: %s. It is never sent twice: check on %s whether it arrived.", clip(safetext.Line(res.Error), actionLineMax), host)
 	}
-	return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Not sent: %s. Nothing left this computer: fix the cause (the network, or the secret it needs) and Apply again to send it.", clip(safetext.Line(res.Error), actionLineMax))
+	return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Not sent: %s. Nothing left this computer; once that is mended, Apply sends it.", strings.TrimSuffix(clip(safetext.Line(res.Error), actionLineMax), "."))
 }
 
 // answerSnippet is the start of a service's answer, on one line (" —

@@ -38,7 +38,7 @@ func actionRowID(id int) string { return actionRowPrefix + strconv.Itoa(id) }
 const (
 	actionBodyMax     = 64 << 10
 	actionLineMax     = 1000
-	actionSentenceMax = 400
+	actionSentenceMax = 240
 )
 
 // showAction shows action id in the diff pane's place.
@@ -341,7 +341,9 @@ func (w *fileRow) updateAction(row listRow) {
 			w.name.TextStyle = fyne.TextStyle{Italic: true}
 			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
 		}
-		w.setName(clip(v.Describe(), actionSentenceMax))
+		// A sentence that is only the request starts with its method,
+		// shown before it already.
+		w.setName(clip(strings.TrimPrefix(v.Describe(), w.letter.Text+" "), actionSentenceMax))
 		w.verdict.Resource = actionIcon(*v)
 		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
 			w.partly.Text = st

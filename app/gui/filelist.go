@@ -300,6 +300,21 @@ func (w *fileRow) fitName(width float32) {
 
 func (w *fileRow) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(w.box) }
 
+// Tapped selects the row, as a click on a list's row does: the desktop
+// driver gives a click to the innermost widget that takes taps of either
+// button, and a row takes right clicks (TappedSecondary), so the list's
+// own item under it never sees the click.
+func (w *fileRow) Tapped(*fyne.PointEvent) {
+	i := w.l.index(w.row.id)
+	if i < 0 {
+		return
+	}
+	if c := fyne.CurrentApp().Driver().CanvasForObject(w.l); c != nil {
+		c.Focus(w.l) // the review keys come through the list
+	}
+	w.l.List.Select(i)
+}
+
 // TappedSecondary offers, on a right click, to approve or reject the
 // row's file, or every shown file of its folder.
 func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {

@@ -357,7 +357,10 @@ func (r *ReviewWindow) redraw() {
 	r.refreshComments()
 	label := fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files"))
 	sends := len(r.m.toSend())
-	if sends > 0 {
+	switch {
+	case sends > 0 && len(taken) == 0:
+		label = fmt.Sprintf("Apply selected (%d %s)", sends, plural(sends, "action", "actions"))
+	case sends > 0:
 		label = fmt.Sprintf("Apply selected (%d %s, %d %s)", len(taken), plural(len(taken), "file", "files"), sends, plural(sends, "action", "actions"))
 	}
 	r.applyBtn.SetText(label)
