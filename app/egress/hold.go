@@ -148,6 +148,10 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
+	// The transport asks for gzip itself and decodes the answer, which is
+	// kept for people to read; the agent's client asked for what it could
+	// decode.
+	req.Header.Del("Accept-Encoding")
 	if len(h.Body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}

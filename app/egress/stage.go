@@ -146,30 +146,41 @@ func checkPathPattern(p string) error {
 	return nil
 }
 
-// matchPath reports whether the URL path p matches the pattern.
+// matchPath reports whether the URL path p matches the pattern. p is
+// cleaned first (path.Clean: no empty, "." or ".." segments, no trailing
+// slash), as the upstream's router would read it, so that "/x//y/",
+// "/x/./y" or "/x/z/../y" is held as "/x/y" is.
 func matchPath(pattern, p string) bool {
-	return matchSegments(strings.Split(strings.TrimPrefix(pattern, "/"), "/"), strings.Split(strings.TrimPrefix(p, "/"), "/"))
+	return matchSegments(strings.Split(strings.TrimPrefix(pattern, "/"), "/"), strings.Split(strings.TrimPrefix(path.Clean("/"+p), "/"), "/"))
 }
 
+// matchSegments matches segments against a pattern of segments, each a
+// path.Match pattern or "**" for any number of segments. The guest
+// chooses the path: the cost is at most one path.Match per pair of
+// segments, however many "**" the pattern has.
 func matchSegments(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegments(pat[1:], segs[i:]) {
-					return true
+	// cur[j] says whether the pattern so far matches segs[:j].
+	cur, next := make([]bool, len(segs)+1), make([]bool, len(segs)+1)
+	cur[0] = true
+	for _, p := range pat {
+		if p == "**" {
+			seen := false
+			for j := range cur {
+				seen = seen || cur[j]
+				next[j] = seen
+			}
+		} else {
+			next[0] = false
+			for j := 1; j <= len(segs); j++ {
+				next[j] = false
+				if cur[j-1] {
+					next[j], _ = path.Match(p, segs[j-1])
 				}
 			}
-			return false
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
+		cur, next = next, cur
 	}
-	return len(segs) == 0
+	return cur[len(segs)]
 }
 
 // covers reports whether s holds requests to host:port (whatever their
@@ -180,7 +191,9 @@ func (s Stage) covers(host string, port int, connect bool) bool {
 
 // holds reports whether s holds a request.
 func (s Stage) holds(req Request) bool {
-	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), req.Method) {
+	// Methods are compared ignoring case: a server may take "post" for
+	// POST, and what a stage holds must not leave by a spelling.
+	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.ContainsFunc(s.StageMethods(), func(m string) bool { return strings.EqualFold(m, req.Method) }) {
 		return false
 	}
 	if len(s.Paths) == 0 {
