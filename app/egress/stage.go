@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/bytesize"
 )
 
 // Staged actions: requests that write through an API (comment on an
@@ -120,8 +122,11 @@ func (s Stage) Validate() error {
 			errs = append(errs, fmt.Errorf("reply header %s is set by the proxy itself", k))
 		}
 	}
-	if s.MaxBody < 0 || s.MaxBody > MaxStageBody {
-		errs = append(errs, fmt.Errorf("max_body %d: want 1 to %d bytes (0 for the default, %d)", s.MaxBody, MaxStageBody, DefaultStageMaxBody))
+	switch {
+	case s.MaxBody < 0:
+		errs = append(errs, fmt.Errorf("max_body %d: want a size of at most %s (0 for the default, %s)", s.MaxBody, bytesize.Format(MaxStageBody), bytesize.Format(DefaultStageMaxBody)))
+	case s.MaxBody > MaxStageBody:
+		errs = append(errs, fmt.Errorf("max_body %s: want at most %s (0 for the default, %s); a held body is kept whole", bytesize.Format(s.MaxBody), bytesize.Format(MaxStageBody), bytesize.Format(DefaultStageMaxBody)))
 	}
 	return errors.Join(errs...)
 }
