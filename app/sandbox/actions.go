@@ -163,10 +163,11 @@ func (sb *Sandbox) actionIDs() ([]int, error) {
 	var ids []int
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
 		if n, err := strconv.Atoi(name); err == nil && n > 0 && actionFile(n) == e.Name() {
+			// Not a regular file: readAction says so.
 			ids = append(ids, n)
 		}
 	}
@@ -307,6 +308,13 @@ type SendFunc func(ctx context.Context, a Action) (egress.Sent, error)
 func (sb *Sandbox) SendActions(ctx context.Context, ids []int, send SendFunc, report func(ActionResult)) ([]ActionResult, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if m.Status != StatusReady && m.Status != StatusApplied {
+		return nil, fmt.Errorf("send the actions of %s: it is %s; they are sent once its run has ended and been reviewed: %w", sb.ID, m.Status, ErrNotReady)
 	}
 	dir := sb.Path(ActionsDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
