@@ -239,29 +239,51 @@ func orNone(s string) string {
 }
 
 // actionsToSend is what an apply sends: the actions approved in the saved
-// review and those named by --send (approved now), never sent yet.
-func actionsToSend(ctx context.Context, sb *sandbox.Sandbox, send []string) ([]sandbox.Action, error) {
+// review and those named by --send (approved now, unless dry), never sent
+// yet.
+func actionsToSend(ctx context.Context, e *env, sb *sandbox.Sandbox, send []string, dry bool) ([]sandbox.Action, error) {
 	named, err := actionNumbers(send)
 	if err != nil {
 		return nil, fmt.Errorf("--send: %w", err)
 	}
 	if len(named) > 0 {
-		v := map[int]review.Verdict{}
-		for _, id := range named {
-			v[id] = review.Approve
-		}
-		if err := decideActions(ctx, sb, v); err != nil {
-			if j, jerr := sb.SendJournal(); jerr == nil && slices.ContainsFunc(named, func(id int) bool { return j[id].State != sandbox.NotSent }) {
-				return nil, fmt.Errorf("--send: %w", err)
-			}
+		j, err := sb.SendJournal()
+		if err != nil {
 			return nil, err
 		}
+		v := map[int]review.Verdict{}
+		for _, id := range named {
+			switch j[id].State {
+			case sandbox.Sent:
+				e.note("action %d was already sent; it is not sent again", id)
+			case sandbox.Sending:
+				e.note("action %d may have been sent by an apply that was cut short; it is never sent again", id)
+			default:
+				v[id] = review.Approve
+			}
+		}
+		if dry {
+			for id := range v {
+				if _, err := sb.Action(id); err != nil {
+					return nil, fmt.Errorf("--send: %w", err)
+				}
+			}
+		} else if err := decideActions(ctx, sb, v); err != nil {
+			return nil, fmt.Errorf("--send: %w", err)
+		}
+		named = slices.Collect(maps.Keys(v))
 	}
 	d, err := sb.Decisions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := sb.Unsent(sandbox.Approved(d))
+	approved := sandbox.Approved(d)
+	if dry {
+		approved = append(approved, named...)
+		slices.Sort(approved)
+		approved = slices.Compact(approved)
+	}
+	ids, err := sb.Unsent(approved)
 	if err != nil {
 		return nil, err
 	}

@@ -106,25 +106,39 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 			if err != nil {
 				return err
 			}
-			d, err := sel.Decisions(cs)
-			if err != nil {
-				return err
+			filesNamed := all || len(args) > 1 || len(hunks) > 0
+			var d review.Decisions
+			if filesNamed || len(send) == 0 {
+				if d, err = sel.Decisions(cs); err != nil {
+					if !filesNamed {
+						if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
+							err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
+						}
+					}
+					return err
+				}
 			}
 			noteStaleness(ctx, e, sb)
-			actions, err := actionsToSend(ctx, sb, send)
+			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
 				return err
 			}
 			if dryRun {
 				return printDryRun(e, sb.ID, cs, d, sel.LeftOut(cs), actions)
 			}
-			if len(actions) > 0 && len(d.Files) == 0 && !all && len(hunks) == 0 {
-				// Only actions: no file apply to run.
+			if !filesNamed {
+				// Only actions (--send): no file apply to run.
+				if len(actions) == 0 {
+					fmt.Fprintln(e.stderr, "airlock: nothing to send: every action named was sent before")
+				}
 				sent, err := sendActions(ctx, e, sb, actions)
 				if err != nil {
 					return err
 				}
 				if e.json {
+					if sent == nil {
+						sent = []sandbox.ActionResult{}
+					}
 					return e.printJSON(map[string]any{"actions": sent})
 				}
 				return nil
