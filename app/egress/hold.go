@@ -74,7 +74,7 @@ func (p *Proxy) hold(w http.ResponseWriter, r *http.Request, t target, rec Recor
 	id, err := p.cfg.Hold(h)
 	if err != nil {
 		rec.Error = err.Error()
-		refuse(http.StatusServiceUnavailable, "keeping it for review failed on the host: "+err.Error())
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("requests to %s are held for review (%s), and it could not be kept: %v", t, rec.Rule, err))
 		return
 	}
 	status, header, text := st.replyFor(id)
