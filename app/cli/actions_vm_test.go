@@ -93,6 +93,9 @@ echo done > notes.txt`
 	if !strings.Contains(out, "status 201\n{\"id\": 1, \"held\": true}") || !strings.Contains(out, "status 201\n{\"id\": 2, \"held\": true}") {
 		t.Errorf("the agent did not get the configured replies:\n%s", out)
 	}
+	if !strings.Contains(out, "2 requests to APIs were held for review, not sent: airlock actions") {
+		t.Errorf("the run's summary does not name the held requests:\n%s", out)
+	}
 	if !strings.Contains(out, "status 200\n{\"login\": \"octocat\"}") {
 		t.Errorf("the GET to the staged host did not pass:\n%s", out)
 	}

@@ -497,6 +497,17 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 	} else {
 		fmt.Fprintln(w, "  no changes")
 	}
+	if as, err := res.Sandbox.Actions(); err == nil && len(as) > 0 {
+		held := 0
+		for _, a := range as {
+			if a.Round == max(m.Round, 1) {
+				held++
+			}
+		}
+		if held > 0 {
+			fmt.Fprintf(w, "  %d %s held for review, not sent: airlock actions %s lists them; airlock apply sends the ones you approve\n", held, plural(held, "request to an API was", "requests to APIs were"), id)
+		}
+	}
 }
 
 func describeStats(c *sandbox.ChangeStats) string {

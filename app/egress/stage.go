@@ -180,13 +180,23 @@ func (s Stage) covers(host string, port int, connect bool) bool {
 
 // holds reports whether s holds a request.
 func (s Stage) holds(req Request) bool {
-	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), req.Method) {
+	// A method in other case is the same method to some servers: held
+	// as its upper-case self.
+	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), strings.ToUpper(req.Method)) {
 		return false
 	}
 	if len(s.Paths) == 0 {
 		return true
 	}
-	return slices.ContainsFunc(s.Paths, func(p string) bool { return matchPath(p, req.Path) })
+	// The path as sent and as a server may read it (cleaned of "//",
+	// "." and "..", in lower case): holding too much is safe, letting a
+	// spelling slip past is not.
+	cleaned := path.Clean("/" + req.Path)
+	variants := []string{req.Path, cleaned, strings.ToLower(req.Path), strings.ToLower(cleaned)}
+	return slices.ContainsFunc(s.Paths, func(p string) bool {
+		lp := strings.ToLower(p)
+		return slices.ContainsFunc(variants, func(v string) bool { return matchPath(p, v) || matchPath(lp, v) })
+	})
 }
 
 // maxBody is the largest body s holds.

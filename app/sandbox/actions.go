@@ -110,6 +110,10 @@ func (v ActionView) State() string {
 	return "held"
 }
 
+// MaxActions is the most actions one sandbox holds: a request beyond it
+// is refused, so that an agent cannot fill the host's disk through it.
+const MaxActions = 1000
+
 // maxActionFile caps an action file read back: the body cap and room
 // for its headers.
 const maxActionFile = 3*egress.MaxStageBody + 1<<20
@@ -131,6 +135,9 @@ func (sb *Sandbox) HoldAction(h egress.Held, round int) (int, error) {
 	ids, err := sb.actionIDs()
 	if err != nil {
 		return 0, err
+	}
+	if len(ids) >= MaxActions {
+		return 0, fmt.Errorf("the sandbox already holds %d actions, the most it keeps; review them (airlock actions %s) and start a new run", len(ids), sb.ID)
 	}
 	a := Action{ID: 1, Round: round, Held: h}
 	if len(ids) > 0 {

@@ -358,3 +358,20 @@ func sendChild(dir, url string) {
 	})
 	panic(fmt.Sprintf("the child was not killed: %v", err))
 }
+
+func TestHoldActionCapped(t *testing.T) {
+	s := newStore(t)
+	sb := mkSandbox(t, s, "act8")
+	dir := sb.Path(ActionsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= MaxActions; i++ {
+		if err := os.WriteFile(filepath.Join(dir, actionFile(i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sb.HoldAction(heldPost("/x", "{}"), 1); err == nil || !strings.Contains(err.Error(), "the most it keeps") {
+		t.Fatalf("hold beyond the cap: %v", err)
+	}
+}
