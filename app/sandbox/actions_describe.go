@@ -22,9 +22,11 @@ import (
 // host and path otherwise. Every part taken from the request is made
 // safe to show on one line (safetext.Line) and cut.
 func (a Action) Describe() string {
-	s := a.describe()
-	return safetext.Line(s)
+	return safetext.Line(cut(a.describe(), sentenceMax))
 }
+
+// sentenceMax is the longest sentence Describe makes.
+const sentenceMax = 240
 
 // quoteMax is how much of a text a sentence quotes.
 const quoteMax = 120
