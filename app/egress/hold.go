@@ -148,6 +148,9 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
+	// The answer is read here, not by the agent's client: the transport
+	// asks for gzip itself and decodes it.
+	req.Header.Del("Accept-Encoding")
 	if len(h.Body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
