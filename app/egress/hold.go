@@ -74,7 +74,7 @@ func (p *Proxy) hold(w http.ResponseWriter, r *http.Request, t target, rec Recor
 	id, err := p.cfg.Hold(h)
 	if err != nil {
 		rec.Error = err.Error()
-		refuse(http.StatusServiceUnavailable, "keeping it for review failed on the host: "+err.Error())
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("requests to %s are held for review (%s), and it could not be kept: %v", t, rec.Rule, err))
 		return
 	}
 	status, header, text := st.replyFor(id)
@@ -148,9 +148,8 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	// The transport asks for gzip itself and decodes the answer, which is
-	// kept for people to read; the agent's client asked for what it could
-	// decode.
+	// The answer is read here, not by the agent's client: the transport
+	// asks for gzip itself and decodes it.
 	req.Header.Del("Accept-Encoding")
 	if len(h.Body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0

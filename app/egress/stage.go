@@ -151,12 +151,9 @@ func checkPathPattern(p string) error {
 	return nil
 }
 
-// matchPath reports whether the URL path p matches the pattern. p is
-// cleaned first (path.Clean: no empty, "." or ".." segments, no trailing
-// slash), as the upstream's router would read it, so that "/x//y/",
-// "/x/./y" or "/x/z/../y" is held as "/x/y" is.
+// matchPath reports whether the URL path p matches the pattern.
 func matchPath(pattern, p string) bool {
-	return matchSegments(strings.Split(strings.TrimPrefix(pattern, "/"), "/"), strings.Split(strings.TrimPrefix(path.Clean("/"+p), "/"), "/"))
+	return matchSegments(strings.Split(strings.TrimPrefix(pattern, "/"), "/"), strings.Split(strings.TrimPrefix(p, "/"), "/"))
 }
 
 // matchSegments matches segments against a pattern of segments, each a
@@ -196,15 +193,23 @@ func (s Stage) covers(host string, port int, connect bool) bool {
 
 // holds reports whether s holds a request.
 func (s Stage) holds(req Request) bool {
-	// Methods are compared ignoring case: a server may take "post" for
-	// POST, and what a stage holds must not leave by a spelling.
-	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.ContainsFunc(s.StageMethods(), func(m string) bool { return strings.EqualFold(m, req.Method) }) {
+	// A method in other case is the same method to some servers: held
+	// as its upper-case self.
+	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), strings.ToUpper(req.Method)) {
 		return false
 	}
 	if len(s.Paths) == 0 {
 		return true
 	}
-	return slices.ContainsFunc(s.Paths, func(p string) bool { return matchPath(p, req.Path) })
+	// The path as sent and as a server may read it (cleaned of "//",
+	// "." and "..", in lower case): holding too much is safe, letting a
+	// spelling slip past is not.
+	cleaned := path.Clean("/" + req.Path)
+	variants := []string{req.Path, cleaned, strings.ToLower(req.Path), strings.ToLower(cleaned)}
+	return slices.ContainsFunc(s.Paths, func(p string) bool {
+		lp := strings.ToLower(p)
+		return slices.ContainsFunc(variants, func(v string) bool { return matchPath(p, v) || matchPath(lp, v) })
+	})
 }
 
 // maxBody is the largest body s holds.

@@ -428,7 +428,7 @@ func TestStageRefuses(t *testing.T) {
 
 	s.held.fail(errors.New("the disk is full"))
 	got = s.do(t, "POST", "https://api.stage.test/x", nil, strings.NewReader("{}"))
-	if got.code != 503 || !strings.Contains(got.body, "keeping it for review failed on the host: the disk is full") {
+	if got.code != 503 || !strings.Contains(got.body, "and it could not be kept: the disk is full") {
 		t.Errorf("a failing Hold: %d %q", got.code, got.body)
 	}
 	if r := s.h.last(t); r.Allowed || !r.Held || r.Status != 503 || r.Error != "the disk is full" {
@@ -731,12 +731,11 @@ func TestMatchPath(t *testing.T) {
 		{"/[ab]/x", "/b/x", true},
 		{"/", "/", true},
 		{"/", "/a", false},
-		{"/a", "/a/", true},
-		{"/a/b", "/a//b", true},
-		{"/a/b", "/a/./b", true},
-		{"/a/b", "/a/c/../b", true},
-		{"/a/b", "/../a/b", true},
-		{"/a/*", "/a/", false},
+		// The path as it is: Stage.holds tries the other spellings.
+		{"/a", "/a/", false},
+		{"/a/b", "/a//b", false},
+		{"/a/b", "/a/./b", false},
+		{"/a/*", "/a/", true},
 		{"/a/*", "/a/x", true},
 	}
 	for _, tt := range tests {

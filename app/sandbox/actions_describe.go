@@ -24,14 +24,14 @@ import (
 // host and path otherwise. Every part taken from the request is made
 // safe to show on one line (safetext.Line) and cut.
 func (a Action) Describe() string {
-	return cut(safetext.Line(a.describe()), describeMax)
+	return cut(safetext.Line(a.describe()), sentenceMax)
 }
 
-// quoteMax is how much of a text a sentence quotes; describeMax the most
-// a sentence has, escapes included.
+// sentenceMax is the longest sentence Describe makes, escapes included;
+// quoteMax is how much of a text a sentence quotes.
 const (
+	sentenceMax = 240
 	quoteMax    = 120
-	describeMax = 300
 )
 
 func (a Action) describe() string {

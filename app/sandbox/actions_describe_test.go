@@ -293,7 +293,7 @@ func FuzzDescribe(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, host, path, contentType, body string) {
 		a := action(method, host, path, contentType, body)
 		got := a.Describe()
-		if safetext.Suspicious(got) || strings.ContainsAny(got, "\n\r") || utf8.RuneCountInString(got) > describeMax {
+		if safetext.Suspicious(got) || strings.ContainsAny(got, "\n\r") || utf8.RuneCountInString(got) > sentenceMax {
 			t.Fatalf("Describe() = %q", got)
 		}
 		if p := a.PrettyBody(1000); safetext.Suspicious(p) {
