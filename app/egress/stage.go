@@ -293,8 +293,14 @@ func (h Held) URL() string {
 func (h Held) Target() string { return target{host: h.Host, port: h.Port}.String() }
 
 // credentialHeader matches header names that carry credentials besides
-// the standard ones: never kept in a held request.
-var credentialHeader = regexp.MustCompile(`(?i)(token|secret|api-?key|password|passwd|auth|session|signature|credential|cookie)`)
+// the standard ones: never kept in a held request. So does a name ending
+// in "key" (Ocp-Apim-Subscription-Key, Dd-Application-Key) other than an
+// idempotency key, which says that a request is the same one again.
+var credentialHeader = regexp.MustCompile(`(?i)(token|secret|api-?key|password|passwd|auth|session|signature|credential|cookie|key$)`)
+
+func isCredentialHeader(k string) bool {
+	return credentialHeader.MatchString(k) && !strings.HasSuffix(strings.ToLower(k), "idempotency-key")
+}
 
 // hopHeaders are not part of a request as its sender meant it; the
 // transport sets them anew.
@@ -315,7 +321,7 @@ func heldHeader(in http.Header, own *Secret) (http.Header, []string, *HeldSecret
 			sec = &HeldSecret{Name: own.Name, Header: k, Parts: strings.Split(vs[0], own.Placeholder)}
 			continue
 		}
-		if credentialHeader.MatchString(k) {
+		if isCredentialHeader(k) {
 			dropped = append(dropped, k)
 			continue
 		}

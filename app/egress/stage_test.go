@@ -154,14 +154,18 @@ func TestStageHolds(t *testing.T) {
 
 	body := `{"body": "Fixed in ` + "\u00e9" + `t\u00e9 — see #3", "n": [1, 2, 3]}`
 	got := s.do(t, "POST", "https://api.stage.test/repos/me/app/issues/12/comments?b=2&a=1&a=3", map[string]string{
-		"Authorization":        "Bearer " + ph,
-		"Cookie":               "session=abc",
-		"X-Api-Key":            "agent-own-key",
-		"X-GitHub-Api-Version": "2022-11-28",
-		"Content-Type":         "application/json",
-		"Accept":               "application/vnd.github+json",
-		"X-Custom-Session-Id":  "s-1",
-		"Idempotency-Key":      "k-1",
+		"Authorization":             "Bearer " + ph,
+		"Cookie":                    "session=abc",
+		"X-Api-Key":                 "agent-own-key",
+		"X-GitHub-Api-Version":      "2022-11-28",
+		"Content-Type":              "application/json",
+		"Accept":                    "application/vnd.github+json",
+		"X-Custom-Session-Id":       "s-1",
+		"Idempotency-Key":           "k-1",
+		"X-Idempotency-Key":         "k-2",
+		"Ocp-Apim-Subscription-Key": "azure-key",
+		"Dd-Application-Key":        "dd-key",
+		"X-Keyboard":                "kept",
 	}, strings.NewReader(body))
 
 	if got.code != 201 || got.body != `{"id": 7, "url": "https://api.stage.test/items/7"}` {
@@ -188,7 +192,7 @@ func TestStageHolds(t *testing.T) {
 	if h.URL() != "https://api.stage.test/repos/me/app/issues/12/comments?b=2&a=1&a=3" {
 		t.Errorf("URL() = %q", h.URL())
 	}
-	for _, k := range []string{"X-Github-Api-Version", "Content-Type", "Accept", "Idempotency-Key", "User-Agent"} {
+	for _, k := range []string{"X-Github-Api-Version", "Content-Type", "Accept", "Idempotency-Key", "X-Idempotency-Key", "X-Keyboard", "User-Agent"} {
 		if len(h.Header[k]) != 1 {
 			t.Errorf("held header %s = %q, want it kept", k, h.Header[k])
 		}
@@ -198,7 +202,7 @@ func TestStageHolds(t *testing.T) {
 			t.Errorf("held header %s = %q, want it left out", k, h.Header[k])
 		}
 	}
-	if diff := cmp.Diff([]string{"Cookie", "X-Api-Key", "X-Custom-Session-Id"}, h.Dropped); diff != "" {
+	if diff := cmp.Diff([]string{"Cookie", "Dd-Application-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key", "X-Custom-Session-Id"}, h.Dropped); diff != "" {
 		t.Errorf("Dropped (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(&HeldSecret{Name: "STAGE_TOKEN", Header: "Authorization", Parts: []string{"Bearer ", ""}}, h.Secret); diff != "" {
@@ -210,7 +214,7 @@ func TestStageHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{ph, "tok-real-value", "agent-own-key", "session=abc"} {
+	for _, bad := range []string{ph, "tok-real-value", "agent-own-key", "session=abc", "azure-key", "dd-key"} {
 		if strings.Contains(string(js), bad) {
 			t.Errorf("the held request holds %q:\n%s", bad, js)
 		}
@@ -518,6 +522,15 @@ func TestSendHeld(t *testing.T) {
 	if ua := r.Header.Get("User-Agent"); ua != held.Header.Get("User-Agent") {
 		t.Errorf("User-Agent %q, want the agent's %q", ua, held.Header.Get("User-Agent"))
 	}
+
+	// The path and query exactly as held, whatever they hold.
+	held = Held{Scheme: "https", Host: "api.stage.test", Port: 443, Method: "POST", Path: "/a%2Fb/c%20d/%E2%80%AE", Query: "q=a#b&r=%ZZ"}
+	if _, err := p.Send(context.Background(), held, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.up.all()[1]; r.Path != held.Path || r.Query != held.Query {
+		t.Errorf("the upstream saw %q ? %q, want %q ? %q", r.Path, r.Query, held.Path, held.Query)
+	}
 }
 
 // TestSendRefuses: Send sends a secret only to its own host over HTTPS,
@@ -571,6 +584,23 @@ func TestSendRefuses(t *testing.T) {
 	failing.Value, failing.Source = "", func(context.Context) (string, error) { return "", errors.New("sign in again") }
 	if sent, err := p.Send(ctx, held, &failing); err == nil || !strings.Contains(err.Error(), "sign in again") || sent.Wrote {
 		t.Errorf("a failing source: %+v, %v", sent, err)
+	}
+
+	// A held request that does not read as one of its host: a path that
+	// is no path would make the URL another host's.
+	for _, bad := range []Held{
+		{Scheme: "https", Host: "api.stage.test", Port: 443, Method: "POST", Path: "@evil.test/x", Secret: held.Secret},
+		{Scheme: "https", Host: "api.stage.test", Port: 443, Method: "POST", Path: "*", Secret: held.Secret},
+		{Scheme: "https", Host: "api.stage.test", Port: 443, Method: "POST", Path: ".evil.test/x", Secret: held.Secret},
+		{Scheme: "https", Host: "api.stage.test/x", Port: 443, Method: "POST", Path: "/"},
+		{Scheme: "https", Host: "user@api.stage.test", Port: 443, Method: "POST", Path: "/"},
+		{Scheme: "ftp", Host: "api.stage.test", Port: 443, Method: "POST", Path: "/"},
+		{Scheme: "https", Host: "api.stage.test", Port: 0, Method: "POST", Path: "/"},
+		{Scheme: "https", Host: "api.stage.test", Port: 443, Method: "BAD METHOD", Path: "/"},
+	} {
+		if sent, err := p.Send(ctx, bad, secret); err == nil || sent.Wrote {
+			t.Errorf("Send(%s %s://%s:%d %q): %+v, %v; want it refused", bad.Method, bad.Scheme, bad.Host, bad.Port, bad.Path, sent, err)
+		}
 	}
 
 	// A name that resolves to the host's network.
