@@ -811,3 +811,34 @@ func FuzzMatchPath(f *testing.F) {
 		}
 	})
 }
+
+// TestStageConcurrent: requests held at once each get the number Hold
+// gave their own request.
+func TestStageConcurrent(t *testing.T) {
+	pol, _, _ := stagePolicy(t, Stage{Host: "api.stage.test", Reply: Reply{Status: 201, Body: `{"id": {{id}}}`}})
+	s := newStageSetup(t, pol, "api.stage.test")
+	const n = 24
+	ids := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			got := s.do(t, "POST", fmt.Sprintf("https://api.stage.test/n/%d", i), nil, strings.NewReader(fmt.Sprintf("body %d", i)))
+			var v struct{ ID int }
+			if err := json.Unmarshal([]byte(got.body), &v); err != nil || got.code != 201 || got.header.Get("X-Airlock-Held") != fmt.Sprint(v.ID) {
+				t.Errorf("request %d: %d %q %v", i, got.code, got.body, err)
+			}
+			ids[i] = v.ID
+		})
+	}
+	wg.Wait()
+	held := s.held.all()
+	if len(held) != n {
+		t.Fatalf("%d held, want %d", len(held), n)
+	}
+	for i, id := range ids {
+		h := held[id-s.held.first]
+		if h.Path != fmt.Sprintf("/n/%d", i) || string(h.Body) != fmt.Sprintf("body %d", i) {
+			t.Errorf("request %d was answered with action %d, which is %s %q", i, id, h.Path, h.Body)
+		}
+	}
+}
