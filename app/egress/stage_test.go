@@ -822,10 +822,16 @@ func TestStageConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			got := s.do(t, "POST", fmt.Sprintf("https://api.stage.test/n/%d", i), nil, strings.NewReader(fmt.Sprintf("body %d", i)))
+			// Not s.do: t.Fatal belongs to the test's goroutine.
+			resp, err := s.c.Post(fmt.Sprintf("https://api.stage.test/n/%d", i), "text/plain", strings.NewReader(fmt.Sprintf("body %d", i)))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			defer resp.Body.Close()
 			var v struct{ ID int }
-			if err := json.Unmarshal([]byte(got.body), &v); err != nil || got.code != 201 || got.header.Get("X-Airlock-Held") != fmt.Sprint(v.ID) {
-				t.Errorf("request %d: %d %q %v", i, got.code, got.body, err)
+			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 201 || resp.Header.Get("X-Airlock-Held") != fmt.Sprint(v.ID) {
+				t.Errorf("request %d: %d %+v %v", i, resp.StatusCode, v, err)
 			}
 			ids[i] = v.ID
 		})
@@ -836,6 +842,9 @@ func TestStageConcurrent(t *testing.T) {
 		t.Fatalf("%d held, want %d", len(held), n)
 	}
 	for i, id := range ids {
+		if id < s.held.first || id-s.held.first >= n {
+			t.Fatalf("request %d was answered with action %d", i, id)
+		}
 		h := held[id-s.held.first]
 		if h.Path != fmt.Sprintf("/n/%d", i) || string(h.Body) != fmt.Sprintf("body %d", i) {
 			t.Errorf("request %d was answered with action %d, which is %s %q", i, id, h.Path, h.Body)
