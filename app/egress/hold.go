@@ -214,6 +214,11 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 		body, out.Truncated = body[:MaxSentBody], true
 	}
 	out.Body = body
+	if err == nil && !out.Truncated && ctx.Err() != nil {
+		// Ended by ctx, which the transport may report as the answer's
+		// end: the answer was cut.
+		err = context.Cause(ctx)
+	}
 	if err != nil && !out.Truncated {
 		return out, fmt.Errorf("read the answer of %s: %w", h.Target(), err)
 	}
