@@ -84,6 +84,10 @@ func TestActionsVerdictsAndBadInput(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "#1   approved  Post to a Slack channel (incoming webhook): “hi”") || !strings.Contains(out, "#2   rejected") {
 		t.Fatalf("decide: %d\n%s\n%s", code, out, errOut)
 	}
+	code, out, _ = airlockCLI(t, home, "apply", sb.ID, "--dry-run")
+	if code != 0 || !strings.Contains(out, "would send   #1") || strings.Contains(out, "#2") || !strings.Contains(out, "would send   #3") || strings.Contains(out, "would write") {
+		t.Fatalf("dry run of the approved actions alone:\n%s", out)
+	}
 	code, out, _ = airlockCLI(t, home, "apply", sb.ID, "--send", "2", "--dry-run")
 	if code != 0 || !strings.Contains(out, "would send   #1") || !strings.Contains(out, "would send   #2") || !strings.Contains(out, "would send   #3") {
 		t.Fatalf("dry run:\n%s", out)

@@ -14,7 +14,6 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/vm"
 )
 
 // gitHubAPI is a fake api.github.com: it answers a comment with 201 and
@@ -72,14 +71,7 @@ func TestStagedActionsInVM(t *testing.T) {
 	srv := fakevendor.Start(t, fakevendor.Script{}, gitHubAPI{})
 	opts := []Option{upstreamHook(srv), WithSendNetwork(srv.Dial, srv.RootCAs)}
 	h := testenv.VMHome(t)
-	project := t.TempDir()
-	data, err := os.ReadFile(testenv.NetClient(t, vm.AMD64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(project, "netclient"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	project := netclientProject(t)
 	const comment = `{"body":"Fixed in the sandbox: the parser now accepts empty input."}`
 	script := `set -e
 ./netclient send POST 'https://api.github.com/repos/org/repo/issues/12/comments?via=agent' '` + comment + `' "Authorization: Bearer $GITHUB_TOKEN" 'Content-Type: application/json' 'Cookie: session=abc'

@@ -108,19 +108,25 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 			}
 			filesNamed := all || len(args) > 1 || len(hunks) > 0
 			var d review.Decisions
-			if filesNamed || len(send) == 0 {
+			if filesNamed {
 				if d, err = sel.Decisions(cs); err != nil {
-					if !filesNamed {
-						if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
-							err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
-						}
-					}
 					return err
 				}
 			}
 			noteStaleness(ctx, e, sb)
 			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
+				return err
+			}
+			if !filesNamed && len(actions) == 0 && len(send) == 0 {
+				// Neither files nor actions to send: say how to name them.
+				_, err := sel.Decisions(cs)
+				if err == nil {
+					err = errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
+				}
+				if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
+					err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
+				}
 				return err
 			}
 			if dryRun {
