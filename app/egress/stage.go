@@ -296,10 +296,11 @@ func (h Held) Target() string { return target{host: h.Host, port: h.Port}.String
 // the standard ones: never kept in a held request. So does a name ending
 // in "key" (Ocp-Apim-Subscription-Key, Dd-Application-Key) other than an
 // idempotency key, which says that a request is the same one again.
-var credentialHeader = regexp.MustCompile(`(?i)(token|secret|api-?key|password|passwd|auth|session|signature|credential|cookie|key$)`)
+var credentialHeader = regexp.MustCompile(`(?i)(token|secret|api-?key|password|passwd|auth|session|signature|credential|cookie)`)
 
 func isCredentialHeader(k string) bool {
-	return credentialHeader.MatchString(k) && !strings.HasSuffix(strings.ToLower(k), "idempotency-key")
+	k = strings.ToLower(k)
+	return credentialHeader.MatchString(k) || strings.HasSuffix(k, "key") && !strings.HasSuffix(k, "idempotency-key")
 }
 
 // hopHeaders are not part of a request as its sender meant it; the

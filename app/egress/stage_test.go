@@ -166,6 +166,7 @@ func TestStageHolds(t *testing.T) {
 		"Ocp-Apim-Subscription-Key": "azure-key",
 		"Dd-Application-Key":        "dd-key",
 		"X-Keyboard":                "kept",
+		"X-Auth-Idempotency-Key":    "auth-idem",
 	}, strings.NewReader(body))
 
 	if got.code != 201 || got.body != `{"id": 7, "url": "https://api.stage.test/items/7"}` {
@@ -202,7 +203,7 @@ func TestStageHolds(t *testing.T) {
 			t.Errorf("held header %s = %q, want it left out", k, h.Header[k])
 		}
 	}
-	if diff := cmp.Diff([]string{"Cookie", "Dd-Application-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key", "X-Custom-Session-Id"}, h.Dropped); diff != "" {
+	if diff := cmp.Diff([]string{"Cookie", "Dd-Application-Key", "Ocp-Apim-Subscription-Key", "X-Api-Key", "X-Auth-Idempotency-Key", "X-Custom-Session-Id"}, h.Dropped); diff != "" {
 		t.Errorf("Dropped (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(&HeldSecret{Name: "STAGE_TOKEN", Header: "Authorization", Parts: []string{"Bearer ", ""}}, h.Secret); diff != "" {
