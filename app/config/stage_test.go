@@ -128,7 +128,7 @@ reply = { headers = { "Content-Length" = "3" } }
 		"network.stage 4", "give the methods in methods = [...]",
 		"network.stage 5", "absolute path",
 		"network.stage 6", "whole segments",
-		"network.stage 7", "max_body 100.0 MiB: want at most 64.0 MiB",
+		"network.stage 7", "max_body 100.0 MiB: want at most 16.0 MiB",
 		"network.stage 8", "max_body none: a stage holds bodies up to a limit",
 		"network.stage 9", "wildcard",
 		"network.stage 10", `method "CONNECT"`, "set by the proxy",

@@ -29,8 +29,10 @@ var DefaultStageMethods = []string{"POST", "PUT", "PATCH", "DELETE"}
 // sets no limit: a held request is kept whole, so a larger one is refused.
 const DefaultStageMaxBody = 1 << 20
 
-// MaxStageBody is the most any Stage may set as its MaxBody.
-const MaxStageBody = 64 << 20
+// MaxStageBody is the most any Stage may set as its MaxBody: a held body
+// is read whole into memory, and up to Config.MaxConns requests may be
+// read at once.
+const MaxStageBody = 16 << 20
 
 // Stage holds the matching requests to one host for review instead of
 // sending them. Staging a host makes the proxy terminate its TLS (with or
@@ -62,7 +64,8 @@ type Stage struct {
 type Reply struct {
 	// Status is the HTTP status; 0 means 202.
 	Status int `json:"status,omitempty"`
-	// Header is added to the answer; without a Content-Type the body is
+	// Header is added to the answer ("{{id}}" in a value becomes the
+	// action's number, for a Location); without a Content-Type the body is
 	// sent as application/json.
 	Header map[string]string `json:"header,omitempty"`
 	// Body is the answer's body; "{{id}}" in it becomes the action's
@@ -340,7 +343,7 @@ func (s Stage) replyFor(id int) (status int, header http.Header, body string) {
 	}
 	header = http.Header{}
 	for k, v := range s.Reply.Header {
-		header.Set(k, v)
+		header.Set(k, strings.ReplaceAll(v, "{{id}}", strconv.Itoa(id)))
 	}
 	body = s.Reply.Body
 	if body == "" && status != http.StatusNoContent {

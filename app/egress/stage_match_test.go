@@ -28,3 +28,11 @@ func TestStageHoldsEverySpelling(t *testing.T) {
 		}
 	}
 }
+
+func TestReplyHeaderCarriesID(t *testing.T) {
+	st := Stage{Host: "h.com", Reply: Reply{Status: 201, Header: map[string]string{"Location": "/items/{{id}}"}, Body: `{"id": {{id}}}`}}
+	status, h, body := st.replyFor(7)
+	if status != 201 || h.Get("Location") != "/items/7" || body != `{"id": 7}` || h.Get("Content-Type") != "application/json" {
+		t.Fatalf("reply: %d %v %q", status, h, body)
+	}
+}
