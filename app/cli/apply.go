@@ -18,10 +18,10 @@ import (
 )
 
 func newApplyCmd(e *env) *cobra.Command {
-	var all, includeHostExec, partial bool
-	var hunks, resolve []string
+	var all, includeHostExec, partial, dryRun bool
+	var hunks, resolve, send []string
 	cmd := &cobra.Command{
-		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial]",
+		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial] [--send N[,N...]] [--dry-run]",
 		Short: "Write approved changes of a sandbox into the real project",
 		Long: `apply writes the changes you approve into the real project: every change
 (--all), whole files or folders (PATH...), or single hunks of a file
@@ -53,15 +53,28 @@ versions of each file (base, ours: the project, theirs: the approved
 change, base64), "held": true when nothing was written, and "withheld":
 the files that would have been.
 
+Requests the agent made that were held for review (staged actions: airlock
+actions ID lists them) are sent after the files are written: those you
+approved (airlock actions ID --approve N, or the app) and those named with
+--send N, never those you rejected, each at most once, in the order the
+agent made them, from this computer with your real credential. airlock
+undo cannot unsend them. An apply held by a conflict sends nothing; one cut
+short while sending is resumed by the next apply without sending any action
+twice. --dry-run shows the files that would be written and the actions that
+would be sent, and changes nothing.
+
 airlock exits 0 when everything approved was applied, merged or resolved
-(files left out because they run on your machine included), 1 when a file
-conflicted, and 125 when Airlock itself failed.`,
+(files left out because they run on your machine included) and every
+action sent, 1 when a file conflicted or an action could not be sent, and
+125 when Airlock itself failed.`,
 		Example: `  airlock apply 3f2a --all
   airlock apply 3f2a --all --include-host-exec
   airlock apply 3f2a src/main.go README.md .envrc
   airlock apply 3f2a --hunks src/main.go:1,3
   airlock apply 3f2a --all --resolve TODO.md=theirs --resolve src/main.go=both
-  airlock apply 3f2a --all --partial`,
+  airlock apply 3f2a --all --partial
+  airlock apply 3f2a --all --send 1,2
+  airlock apply 3f2a --all --dry-run`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -93,11 +106,49 @@ conflicted, and 125 when Airlock itself failed.`,
 			if err != nil {
 				return err
 			}
-			d, err := sel.Decisions(cs)
+			filesNamed := all || len(args) > 1 || len(hunks) > 0
+			var d review.Decisions
+			if filesNamed {
+				if d, err = sel.Decisions(cs); err != nil {
+					return err
+				}
+			}
+			noteStaleness(ctx, e, sb)
+			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
 				return err
 			}
-			noteStaleness(ctx, e, sb)
+			if !filesNamed && len(actions) == 0 && len(send) == 0 {
+				// Neither files nor actions to send: say how to name them.
+				_, err := sel.Decisions(cs)
+				if err == nil {
+					err = errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
+				}
+				if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
+					err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
+				}
+				return err
+			}
+			if dryRun {
+				return printDryRun(e, sb.ID, cs, d, sel.LeftOut(cs), actions)
+			}
+			if !filesNamed {
+				// Only actions (--send): no file apply to run.
+				if len(actions) == 0 {
+					fmt.Fprintln(e.stderr, "airlock: nothing to send: every action named was sent before")
+				}
+				sent, err := sendActions(ctx, e, sb, actions)
+				if err != nil {
+					return err
+				}
+				if e.json {
+					if sent == nil {
+						sent = []sandbox.ActionResult{}
+					}
+					return e.printJSON(map[string]any{"actions": sent})
+				}
+				return nil
+			}
 			res, err := sb.ApplyWith(ctx, d, opts)
 			if err != nil {
 				return err
@@ -114,10 +165,28 @@ conflicted, and 125 when Airlock itself failed.`,
 			if len(res.Conflicts) > 0 {
 				e.exitCode = 1
 			}
-			if e.json {
-				return e.printJSON(res)
+			if !e.json {
+				printApply(e, sb.ID, res)
 			}
-			printApply(e, sb.ID, res)
+			var sent []sandbox.ActionResult
+			switch {
+			case len(actions) > 0 && res.Held:
+				w := e.stdout
+				if e.json {
+					w = e.stderr
+				}
+				fmt.Fprintf(w, "%d approved %s not sent either: the apply was held.\n", len(actions), plural(len(actions), "action was", "actions were"))
+			case len(actions) > 0:
+				if sent, err = sendActions(ctx, e, sb, actions); err != nil {
+					return err
+				}
+			}
+			if e.json {
+				return e.printJSON(struct {
+					*sandbox.ApplyResult
+					Actions []sandbox.ActionResult `json:"actions,omitempty"`
+				}{res, sent})
+			}
 			return nil
 		},
 	}
@@ -125,8 +194,46 @@ conflicted, and 125 when Airlock itself failed.`,
 	cmd.Flags().StringArrayVar(&hunks, "hunks", nil, "approve hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
 	cmd.Flags().BoolVar(&includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too (git hooks, .envrc, Makefile…)")
 	cmd.Flags().StringArrayVar(&resolve, "resolve", nil, "resolve a file in conflict, PATH=mine|theirs|both: keep yours, take the agent's, or keep both sides (repeatable)")
+	cmd.Flags().StringArrayVar(&send, "send", nil, "approve held actions N[,N...] and send them after the files (repeatable; airlock actions ID lists them)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the files that would be written and the actions that would be sent; change nothing")
 	cmd.Flags().BoolVar(&partial, "partial", false, "when files conflict, still write the others (by default a conflict stops the whole apply and nothing is written)")
 	return cmd
+}
+
+// printDryRun says what an apply would do: the files d approves (those
+// the selection left out named) and the actions it would send.
+func printDryRun(e *env, id string, cs *review.Changeset, d review.Decisions, leftOut []*review.File, actions []sandbox.Action) error {
+	var files []string
+	for _, f := range cs.Files {
+		if _, ok := d.Files[f.Path]; ok {
+			files = append(files, f.Path)
+		}
+	}
+	if e.json {
+		if files == nil {
+			files = []string{}
+		}
+		if actions == nil {
+			actions = []sandbox.Action{}
+		}
+		return e.printJSON(map[string]any{"dry_run": true, "files": files, "actions": actions})
+	}
+	w := e.stdout
+	for _, p := range files {
+		fmt.Fprintf(w, "would write  %s\n", displayPath(p))
+	}
+	for _, f := range leftOut {
+		fmt.Fprintf(w, "left out     %s (%s)\n", displayPath(f.Path), f.FlagReason(review.FlagHostExec))
+	}
+	for _, a := range actions {
+		fmt.Fprintf(w, "would send   #%d %s\n             %s %s\n", a.ID, a.Describe(), safetext.Line(a.Method), safetext.Line(a.URL()))
+	}
+	fmt.Fprintf(w, "Dry run: nothing was written or sent. %d %s, %d %s.", len(files), plural(len(files), "file", "files"), len(actions), plural(len(actions), "action", "actions"))
+	if len(actions) > 0 {
+		fmt.Fprint(w, " Actions are sent from this computer and airlock undo cannot unsend them.")
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 // parseResolve reads --resolve PATH=CHOICE; the choice is after the last

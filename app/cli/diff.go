@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,10 @@ shown). On a terminal it is coloured and every hunk is numbered, for
 airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
 --stat; with --json the whole changeset (files, hunks, lines, flags). After
 airlock reply, --round N shows what round N changed.
+
+After the files come the requests the agent made that were held for review
+(staged actions, [[network.stage]]): one "# " line each, which git apply
+ignores; airlock actions ID shows them whole.
 
 A file that runs on your machine later (a git hook, .envrc, a Makefile,
 package.json scripts, a CI workflow, a file made executable…) is marked
@@ -65,28 +70,52 @@ ID may be any unique prefix of the sandbox's ID.`,
 				}
 				cs = &review.Changeset{Files: keep}
 			}
+			// The held actions come after the files: all of them, those of
+			// round N with --round, none when paths are named.
+			var views []sandbox.ActionView
+			if len(args) == 1 {
+				d, err := sb.Decisions(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if views, err = sb.ActionViews(d); err != nil {
+					return err
+				}
+				if round > 0 {
+					views = slices.DeleteFunc(views, func(v sandbox.ActionView) bool { return v.Round != round })
+				}
+			}
 			if e.json {
 				if cs.Files == nil {
 					cs.Files = []*review.File{}
 				}
-				return e.printJSON(cs)
+				return e.printJSON(struct {
+					*review.Changeset
+					Actions []sandbox.ActionView `json:"actions,omitempty"`
+				}{cs, views})
 			}
 			if stat {
 				writeStat(e.stdout, cs, termWidth(e.stdout))
+				writeActionsSection(e.stdout, views, sb.ID)
 				return nil
 			}
 			patch, _ := review.Patch(cs, review.ApproveAll(cs), review.PatchOptions{})
 			onTerminal := isTerminal(e.stdout)
 			useColor := (onTerminal || color) && !noColor && os.Getenv("NO_COLOR") == ""
 			if !onTerminal && !useColor {
-				// A file or a pipe gets the exact bytes, for git apply.
-				_, err := e.stdout.Write(patch)
-				return err
+				// A file or a pipe gets the exact bytes, for git apply,
+				// which ignores the actions' "# " lines after the last hunk.
+				if _, err := e.stdout.Write(patch); err != nil {
+					return err
+				}
+				writeActionsSection(e.stdout, views, sb.ID)
+				return nil
 			}
 			// What a person reads (a terminal, or colour for a pager) shows
 			// every byte from the guest as it is: control sequences and
 			// bidi characters as visible escapes.
 			writeShownPatch(e.stdout, cs, patch, useColor)
+			writeActionsSection(e.stdout, views, sb.ID)
 			return nil
 		},
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
@@ -179,6 +180,9 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 
 	env := map[string]string{}
 	if pn.Network != nil {
+		pn.Network.Hold = func(egress.Held) (int, error) {
+			return 0, errors.New("airlock exec keeps no review to hold it in; run the command with airlock run, which holds it for the user's review")
+		}
 		netEnv, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), pn.Network, filepath.Base(g.Dir), nil)
 		if err != nil {
 			return err

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +60,13 @@ func WithGUI(g GUI) Option { return func(e *env) { e.gui = g } }
 // error from f stops the run with that error. Tests compare what
 // different ways of starting a run plan.
 func WithPlanHook(f func(*plan.Plan) error) Option { return func(e *env) { e.onPlan = f } }
+
+// WithSendNetwork has the actions an apply sends reach their hosts by
+// dial, verified against roots, instead of the host's DNS and roots
+// (tests: a local upstream under a real host name).
+func WithSendNetwork(dial func(ctx context.Context, network, addr string) (net.Conn, error), roots *x509.CertPool) Option {
+	return func(e *env) { e.sendDial, e.sendRoots = dial, roots }
+}
 
 func newGUICmd(e *env) *cobra.Command {
 	var start bool

@@ -88,14 +88,7 @@ func TestRunProjectAllowInVM(t *testing.T) {
 	}))
 	defer up.Close()
 	port := up.Listener.Addr().(*net.TCPAddr).Port
-	project := t.TempDir()
-	data, err := os.ReadFile(testenv.NetClient(t, vm.AMD64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(project, "netclient"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	project := netclientProject(t)
 	if err := os.WriteFile(filepath.Join(project, "airlock.toml"), []byte(fmt.Sprintf("[network]\nallow = [\"127.0.0.1:%d\"]\n", port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +165,19 @@ func TestRegistryPresetFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "allow @pypi pypi.org:443 (GET,HEAD)") {
 		t.Errorf("trust: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// netclientProject is a project holding the guest's test HTTP client,
+// ./netclient (testenv.NetClient).
+func netclientProject(t *testing.T) string {
+	t.Helper()
+	project := t.TempDir()
+	data, err := os.ReadFile(testenv.NetClient(t, vm.AMD64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "netclient"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return project
 }

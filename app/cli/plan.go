@@ -34,6 +34,7 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 		Note:        func(s string) { e.note("%s", s) },
 		BuildOutput: lines,
 		AgentsRepo:  os.Getenv("AIRLOCK_AGENTS_REPO"),
+		SendDial:    e.sendDial, SendRootCAs: e.sendRoots,
 		OnRequest: func(r egress.Record) {
 			// A vendor refusing the credential is said even when quiet:
 			// the agent's own message may not say why it failed.

@@ -11,9 +11,11 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -52,6 +54,10 @@ type env struct {
 	// onPlan, if set, sees every run's plan before it starts; its error
 	// stops the run (tests compare plans with it).
 	onPlan func(*plan.Plan) error
+	// sendDial and sendRoots replace the host's DNS and roots for the
+	// actions apply sends (tests).
+	sendDial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	sendRoots *x509.CertPool
 }
 
 // home is Airlock's home for this command (--home, else home.Dir),
@@ -120,7 +126,7 @@ files, your network or your credentials.`,
 	root.PersistentFlags().BoolVar(&e.json, "json", false, "print results as JSON")
 	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "print no progress")
 	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "Airlock's state directory (default $"+home.Env+" or the per-OS location)")
-	root.AddCommand(newExecCmd(e), newRunCmd(e), newLsCmd(e), newStatusCmd(e), newCompareCmd(e), newReplyCmd(e), newDiffCmd(e), newApplyCmd(e), newUndoCmd(e), newLogsCmd(e), newRmCmd(e),
+	root.AddCommand(newExecCmd(e), newRunCmd(e), newLsCmd(e), newStatusCmd(e), newCompareCmd(e), newReplyCmd(e), newDiffCmd(e), newApplyCmd(e), newActionsCmd(e), newUndoCmd(e), newLogsCmd(e), newRmCmd(e),
 		newStopCmd(e), newCheckpointCmd(e), newRollbackCmd(e), newCheckpointsCmd(e), newVMHostCmd(e), newGUICmd(e), newDoctorCmd(e), newImageCmd(e), newEnvCmd(e), newVersionCmd(e), newTrustCmd(e), newAllowCmd(e), newAgentsCmd(e))
 	return root
 }

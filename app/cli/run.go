@@ -62,7 +62,10 @@ type runResult struct {
 	Network sandbox.NetworkMode   `json:"network"`
 	Limits  config.Limits         `json:"limits"`
 	Verify  *sandbox.VerifyResult `json:"verify,omitempty"`
-	Error   string                `json:"error,omitempty"`
+	// Actions counts the requests of this round held for review
+	// (airlock actions ID lists them).
+	Actions int    `json:"actions,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -359,6 +362,7 @@ func printRunJSON(e *env, res *pipeline.RunResult, err error, pn *plan.Plan, see
 	if out.Excluded == nil {
 		out.Excluded = []manifest.Exclusion{}
 	}
+	out.Actions = heldThisRound(res)
 	if err != nil {
 		out.Error = err.Error()
 	}
@@ -497,6 +501,24 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 	} else {
 		fmt.Fprintln(w, "  no changes")
 	}
+	if held := heldThisRound(res); held > 0 {
+		fmt.Fprintf(w, "  %d %s held for review, not sent: airlock actions %s lists them; airlock apply sends the ones you approve\n", held, plural(held, "request to an API was", "requests to APIs were"), id)
+	}
+}
+
+// heldThisRound counts the actions the run's round held.
+func heldThisRound(res *pipeline.RunResult) int {
+	as, err := res.Sandbox.Actions()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, a := range as {
+		if a.Round == max(res.Meta.Round, 1) {
+			n++
+		}
+	}
+	return n
 }
 
 func describeStats(c *sandbox.ChangeStats) string {

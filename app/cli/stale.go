@@ -66,12 +66,17 @@ ID may be any unique prefix of the sandbox's ID.`,
 				return err
 			}
 			comments := d.AllComments()
+			views, err := sb.ActionViews(d)
+			if err != nil {
+				return err
+			}
 			if e.json {
 				return e.printJSON(struct {
 					sandbox.Meta
 					Staleness sandbox.Staleness    `json:"staleness"`
 					Comments  []review.FileComment `json:"comments,omitempty"`
-				}{m, st, comments})
+					Actions   []sandbox.ActionView `json:"actions,omitempty"`
+				}{m, st, comments, views})
 			}
 			w := e.stdout
 			fmt.Fprintf(w, "sandbox   %s (%s)\n", m.ID, m.Status)
@@ -82,6 +87,21 @@ ID may be any unique prefix of the sandbox's ID.`,
 			}
 			if m.Verify != nil {
 				fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)
+			}
+			if len(views) > 0 {
+				states := map[string]int{}
+				var order []string
+				for _, v := range views {
+					if states[v.State()] == 0 {
+						order = append(order, v.State())
+					}
+					states[v.State()]++
+				}
+				var parts []string
+				for _, s := range order {
+					parts = append(parts, fmt.Sprintf("%d %s", states[s], s))
+				}
+				fmt.Fprintf(w, "actions   %d held for review: %s (airlock actions %s)\n", len(views), strings.Join(parts, ", "), m.ID)
 			}
 			writeComments(w, comments)
 			fmt.Fprintf(w, "baseline  %s\n", st)

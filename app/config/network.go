@@ -95,6 +95,9 @@ func (r StageRule) stage(source string) (egress.Stage, error) {
 	if rule.Port == egress.AnyPort {
 		return egress.Stage{}, fmt.Errorf("%q: a stage holds requests to one port", r.Host)
 	}
+	if r.MaxBody < 0 {
+		return egress.Stage{}, fmt.Errorf("%q: max_body none: a stage holds bodies up to a limit, since it keeps them whole; give one of at most %s, or leave it out for %s", r.Host, Size(egress.MaxStageBody), Size(egress.DefaultStageMaxBody))
+	}
 	st := egress.Stage{Host: rule.Host, Port: rule.Port, Methods: upper(r.Methods), Paths: r.Paths, MaxBody: int64(r.MaxBody), Source: source,
 		Reply: egress.Reply{Status: r.Reply.Status, Header: r.Reply.Headers, Body: r.Reply.Body}}
 	if len(st.Methods) == 0 {
@@ -287,9 +290,9 @@ func Widening(user Network, project Network, flags []egress.Rule) []string {
 		}
 	}
 	stages, _ := project.Stages("project")
-	for i, st := range stages {
+	for _, st := range stages {
 		if !stageCovered(have, st) {
-			out = append(out, project.Stage[i].String())
+			out = append(out, "stage "+st.String())
 		}
 	}
 	return out

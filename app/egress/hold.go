@@ -74,7 +74,7 @@ func (p *Proxy) hold(w http.ResponseWriter, r *http.Request, t target, rec Recor
 	id, err := p.cfg.Hold(h)
 	if err != nil {
 		rec.Error = err.Error()
-		refuse(http.StatusServiceUnavailable, "keeping it for review failed on the host: "+err.Error())
+		refuse(http.StatusServiceUnavailable, fmt.Sprintf("requests to %s are held for review (%s), and it could not be kept: %v", t, rec.Rule, err))
 		return
 	}
 	status, header, text := st.replyFor(id)
@@ -91,6 +91,38 @@ func (p *Proxy) hold(w http.ResponseWriter, r *http.Request, t target, rec Recor
 	w.Header().Set("X-Airlock-Held", fmt.Sprint(id))
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, text)
+}
+
+// url is the held request's URL, built from its parts, each checked: a
+// host name or address, a port, a path that is one. A held request is
+// read back from a file: nothing in it may make its URL another host's.
+func (h Held) url() (*url.URL, error) {
+	if h.Scheme != "https" && h.Scheme != "http" {
+		return nil, fmt.Errorf("the held request's scheme %q is neither https nor http", h.Scheme)
+	}
+	host := normHost(h.Host)
+	if host != h.Host || strings.HasPrefix(host, "*") || checkHostPattern(host) != nil {
+		return nil, fmt.Errorf("the held request's host %q is not a host name or address", h.Host)
+	}
+	if h.Port < 1 || h.Port > 65535 {
+		return nil, fmt.Errorf("the held request's port %d is not one", h.Port)
+	}
+	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+		return nil, fmt.Errorf("the held request's path %q does not start with /", h.Path)
+	}
+	if strings.ContainsAny(h.Path+h.Query, " \t\r\n\x00") {
+		return nil, errors.New("the held request's path or query holds white space")
+	}
+	u := &url.URL{Scheme: h.Scheme, Host: hostHeader(target{host: h.Host, port: h.Port, connect: h.Scheme == "https"}), RawQuery: h.Query}
+	p, err := url.PathUnescape(h.Path)
+	if err != nil {
+		return nil, fmt.Errorf("the held request's path %q: %w", h.Path, err)
+	}
+	u.Path, u.RawPath = p, h.Path
+	if u.EscapedPath() != h.Path && h.Path != "" {
+		return nil, fmt.Errorf("the held request's path %q is not escaped as a URL's", h.Path)
+	}
+	return u, nil
 }
 
 // tooLarge is the reason a body over limit is refused; n is its length
@@ -133,21 +165,24 @@ var ErrSecretHost = errors.New("the secret is not configured for this host")
 // MaxSentBody. Send is used on a Proxy that is not serving.
 func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) {
 	var out Sent
-	u, err := url.Parse(h.URL())
+	u, err := h.url()
 	if err != nil {
-		return out, fmt.Errorf("the held request's URL: %w", err)
+		return out, err
 	}
-	if u.Scheme != "https" && u.Scheme != "http" {
-		return out, fmt.Errorf("the held request's scheme %q is neither https nor http", u.Scheme)
-	}
-	req, err := http.NewRequestWithContext(ctx, h.Method, u.String(), bytes.NewReader(h.Body))
+	req, err := http.NewRequestWithContext(ctx, h.Method, u.Scheme+"://"+u.Host+"/", bytes.NewReader(h.Body))
 	if err != nil {
 		return out, fmt.Errorf("the held request: %w", err)
 	}
+	// The URL as held, not parsed again from text: its path and query go
+	// as they came, whatever they hold.
+	req.URL = u
 	req.Header = h.Header.Clone()
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
+	// The answer is read here, not by the agent's client: the transport
+	// asks for gzip itself and decodes it.
+	req.Header.Del("Accept-Encoding")
 	if len(h.Body) == 0 {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
@@ -155,7 +190,7 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 		if secret == nil || secret.Name != h.Secret.Name {
 			return out, fmt.Errorf("it carried the secret %s, which is not configured now: configure it ([[network.secret]] with env = %q) and apply again", h.Secret.Name, h.Secret.Name)
 		}
-		if normHost(secret.Host) != normHost(h.Host) || secret.port() != h.Port || u.Scheme != "https" {
+		if normHost(secret.Host) != normHost(h.Host) || secret.port() != h.Port || h.Scheme != "https" {
 			return out, fmt.Errorf("%w: %s goes to %s, not %s", ErrSecretHost, secret.Name, secret.Host, h.Target())
 		}
 		v, err := secret.value(ctx)
@@ -179,6 +214,11 @@ func (p *Proxy) Send(ctx context.Context, h Held, secret *Secret) (Sent, error) 
 		body, out.Truncated = body[:MaxSentBody], true
 	}
 	out.Body = body
+	if err == nil && !out.Truncated && ctx.Err() != nil {
+		// Ended by ctx, which the transport may report as the answer's
+		// end: the answer was cut.
+		err = context.Cause(ctx)
+	}
 	if err != nil && !out.Truncated {
 		return out, fmt.Errorf("read the answer of %s: %w", h.Target(), err)
 	}

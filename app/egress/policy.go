@@ -446,6 +446,18 @@ func (p *Policy) Decide(req Request) Decision {
 	return Decision{Rule: "default deny", Reason: fmt.Sprintf("%s is not on this sandbox's network allow-list", target)}
 }
 
+// Denied returns the deny rule that refuses host:port, if any (connect:
+// the port defaults are HTTPS's).
+func (p *Policy) Denied(host string, port int, connect bool) *Rule {
+	host = normHost(host)
+	for i, r := range p.Deny {
+		if matchHost(normHost(r.Host), host) && r.matchPort(port, connect) {
+			return &p.Deny[i]
+		}
+	}
+	return nil
+}
+
 // Inspects reports whether the proxy enforcing the policy must see
 // inside some HTTPS: a host has a secret or a stage, or an allow rule
 // has methods.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/bytesize"
 )
 
 // Staged actions: requests that write through an API (comment on an
@@ -27,8 +29,10 @@ var DefaultStageMethods = []string{"POST", "PUT", "PATCH", "DELETE"}
 // sets no limit: a held request is kept whole, so a larger one is refused.
 const DefaultStageMaxBody = 1 << 20
 
-// MaxStageBody is the most any Stage may set as its MaxBody.
-const MaxStageBody = 64 << 20
+// MaxStageBody is the most any Stage may set as its MaxBody: a held body
+// is read whole into memory, and up to Config.MaxConns requests may be
+// read at once.
+const MaxStageBody = 16 << 20
 
 // Stage holds the matching requests to one host for review instead of
 // sending them. Staging a host makes the proxy terminate its TLS (with or
@@ -60,7 +64,8 @@ type Stage struct {
 type Reply struct {
 	// Status is the HTTP status; 0 means 202.
 	Status int `json:"status,omitempty"`
-	// Header is added to the answer; without a Content-Type the body is
+	// Header is added to the answer ("{{id}}" in a value becomes the
+	// action's number, for a Location); without a Content-Type the body is
 	// sent as application/json.
 	Header map[string]string `json:"header,omitempty"`
 	// Body is the answer's body; "{{id}}" in it becomes the action's
@@ -120,8 +125,11 @@ func (s Stage) Validate() error {
 			errs = append(errs, fmt.Errorf("reply header %s is set by the proxy itself", k))
 		}
 	}
-	if s.MaxBody < 0 || s.MaxBody > MaxStageBody {
-		errs = append(errs, fmt.Errorf("max_body %d: want 1 to %d bytes (0 for the default, %d)", s.MaxBody, MaxStageBody, DefaultStageMaxBody))
+	switch {
+	case s.MaxBody < 0:
+		errs = append(errs, fmt.Errorf("max_body %d: want a size of at most %s (0 for the default, %s)", s.MaxBody, bytesize.Format(MaxStageBody), bytesize.Format(DefaultStageMaxBody)))
+	case s.MaxBody > MaxStageBody:
+		errs = append(errs, fmt.Errorf("max_body %s: want at most %s (0 for the default, %s); a held body is kept whole", bytesize.Format(s.MaxBody), bytesize.Format(MaxStageBody), bytesize.Format(DefaultStageMaxBody)))
 	}
 	return errors.Join(errs...)
 }
@@ -151,25 +159,33 @@ func matchPath(pattern, p string) bool {
 	return matchSegments(strings.Split(strings.TrimPrefix(pattern, "/"), "/"), strings.Split(strings.TrimPrefix(p, "/"), "/"))
 }
 
+// matchSegments matches segments against a pattern of segments, each a
+// path.Match pattern or "**" for any number of segments. The guest
+// chooses the path: the cost is at most one path.Match per pair of
+// segments, however many "**" the pattern has.
 func matchSegments(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegments(pat[1:], segs[i:]) {
-					return true
+	// cur[j] says whether the pattern so far matches segs[:j].
+	cur, next := make([]bool, len(segs)+1), make([]bool, len(segs)+1)
+	cur[0] = true
+	for _, p := range pat {
+		if p == "**" {
+			seen := false
+			for j := range cur {
+				seen = seen || cur[j]
+				next[j] = seen
+			}
+		} else {
+			next[0] = false
+			for j := 1; j <= len(segs); j++ {
+				next[j] = false
+				if cur[j-1] {
+					next[j], _ = path.Match(p, segs[j-1])
 				}
 			}
-			return false
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
+		cur, next = next, cur
 	}
-	return len(segs) == 0
+	return cur[len(segs)]
 }
 
 // covers reports whether s holds requests to host:port (whatever their
@@ -180,13 +196,23 @@ func (s Stage) covers(host string, port int, connect bool) bool {
 
 // holds reports whether s holds a request.
 func (s Stage) holds(req Request) bool {
-	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), req.Method) {
+	// A method in other case is the same method to some servers: held
+	// as its upper-case self.
+	if !s.covers(normHost(req.Host), req.Port, req.Connect) || !slices.Contains(s.StageMethods(), strings.ToUpper(req.Method)) {
 		return false
 	}
 	if len(s.Paths) == 0 {
 		return true
 	}
-	return slices.ContainsFunc(s.Paths, func(p string) bool { return matchPath(p, req.Path) })
+	// The path as sent and as a server may read it (cleaned of "//",
+	// "." and "..", in lower case): holding too much is safe, letting a
+	// spelling slip past is not.
+	cleaned := path.Clean("/" + req.Path)
+	variants := []string{req.Path, cleaned, strings.ToLower(req.Path), strings.ToLower(cleaned)}
+	return slices.ContainsFunc(s.Paths, func(p string) bool {
+		lp := strings.ToLower(p)
+		return slices.ContainsFunc(variants, func(v string) bool { return matchPath(p, v) || matchPath(lp, v) })
+	})
 }
 
 // maxBody is the largest body s holds.
@@ -270,8 +296,15 @@ func (h Held) URL() string {
 func (h Held) Target() string { return target{host: h.Host, port: h.Port}.String() }
 
 // credentialHeader matches header names that carry credentials besides
-// the standard ones: never kept in a held request.
+// the standard ones: never kept in a held request. So does a name ending
+// in "key" (Ocp-Apim-Subscription-Key, Dd-Application-Key) other than an
+// idempotency key, which says that a request is the same one again.
 var credentialHeader = regexp.MustCompile(`(?i)(token|secret|api-?key|password|passwd|auth|session|signature|credential|cookie)`)
+
+func isCredentialHeader(k string) bool {
+	k = strings.ToLower(k)
+	return credentialHeader.MatchString(k) || strings.HasSuffix(k, "key") && !strings.HasSuffix(k, "idempotency-key")
+}
 
 // hopHeaders are not part of a request as its sender meant it; the
 // transport sets them anew.
@@ -292,7 +325,7 @@ func heldHeader(in http.Header, own *Secret) (http.Header, []string, *HeldSecret
 			sec = &HeldSecret{Name: own.Name, Header: k, Parts: strings.Split(vs[0], own.Placeholder)}
 			continue
 		}
-		if credentialHeader.MatchString(k) {
+		if isCredentialHeader(k) {
 			dropped = append(dropped, k)
 			continue
 		}
@@ -310,7 +343,7 @@ func (s Stage) replyFor(id int) (status int, header http.Header, body string) {
 	}
 	header = http.Header{}
 	for k, v := range s.Reply.Header {
-		header.Set(k, v)
+		header.Set(k, strings.ReplaceAll(v, "{{id}}", strconv.Itoa(id)))
 	}
 	body = s.Reply.Body
 	if body == "" && status != http.StatusNoContent {

@@ -15,7 +15,8 @@ import (
 // carried looked up as a run looks it up (Keychain on macOS, [secrets]
 // of config.toml, the environment) and put where its placeholder was.
 // Only the user's [[network.secret]] entries are used: a secret goes to
-// the one host the user configured it for, or the action is refused.
+// the one host the user configured it for, or the action is refused. A
+// host the user's deny rules name now is refused too.
 func (pl *Planner) Sender() (sandbox.SendFunc, error) {
 	user, err := pl.user()
 	if err != nil {
@@ -25,8 +26,17 @@ func (pl *Planner) Sender() (sandbox.SendFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	proxy := egress.New(egress.Config{Dial: pl.SendDial, RootCAs: pl.SendRootCAs}, &egress.Policy{Allow: allow})
+	deny, err := user.Network.DenyRules("user")
+	if err != nil {
+		return nil, err
+	}
+	pol := &egress.Policy{Allow: allow, Deny: deny}
+	proxy := egress.New(egress.Config{Dial: pl.SendDial, RootCAs: pl.SendRootCAs}, pol)
 	return func(ctx context.Context, a sandbox.Action) (egress.Sent, error) {
+		if r := pol.Denied(a.Host, a.Port, a.Scheme == "https"); r != nil {
+			// Nothing left: the action may be sent once the rule goes.
+			return egress.Sent{}, fmt.Errorf("%s is denied by your configuration now (deny %q): not sent", a.Target(), r.String())
+		}
 		var secret *egress.Secret
 		if a.Secret != nil {
 			for _, r := range user.Network.Secret {

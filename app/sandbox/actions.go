@@ -110,6 +110,10 @@ func (v ActionView) State() string {
 	return "held"
 }
 
+// MaxActions is the most actions one sandbox holds: a request beyond it
+// is refused, so that an agent cannot fill the host's disk through it.
+const MaxActions = 1000
+
 // maxActionFile caps an action file read back: the body cap and room
 // for its headers.
 const maxActionFile = 3*egress.MaxStageBody + 1<<20
@@ -131,6 +135,9 @@ func (sb *Sandbox) HoldAction(h egress.Held, round int) (int, error) {
 	ids, err := sb.actionIDs()
 	if err != nil {
 		return 0, err
+	}
+	if len(ids) >= MaxActions {
+		return 0, fmt.Errorf("the sandbox already holds %d actions, the most it keeps; review them (airlock actions %s) and start a new run", len(ids), sb.ID)
 	}
 	a := Action{ID: 1, Round: round, Held: h}
 	if len(ids) > 0 {
@@ -163,10 +170,11 @@ func (sb *Sandbox) actionIDs() ([]int, error) {
 	var ids []int
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
 		if n, err := strconv.Atoi(name); err == nil && n > 0 && actionFile(n) == e.Name() {
+			// Not a regular file: readAction says so.
 			ids = append(ids, n)
 		}
 	}
@@ -307,6 +315,13 @@ type SendFunc func(ctx context.Context, a Action) (egress.Sent, error)
 func (sb *Sandbox) SendActions(ctx context.Context, ids []int, send SendFunc, report func(ActionResult)) ([]ActionResult, error) {
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if m.Status != StatusReady && m.Status != StatusApplied {
+		return nil, fmt.Errorf("send the actions of %s: it is %s; they are sent once its run has ended and been reviewed: %w", sb.ID, m.Status, ErrNotReady)
 	}
 	dir := sb.Path(ActionsDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

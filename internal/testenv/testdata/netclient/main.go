@@ -5,6 +5,8 @@
 //	                                     (loopback too), print status and body
 //	netclient count URL                  GET through the proxy, print the body's
 //	                                     size and the time it took
+//	netclient send METHOD URL BODY [NAME: VALUE]...
+//	                                     the same with a method and a body
 //	netclient dial HOST:PORT             a raw TCP connection, no proxy
 //
 // TLS is verified against $SSL_CERT_FILE (Go reads it).
@@ -23,7 +25,7 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: netclient get URL [NAME: VALUE]... | count URL | dial HOST:PORT")
+		fmt.Fprintln(os.Stderr, "usage: netclient get URL [NAME: VALUE]... | count URL | send METHOD URL BODY [NAME: VALUE]... | dial HOST:PORT")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -35,13 +37,22 @@ func main() {
 		}
 		c.Close()
 		fmt.Println("dial ok")
-	case "get", "count":
-		req, err := http.NewRequest("GET", os.Args[2], nil)
+	case "get", "count", "send":
+		method, target, headers := "GET", os.Args[2], os.Args[3:]
+		var body io.Reader
+		if os.Args[1] == "send" {
+			if len(os.Args) < 5 {
+				fmt.Fprintln(os.Stderr, "usage: netclient send METHOD URL BODY [NAME: VALUE]...")
+				os.Exit(2)
+			}
+			method, target, body, headers = os.Args[2], os.Args[3], strings.NewReader(os.Args[4]), os.Args[5:]
+		}
+		req, err := http.NewRequest(method, target, body)
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		for _, h := range os.Args[3:] {
+		for _, h := range headers {
 			k, v, _ := strings.Cut(h, ":")
 			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
@@ -70,7 +81,7 @@ func main() {
 			fmt.Printf("status %d bytes %d seconds %.3f err %v\n", resp.StatusCode, n, time.Since(start).Seconds(), err)
 			return
 		}
-		body, _ := io.ReadAll(resp.Body)
-		fmt.Printf("status %d\n%s\n", resp.StatusCode, body)
+		answer, _ := io.ReadAll(resp.Body)
+		fmt.Printf("status %d\n%s\n", resp.StatusCode, answer)
 	}
 }
