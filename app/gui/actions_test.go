@@ -263,6 +263,12 @@ func TestApplySendsApprovedActionsAfterTheFiles(t *testing.T) {
 	if got := r.applyBtn.Text; got != "Apply selected (1 file)" {
 		t.Errorf("the Apply button says %q after sending", got)
 	}
+	// Undo takes the files back, and says the actions stay sent.
+	r.Reload()
+	r.undo()
+	if !strings.Contains(r.status.Text, "Actions sent stay sent: undo cannot unsend them.") {
+		t.Errorf("undo says %q", r.status.Text)
+	}
 }
 
 // TestApplyOnlyActions: with no file approved, Apply still sends.
@@ -288,27 +294,28 @@ func TestApplyOnlyActions(t *testing.T) {
 	}
 }
 
-// TestApplyHeldByConflictsSendsNothing: an apply held back by a
-// conflict writes nothing, so nothing is sent until the files are.
-func TestApplyHeldByConflictsSendsNothing(t *testing.T) {
-	svc := actionsService(t)
-	svc.saved["1a2b3c4d"] = review.Decisions{Files: map[string]review.FileDecision{"src/main.go": {Verdict: review.Approve}},
-		Actions: map[int]review.Verdict{1: review.Approve}}
-	svc.applyWith = func(review.Decisions, sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {
-		return heldResult(textConflict("line 1\nmine\nline 3\n")), nil
-	}
+// TestApplyHeldByConflictsSendsLater: an apply held back by a conflict
+// writes nothing, so nothing is sent until the conflict window writes
+// the files.
+func TestApplyHeldByConflictsSendsLater(t *testing.T) {
+	held := heldResult(textConflict("line 1\nmine\nline 3\n"))
+	svc := conflictService(t, held)
+	svc.actions = actionsService(t).actions
+	svc.saved = map[string]review.Decisions{"1a2b3c4d": {Files: map[string]review.FileDecision{"src/main.go": {Verdict: review.Approve}},
+		Actions: map[int]review.Verdict{1: review.Approve}}}
 	r, top, _ := reviewAsked(t, svc)
 	tapButton(t, top, "Send")
-	for _, w := range fyne.CurrentApp().Driver().AllWindows() {
-		if w != r.Window {
-			t.Cleanup(w.Close)
-		}
-	}
 	if got := svc.sent(); len(got) != 0 {
 		t.Errorf("sent %v while the apply is held by a conflict", got)
 	}
 	if !strings.Contains(r.status.Text, "sent once the files are written") {
 		t.Errorf("status %q", r.status.Text)
+	}
+	w := conflictWindowOf(t)
+	findObject[*widget.RadioGroup](t, w).SetSelected("Theirs")
+	test.Tap(findButton(t, w, "Apply all 3 files"))
+	if got := svc.sent(); !slices.Equal(got, []int{1}) {
+		t.Errorf("after the conflict window's apply, sent %v, want [1]", got)
 	}
 }
 
@@ -436,5 +443,35 @@ func TestRowClickSelects(t *testing.T) {
 	r.rowOf(t, "src/new.go").Tapped(&fyne.PointEvent{})
 	if r.action != 0 || r.m.current().Path != "src/new.go" {
 		t.Errorf("a click on a file's row shows action %d, file %s", r.action, r.m.current().Path)
+	}
+}
+
+// TestActionsWithoutFiles: a sandbox whose agent changed no file but
+// made held requests opens on its first action.
+func TestActionsWithoutFiles(t *testing.T) {
+	svc := actionsService(t)
+	svc.changesets["1a2b3c4d"] = testObjects{}.changeset(t, nil)
+	r := newTestReview(t, svc)
+	if r.action != 1 {
+		t.Fatalf("the review opens on action %d, want 1", r.action)
+	}
+	typeKeys(r.Window.Canvas(), "pan")
+	if got := savedActions(svc); got[1] != review.Approve || r.action != 2 {
+		t.Errorf("p, a, n: actions %v, shown %d", got, r.action)
+	}
+}
+
+// TestActionRowMenu: a right click on an action's row approves or
+// rejects it.
+func TestActionRowMenu(t *testing.T) {
+	svc := actionsService(t)
+	r := newTestReview(t, svc)
+	r.rowOf(t, actionRowID(2)).TappedSecondary(&fyne.PointEvent{})
+	if items := openMenu(t, r.Window.Canvas()); !items["Approve action"] || !items["Reject action"] {
+		t.Fatalf("the row's menu offers %v", items)
+	}
+	tapMenu(t, r.Window.Canvas(), "Reject action")
+	if got := savedActions(svc); got[2] != review.Reject {
+		t.Errorf("the menu's Reject saved %v", got)
 	}
 }

@@ -251,6 +251,10 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.tree.Select(f.Path)
 	}
 	r.showFile()
+	if r.m.current() == nil && len(r.m.actions) > 0 {
+		// No file changed: what the agent asked to send is the review.
+		r.selectAction(r.m.actions[0].ID)
+	}
 }
 
 // headText is the header: project, what ran (the agent by its name, and
