@@ -74,7 +74,7 @@ func fixedWidth(width float32, content fyne.CanvasObject) fyne.CanvasObject {
 // the actions as they now stand; done is what the apply before it did,
 // for the status line.
 func (r *ReviewWindow) sendActions(done string) {
-	pending := r.m.toSend()
+	pending := r.full.toSend()
 	prefix := ""
 	if done != "" {
 		prefix = done + " "
