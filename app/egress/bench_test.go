@@ -1,14 +1,20 @@
 package egress
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -61,9 +67,29 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		return d.DialContext(ctx, network, names[addr])
 	}
 	ph, _ := NewPlaceholder()
-	p := New(Config{Dial: dial, RootCAs: poolOf(e.upCA.Certificate()), CA: e.ca}, &Policy{
+	// Held requests are kept as a run keeps them: one file each, synced.
+	heldDir := b.TempDir()
+	var held atomic.Int64
+	hold := func(h Held) (int, error) {
+		id := int(held.Add(1))
+		data, err := json.Marshal(h)
+		if err != nil {
+			return 0, err
+		}
+		f, err := os.Create(filepath.Join(heldDir, strconv.Itoa(id)+".json"))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		if _, err := f.Write(data); err != nil {
+			return 0, err
+		}
+		return id, f.Sync()
+	}
+	p := New(Config{Dial: dial, RootCAs: poolOf(e.upCA.Certificate()), CA: e.ca, Hold: hold}, &Policy{
 		Allow:   []Rule{{Host: "plain.test"}, {Host: "tunnel.test"}},
 		Secrets: []Secret{{Host: "intercept.test", Header: "x-api-key", Name: "K", Value: "v", Placeholder: ph}},
+		Stage:   []Stage{{Host: "intercept.test", Paths: []string{"/held"}}},
 	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -177,5 +203,49 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(per(p), "http-µs/req")
 	b.ReportMetric(per(p)-per(d), "http-added-µs")
 	b.ReportMetric(per(it)-per(dt), "intercept-added-µs")
+	b.ReportMetric(0, "ns/op")
+}
+
+// post sends body to u and checks the status.
+func post(b *testing.B, c *http.Client, u string, body []byte, want int) {
+	resp, err := c.Post(u, "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != want {
+		b.Fatalf("POST %s: %d, want %d", u, resp.StatusCode, want)
+	}
+}
+
+// BenchmarkHold times a 2 kB POST to an intercepted host held for review
+// (answered by the proxy, kept in a synced file) beside the same POST
+// forwarded to the upstream, in the same run: what staging costs the
+// agent's request.
+//
+//	go test ./app/egress -run '^$' -bench Hold -benchtime 200x
+func BenchmarkHold(b *testing.B) {
+	e := newBenchEnv(b)
+	defer e.stop()
+	c := e.client(e.proxy, "")
+	body := bytes.Repeat([]byte("x"), 2048)
+	post(b, c, "https://intercept.test/small", body, 200)
+	post(b, c, "https://intercept.test/held", body, 202)
+	var fwd, held time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t := time.Now()
+		post(b, c, "https://intercept.test/small", body, 200)
+		fwd += time.Since(t)
+		t = time.Now()
+		post(b, c, "https://intercept.test/held", body, 202)
+		held += time.Since(t)
+	}
+	b.StopTimer()
+	per := func(x time.Duration) float64 { return float64(x.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(fwd), "forwarded-µs/req")
+	b.ReportMetric(per(held), "held-µs/req")
+	b.ReportMetric(per(held)/per(fwd), "held/forwarded")
 	b.ReportMetric(0, "ns/op")
 }
