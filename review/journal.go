@@ -1,5 +1,33 @@
 package review
 
+// How an apply stays all-or-nothing, with a few syncs in all rather than
+// some per file (Apply; see also Recover and Undo):
+//
+//  1. Every object (each file's content before and after) goes to
+//     objects/<sha256> in the journal directory, not synced.
+//  2. One sync (syncBatch: syncfs(2) of each file system on Linux;
+//     elsewhere fsync of every file and directory written, a few at a
+//     time, then F_FULLFSYNC once per file system on macOS).
+//  3. The commit record: journal.json, state Pending, written atomically
+//     and durably. Before it the project is untouched and there is no
+//     journal (objects left by a crash are written again, whole, by the
+//     next put).
+//  4. Every file the apply writes goes, whole and with its mode, to a
+//     temporary file in the project (.airlock-*.tmp in its directory, or
+//     in the nearest one above that stays), not synced.
+//  5. One sync. A crash before it leaves temporary files and nothing
+//     else: Recover removes them.
+//  6. The steps, each an atomic rename, removal, chmod or link, none
+//     synced: every path holds its old state or its new one, both on
+//     disk already (staged files, objects).
+//  7. One sync, then journal.json in state Applied, durably. A crash
+//     between 3 and here: Recover rolls the apply forward from the
+//     objects (or back), path by path, as each holds its old or new state.
+//
+// Undo and Recover change the project one durable step at a time
+// (setState with no batch): they are rare, and each step keeps the same
+// rule, a path old or new and the journal saying which way to go.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -77,6 +105,7 @@ func (js journalStore) write(j *Journal) error {
 	if err != nil {
 		return err
 	}
+	fsStep("journal")
 	return atomicfile.WriteFile(filepath.Join(js.dir, journalFile), data, 0o600)
 }
 
@@ -88,17 +117,21 @@ func (js journalStore) setState(j *Journal, s JournalState) error {
 	return nil
 }
 
-// put stores data under its SHA-256, durably.
-func (js journalStore) put(data []byte) (string, error) {
-	sum := sha256Hex(data)
+// put stores data under its SHA-256 sum, not synced: b records it. An
+// object cut short by a crash is never read (the journal is Preparing
+// until the batch is synced) and is written again whole by the next put.
+func (js journalStore) put(sum string, data []byte, b *batch) error {
 	dir := filepath.Join(js.dir, "objects")
-	if _, err := os.Stat(filepath.Join(dir, sum)); err == nil {
-		return sum, nil
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return err
 	}
-	return sum, atomicfile.WriteFile(filepath.Join(dir, sum), data, 0o600)
+	p := filepath.Join(dir, sum)
+	fsStep("object")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		return err
+	}
+	b.file(p)
+	return nil
 }
 
 // get reads the object sum and checks its hash.

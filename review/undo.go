@@ -32,7 +32,7 @@ func rollBack(pr *project, js journalStore, j *Journal, log *slog.Logger) error 
 			continue
 		}
 		log.Debug("undo step", "path", s.Path)
-		if err := pr.setState(s.Path, s.Before, js.get); err != nil {
+		if err := pr.setState(s.Path, s.Before, js.get, nil); err != nil {
 			errs = append(errs, fmt.Errorf("undo %s: %w", s.Path, err))
 		}
 	}
@@ -82,7 +82,7 @@ func Undo(ctx context.Context, journalDir string) error {
 		return fmt.Errorf("undo: open project: %w", err)
 	}
 	defer root.Close()
-	pr := &project{root: root}
+	pr := &project{root: root, dir: j.Project}
 	if j.State == Applied {
 		last := map[string]EntryState{}
 		for _, s := range j.Steps {

@@ -1,0 +1,119 @@
+package review
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+)
+
+// batch collects what an apply writes without syncing it, so that one
+// sync (syncBatch, per OS) makes all of it durable at once: the files
+// written (to fsync where the OS has no whole-filesystem sync) and the
+// directories whose entries changed.
+type batch struct {
+	files []string        // absolute paths of files written
+	dirs  map[string]bool // absolute paths of directories changed
+}
+
+func newBatch() *batch { return &batch{dirs: map[string]bool{}} }
+
+// file records a file written at abs, and its directory.
+func (b *batch) file(abs string) {
+	if b == nil {
+		return
+	}
+	b.files = append(b.files, abs)
+	b.dirs[filepath.Dir(abs)] = true
+}
+
+// dir records a change of the entries of directory abs.
+func (b *batch) dir(abs string) {
+	if b == nil {
+		return
+	}
+	b.dirs[abs] = true
+}
+
+// sync makes everything recorded durable and forgets it.
+func (b *batch) sync() error {
+	fsStep("sync")
+	if err := syncBatch(b.files, b.dirs); err != nil {
+		return err
+	}
+	b.files, b.dirs = nil, map[string]bool{}
+	return nil
+}
+
+// abs is the absolute path of p ("a/b", slash-separated) in project dir.
+func abs(dir, p string) string {
+	return filepath.Join(dir, filepath.FromSlash(path.Clean(p)))
+}
+
+// fsStepHook, in tests, is called before every change an apply makes on
+// disk (a file or directory created, written, renamed, removed, a sync),
+// so that a test can kill the process at each of them in turn.
+var fsStepHook func(op string)
+
+func fsStep(op string) {
+	if fsStepHook != nil {
+		fsStepHook(op)
+	}
+}
+
+// syncFiles fsyncs each of paths with sync, a few at a time: the disk
+// sees them together rather than one after the other.
+// A directory removed since is passed over: its parent is synced too.
+func syncFiles(paths []string, dirs bool, sync func(*os.File) error) error {
+	const workers = 16
+	errs := make(chan error, len(paths))
+	work := make(chan string)
+	for range min(workers, len(paths)) {
+		go func() {
+			for p := range work {
+				err := syncPath(p, sync)
+				if dirs && gone(err) {
+					err = nil
+				}
+				errs <- err
+			}
+		}()
+	}
+	for _, p := range paths {
+		work <- p
+	}
+	close(work)
+	var first error
+	for range paths {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func syncPath(p string, sync func(*os.File) error) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := sync(f); err != nil && !isSyncUnsupported(err) {
+		return err
+	}
+	return nil
+}
+
+// gone reports a directory that was removed (or replaced by a file) since
+// it was recorded.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// isSyncUnsupported reports an fsync a file system does not do (of a
+// directory, mostly): not an error.
+func isSyncUnsupported(err error) bool {
+	return errors.Is(err, errSyncUnsupported) || errors.Is(err, fs.ErrInvalid)
+}
