@@ -157,7 +157,7 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	defer root.Close()
 	a := &applier{
 		pr:       &project{root: root, dir: projectDir},
-		js:       journalStore{dir: opts.JournalDir},
+		js:       newJournalStore(opts.JournalDir),
 		opts:     opts,
 		log:      logger(opts.Logger),
 		objects:  map[string][]byte{},
@@ -339,10 +339,8 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 // writeJournal writes the objects, syncs them and writes the journal,
 // durably: steps 1 to 3 of the protocol at the top of journal.go.
 func (a *applier) writeJournal(j *Journal, b *batch) error {
-	for sum, data := range a.objects {
-		if err := a.js.put(sum, data, b); err != nil {
-			return fmt.Errorf("apply: back up %s: %w", sum, err)
-		}
+	if err := a.js.putAll(a.objects, b); err != nil {
+		return fmt.Errorf("apply: back up: %w", err)
 	}
 	if err := b.sync(); err != nil {
 		return fmt.Errorf("apply: back up: %w", err)

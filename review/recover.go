@@ -56,7 +56,7 @@ func Recover(ctx context.Context, journalDir string, mode RecoverMode) (JournalS
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("recover: %w", err)
 	}
-	js := journalStore{dir: journalDir}
+	js := newJournalStore(journalDir)
 	j, err := ReadJournal(journalDir)
 	if err != nil {
 		return "", fmt.Errorf("recover: %w", err)

@@ -66,7 +66,7 @@ func (e *UndoError) Error() string {
 // directories are removed. If any touched path changed since the apply,
 // Undo changes nothing and returns an *UndoError.
 func Undo(ctx context.Context, journalDir string) error {
-	js := journalStore{dir: journalDir}
+	js := newJournalStore(journalDir)
 	j, err := ReadJournal(journalDir)
 	if err != nil {
 		return fmt.Errorf("undo: %w", err)
