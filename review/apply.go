@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -357,7 +356,7 @@ func (a *applier) writeJournal(j *Journal, b *batch) error {
 // them: steps 4 and 5 of the protocol. It returns them by step index. If
 // it fails, nothing was changed and the journal is marked so.
 func (a *applier) stage(j *Journal, b *batch) (map[int]string, error) {
-	staged, err := a.stageFiles(j.Steps, b)
+	staged, err := a.pr.stageFiles(j.Steps, true, func(sum string) ([]byte, error) { return a.objects[sum], nil }, b)
 	if err == nil {
 		if err = b.sync(); err != nil {
 			for _, tmp := range staged {
@@ -370,46 +369,6 @@ func (a *applier) stage(j *Journal, b *batch) (map[int]string, error) {
 			return nil, fmt.Errorf("apply: %w; nothing was changed (run recover on %s to tidy up: %v)", err, a.js.dir, rerr)
 		}
 		return nil, fmt.Errorf("apply: %w; nothing was changed", err)
-	}
-	return staged, nil
-}
-
-func (a *applier) stageFiles(steps []Step, b *batch) (map[int]string, error) {
-	removed := map[string]bool{}
-	for _, s := range steps {
-		if s.Before.Type == manifest.Dir && !s.After.Exists {
-			removed[s.Path] = true
-		}
-	}
-	stays := map[string]bool{".": true}
-	isDir := func(d string) bool {
-		ok, seen := stays[d]
-		if !seen {
-			fi, err := a.pr.root.Lstat(d)
-			ok = err == nil && fi.IsDir() && !removed[d]
-			stays[d] = ok
-		}
-		return ok
-	}
-	staged := map[int]string{}
-	for i, s := range steps {
-		if !s.After.Exists || s.After.Type != manifest.File {
-			continue
-		}
-		dir := "."
-		elems := strings.Split(s.Path, "/")
-		for k := 1; k < len(elems) && isDir(strings.Join(elems[:k], "/")); k++ {
-			dir = strings.Join(elems[:k], "/")
-		}
-		tmp, err := a.pr.stage(s.Path, dir, a.objects[s.After.SHA256], s.After.Mode.Perm(), false)
-		if err != nil {
-			for _, tmp := range staged {
-				_ = a.pr.root.Remove(tmp)
-			}
-			return nil, fmt.Errorf("stage %s: %w", s.Path, err)
-		}
-		b.file(abs(a.pr.dir, tmp))
-		staged[i] = tmp
 	}
 	return staged, nil
 }
@@ -458,11 +417,7 @@ func (a *applier) step(s Step, tmp string, b *batch) error {
 	if tmp == "" {
 		return a.pr.setState(s.Path, s.After, a.js.get, b)
 	}
-	if err := a.pr.setStaged(s.Path, tmp); err != nil {
-		return err
-	}
-	b.dir(abs(a.pr.dir, path.Dir(s.Path)))
-	return nil
+	return a.pr.placeStaged(s.Path, tmp, b)
 }
 
 // keep records content to be stored with the journal; it returns its hash.

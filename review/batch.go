@@ -2,11 +2,15 @@ package review
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // batch collects what an apply writes without syncing it, so that one
@@ -116,4 +120,74 @@ func gone(err error) bool {
 // directory, mostly): not an error.
 func isSyncUnsupported(err error) bool {
 	return errors.Is(err, errSyncUnsupported) || errors.Is(err, fs.ErrInvalid)
+}
+
+// stageFiles writes every file the steps make (their After, or their
+// Before when going back) to a temporary file, not synced (b records
+// them): in the file's directory or, where that does not exist yet or is
+// to be removed or replaced, in the nearest directory above it that
+// stays. It returns them by step index; placeStaged puts one in place.
+func (pr *project) stageFiles(steps []Step, forward bool, load func(sum string) ([]byte, error), b *batch) (map[int]string, error) {
+	ends := func(s Step) (from, to EntryState) {
+		if forward {
+			return s.Before, s.After
+		}
+		return s.After, s.Before
+	}
+	leaves := map[string]bool{} // directories the steps remove or replace
+	for _, s := range steps {
+		if from, to := ends(s); from.Type == manifest.Dir && to.Type != manifest.Dir {
+			leaves[s.Path] = true
+		}
+	}
+	stays := map[string]bool{".": true}
+	isDir := func(d string) bool {
+		ok, seen := stays[d]
+		if !seen {
+			fi, err := pr.root.Lstat(d)
+			ok = err == nil && fi.IsDir() && !leaves[d]
+			stays[d] = ok
+		}
+		return ok
+	}
+	staged := map[int]string{}
+	for i, s := range steps {
+		_, to := ends(s)
+		if !to.Exists || to.Type != manifest.File {
+			continue
+		}
+		dir := "."
+		elems := strings.Split(s.Path, "/")
+		for k := 1; k < len(elems) && isDir(strings.Join(elems[:k], "/")); k++ {
+			dir = strings.Join(elems[:k], "/")
+		}
+		data, err := load(to.SHA256)
+		var tmp string
+		if err == nil {
+			tmp, err = pr.stage(s.Path, dir, data, to.Mode.Perm(), false)
+		}
+		if err != nil {
+			for _, tmp := range staged {
+				_ = pr.root.Remove(tmp)
+			}
+			return nil, fmt.Errorf("stage %s: %w", s.Path, err)
+		}
+		b.file(abs(pr.dir, tmp))
+		staged[i] = tmp
+	}
+	return staged, nil
+}
+
+// placeStaged renames tmp, staged by stageFiles, to p, whose parents must
+// be real directories; b records the change.
+func (pr *project) placeStaged(p, tmp string, b *batch) error {
+	if _, err := pr.checkParents(p); err != nil {
+		_ = pr.root.Remove(tmp)
+		return err
+	}
+	if err := pr.setStaged(p, tmp); err != nil {
+		return err
+	}
+	b.dir(abs(pr.dir, path.Dir(p)))
+	return nil
 }
