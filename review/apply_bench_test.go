@@ -34,7 +34,8 @@ func benchTree(n int) (oldT, newT tree) {
 // backups, every byte durable) against `git apply` of the same changes as
 // review.Patch renders them followed by `sync`, on copies of the same git
 // repository, in the same run; it reports both and the ratio (Apply /
-// git apply + sync). Each copy is synced before it is timed.
+// git apply + sync), and how long Undo of the apply takes (outside the
+// benchmark's time). Each copy is synced before it is timed.
 func BenchmarkApply(b *testing.B) {
 	needGit(b)
 	if _, err := exec.LookPath("sync"); err != nil {
@@ -65,13 +66,13 @@ func BenchmarkApply(b *testing.B) {
 	if err := os.WriteFile(patchFile, patch, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	want := snapshot(b, fx.newDir)
+	want, old := snapshot(b, fx.newDir), snapshot(b, fx.oldDir)
 	fresh := func() string {
 		p := copyTree(b, fx.oldDir)
 		run(b, p, "sync")
 		return p
 	}
-	var ours, git time.Duration
+	var ours, git, undo time.Duration
 	rounds := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -86,6 +87,14 @@ func BenchmarkApply(b *testing.B) {
 		b.StopTimer()
 		if got := snapshot(b, project); got != want {
 			b.Fatal("Apply did not make the new tree")
+		}
+		start = time.Now()
+		if err := Undo(context.Background(), jd); err != nil {
+			b.Fatal(err)
+		}
+		undo += time.Since(start)
+		if got := snapshot(b, project); got != old {
+			b.Fatal("Undo did not give the old tree back")
 		}
 
 		project = fresh()
@@ -110,5 +119,6 @@ func BenchmarkApply(b *testing.B) {
 	b.ReportMetric(float64(ours.Milliseconds())/float64(rounds), "ms/apply")
 	b.ReportMetric(float64(git.Milliseconds())/float64(rounds), "ms/git-apply+sync")
 	b.ReportMetric(float64(ours)/float64(git), "ratio")
-	b.Logf("%d files: Apply %v, git apply + sync %v, ratio %.2f (mean of %d)", n, ours/time.Duration(rounds), git/time.Duration(rounds), float64(ours)/float64(git), rounds)
+	b.ReportMetric(float64(undo.Milliseconds())/float64(rounds), "ms/undo")
+	b.Logf("%d files: Apply %v, git apply + sync %v, ratio %.2f; Undo %v (mean of %d)", n, ours/time.Duration(rounds), git/time.Duration(rounds), float64(ours)/float64(git), undo/time.Duration(rounds), rounds)
 }

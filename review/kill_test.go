@@ -61,7 +61,7 @@ const killEnv = "REVIEW_TEST_KILL"
 // checks what the next command finds: no journal and the project exactly
 // as it was, or a journal from which Recover makes the project exactly
 // the new tree (and Undo then exactly the old one) or, rolling back,
-// exactly the old tree.
+// exactly the old tree. Then the same for an undo of the whole apply.
 func TestApplyKilled(t *testing.T) {
 	if os.Getenv(killEnv) != "" {
 		killedChild(t)
@@ -109,15 +109,7 @@ func TestApplyKilled(t *testing.T) {
 				for _, mode := range []RecoverMode{RollForward, RollBack} {
 					project := copyTree(t, oldDir)
 					jd := journalDir(t)
-					cmd := exec.Command(os.Args[0], "-test.run=^TestApplyKilled$", "-test.v")
-					cmd.Env = append(os.Environ(), killEnv+"="+strconv.Itoa(n),
-						"REVIEW_TEST_KILL_CASE="+strconv.Itoa(ci), "REVIEW_TEST_KILL_OLD="+oldDir,
-						"REVIEW_TEST_KILL_NEW="+newDir, "REVIEW_TEST_KILL_PROJECT="+project, "REVIEW_TEST_KILL_JOURNAL="+jd)
-					out, err := cmd.CombinedOutput()
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-						t.Fatalf("n=%d: the apply was not killed: %v\n%s", n, err, out)
-					}
+					killChild(t, n, "apply", ci, oldDir, newDir, project, jd)
 					at := fmt.Sprintf("killed before change %d of %d", n, total)
 					if _, err := ReadJournal(jd); errors.Is(err, os.ErrNotExist) {
 						if diff := cmp.Diff(oldSnap, snapshot(t, project)); diff != "" {
@@ -149,25 +141,89 @@ func TestApplyKilled(t *testing.T) {
 					}
 				}
 			}
+
+			// The same for an undo after the whole apply: the next
+			// command finishes it, or finds the apply still in place
+			// and undoes it.
+			total = 0
+			jd := journalDir(t)
+			project = copyTree(t, oldDir)
+			if _, err := Apply(context.Background(), project, cs, ApproveAll(cs), ApplyOptions{JournalDir: jd}); err != nil {
+				t.Fatal(err)
+			}
+			fsStepHook = func(string) { total++ }
+			err = Undo(context.Background(), jd)
+			fsStepHook = nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total < 5 {
+				t.Fatalf("only %d changes on disk in an undo", total)
+			}
+			for n := 1; n <= total; n++ {
+				project := copyTree(t, oldDir)
+				jd := journalDir(t)
+				killChild(t, n, "undo", ci, oldDir, newDir, project, jd)
+				at := fmt.Sprintf("undo killed before change %d of %d", n, total)
+				state, err := Recover(context.Background(), jd, RollForward)
+				if err != nil {
+					t.Fatalf("%s: recover: %v", at, err)
+				}
+				if state == Applied {
+					if diff := cmp.Diff(newSnap, snapshot(t, project)); diff != "" {
+						t.Fatalf("%s: still applied (-want +got):\n%s", at, diff)
+					}
+					if err := Undo(context.Background(), jd); err != nil {
+						t.Fatalf("%s: undo again: %v", at, err)
+					}
+				}
+				if diff := cmp.Diff(oldSnap, snapshot(t, project)); diff != "" {
+					t.Fatalf("%s: recover (-want +got):\n%s", at, diff)
+				}
+			}
 		})
 	}
 }
 
+// killChild runs killedChild for what ("apply" or "undo") and checks that
+// it was killed.
+func killChild(t *testing.T, n int, what string, ci int, oldDir, newDir, project, jd string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestApplyKilled$", "-test.v")
+	cmd.Env = append(os.Environ(), killEnv+"="+strconv.Itoa(n), "REVIEW_TEST_KILL_WHAT="+what,
+		"REVIEW_TEST_KILL_CASE="+strconv.Itoa(ci), "REVIEW_TEST_KILL_OLD="+oldDir,
+		"REVIEW_TEST_KILL_NEW="+newDir, "REVIEW_TEST_KILL_PROJECT="+project, "REVIEW_TEST_KILL_JOURNAL="+jd)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("%s n=%d: not killed: %v\n%s", what, n, err, out)
+	}
+}
+
 // killedChild is TestApplyKilled in the process it kills: it applies the
-// case and SIGKILLs itself before the n-th change on disk.
+// case (and undoes it) and SIGKILLs itself before the n-th change on disk
+// of the apply (or the undo).
 func killedChild(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(killEnv))
 	ci, _ := strconv.Atoi(os.Getenv("REVIEW_TEST_KILL_CASE"))
 	kc := killCases()[ci]
 	cs := kc.changeset(t, os.Getenv("REVIEW_TEST_KILL_OLD"), os.Getenv("REVIEW_TEST_KILL_NEW"))
 	count := 0
-	fsStepHook = func(string) {
+	kill := func(string) {
 		if count++; count == n {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
 		}
 	}
 	defer func() { fsStepHook = nil }()
-	_, err := Apply(context.Background(), os.Getenv("REVIEW_TEST_KILL_PROJECT"), cs, ApproveAll(cs), ApplyOptions{JournalDir: os.Getenv("REVIEW_TEST_KILL_JOURNAL")})
-	t.Fatalf("apply finished (%v) without being killed at change %d", err, n)
+	what, jd := os.Getenv("REVIEW_TEST_KILL_WHAT"), os.Getenv("REVIEW_TEST_KILL_JOURNAL")
+	if what == "apply" {
+		fsStepHook = kill
+	}
+	_, err := Apply(context.Background(), os.Getenv("REVIEW_TEST_KILL_PROJECT"), cs, ApproveAll(cs), ApplyOptions{JournalDir: jd})
+	if err == nil && what == "undo" {
+		fsStepHook = kill
+		err = Undo(context.Background(), jd)
+	}
+	t.Fatalf("%s finished (%v) without being killed at change %d", what, err, n)
 }
