@@ -21,7 +21,7 @@ import (
 type ApplyOptions struct {
 	// JournalDir is an empty or missing directory outside the project
 	// where the journal and the backups of every file about to change are
-	// written (and fsynced) before the project is touched. Keep it: Undo
+	// written (and synced) before the project is touched. Keep it: Undo
 	// and Recover read it.
 	JournalDir string
 	// AllowEscapingSymlinks lets Apply create symbolic links that lead

@@ -66,7 +66,7 @@ type Step struct {
 }
 
 // Journal records an apply before it changes anything: the project, the
-// steps in order, and (in the journal directory's objects/) the content of
+// steps in order, and (in the journal directory's objects.pack) the content of
 // every file before and after, so that Undo restores the project byte for
 // byte and Recover can finish or roll back an apply that crashed.
 type Journal struct {
