@@ -66,9 +66,10 @@ type Step struct {
 }
 
 // Journal records an apply before it changes anything: the project, the
-// steps in order, and (in the journal directory's objects.pack) the content of
-// every file before and after, so that Undo restores the project byte for
-// byte and Recover can finish or roll back an apply that crashed.
+// steps in order, and (in the journal directory's objects.pack) the
+// content of every file before and after, so that Undo restores the
+// project byte for byte and Recover can finish or roll back an apply that
+// crashed.
 type Journal struct {
 	Version int          `json:"version"`
 	Project string       `json:"project"`
