@@ -356,7 +356,7 @@ func (a *applier) writeJournal(j *Journal, b *batch) error {
 // them: steps 4 and 5 of the protocol. It returns them by step index. If
 // it fails, nothing was changed and the journal is marked so.
 func (a *applier) stage(j *Journal, b *batch) (map[int]string, error) {
-	staged, err := a.pr.stageFiles(j.Steps, true, func(sum string) ([]byte, error) { return a.objects[sum], nil }, b)
+	staged, err := a.pr.stageFiles(j.Steps, true, a.object, b)
 	if err == nil {
 		if err = b.sync(); err != nil {
 			for _, tmp := range staged {
@@ -418,6 +418,15 @@ func (a *applier) step(s Step, tmp string, b *batch) error {
 		return a.pr.setState(s.Path, s.After, a.js.get, b)
 	}
 	return a.pr.placeStaged(s.Path, tmp, b)
+}
+
+// object is the content kept under sum.
+func (a *applier) object(sum string) ([]byte, error) {
+	data, ok := a.objects[sum]
+	if !ok {
+		return nil, fmt.Errorf("no content kept for %s", sum)
+	}
+	return data, nil
 }
 
 // keep records content to be stored with the journal; it returns its hash.
