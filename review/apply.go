@@ -21,7 +21,7 @@ import (
 type ApplyOptions struct {
 	// JournalDir is an empty or missing directory outside the project
 	// where the journal and the backups of every file about to change are
-	// written (and fsynced) before the project is touched. Keep it: Undo
+	// written (and synced) before the project is touched. Keep it: Undo
 	// and Recover read it.
 	JournalDir string
 	// AllowEscapingSymlinks lets Apply create symbolic links that lead
@@ -155,8 +155,8 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	}
 	defer root.Close()
 	a := &applier{
-		pr:       &project{root: root},
-		js:       journalStore{dir: opts.JournalDir},
+		pr:       &project{root: root, dir: projectDir},
+		js:       newJournalStore(opts.JournalDir),
 		opts:     opts,
 		log:      logger(opts.Logger),
 		objects:  map[string][]byte{},
@@ -261,12 +261,25 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		return res, nil
 	}
 	j := &Journal{Version: 1, Project: projectDir, State: Pending, Created: time.Now().UTC(), Steps: steps}
-	if err := a.writeJournal(j); err != nil {
+	b := newBatch()
+	if err := a.writeJournal(j, b); err != nil {
 		return nil, err
+	}
+	if opts.crash != nil && opts.crash(0) {
+		return nil, errCrashed
+	}
+	staged, err := a.stage(j, b)
+	if err != nil {
+		return nil, err
+	}
+	unused := func() {
+		for _, tmp := range staged {
+			_ = a.pr.root.Remove(tmp)
+		}
 	}
 	kept := map[string]EntryState{} // directories not removed, as they stay
 	for i, s := range j.Steps {
-		if opts.crash != nil && opts.crash(i) {
+		if i > 0 && opts.crash != nil && opts.crash(i) {
 			return nil, errCrashed
 		}
 		if st, ok := kept[s.Path]; ok && !s.Before.Exists {
@@ -275,7 +288,9 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			j.Steps[i].Before, j.Steps[i].After = st, st
 			continue
 		}
-		err := a.step(s)
+		tmp := staged[i]
+		delete(staged, i)
+		err := a.step(s, tmp, b)
 		if err != nil && !s.After.Exists && s.Before.Type == manifest.Dir && isNotEmpty(err) {
 			// The project has files there that the run did not know of.
 			j.Steps[i].After = s.Before
@@ -288,12 +303,14 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		}
 		if err != nil {
 			err = fmt.Errorf("apply %s: %w", s.Path, err)
+			unused()
 			if rerr := rollBack(a.pr, a.js, j, a.log); rerr != nil {
 				return nil, fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
 			}
 			return nil, fmt.Errorf("%w; the project was restored as it was", err)
 		}
 	}
+	unused()
 	if !opts.AllowEscapingSymlinks {
 		// The plan judged every link against the project as it was; a
 		// change made meanwhile could still send one outside. Ask the
@@ -309,10 +326,51 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	if opts.crash != nil && opts.crash(len(j.Steps)) {
 		return nil, errCrashed
 	}
+	if err := b.sync(); err != nil {
+		return nil, fmt.Errorf("apply: %w; the changes are made but may not survive a power cut yet: run recover on %s", err, opts.JournalDir)
+	}
 	if err := a.js.setState(j, Applied); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// writeJournal writes the objects, syncs them and writes the journal,
+// durably: steps 1 to 3 of the protocol at the top of journal.go.
+func (a *applier) writeJournal(j *Journal, b *batch) error {
+	if err := a.js.putAll(a.objects, b); err != nil {
+		return fmt.Errorf("apply: back up: %w", err)
+	}
+	if err := b.sync(); err != nil {
+		return fmt.Errorf("apply: back up: %w", err)
+	}
+	if err := a.js.write(j); err != nil {
+		return fmt.Errorf("apply: write journal: %w", err)
+	}
+	return nil
+}
+
+// stage writes the content of every file the steps write to a temporary
+// file, in the file's directory or, where that does not exist yet (or is
+// to be removed), in the nearest directory above it that stays, and syncs
+// them: steps 4 and 5 of the protocol. It returns them by step index. If
+// it fails, nothing was changed and the journal is marked so.
+func (a *applier) stage(j *Journal, b *batch) (map[int]string, error) {
+	staged, err := a.pr.stageFiles(j.Steps, true, a.object, b)
+	if err == nil {
+		if err = b.sync(); err != nil {
+			for _, tmp := range staged {
+				_ = a.pr.root.Remove(tmp)
+			}
+		}
+	}
+	if err != nil {
+		if rerr := a.js.setState(j, Undone); rerr != nil {
+			return nil, fmt.Errorf("apply: %w; nothing was changed (run recover on %s to tidy up: %v)", err, a.js.dir, rerr)
+		}
+		return nil, fmt.Errorf("apply: %w; nothing was changed", err)
+	}
+	return staged, nil
 }
 
 var errCrashed = errors.New("simulated crash")
@@ -344,20 +402,10 @@ func checkJournalDir(project, dir string) error {
 	return nil
 }
 
-func (a *applier) writeJournal(j *Journal) error {
-	for sum, data := range a.objects {
-		if _, err := a.js.put(data); err != nil {
-			return fmt.Errorf("apply: back up %s: %w", sum, err)
-		}
-	}
-	if err := a.js.write(j); err != nil {
-		return fmt.Errorf("apply: write journal: %w", err)
-	}
-	return nil
-}
-
-// step performs s, checking first that the path still holds s.Before.
-func (a *applier) step(s Step) error {
+// step performs s, checking first that the path still holds s.Before:
+// renames tmp, the file staged for it, or makes the change itself. b
+// records what to sync.
+func (a *applier) step(s Step, tmp string, b *batch) error {
 	cur, _, err := a.pr.state(s.Path)
 	if err != nil {
 		return err
@@ -366,7 +414,19 @@ func (a *applier) step(s Step) error {
 		return fmt.Errorf("changed while the apply was running")
 	}
 	a.log.Debug("apply step", "path", s.Path, "before", s.Before.hash(), "after", s.After.hash())
-	return a.pr.setState(s.Path, s.After, a.js.get)
+	if tmp == "" {
+		return a.pr.setState(s.Path, s.After, a.js.get, b)
+	}
+	return a.pr.placeStaged(s.Path, tmp, b)
+}
+
+// object is the content kept under sum.
+func (a *applier) object(sum string) ([]byte, error) {
+	data, ok := a.objects[sum]
+	if !ok {
+		return nil, fmt.Errorf("no content kept for %s", sum)
+	}
+	return data, nil
 }
 
 // keep records content to be stored with the journal; it returns its hash.

@@ -61,6 +61,7 @@ func (s EntryState) hash() string {
 // directory before anything is read or written under it.
 type project struct {
 	root *os.Root
+	dir  string // the root's absolute path
 }
 
 // errSymlinkParent is returned when a parent of a path is a symbolic link.
@@ -182,17 +183,25 @@ func tempName(p string) string {
 	return path.Join(path.Dir(p), ".airlock-"+hex.EncodeToString(b[:])+".tmp")
 }
 
-// setState makes p hold to, reading file contents with load. The write is
-// atomic: a temporary file (or link) in the same directory, fsynced,
-// renamed over p, then the directory fsynced. Missing parents are not
+// setState makes p hold to, reading file contents with load. The change
+// is atomic: a file, link or directory is made under a temporary name in
+// the same directory, then renamed over p. Missing parents are not
 // created here: they are steps of their own.
-func (pr *project) setState(p string, to EntryState, load func(sum string) ([]byte, error)) error {
+//
+// With b nil the change is durable when setState returns (the file and
+// the directory fsynced). Otherwise nothing is synced: b records what to
+// sync, and b.sync makes it durable together with the rest of the batch.
+// A file is written whole before it is renamed, but only a sync makes
+// its content durable: an apply stages file contents (stage) and syncs
+// them before it renames any (setStaged).
+func (pr *project) setState(p string, to EntryState, load func(sum string) ([]byte, error), b *batch) error {
 	if _, err := pr.checkParents(p); err != nil {
 		return err
 	}
 	dir := path.Dir(p)
 	switch {
 	case !to.Exists:
+		fsStep("remove")
 		if err := pr.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -200,22 +209,26 @@ func (pr *project) setState(p string, to EntryState, load func(sum string) ([]by
 		fi, err := pr.root.Lstat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := pr.root.Mkdir(p, 0o700); err != nil {
+			if err := pr.mkdir(p, to.Mode.Perm(), b); err != nil {
 				return err
 			}
 		case err != nil:
 			return err
 		case !fi.IsDir():
 			return fmt.Errorf("%s is not a directory", p)
-		}
-		if err := pr.root.Chmod(p, to.Mode.Perm()); err != nil {
-			return err
+		default:
+			fsStep("chmod")
+			if err := pr.root.Chmod(p, to.Mode.Perm()); err != nil {
+				return err
+			}
 		}
 	case to.Type == manifest.Symlink:
 		tmp := tempName(p)
+		fsStep("symlink")
 		if err := pr.root.Symlink(to.Target, tmp); err != nil {
 			return err
 		}
+		fsStep("rename")
 		if err := pr.root.Rename(tmp, p); err != nil {
 			_ = pr.root.Remove(tmp)
 			return err
@@ -225,44 +238,92 @@ func (pr *project) setState(p string, to EntryState, load func(sum string) ([]by
 		if err != nil {
 			return err
 		}
-		if err := pr.writeFile(p, data, to.Mode.Perm()); err != nil {
+		tmp, err := pr.stage(p, dir, data, to.Mode.Perm(), b == nil)
+		if err != nil {
+			return err
+		}
+		if err := pr.setStaged(p, tmp); err != nil {
 			return err
 		}
 	default:
 		return fmt.Errorf("cannot create %s of type %q", p, to.Type)
 	}
+	if b != nil {
+		b.dir(abs(pr.dir, dir))
+		return nil
+	}
 	return pr.syncDir(dir)
 }
 
-func (pr *project) writeFile(p string, data []byte, mode fs.FileMode) error {
+// mkdir makes directory p with mode exactly: made under a temporary
+// name, given its mode (mkdir's is cut by the umask), then renamed to p,
+// so that p never holds a directory with another mode.
+func (pr *project) mkdir(p string, mode fs.FileMode, b *batch) error {
 	tmp := tempName(p)
-	f, err := pr.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
-	if err != nil {
+	fsStep("mkdir")
+	if err := pr.root.Mkdir(tmp, 0o700); err != nil {
 		return err
 	}
+	fsStep("chmod")
+	err := pr.root.Chmod(tmp, mode)
+	if err == nil {
+		fsStep("rename")
+		err = pr.root.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = pr.root.Remove(tmp)
+		return err
+	}
+	if b != nil {
+		b.dir(abs(pr.dir, p))
+	}
+	return nil
+}
+
+// stage writes data with mode to a new temporary file in directory dir
+// and returns its name; durable fsyncs it. setStaged renames it to where
+// it goes, which is dir or under it.
+func (pr *project) stage(p, dir string, data []byte, mode fs.FileMode, durable bool) (string, error) {
+	tmp := tempName(path.Join(dir, path.Base(p)))
+	fsStep("create")
+	f, err := pr.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return "", err
+	}
+	fsStep("write")
 	_, err = f.Write(data)
 	if err == nil {
 		// fchmod is not subject to the umask: the mode is exact. Only
 		// permission bits: setuid, setgid and sticky are never set.
 		err = f.Chmod(mode.Perm())
 	}
-	if err == nil {
+	if err == nil && durable {
+		fsStep("fsync")
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = pr.root.Rename(tmp, p)
-	}
 	if err != nil {
 		_ = pr.root.Remove(tmp)
+		return "", err
 	}
-	return err
+	return tmp, nil
 }
 
-// removeTemps deletes temporary files a crashed write may have left in the
-// directories of steps.
+// setStaged renames the staged file tmp to p.
+func (pr *project) setStaged(p, tmp string) error {
+	fsStep("rename")
+	if err := pr.root.Rename(tmp, p); err != nil {
+		_ = pr.root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// removeTemps deletes temporary files (and empty temporary directories) a
+// crashed apply may have left in the directories of steps; an apply
+// stages files there or in a directory of an earlier step.
 func (pr *project) removeTemps(steps []Step) {
 	seen := map[string]bool{}
 	for _, s := range steps {
@@ -283,7 +344,9 @@ func (pr *project) removeTemps(steps []Step) {
 		for _, n := range names {
 			if strings.HasPrefix(n, ".airlock-") && strings.HasSuffix(n, ".tmp") {
 				p := path.Join(dir, n)
-				if fi, err := pr.root.Lstat(p); err == nil && !fi.IsDir() {
+				// A directory is one mkdir made: removed if still
+				// empty, as it is.
+				if _, err := pr.root.Lstat(p); err == nil {
 					_ = pr.root.Remove(p)
 				}
 			}

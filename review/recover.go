@@ -21,7 +21,7 @@ func rollForward(pr *project, js journalStore, j *Journal, log *slog.Logger) err
 			return fmt.Errorf("recover %s: it changed since the interrupted apply; roll back instead", s.Path)
 		}
 		log.Debug("recover step", "path", s.Path)
-		if err := pr.setState(s.Path, s.After, js.get); err != nil {
+		if err := pr.setState(s.Path, s.After, js.get, nil); err != nil {
 			return fmt.Errorf("recover %s: %w", s.Path, err)
 		}
 	}
@@ -56,7 +56,7 @@ func Recover(ctx context.Context, journalDir string, mode RecoverMode) (JournalS
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("recover: %w", err)
 	}
-	js := journalStore{dir: journalDir}
+	js := newJournalStore(journalDir)
 	j, err := ReadJournal(journalDir)
 	if err != nil {
 		return "", fmt.Errorf("recover: %w", err)
@@ -69,7 +69,7 @@ func Recover(ctx context.Context, journalDir string, mode RecoverMode) (JournalS
 		return j.State, fmt.Errorf("recover: open project: %w", err)
 	}
 	defer root.Close()
-	pr := &project{root: root}
+	pr := &project{root: root, dir: j.Project}
 	log := slog.New(slog.DiscardHandler)
 	pr.removeTemps(j.Steps)
 	if j.State == Undoing || mode == RollBack {

@@ -11,10 +11,22 @@ import (
 )
 
 // rollBack returns every path of j to its Before state, newest step first.
-// Steps not done yet, or already undone, are recognised and skipped.
+// Steps not done yet, or already undone, are recognised and skipped. It
+// goes as an apply does (see journal.go), the journal already saying
+// Undoing: every file to restore staged, one sync, the steps, one sync,
+// then Undone.
 func rollBack(pr *project, js journalStore, j *Journal, log *slog.Logger) error {
 	if err := js.setState(j, Undoing); err != nil {
 		return err
+	}
+	b := newBatch()
+	staged, err := pr.stageFiles(j.Steps, false, js.get, b)
+	if err == nil {
+		err = b.sync()
+	}
+	if err != nil {
+		pr.removeTemps(j.Steps)
+		return fmt.Errorf("undo: %w", err)
 	}
 	var errs []error
 	for i := len(j.Steps) - 1; i >= 0; i-- {
@@ -32,9 +44,21 @@ func rollBack(pr *project, js journalStore, j *Journal, log *slog.Logger) error 
 			continue
 		}
 		log.Debug("undo step", "path", s.Path)
-		if err := pr.setState(s.Path, s.Before, js.get); err != nil {
+		if tmp, ok := staged[i]; ok {
+			delete(staged, i)
+			err = pr.placeStaged(s.Path, tmp, b)
+		} else {
+			err = pr.setState(s.Path, s.Before, js.get, b)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("undo %s: %w", s.Path, err))
 		}
+	}
+	for _, tmp := range staged {
+		_ = pr.root.Remove(tmp)
+	}
+	if err := b.sync(); err != nil {
+		errs = append(errs, fmt.Errorf("undo: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -66,7 +90,7 @@ func (e *UndoError) Error() string {
 // directories are removed. If any touched path changed since the apply,
 // Undo changes nothing and returns an *UndoError.
 func Undo(ctx context.Context, journalDir string) error {
-	js := journalStore{dir: journalDir}
+	js := newJournalStore(journalDir)
 	j, err := ReadJournal(journalDir)
 	if err != nil {
 		return fmt.Errorf("undo: %w", err)
@@ -82,7 +106,7 @@ func Undo(ctx context.Context, journalDir string) error {
 		return fmt.Errorf("undo: open project: %w", err)
 	}
 	defer root.Close()
-	pr := &project{root: root}
+	pr := &project{root: root, dir: j.Project}
 	if j.State == Applied {
 		last := map[string]EntryState{}
 		for _, s := range j.Steps {
