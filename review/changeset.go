@@ -123,8 +123,18 @@ const ControlReason = "contains control or bidi characters"
 // Flag is one reason to look twice at a change.
 type Flag struct {
 	Kind FlagKind `json:"kind"`
-	// Reason says why, for a reviewer ("runs on your machine: git hook").
+	// Reason says why, for a reviewer ("runs on your machine: git hook"):
+	// one line, any name from the guest in it quoted when odd.
 	Reason string `json:"reason"`
+	// Added, Removed and Changed are the dependency names a
+	// FlagDependency flag found added, removed, or given another version
+	// (at most 500 each, sorted; none when the file could not be read).
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	// Lines are the line numbers the flag is about: in the new content,
+	// or in the old one for a large deletion.
+	Lines []int `json:"lines,omitempty"`
 }
 
 // HasFlag reports whether f carries a flag of kind k.
@@ -278,6 +288,7 @@ func newFile(c manifest.Change, src Source, opts Options) (*File, error) {
 		return nil, fmt.Errorf("new content: %w", err)
 	}
 	defer flagControl(f)
+	defer func() { f.Flags = append(f.Flags, secondLook(f)...) }()
 	if fl, ok := hostExecFlag(f, opts.HostExec); ok {
 		f.Flags = append(f.Flags, fl)
 	}

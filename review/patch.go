@@ -164,15 +164,20 @@ func emptiedByTypeChange(cs *Changeset, d Decisions) map[string]bool {
 
 // writeFlagNotes writes, before a file's diff, lines that git apply
 // skips (it skips anything before a "diff --git" line) saying why the file
-// deserves a second look: it runs on the user's machine, or it asks for
-// a mode git cannot show.
+// deserves a second look: it runs on the user's machine, it asks for a
+// mode git cannot show, or any flag of flags.go. (Control characters are
+// said once above the whole diff by the CLI.) A reason is one line by
+// construction; a line break is replaced all the same, as it would end
+// the note and start a line git apply reads.
 func writeFlagNotes(w *bytes.Buffer, f *File) {
 	for _, fl := range f.Flags {
+		reason := strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(fl.Reason)
 		switch fl.Kind {
-		case FlagHostExec:
-			fmt.Fprintf(w, "# %s\n", fl.Reason)
+		case FlagControl:
 		case FlagMode:
-			fmt.Fprintf(w, "# airlock: %s: %s\n", quotePath(f.Path), fl.Reason)
+			fmt.Fprintf(w, "# airlock: %s: %s\n", quotePath(f.Path), reason)
+		default:
+			fmt.Fprintf(w, "# %s\n", reason)
 		}
 	}
 }
