@@ -219,10 +219,11 @@ func dependencyFlag(f *File) (Flag, bool) {
 			continue
 		}
 		sort.Strings(*l.names)
-		if len(*l.names) > maxNames {
+		n := len(*l.names)
+		if n > maxNames {
 			*l.names = (*l.names)[:maxNames]
 		}
-		parts = append(parts, l.verb+" "+nameList(*l.names, len(*l.names)))
+		parts = append(parts, l.verb+" "+nameList(*l.names, n))
 	}
 	fl.Reason = DependencyPrefix + what + ": " + strings.Join(parts, "; ")
 	return fl, true
@@ -273,9 +274,9 @@ func DependencyName(name string) string {
 	return shownName(name)
 }
 
-// lines calls fn with each line of data, without its terminator, long
+// eachLine calls fn with each line of data, without its terminator, long
 // lines cut to maxScanLineBytes.
-func lines(data []byte, fn func(line string)) {
+func eachLine(data []byte, fn func(line string)) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var l []byte
@@ -315,7 +316,7 @@ func parseGoMod(data []byte) (depSet, error) {
 			}
 		}
 	}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		if i := strings.Index(l, "//"); i >= 0 {
 			l = l[:i]
 		}
@@ -360,7 +361,7 @@ func slicesIndex(s []string, v string) int {
 // checksums, so a changed checksum is a changed dependency.
 func parseGoSum(data []byte) (depSet, error) {
 	deps := depSet{}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		fields := strings.Fields(l)
 		if len(fields) != 3 {
 			return
@@ -522,7 +523,7 @@ func parseYarnLock(data []byte) (depSet, error) {
 		}
 		current, pin = nil, ""
 	}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		if l == "" || l[0] == '#' {
 			return
 		}
@@ -577,7 +578,7 @@ func pythonName(req string) string {
 // line; options (-r, -e, --hash…) and comments are skipped.
 func parseRequirements(data []byte) (depSet, error) {
 	deps := depSet{}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		if i := strings.Index(l, " #"); i >= 0 {
 			l = l[:i]
 		}
@@ -592,13 +593,64 @@ func parseRequirements(data []byte) (depSet, error) {
 	return deps, nil
 }
 
-// decodeTOML decodes data into a generic table.
-func decodeTOML(data []byte) (map[string]any, error) {
+// maxTOMLDepth is the deepest nesting of arrays and inline tables a
+// TOML manifest may have: the decoder's work and memory grow fast with
+// it (a few megabytes of "{a=" exhaust the memory of the machine).
+const maxTOMLDepth = 64
+
+// decodeTOML decodes data into v, refusing nesting deeper than
+// maxTOMLDepth.
+func decodeTOML(data []byte, v any) error {
+	if tomlDepth(data) > maxTOMLDepth {
+		return errors.New("nested too deep")
+	}
+	_, err := toml.Decode(string(data), v)
+	return err
+}
+
+// decodeTOMLTable decodes data into a generic table.
+func decodeTOMLTable(data []byte) (map[string]any, error) {
 	var top map[string]any
-	if _, err := toml.Decode(string(data), &top); err != nil {
+	if err := decodeTOML(data, &top); err != nil {
 		return nil, err
 	}
 	return top, nil
+}
+
+// tomlDepth is the deepest nesting of brackets and braces in data
+// outside strings and comments: a bound on what the decoder will
+// recurse into, not a validation.
+func tomlDepth(data []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			quote := string([]byte{c, c, c})
+			if bytes.HasPrefix(data[i:], []byte(quote)) {
+				end := bytes.Index(data[i+3:], []byte(quote))
+				if end < 0 {
+					return deepest
+				}
+				i += 3 + end + 2
+				continue
+			}
+			for i++; i < len(data) && data[i] != c && data[i] != '\n'; i++ {
+				if c == '"' && data[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
 }
 
 // table is t[key] as a table, or nil.
@@ -639,7 +691,7 @@ func addRequirementList(deps depSet, list any) {
 // dependencies and optional-dependencies, [dependency-groups],
 // [build-system] requires, and Poetry's tables.
 func parsePyproject(data []byte) (depSet, error) {
-	top, err := decodeTOML(data)
+	top, err := decodeTOMLTable(data)
 	if err != nil {
 		return nil, err
 	}
@@ -666,7 +718,7 @@ func parsePyproject(data []byte) (depSet, error) {
 
 // parsePipfile reads Pipfile's packages and dev-packages.
 func parsePipfile(data []byte) (depSet, error) {
-	top, err := decodeTOML(data)
+	top, err := decodeTOMLTable(data)
 	if err != nil {
 		return nil, err
 	}
@@ -679,7 +731,7 @@ func parsePipfile(data []byte) (depSet, error) {
 // parseCargoToml reads Cargo.toml's dependency tables, per target and of
 // the workspace too.
 func parseCargoToml(data []byte) (depSet, error) {
-	top, err := decodeTOML(data)
+	top, err := decodeTOMLTable(data)
 	if err != nil {
 		return nil, err
 	}
@@ -711,7 +763,7 @@ func parseTOMLPackages(data []byte) (depSet, error) {
 			Source   any    `toml:"source"`
 		} `toml:"package"`
 	}
-	if _, err := toml.Decode(string(data), &lock); err != nil {
+	if err := decodeTOML(data, &lock); err != nil {
 		return nil, err
 	}
 	pins := map[string][]string{}
@@ -726,7 +778,7 @@ func parseTOMLPackages(data []byte) (depSet, error) {
 // parseVersionCatalog reads gradle/libs.versions.toml's libraries and
 // plugins.
 func parseVersionCatalog(data []byte) (depSet, error) {
-	top, err := decodeTOML(data)
+	top, err := decodeTOMLTable(data)
 	if err != nil {
 		return nil, err
 	}
@@ -758,7 +810,7 @@ var gemLine = regexp.MustCompile(`^\s*gem\s*\(?\s*["']([^"']+)["'](.*)$`)
 // parseGemfile reads the gem lines of a Gemfile.
 func parseGemfile(data []byte) (depSet, error) {
 	deps := depSet{}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		if m := gemLine.FindStringSubmatch(l); m != nil {
 			deps[m[1]] = strings.TrimSpace(m[2])
 		}
@@ -771,7 +823,7 @@ var gemLockLine = regexp.MustCompile(`^    ([^ (]+) \(([^)]*)\)$`)
 // parseGemfileLock reads the specs of Gemfile.lock ("    rake (13.0.6)").
 func parseGemfileLock(data []byte) (depSet, error) {
 	pins := map[string][]string{}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		if m := gemLockLine.FindStringSubmatch(l); m != nil {
 			pins[m[1]] = append(pins[m[1]], m[2]+"\n")
 		}
@@ -788,7 +840,7 @@ var gradleCatalogDep = regexp.MustCompile(`\b(?:implementation|api|compileOnly|r
 // version catalog alias (libs.x.y).
 func parseGradle(data []byte) (depSet, error) {
 	deps := depSet{}
-	lines(data, func(l string) {
+	eachLine(data, func(l string) {
 		for _, m := range gradleDep.FindAllStringSubmatch(l, -1) {
 			deps[m[1]+":"+m[2]] = m[3]
 		}

@@ -308,7 +308,7 @@ func largeDeletionFlag(f *File) (Flag, bool) {
 	removed := 0
 	for _, h := range f.Hunks {
 		if h.Removed >= LargeDeletedHunk && h.Removed > 2*h.Added {
-			lines = append(lines, max(h.OldStart, 1))
+			lines = append(lines, firstRemoved(h))
 			removed += h.Removed
 		}
 	}
@@ -317,6 +317,20 @@ func largeDeletionFlag(f *File) (Flag, bool) {
 	}
 	return Flag{Kind: FlagLargeDeletion, Lines: lines,
 		Reason: fmt.Sprintf("large deletion: removes %d lines%s of the old file", removed, atLines(lines))}, true
+}
+
+// firstRemoved is the old line number of h's first removed line.
+func firstRemoved(h Hunk) int {
+	n := h.oldOffset() + 1
+	for _, l := range h.Lines {
+		if l.Kind == Delete {
+			return n
+		}
+		if l.Kind == Context {
+			n++
+		}
+	}
+	return n
 }
 
 // generatedMarker is Go's convention for generated code

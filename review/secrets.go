@@ -185,7 +185,7 @@ func looksRandom(w string) bool {
 	// A name in camel case (DecryptPKCS1v15SessionKey) keeps to one kind
 	// of character for several in a row; a random word changes kind (upper,
 	// lower, digit, other) at about 2 characters in 3.
-	if float64(classChanges(w)) < 0.4*float64(len(w)-1) {
+	if float64(classChanges(w)) < 0.45*float64(len(w)-1) {
 		return false
 	}
 	// Words split by '/', '_' or '-' into short parts are paths and

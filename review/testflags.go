@@ -265,6 +265,7 @@ func testFlags(f *File) []Flag {
 	skipped := map[string][]int{}
 	focused := map[string][]int{}
 	var commentedAsserts []int
+	addedTests := 0 // tests the change declares anew: a test renamed is no test removed
 	addedLines(f, func(l string, n int) {
 		t, commented := uncommented(f.Path, l)
 		if commented {
@@ -274,7 +275,11 @@ func testFlags(f *File) []Flag {
 			return
 		}
 		if name := testName(f.Path, l); name != "" {
-			delete(removedTests, name)
+			if removedTests[name] {
+				delete(removedTests, name)
+			} else {
+				addedTests++
+			}
 		}
 		if !hasMarkers {
 			return
@@ -296,7 +301,7 @@ func testFlags(f *File) []Flag {
 			}
 		}
 	})
-	if len(removedTests) > 0 && f.New != nil {
+	if len(removedTests) > addedTests && f.New != nil {
 		names := make([]string, 0, len(removedTests))
 		for n := range removedTests {
 			names = append(names, n)
