@@ -17,7 +17,7 @@ import (
 )
 
 func newDiffCmd(e *env) *cobra.Command {
-	var stat, color, noColor bool
+	var stat, color, noColor, flagged bool
 	var round int
 	cmd := &cobra.Command{
 		Use:   "diff ID [PATH...]",
@@ -38,9 +38,18 @@ package.json scripts, a CI workflow, a file made executable…) is marked
 "# runs on your machine: <why>" before its diff (git apply ignores the
 line) and in the --stat; airlock apply --all leaves it out unless named.
 
+Other changes that deserve a second look are marked the same way, with the
+reason: dependency manifests and lockfiles (the names added and removed),
+CI configuration, tests deleted, skipped or narrowed (t.Skip, .only, an
+assertion commented out), strings that look like credentials, large
+deletions, generated and binary files. --stat counts them in one line
+("3 files deserve a second look: …"), --json carries them ("flags" per
+file, "second_look"), and --flagged shows only the flagged files.
+
 ID may be any unique prefix of the sandbox's ID.`,
 		Example: `  airlock diff 3f2a
   airlock diff 3f2a --stat
+  airlock diff 3f2a --flagged
   airlock diff 3f2a src/main.go`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,6 +79,12 @@ ID may be any unique prefix of the sandbox's ID.`,
 				}
 				cs = &review.Changeset{Files: keep}
 			}
+			if flagged {
+				cs = onlyFlagged(cs)
+				if len(cs.Files) == 0 && !e.json {
+					fmt.Fprintln(e.stderr, "No file is flagged: nothing deserves a second look beyond the diff itself (airlock diff without --flagged shows it).")
+				}
+			}
 			// The held actions come after the files: all of them, those of
 			// round N with --round, none when paths are named.
 			var views []sandbox.ActionView
@@ -91,8 +106,9 @@ ID may be any unique prefix of the sandbox's ID.`,
 				}
 				return e.printJSON(struct {
 					*review.Changeset
-					Actions []sandbox.ActionView `json:"actions,omitempty"`
-				}{cs, views})
+					SecondLook review.SecondLook   `json:"second_look"`
+					Actions    []sandbox.ActionView `json:"actions,omitempty"`
+				}{cs, cs.SecondLook(), views})
 			}
 			if stat {
 				writeStat(e.stdout, cs, termWidth(e.stdout))
@@ -120,10 +136,22 @@ ID may be any unique prefix of the sandbox's ID.`,
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "print a per-file summary instead of the diff")
+	cmd.Flags().BoolVar(&flagged, "flagged", false, "show only the files that deserve a second look (flagged: dependencies, CI, tests, credentials, …)")
 	cmd.Flags().IntVar(&round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
 	cmd.Flags().BoolVar(&color, "color", false, "colour the diff even when not on a terminal")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "never colour the diff (also: NO_COLOR=1)")
 	return cmd
+}
+
+// onlyFlagged is cs with only the files that carry a flag.
+func onlyFlagged(cs *review.Changeset) *review.Changeset {
+	var keep []*review.File
+	for _, f := range cs.Files {
+		if len(f.Flags) > 0 {
+			keep = append(keep, f)
+		}
+	}
+	return &review.Changeset{Files: keep}
 }
 
 const (
@@ -221,7 +249,8 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		del    int
 		binary bool // no line counts: a binary file, a directory, a type change
 		mode   bool // a mode git cannot show: marked [mode]
-		flag   string
+		host   bool // runs on the user's machine: counted in its own line
+		flags  []string
 	}
 	var rows []row
 	nameW, countW, binW, maxChange, files := 0, 0, 0, 0, 0
@@ -237,7 +266,7 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 			continue
 		}
 		files++
-		r := row{name: f.Path, add: f.Added, del: f.Removed, mode: f.HasFlag(review.FlagMode), flag: f.FlagReason(review.FlagHostExec)}
+		r := row{name: f.Path, add: f.Added, del: f.Removed, mode: f.HasFlag(review.FlagMode), host: f.HasFlag(review.FlagHostExec), flags: statReasons(f)}
 		if f.Status == review.Renamed {
 			r.name = f.OldPath + " => " + f.Path
 		}
@@ -279,8 +308,10 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		if r.mode {
 			mark, marked = " [mode]", true
 		}
-		if r.flag != "" {
-			mark += "  # " + r.flag
+		for _, reason := range r.flags {
+			mark += "  # " + reason
+		}
+		if r.host {
 			flagged++
 		}
 		name := padRight(shortenPath(r.name, nameW-runewidth.StringWidth(r.suffix))+r.suffix, nameW)
@@ -311,6 +342,9 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		line += fmt.Sprintf(", %d %s(-)", removed, plural(removed, "deletion", "deletions"))
 	}
 	fmt.Fprintln(w, line)
+	if look := cs.SecondLook(); saysMore(look) {
+		fmt.Fprintln(w, " "+look.String())
+	}
 	if marked {
 		fmt.Fprintln(w, " [mode]: the sandbox asked for a mode git cannot show, applied differently; airlock diff says how")
 	}
@@ -318,6 +352,33 @@ func writeStat(w io.Writer, cs *review.Changeset, width int) {
 		fmt.Fprintf(w, " %d %s on your machine (marked #): airlock apply --all leaves %s out; name %s, or add --include-host-exec\n",
 			flagged, plural(flagged, "file runs", "files run"), plural(flagged, "it", "them"), plural(flagged, "it", "each"))
 	}
+}
+
+// statReasons are the reasons --stat writes after a file's row, each
+// after "  # ": every flag but those marked otherwise ([mode], [control
+// chars]).
+func statReasons(f *review.File) []string {
+	var out []string
+	for _, fl := range f.Flags {
+		if fl.Kind != review.FlagMode && fl.Kind != review.FlagControl {
+			out = append(out, fl.Reason)
+		}
+	}
+	return out
+}
+
+// saysMore reports whether the overview of the flags says more than the
+// rest of --stat: a mode, control characters and files that run on your
+// machine have their marks and their line already.
+func saysMore(look review.SecondLook) bool {
+	for _, k := range look.Kinds {
+		switch k.Kind {
+		case review.FlagMode, review.FlagControl, review.FlagHostExec:
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // statWidths fits a diffstat's columns in width as git does. A row is

@@ -1,9 +1,7 @@
 package gui
 
 import (
-	"bytes"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -504,36 +502,6 @@ func gapLines(g contextGap, from, to int, new []styledLine) []diffLine {
 	return out
 }
 
-// generatedMarker is Go's convention for generated code
-// (https://go.dev/s/generatedcode), which other generators follow.
-var generatedMarker = regexp.MustCompile(`(?m)^(//|#|--|/\*) Code generated .* DO NOT EDIT\.`)
-
-// generatedNames are files tools write whose diffs nobody reads line by
-// line.
-var generatedNames = map[string]bool{
-	"go.sum": true, "package-lock.json": true, "yarn.lock": true, "pnpm-lock.yaml": true,
-	"Cargo.lock": true, "poetry.lock": true, "composer.lock": true, "Gemfile.lock": true,
-	"npm-shrinkwrap.json": true, "uv.lock": true, "bun.lock": true,
-}
-
-// isGenerated reports whether f looks written by a tool, with the reason.
-func isGenerated(f *review.File) (string, bool) {
-	base := path.Base(f.Path)
-	switch {
-	case generatedNames[base]:
-		return "a lock or checksum file", true
-	case strings.HasSuffix(base, ".pb.go"), strings.HasSuffix(base, "_pb2.py"):
-		return "generated from a protocol buffer definition", true
-	case strings.HasSuffix(base, ".min.js"), strings.HasSuffix(base, ".min.css"):
-		return "minified", true
-	}
-	head := f.NewContent()
-	if head == nil {
-		head = f.OldContent()
-	}
-	head = head[:min(len(head), 4096)]
-	if bytes.Contains(head, []byte("DO NOT EDIT")) && generatedMarker.Match(head) {
-		return "it says “Code generated … DO NOT EDIT”", true
-	}
-	return "", false
-}
+// isGenerated reports whether f looks written by a tool, with the reason
+// (review.Generated: the changeset's FlagGenerated uses the same check).
+func isGenerated(f *review.File) (string, bool) { return review.Generated(f) }
