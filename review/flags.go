@@ -108,6 +108,28 @@ func secondLook(f *File) []Flag {
 			out = append(out, fl)
 		}
 	}
+	return mergeKinds(out)
+}
+
+// mergeKinds makes flags one per kind, as HasFlag and FlagReason read
+// them: the reasons of a kind found twice joined by "; ".
+func mergeKinds(flags []Flag) []Flag {
+	var out []Flag
+	at := map[FlagKind]int{}
+	for _, fl := range flags {
+		i, seen := at[fl.Kind]
+		if !seen {
+			at[fl.Kind] = len(out)
+			out = append(out, fl)
+			continue
+		}
+		m := &out[i]
+		m.Reason += "; " + fl.Reason
+		m.Added = append(m.Added, fl.Added...)
+		m.Removed = append(m.Removed, fl.Removed...)
+		m.Changed = append(m.Changed, fl.Changed...)
+		m.Lines = append(m.Lines, fl.Lines...)
+	}
 	return out
 }
 

@@ -160,6 +160,15 @@ func TestFlagTestRenamedAway(t *testing.T) {
 	if !strings.Contains(f.FlagReason(FlagTestDeleted), "renamed to a name its test runner does not pick up") {
 		t.Errorf("flags %+v", f.Flags)
 	}
+	// Renamed away and emptied of a test: one flag, both reasons.
+	s = store{}
+	c.Old = entry(s, "x/a_test.go", "package x\n\nfunc TestA(t *testing.T) {}\n", 0o644)
+	c.New = entry(s, "x/a_test.go.orig", "package x\n", 0o644)
+	f = buildOne(t, c, s)
+	want := []Flag{{Kind: FlagTestDeleted, Reason: "test file renamed to a name its test runner does not pick up; 1 test removed: TestA"}}
+	if diff := cmp.Diff(want, f.Flags); diff != "" {
+		t.Errorf("flags (-want +got):\n%s", diff)
+	}
 }
 
 func TestIsTestFile(t *testing.T) {
@@ -236,6 +245,7 @@ func TestFlagCredentials(t *testing.T) {
 			kinds: []FlagKind{FlagCredential}, reasons: map[FlagKind][]string{FlagCredential: {"private key block at line 1"}}},
 		{name: "high entropy assigned to a secret", path: "settings.py", old: absent, new: "SECRET_KEY = 'q8Zr3Lx0Vb7Nw2Tk5Yp9Hm4Jc6Ds1Gf'\n",
 			kinds: []FlagKind{FlagCredential}, reasons: map[FlagKind][]string{FlagCredential: {"high-entropy string at line 1"}}},
+		{name: "high entropy in an env file", path: ".env", old: absent, new: "API_SECRET=q8Zr3Lx0Vb7Nw2Tk5Yp9Hm4Jc6Ds1Gf\n", kinds: []FlagKind{FlagCredential}},
 		{name: "high entropy hex api key", path: "a.yaml", old: absent, new: "api_key: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b\n", kinds: []FlagKind{FlagCredential}},
 		{name: "checksum is no secret", path: "a.go", old: absent, new: cred(`const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"`)},
 		{name: "camel-case name", path: "a.go", old: absent, new: cred(`var tokenName = "DecryptPKCS1v15SessionKeyForTests"`)},

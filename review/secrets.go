@@ -149,14 +149,16 @@ func candidateWords(line string) [][2]int {
 	return out
 }
 
+// isTokenByte reports whether c is a base64 or URL-safe base64
+// character; the padding "=" is not, as it separates a name from its
+// value more often than it ends one.
 func isTokenByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
 }
 
 // looksRandom reports whether w, a candidate word, looks like random
 // key material rather than a name, a path or an alphabet.
 func looksRandom(w string) bool {
-	w = strings.TrimRight(w, "=")
 	var lower, upper, digit, hexOnly = 0, 0, 0, true
 	for i := 0; i < len(w); i++ {
 		c := w[i]

@@ -244,16 +244,20 @@ func testFlags(f *File) []Flag {
 	removed := map[string]int{}
 	removedTests := map[string]bool{}
 	var asserts map[string]bool
+	oldPath := f.Path
+	if f.OldPath != "" {
+		oldPath = f.OldPath
+	}
 	removedLines(f, func(l string) {
 		removed[strings.TrimSpace(l)]++
-		if name := testName(f.Path, l); name != "" {
+		if name := testName(oldPath, l); name != "" {
 			removedTests[name] = true
 		}
 		if assertion.MatchString(l) {
 			if asserts == nil {
 				asserts = map[string]bool{}
 			}
-			if t, commented := uncommented(f.Path, l); !commented {
+			if t, commented := uncommented(oldPath, l); !commented {
 				asserts[t] = true
 			}
 		}
