@@ -106,7 +106,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 				}
 				return e.printJSON(struct {
 					*review.Changeset
-					SecondLook review.SecondLook   `json:"second_look"`
+					SecondLook review.SecondLook    `json:"second_look"`
 					Actions    []sandbox.ActionView `json:"actions,omitempty"`
 				}{cs, cs.SecondLook(), views})
 			}
