@@ -155,9 +155,17 @@ func dependencyFlag(f *File) (Flag, bool) {
 	if !ok || f.IsDir() {
 		return Flag{}, false
 	}
-	what := kind.name + " changed"
+	what := kind.name
 	if kind.lock {
-		what = "lockfile " + kind.name + " changed"
+		what = "lockfile " + kind.name
+	}
+	switch {
+	case f.Old == nil:
+		what += " added"
+	case f.New == nil:
+		what += " deleted"
+	default:
+		what += " changed"
 	}
 	whole := func(why string) (Flag, bool) {
 		return Flag{Kind: FlagDependency, Reason: DependencyPrefix + what + ": " + why}, true

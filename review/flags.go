@@ -94,11 +94,13 @@ func secondLook(f *File) []Flag {
 		if fl, ok := ciFlag(f); ok {
 			out = append(out, fl)
 		}
-		out = append(out, testFlags(f)...)
+		tests := testFlags(f)
+		out = append(out, tests...)
 		if fl, ok := credentialFlag(f); ok {
 			out = append(out, fl)
 		}
-		if fl, ok := largeDeletionFlag(f); ok {
+		// A deleted test file's flag says its size already.
+		if fl, ok := largeDeletionFlag(f); ok && (f.New != nil || len(tests) == 0) {
 			out = append(out, fl)
 		}
 		if fl, ok := generatedFlag(f); ok {

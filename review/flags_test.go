@@ -113,6 +113,8 @@ func TestFlagTests(t *testing.T) {
 	checkFlags(t, []flagCase{
 		{name: "go test file deleted", path: "x/a_test.go", old: goTest, new: absent,
 			kinds: []FlagKind{FlagTestDeleted}, reasons: map[FlagKind][]string{FlagTestDeleted: {"test file deleted (13 lines)"}}},
+		{name: "large test file deleted", path: "x/b_test.go", old: numberedLines(150, "// %d"), new: absent,
+			kinds: []FlagKind{FlagTestDeleted}, reasons: map[FlagKind][]string{FlagTestDeleted: {"test file deleted (150 lines)"}}},
 		{name: "python test file deleted", path: "tests/test_words.py", old: "def test_a():\n    assert 1\n", new: absent, kinds: []FlagKind{FlagTestDeleted}},
 		{name: "ordinary file deleted", path: "x/a.go", old: "package x\n", new: absent},
 		{name: "test edited: an assertion added", path: "x/a_test.go", old: goTest,
