@@ -1,0 +1,657 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/internal/safetext"
+	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// Stage is how far a sandbox's changes have climbed towards the project's
+// history: from the sandbox into the working tree, into a commit, and
+// pushed for review.
+type Stage string
+
+const (
+	StageSandbox   Stage = "sandbox"   // the changes are only in the sandbox
+	StageApplied   Stage = "applied"   // written into the working tree
+	StageCommitted Stage = "committed" // in a commit (apply --commit or --branch)
+	StagePushed    Stage = "pushed"    // that commit's branch was pushed (airlock push)
+)
+
+// Audit events of promotion.
+const (
+	EventCommitted EventKind = "committed" // a commit of the approved changes: its id, branch and parent
+	EventExported  EventKind = "exported"  // the approved changes written as a patch or an mbox
+	// EventBranchPushed is a push of the sandbox's branch to a remote
+	// (airlock push); "pushed" already names the baseline reaching the VM.
+	EventBranchPushed EventKind = "branch_pushed"
+)
+
+// Promotion is the commit made of a sandbox's changes, and where it went.
+type Promotion struct {
+	Commit string `json:"commit"`
+	// Parent is the commit it was made on: the baseline's commit for a
+	// new branch, HEAD for a commit in the working tree.
+	Parent string `json:"parent,omitempty"`
+	// Branch is the branch the commit is on; NewBranch is set when
+	// apply --branch made it (and only such a branch is pushed).
+	Branch    string    `json:"branch,omitempty"`
+	NewBranch bool      `json:"new_branch,omitempty"`
+	Time      time.Time `json:"time"`
+	// Remote, Pushed and PullRequest are filled in by Push.
+	Remote      string    `json:"remote,omitempty"`
+	Pushed      time.Time `json:"pushed,omitzero"`
+	PullRequest string    `json:"pull_request,omitempty"`
+}
+
+// stageOf works out the stage from the status and the promotion.
+func (m Meta) stageOf() Stage {
+	switch {
+	case m.Promotion != nil && !m.Promotion.Pushed.IsZero():
+		return StagePushed
+	case m.Promotion != nil:
+		return StageCommitted
+	case m.Status == StatusApplied:
+		return StageApplied
+	}
+	return StageSandbox
+}
+
+// VerifyWord is the verify step's result for a trailer: passed, failed,
+// or not run.
+func (m Meta) VerifyWord() string {
+	switch {
+	case m.Verify == nil || m.Verify.Error != "":
+		return "not run"
+	case m.Verify.Passed:
+		return "passed"
+	}
+	return "failed"
+}
+
+// Message is a commit message made for a sandbox's changes.
+type Message struct {
+	Subject string `json:"subject"`
+	Body    string `json:"body,omitempty"`
+	// Trailers are "Key: value" lines, in order.
+	Trailers []string `json:"trailers"`
+}
+
+// String is the message as git keeps it: subject, body, trailers, each
+// paragraph apart.
+func (msg Message) String() string {
+	var b strings.Builder
+	b.WriteString(msg.Subject)
+	b.WriteString("\n\n")
+	if msg.Body != "" {
+		b.WriteString(msg.Body)
+		b.WriteString("\n\n")
+	}
+	for _, t := range msg.Trailers {
+		b.WriteString(t)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// maxSubject caps a subject taken from the agent's words, in characters.
+const maxSubject = 100
+
+// trailerLike is a line that reads as one of Airlock's trailers.
+var trailerLike = regexp.MustCompile(`(?i)^airlock-[a-z-]*:`)
+
+// CommitMessage is the message of a commit of the sandbox's changes:
+// override (the user's -m) when given, else the agent's summary
+// (.airlock/summary.md: its first line the subject, the rest the body),
+// else its final message, else "Changes from Airlock sandbox ID"; with the
+// trailers Airlock-Sandbox, Airlock-Agent and Airlock-Verify. The agent's
+// words are made safe to show on a terminal (safetext), since git log
+// prints them as they are, and a line of theirs that looks like one of
+// Airlock's trailers is indented so that it is not read as one.
+func (sb *Sandbox) CommitMessage(m Meta, override string) (Message, error) {
+	text, guest := override, false
+	if strings.TrimSpace(text) == "" {
+		s, err := sb.Summary()
+		if err != nil {
+			return Message{}, err
+		}
+		if strings.TrimSpace(s) == "" {
+			if s, err = sb.FinalMessage(); err != nil {
+				return Message{}, err
+			}
+		}
+		text, guest = s, true
+	}
+	var msg Message
+	text = strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n"))
+	subject, body, _ := strings.Cut(text, "\n")
+	if guest {
+		subject = strings.TrimSpace(strings.TrimLeft(safetext.Line(subject), "#"))
+		if utf8.RuneCountInString(subject) > maxSubject {
+			subject = string([]rune(subject)[:maxSubject-1]) + "…"
+		}
+		lines := strings.Split(safetext.Text(body), "\n")
+		for i, l := range lines {
+			if trailerLike.MatchString(l) {
+				lines[i] = "  " + l
+			}
+		}
+		body = strings.Join(lines, "\n")
+	}
+	msg.Subject, msg.Body = strings.TrimSpace(subject), strings.TrimSpace(body)
+	if msg.Subject == "" {
+		msg.Subject = "Changes from Airlock sandbox " + sb.ID
+	}
+	agent := m.Agent
+	if agent == "" {
+		agent = m.CommandLine()
+	}
+	agent = safetext.Line(agent)
+	if utf8.RuneCountInString(agent) > 200 {
+		agent = string([]rune(agent)[:199]) + "…"
+	}
+	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}
+	return msg, nil
+}
+
+// CommitOptions are the choices of a commit of a sandbox's changes.
+type CommitOptions struct {
+	// Message is the user's message; empty, CommitMessage makes one.
+	Message string
+	// Branch, when set, makes the commit on this new branch from the
+	// baseline's commit, without touching the working tree or the index
+	// (Branch); empty, the changes are applied and committed on the
+	// current branch (ApplyCommit).
+	Branch string
+}
+
+// CommitResult is a commit made of a sandbox's changes.
+type CommitResult struct {
+	Promotion
+	Message Message `json:"message"`
+	// Paths are the project paths the commit changes.
+	Paths []string `json:"paths"`
+	// Notes say what a person should know: the baseline's commit was
+	// not recorded, a path was left out as ignored, ...
+	Notes []string `json:"notes,omitempty"`
+}
+
+// checkIndex refuses an index holding staged changes: a commit would
+// take them along with the sandbox's.
+func (g *gitRepo) checkIndex(ctx context.Context) error {
+	out, err := g.run(ctx, nil, "diff", "--cached", "--name-only", "-z")
+	if err != nil {
+		return err
+	}
+	if staged := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00"); len(out) > 0 {
+		more := ""
+		if len(staged) > 1 {
+			more = fmt.Sprintf(" and %d more", len(staged)-1)
+		}
+		return fmt.Errorf("the index holds changes you staged (%s%s), which the commit would take along with the sandbox's: commit or unstage them first (git commit, or git restore --staged PATH), or use --branch, which leaves the index alone", safetext.Line(staged[0]), more)
+	}
+	return nil
+}
+
+// ApplyCommit applies the changes d approves into the project (ApplyWith:
+// journalled, undoable) and commits exactly the paths it wrote on the
+// current branch, with CommitMessage. A project that is not in a git
+// repository, or whose index holds staged changes, is refused before
+// anything is written. The result is nil (and the apply's result says
+// why) when nothing was written.
+func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts ApplyOptions, copts CommitOptions) (*ApplyResult, *CommitResult, error) {
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := openGit(ctx, m.Project)
+	if err != nil {
+		return nil, nil, fmt.Errorf("commit: %w", err)
+	}
+	if err := g.checkIndex(ctx); err != nil {
+		return nil, nil, fmt.Errorf("commit: nothing was applied: %w", err)
+	}
+	msg, err := sb.CommitMessage(m, copts.Message)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := sb.ApplyWith(ctx, d, opts)
+	if err != nil || res.Held {
+		return res, nil, err
+	}
+	var paths []string
+	add := func(fs []review.FileResult) {
+		for _, f := range fs {
+			if f.Resolution == review.KeepMine {
+				continue
+			}
+			for _, p := range []string{f.OldPath, f.Path} {
+				if p != "" && !slices.Contains(paths, p) {
+					paths = append(paths, p)
+				}
+			}
+		}
+	}
+	add(res.Applied)
+	add(res.Merged)
+	add(res.Resolved)
+	slices.Sort(paths)
+	cr := &CommitResult{Message: msg}
+	if len(paths) == 0 {
+		return res, nil, nil
+	}
+	ignored, err := g.ignored(ctx, paths)
+	if err != nil {
+		return res, nil, err
+	}
+	var specs []string
+	for _, p := range paths {
+		if ignored[p] {
+			cr.Notes = append(cr.Notes, fmt.Sprintf("%s left out of the commit: git ignores it (.gitignore); it is applied", safetext.Line(p)))
+			continue
+		}
+		cr.Paths = append(cr.Paths, p)
+		specs = append(specs, literal(p))
+	}
+	if len(res.Merged) > 0 {
+		cr.Notes = append(cr.Notes, "merged files are committed as merged: with your own edits to them since the run")
+	}
+	staged := "the changes are applied"
+	if len(specs) > 0 {
+		if _, err := g.run(ctx, nil, append([]string{"add", "--all", "--"}, specs...)...); err != nil {
+			return res, nil, fmt.Errorf("commit: %s but not staged: %w (airlock undo %s takes them back)", staged, err, sb.ID)
+		}
+		staged = "the changes are applied and staged"
+	}
+	if _, err := g.run(ctx, nil, "diff", "--cached", "--quiet"); err == nil {
+		cr.Notes = append(cr.Notes, "nothing to commit: git already has every applied change")
+		return res, cr, nil
+	}
+	parent, err := g.head(ctx)
+	if err != nil {
+		return res, nil, err
+	}
+	if _, err := g.run(ctx, []byte(msg.String()), "commit", "--quiet", "--file=-"); err != nil {
+		return res, nil, fmt.Errorf("commit: %s, but git commit failed: %w; commit them yourself, or airlock undo %s", staged, err, sb.ID)
+	}
+	commit, err := g.line(ctx, "rev-parse", "HEAD")
+	if err != nil {
+		return res, nil, err
+	}
+	branch, _ := g.line(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
+	cr.Promotion = Promotion{Commit: commit, Parent: parent, Branch: branch, Time: sb.store.now().UTC()}
+	return res, cr, sb.recordCommit(cr)
+}
+
+// recordCommit writes the commit into sandbox.json and the audit log.
+func (sb *Sandbox) recordCommit(cr *CommitResult) error {
+	if err := sb.Audit(Event{Event: EventCommitted, Data: map[string]any{
+		"commit": cr.Commit, "parent": cr.Parent, "branch": cr.Branch, "new_branch": cr.NewBranch,
+		"paths": cr.Paths, "subject": cr.Message.Subject,
+	}}); err != nil {
+		return err
+	}
+	p := cr.Promotion
+	_, err := sb.Update(func(m *Meta) { m.Promotion = &p })
+	return err
+}
+
+// ignored returns which of paths (untracked) git ignores.
+func (g *gitRepo) ignored(ctx context.Context, paths []string) (map[string]bool, error) {
+	in := strings.Join(paths, "\x00") + "\x00"
+	out, err := g.run(ctx, []byte(in), "check-ignore", "-z", "--stdin")
+	if err != nil && exitCode(err) != 1 {
+		return nil, err
+	}
+	got := map[string]bool{}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			got[p] = true
+		}
+	}
+	return got, nil
+}
+
+// ErrBranchExists means the branch asked for exists already.
+var ErrBranchExists = errors.New("branch exists already")
+
+// Branch commits the changes d approves on a new branch made from the
+// baseline's commit (Meta.BaselineCommit; HEAD, with a note, in a sandbox
+// from before it was kept), without touching the working tree or the
+// index: the tree is built in a temporary index from the baseline's commit
+// and the approved files' new contents, committed with git commit-tree,
+// and the branch created with git update-ref. An existing branch is
+// refused. Nothing is written to the project; the sandbox's status stays
+// as it was.
+func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitOptions) (*CommitResult, error) {
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if m.Status != StatusReady && m.Status != StatusApplied {
+		return nil, fmt.Errorf("branch %s: it is %s: %w", sb.ID, m.Status, ErrNotReady)
+	}
+	g, err := openGit(ctx, m.Project)
+	if err != nil {
+		return nil, fmt.Errorf("branch: %w", err)
+	}
+	name := copts.Branch
+	if _, err := g.run(ctx, nil, "check-ref-format", "--branch", name); err != nil || strings.HasPrefix(name, "-") {
+		return nil, fmt.Errorf("branch: %q is not a valid branch name", name)
+	}
+	if _, err := g.run(ctx, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+name); err == nil {
+		return nil, fmt.Errorf("branch %s: %w: choose another name, or delete it (git branch -D %s)", name, ErrBranchExists, name)
+	}
+	cr := &CommitResult{}
+	base := m.BaselineCommit
+	if base == "" {
+		if base, err = g.head(ctx); err != nil {
+			return nil, err
+		}
+		if base == "" {
+			return nil, fmt.Errorf("branch: the repository of %s has no commit yet to branch from: make a first commit", m.Project)
+		}
+		cr.Notes = append(cr.Notes, fmt.Sprintf("this sandbox did not record the commit its baseline was taken at; the branch starts at HEAD (%s)", short(base)))
+	}
+	if _, err := g.run(ctx, nil, "cat-file", "-e", base+"^{commit}"); err != nil {
+		return nil, fmt.Errorf("branch: the baseline's commit %s is not in the repository any more", short(base))
+	}
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if needs := d.Needs(cs); len(needs) > 0 {
+		return nil, fmt.Errorf("branch: %w", needs[0])
+	}
+	if cr.Message, err = sb.CommitMessage(m, copts.Message); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "airlock-index-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	ig := *g
+	ig.env = []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	if _, err := ig.run(ctx, nil, "read-tree", base); err != nil {
+		return nil, err
+	}
+	var removals, additions strings.Builder
+	zero := strings.Repeat("0", len(base))
+	for _, f := range cs.Files {
+		for _, out := range d.Resolve(f) {
+			p := g.prefix + out.Path
+			if !slices.Contains(cr.Paths, out.Path) {
+				cr.Paths = append(cr.Paths, out.Path)
+			}
+			if !out.Exists || out.Type == manifest.Dir {
+				// A directory is not in git's index; one that
+				// replaces a file removes the file.
+				fmt.Fprintf(&removals, "0 %s\t%s\x00", zero, p)
+				continue
+			}
+			mode := "100644"
+			switch {
+			case out.Type == manifest.Symlink:
+				mode = "120000"
+			case out.Mode&0o100 != 0:
+				mode = "100755"
+			}
+			id, err := ig.run(ctx, out.Content, "hash-object", "-w", "--no-filters", "--stdin")
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(&additions, "%s %s\t%s\x00", mode, strings.TrimSpace(string(id)), p)
+		}
+	}
+	if _, err := ig.run(ctx, []byte(removals.String()+additions.String()), "update-index", "-z", "--index-info"); err != nil {
+		return nil, err
+	}
+	tree, err := ig.line(ctx, "write-tree")
+	if err != nil {
+		return nil, err
+	}
+	if baseTree, _ := g.line(ctx, "rev-parse", base+"^{tree}"); baseTree == tree {
+		return nil, fmt.Errorf("branch: nothing to commit: the approved changes leave the baseline's commit %s as it is", short(base))
+	}
+	commit, err := g.run(ctx, []byte(cr.Message.String()), "commit-tree", tree, "-p", base, "-F", "-")
+	if err != nil {
+		return nil, err
+	}
+	cr.Commit = strings.TrimSpace(string(commit))
+	if _, err := g.run(ctx, nil, "update-ref", "-m", "airlock: branch from sandbox "+sb.ID, "refs/heads/"+name, cr.Commit, ""); err != nil {
+		return nil, fmt.Errorf("branch %s: %w", name, err)
+	}
+	cr.Parent, cr.Branch, cr.NewBranch, cr.Time = base, name, true, sb.store.now().UTC()
+	slices.Sort(cr.Paths)
+	return cr, sb.recordCommit(cr)
+}
+
+// short is a commit id as people read it.
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// Export formats.
+const (
+	FormatPatch = "patch" // a git patch (git apply)
+	FormatMbox  = "mbox"  // one mail git am applies as a commit
+)
+
+// Export renders the changes d approves as a git patch (review.Patch,
+// binary files as binary patches) or as an mbox that git am applies: a
+// From line, From:, Date: and Subject: headers (the author is the
+// user's git identity when the project is in a repository), the message
+// of CommitMessage with its trailers, "---" and the patch. It records an
+// "exported" audit event naming output (where the caller writes it).
+func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, message, output string) ([]byte, []review.Skip, error) {
+	if format != FormatPatch && format != FormatMbox {
+		return nil, nil, fmt.Errorf("export: format %q: want patch or mbox", format)
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	patch, skips := review.Patch(cs, d, review.PatchOptions{Binary: true})
+	out := patch
+	if format == FormatMbox {
+		msg, err := sb.CommitMessage(m, message)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = mbox(author(ctx, m.Project), sb.store.now(), msg, patch)
+	}
+	var files []string
+	for _, f := range cs.Files {
+		if _, ok := d.Selection(f); ok {
+			files = append(files, f.Path)
+		}
+	}
+	if err := sb.Audit(Event{Event: EventExported, Data: map[string]any{"format": format, "files": files, "output": output, "skipped": skips}}); err != nil {
+		return nil, nil, err
+	}
+	return out, skips, nil
+}
+
+// author is the user's git identity ("Name <email>") in the project's
+// repository, or Airlock's when there is none.
+func author(ctx context.Context, project string) string {
+	if g, err := openGit(ctx, project); err == nil {
+		if id, err := g.line(ctx, "var", "GIT_AUTHOR_IDENT"); err == nil {
+			// "Name <email> 1700000000 +0100": the date is ours.
+			if i := strings.LastIndexByte(id, '>'); i > 0 {
+				return id[:i+1]
+			}
+		}
+	}
+	return "Airlock <airlock@localhost>"
+}
+
+// mbox is one mail in the format git format-patch writes.
+func mbox(from string, now time.Time, msg Message, patch []byte) []byte {
+	var b strings.Builder
+	b.WriteString("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n")
+	fmt.Fprintf(&b, "From: %s\n", mime.QEncoding.Encode("utf-8", from))
+	fmt.Fprintf(&b, "Date: %s\n", now.Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "Subject: [PATCH] %s\n", mime.QEncoding.Encode("utf-8", msg.Subject))
+	b.WriteString("MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\n")
+	body := msg.String()
+	_, rest, _ := strings.Cut(body, "\n\n")
+	for _, l := range strings.SplitAfter(rest, "\n") {
+		if strings.HasPrefix(l, "From ") {
+			l = ">" + l // never a new mail's From line
+		}
+		b.WriteString(l)
+	}
+	b.WriteString("---\n")
+	b.Write(patch)
+	b.WriteString("-- \nAirlock\n\n")
+	return []byte(b.String())
+}
+
+// PushOptions are the choices of a push of a sandbox's branch.
+type PushOptions struct {
+	// Branch is the branch to push; empty, the one apply --branch made.
+	Branch string
+	// Remote is the remote to push to; empty, origin.
+	Remote string
+	// Stdin and Stderr are git's and gh's, for their prompts and
+	// progress (the user's credentials stay between them and the user).
+	Stdin  io.Reader
+	Stderr io.Writer
+}
+
+// PushResult is what Push did.
+type PushResult struct {
+	Branch string `json:"branch"`
+	Remote string `json:"remote"`
+	Commit string `json:"commit"`
+	// PullRequest is the URL gh printed, when gh opened one.
+	PullRequest string `json:"pull_request,omitempty"`
+	// Hint says how to open a pull request when gh could not.
+	Hint string `json:"hint,omitempty"`
+}
+
+// Push pushes the sandbox's branch (the one apply --branch made, or
+// opts.Branch) to a remote with the user's own git on this computer,
+// with their own credentials (nothing of which ever reaches a VM), and
+// when gh is installed opens a pull request with the commit's message as
+// its title and body. Without gh, the result's Hint says where to open
+// one. A failure of gh after the push is reported in Hint, not as an
+// error: the branch is pushed.
+func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, error) {
+	m, err := sb.Meta()
+	if err != nil {
+		return nil, err
+	}
+	g, err := openGit(ctx, m.Project)
+	if err != nil {
+		return nil, fmt.Errorf("push: %w", err)
+	}
+	name := opts.Branch
+	if name == "" {
+		if m.Promotion == nil || !m.Promotion.NewBranch {
+			return nil, fmt.Errorf("push: sandbox %s has no branch to push: make one with airlock apply %s --all --branch NAME", sb.ID, sb.ID)
+		}
+		name = m.Promotion.Branch
+	}
+	remote := opts.Remote
+	if remote == "" {
+		remote = "origin"
+	}
+	if strings.HasPrefix(name, "-") || strings.HasPrefix(remote, "-") {
+		return nil, fmt.Errorf("push: %q to %q: a branch or remote cannot start with -", name, remote)
+	}
+	commit, err := g.line(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+name+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("push: there is no branch %s: make it with airlock apply %s --all --branch %s", name, sb.ID, name)
+	}
+	if _, err := g.run(ctx, nil, "remote", "get-url", remote); err != nil {
+		return nil, fmt.Errorf("push: the repository has no remote %q (git remote -v lists them; --remote NAME chooses one)", remote)
+	}
+	stderr := opts.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	push := exec.CommandContext(ctx, "git", "push", remote, "refs/heads/"+name+":refs/heads/"+name)
+	push.Dir, push.Stdin, push.Stdout, push.Stderr = m.Project, opts.Stdin, stderr, stderr
+	if err := push.Run(); err != nil {
+		_ = sb.Audit(Event{Event: EventFailed, Data: map[string]any{"push": err.Error(), "branch": name, "remote": remote}})
+		return nil, fmt.Errorf("push: git push %s %s: %w (git printed why above)", remote, name, err)
+	}
+	res := &PushResult{Branch: name, Remote: remote, Commit: commit}
+	msg, err := sb.CommitMessage(m, "")
+	if err != nil {
+		return nil, err
+	}
+	if m.Promotion != nil && m.Promotion.Branch == name {
+		// The commit's own message, not one made again.
+		if out, err := g.run(ctx, nil, "log", "-1", "--format=%B", commit); err == nil {
+			subject, body, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+			msg = Message{Subject: strings.TrimSpace(subject), Body: strings.TrimSpace(body)}
+		}
+	}
+	if _, err := exec.LookPath("gh"); err == nil {
+		body := msg.Body
+		if body == "" {
+			body = msg.String()
+		}
+		gh := exec.CommandContext(ctx, "gh", "pr", "create", "--head", name, "--title", msg.Subject, "--body", body)
+		var out strings.Builder
+		gh.Dir, gh.Stdin, gh.Stdout, gh.Stderr = m.Project, opts.Stdin, &out, stderr
+		if err := gh.Run(); err != nil {
+			res.Hint = fmt.Sprintf("gh pr create failed (%v): open the pull request yourself. %s", err, compareHint(ctx, g, remote, name))
+		} else {
+			for _, l := range strings.Split(out.String(), "\n") {
+				if l = strings.TrimSpace(l); strings.Contains(l, "://") {
+					res.PullRequest = l
+				}
+			}
+		}
+	} else {
+		res.Hint = "gh (GitHub's command line) is not installed, so no pull request was opened. " + compareHint(ctx, g, remote, name)
+	}
+	if err := sb.Audit(Event{Event: EventBranchPushed, Data: map[string]any{"branch": name, "remote": remote, "commit": commit, "pull_request": res.PullRequest}}); err != nil {
+		return nil, err
+	}
+	_, err = sb.Update(func(m *Meta) {
+		if m.Promotion == nil || m.Promotion.Branch != name {
+			m.Promotion = &Promotion{Commit: commit, Branch: name, Time: sb.store.now().UTC()}
+		}
+		m.Promotion.Remote, m.Promotion.Pushed, m.Promotion.PullRequest = remote, sb.store.now().UTC(), res.PullRequest
+	})
+	return res, err
+}
+
+// githubRemote reads owner/name from a GitHub remote URL.
+var githubRemote = regexp.MustCompile(`github\.com[:/]([^/]+/[^/]+?)(?:\.git)?/?$`)
+
+// compareHint says where to open a pull request for branch.
+func compareHint(ctx context.Context, g *gitRepo, remote, branch string) string {
+	url, _ := g.line(ctx, "remote", "get-url", remote)
+	if m := githubRemote.FindStringSubmatch(url); m != nil {
+		return fmt.Sprintf("Open it at https://github.com/%s/compare/%s?expand=1", m[1], branch)
+	}
+	return fmt.Sprintf("Open a pull request (or merge request) for branch %s on %s.", branch, remote)
+}
