@@ -82,6 +82,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			fmt.Fprintf(w, "sandbox   %s (%s)\n", m.ID, m.Status)
 			fmt.Fprintf(w, "project   %s\n", m.Project)
 			fmt.Fprintf(w, "command   %s\n", m.CommandLine())
+			fmt.Fprintf(w, "stage     %s\n", stageText(m))
 			if m.Changes != nil {
 				fmt.Fprintf(w, "changes   %d %s\n", m.Changes.Files, plural(m.Changes.Files, "file", "files"))
 			}
