@@ -133,7 +133,9 @@ this computer and need the project to be in a git repository.`,
 					return err
 				}
 			}
-			noteStaleness(ctx, e, sb)
+			if branch == "" {
+				noteStaleness(ctx, e, sb) // a branch starts at the baseline: nothing merges
+			}
 			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
 				return err

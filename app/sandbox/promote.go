@@ -571,10 +571,9 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 	}
 	name := opts.Branch
 	if name == "" {
-		if m.Promotion == nil || !m.Promotion.NewBranch {
+		if name = sb.lastBranch(m); name == "" {
 			return nil, fmt.Errorf("push: sandbox %s has no branch to push: make one with airlock apply %s --all --branch NAME", sb.ID, sb.ID)
 		}
-		name = m.Promotion.Branch
 	}
 	remote := opts.Remote
 	if remote == "" {
@@ -642,6 +641,23 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 		m.Promotion.Remote, m.Promotion.Pushed, m.Promotion.PullRequest = remote, sb.store.now().UTC(), res.PullRequest
 	})
 	return res, err
+}
+
+// lastBranch is the last branch apply --branch made of the sandbox
+// (a later apply --commit on the current branch does not hide it), or "".
+func (sb *Sandbox) lastBranch(m Meta) string {
+	if m.Promotion != nil && m.Promotion.NewBranch {
+		return m.Promotion.Branch
+	}
+	evs, _ := sb.ReadAudit()
+	for _, ev := range slices.Backward(evs) {
+		if d, ok := ev.Data.(map[string]any); ok && ev.Event == EventCommitted && d["new_branch"] == true {
+			if b, ok := d["branch"].(string); ok {
+				return b
+			}
+		}
+	}
+	return ""
 }
 
 // githubRemote reads owner/name from a GitHub remote URL.
