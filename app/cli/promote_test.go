@@ -539,3 +539,42 @@ func TestPromoteInSubdirectory(t *testing.T) {
 		t.Errorf("--commit and --branch made different trees:\n%s", git(t, project, "show", "--stat", "HEAD"))
 	}
 }
+
+// TestApplyBranchLeavesOutEscapingLinks: a link that leads out of the
+// project, directly or through another link, is not put on a branch.
+func TestApplyBranchLeavesOutEscapingLinks(t *testing.T) {
+	gitEnv(t)
+	home := t.TempDir()
+	sb, project, _ := promoteSandbox(t, home, map[string]string{"a.txt": "a\n"}, func(dir string) {
+		must(t, os.Symlink("../../etc/passwd", filepath.Join(dir, "evil")))
+		must(t, os.Symlink(".", filepath.Join(dir, "d1")))
+		must(t, os.Symlink("d1/d1/../..", filepath.Join(dir, "up")))
+		must(t, os.Symlink("a.txt", filepath.Join(dir, "fine")))
+	}, true)
+	code, out, errOut := airlockCLI(t, home, "apply", sb.ID, "--all", "--branch", "links")
+	if code != 0 {
+		t.Fatalf("apply --branch: exit %d: %s\n%s", code, errOut, out)
+	}
+	files := git(t, project, "ls-tree", "-r", "--name-only", "links")
+	for _, p := range []string{"evil", "up"} {
+		if slices.Contains(strings.Split(files, "\n"), p) {
+			t.Errorf("the branch holds %s, a link out of the project", p)
+		}
+		if !strings.Contains(out, "symbolic link "+p+" left out") {
+			t.Errorf("apply --branch does not say %s was left out:\n%s", p, out)
+		}
+	}
+	for _, p := range []string{"d1", "fine"} {
+		if !slices.Contains(strings.Split(files, "\n"), p) {
+			t.Errorf("the branch lacks %s:\n%s", p, files)
+		}
+	}
+	// Nor into an export, which git am would make a commit of.
+	code, patch, errOut := airlockCLI(t, home, "export", sb.ID, "--all", "--format", "mbox")
+	if code != 0 || strings.Contains(patch, "b/evil") || strings.Contains(patch, "b/up") || !strings.Contains(patch, "b/fine") {
+		t.Errorf("export: exit %d, %s\n%s", code, errOut, patch)
+	}
+	if !strings.Contains(errOut, "left out evil: symbolic link that points outside the project") {
+		t.Errorf("export does not name the link it left out: %q", errOut)
+	}
+}

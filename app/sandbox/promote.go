@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -374,9 +376,6 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	if err != nil {
 		return nil, err
 	}
-	if needs := d.Needs(cs); len(needs) > 0 {
-		return nil, fmt.Errorf("branch: %w", needs[0])
-	}
 	if cr.Message, err = sb.CommitMessage(m, copts.Message); err != nil {
 		return nil, err
 	}
@@ -390,33 +389,35 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	if _, err := ig.run(ctx, nil, "read-tree", base); err != nil {
 		return nil, err
 	}
+	outs, err := sb.branchOutcomes(ctx, g, base, cs, d, cr)
+	if err != nil {
+		return nil, err
+	}
 	var removals, additions strings.Builder
 	zero := strings.Repeat("0", len(base))
-	for _, f := range cs.Files {
-		for _, out := range d.Resolve(f) {
-			p := g.prefix + out.Path
-			if !slices.Contains(cr.Paths, out.Path) {
-				cr.Paths = append(cr.Paths, out.Path)
-			}
-			if !out.Exists || out.Type == manifest.Dir {
-				// A directory is not in git's index; one that
-				// replaces a file removes the file.
-				fmt.Fprintf(&removals, "0 %s\t%s\x00", zero, p)
-				continue
-			}
-			mode := "100644"
-			switch {
-			case out.Type == manifest.Symlink:
-				mode = "120000"
-			case out.Mode&0o100 != 0:
-				mode = "100755"
-			}
-			id, err := ig.run(ctx, out.Content, "hash-object", "-w", "--no-filters", "--stdin")
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(&additions, "%s %s\t%s\x00", mode, strings.TrimSpace(string(id)), p)
+	for _, out := range outs {
+		p := g.prefix + out.Path
+		if !slices.Contains(cr.Paths, out.Path) {
+			cr.Paths = append(cr.Paths, out.Path)
 		}
+		if !out.Exists || out.Type == manifest.Dir {
+			// A directory is not in git's index; one that replaces a
+			// file removes the file.
+			fmt.Fprintf(&removals, "0 %s\t%s\x00", zero, p)
+			continue
+		}
+		mode := "100644"
+		switch {
+		case out.Type == manifest.Symlink:
+			mode = "120000"
+		case out.Mode&0o100 != 0:
+			mode = "100755"
+		}
+		id, err := ig.run(ctx, out.Content, "hash-object", "-w", "--no-filters", "--stdin")
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&additions, "%s %s\t%s\x00", mode, strings.TrimSpace(string(id)), p)
 	}
 	if _, err := ig.run(ctx, []byte(removals.String()+additions.String()), "update-index", "-z", "--index-info"); err != nil {
 		return nil, err
@@ -439,6 +440,119 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	cr.Parent, cr.Branch, cr.NewBranch, cr.Time = base, name, true, sb.store.now().UTC()
 	slices.Sort(cr.Paths)
 	return cr, sb.recordCommit(cr)
+}
+
+// branchOutcomes are what the paths d approves become on a branch from
+// base, as Apply would leave them out: a change that needs another one d
+// leaves out (review.Decisions.Needs), and a symbolic link that leads out
+// of the project in the tree of the branch (review.LinkEscape, the links
+// of base included) are not taken, each with a note in cr.
+func (sb *Sandbox) branchOutcomes(ctx context.Context, g *gitRepo, base string, cs *review.Changeset, d review.Decisions, cr *CommitResult) ([]review.Outcome, error) {
+	needs := map[string]string{}
+	for _, n := range d.Needs(cs) {
+		needs[n.Path] = n.Error()
+	}
+	var outs []review.Outcome
+	for _, f := range cs.Files {
+		if r, ok := needs[f.Path]; ok {
+			cr.Notes = append(cr.Notes, fmt.Sprintf("%s left out: %s", safetext.Line(f.Path), safetext.Line(r)))
+			continue
+		}
+		outs = append(outs, d.Resolve(f)...)
+	}
+	if !slices.ContainsFunc(outs, func(o review.Outcome) bool { return o.Exists && o.Type == manifest.Symlink }) {
+		return outs, nil
+	}
+	// The tree of base under the project, then the outcomes over it.
+	baseTree := map[string]review.TreeNode{}
+	out, err := g.run(ctx, nil, "ls-tree", "-r", "-t", "-z", "--full-tree", base)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if !ok || !strings.HasPrefix(p, g.prefix) || p == strings.TrimSuffix(g.prefix, "/") {
+			continue
+		}
+		p = strings.TrimPrefix(p, g.prefix)
+		fields := strings.Fields(meta)
+		switch {
+		case len(fields) == 3 && fields[1] == "tree":
+			baseTree[p] = review.TreeNode{Dir: true}
+		case len(fields) == 3 && fields[0] == "120000":
+			target, err := g.run(ctx, nil, "cat-file", "blob", fields[2])
+			if err != nil {
+				return nil, err
+			}
+			baseTree[p] = review.TreeNode{Link: true, Target: string(target)}
+		default:
+			baseTree[p] = review.TreeNode{}
+		}
+	}
+	refused := escapingLinks(baseTree, outs)
+	kept := outs[:0]
+	for _, o := range outs {
+		if why := refused[o.Path]; why != "" {
+			cr.Notes = append(cr.Notes, fmt.Sprintf("symbolic link %s left out: it points outside the project: %s (make it yourself if you meant it)", safetext.Line(o.Path), safetext.Line(why)))
+			continue
+		}
+		kept = append(kept, o)
+	}
+	return kept, nil
+}
+
+// escapingLinks are the symbolic links among outs that lead out of the
+// project in the tree base becomes with outs (those left out taken as
+// not made, until no more are found), with the reason of each.
+func escapingLinks(base map[string]review.TreeNode, outs []review.Outcome) map[string]string {
+	refused := map[string]string{}
+	for {
+		tree := maps.Clone(base)
+		for _, o := range outs {
+			switch {
+			case refused[o.Path] != "":
+			case !o.Exists:
+				delete(tree, o.Path)
+			case o.Type == manifest.Dir:
+				tree[o.Path] = review.TreeNode{Dir: true}
+			case o.Type == manifest.Symlink:
+				tree[o.Path] = review.TreeNode{Link: true, Target: string(o.Content)}
+			default:
+				tree[o.Path] = review.TreeNode{}
+			}
+			for dir := path.Dir(o.Path); o.Exists && dir != "."; dir = path.Dir(dir) {
+				tree[dir] = review.TreeNode{Dir: true}
+			}
+		}
+		more := false
+		for _, o := range outs {
+			if o.Exists && o.Type == manifest.Symlink && refused[o.Path] == "" {
+				if why := review.LinkEscape(o.Path, tree); why != "" {
+					refused[o.Path], more = why, true
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return refused
+}
+
+// manifestTree is the tree of a manifest, for review.LinkEscape.
+func manifestTree(m *manifest.Manifest) map[string]review.TreeNode {
+	tree := make(map[string]review.TreeNode, len(m.Entries))
+	for _, e := range m.Entries {
+		switch e.Type {
+		case manifest.Dir:
+			tree[e.Path] = review.TreeNode{Dir: true}
+		case manifest.Symlink:
+			tree[e.Path] = review.TreeNode{Link: true, Target: e.Target}
+		default:
+			tree[e.Path] = review.TreeNode{}
+		}
+	}
+	return tree
 }
 
 // short is a commit id as people read it.
@@ -473,7 +587,12 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 	if err != nil {
 		return nil, nil, err
 	}
+	d, linkSkips, err := sb.withoutEscapingLinks(cs, d)
+	if err != nil {
+		return nil, nil, err
+	}
 	patch, skips := review.Patch(cs, d, review.PatchOptions{Binary: true})
+	skips = append(linkSkips, skips...)
 	out := patch
 	if format == FormatMbox {
 		msg, err := sb.CommitMessage(m, message)
@@ -492,6 +611,34 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 		return nil, nil, err
 	}
 	return out, skips, nil
+}
+
+// withoutEscapingLinks is d without the symbolic links that would lead
+// out of the project once the baseline took d's changes (the export of a
+// branch's commit, git am, would make them), each named in a skip.
+func (sb *Sandbox) withoutEscapingLinks(cs *review.Changeset, d review.Decisions) (review.Decisions, []review.Skip, error) {
+	var outs []review.Outcome
+	for _, f := range cs.Files {
+		outs = append(outs, d.Resolve(f)...)
+	}
+	if !slices.ContainsFunc(outs, func(o review.Outcome) bool { return o.Exists && o.Type == manifest.Symlink }) {
+		return d, nil, nil
+	}
+	base, err := sb.ReadManifest(BaselineFile, true)
+	if err != nil {
+		return d, nil, err
+	}
+	refused := escapingLinks(manifestTree(WithoutMeta(base)), outs)
+	if len(refused) == 0 {
+		return d, nil, nil
+	}
+	d.Files = maps.Clone(d.Files)
+	var skips []review.Skip
+	for _, p := range slices.Sorted(maps.Keys(refused)) {
+		delete(d.Files, p)
+		skips = append(skips, review.Skip{Path: p, Reason: "symbolic link that points outside the project: " + refused[p]})
+	}
+	return d, skips, nil
 }
 
 // author is the user's git identity ("Name <email>") in the project's
