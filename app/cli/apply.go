@@ -151,6 +151,9 @@ this computer and need the project to be in a git repository.`,
 				}
 				return err
 			}
+			if message != "" && !commit && branch == "" {
+				return errors.New("-m is the commit's message: add --commit (or --branch NAME)")
+			}
 			if (commit || branch != "") && !filesNamed {
 				return errors.New("--commit and --branch commit files: name them, use --hunks PATH:N, or --all")
 			}

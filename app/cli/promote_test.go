@@ -345,6 +345,9 @@ func TestApplyBranch(t *testing.T) {
 	if _, err := os.Stat(sb.Path("applies")); err == nil {
 		t.Error("apply --branch wrote an apply journal")
 	}
+	if strings.Contains(out, "not committed") {
+		t.Errorf("apply --branch speaks of uncommitted changes the baseline did not have:\n%s", out)
+	}
 	if parent := git(t, project, "rev-parse", "agent/rate-limit^"); parent != base {
 		t.Errorf("the branch's parent is %s, want the baseline's commit %s (not HEAD %s)", parent, base, headBefore)
 	}
@@ -576,5 +579,32 @@ func TestApplyBranchLeavesOutEscapingLinks(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "left out evil: symbolic link that points outside the project") {
 		t.Errorf("export does not name the link it left out: %q", errOut)
+	}
+}
+
+// TestApplyBranchNotesUncommittedBaseline: when a file the agent changed
+// differed from the baseline's commit at snapshot time, the branch says
+// it takes those changes along.
+func TestApplyBranchNotesUncommittedBaseline(t *testing.T) {
+	gitEnv(t)
+	home := t.TempDir()
+	sb, project, _ := promoteSandbox(t, home, promoteOld, promoteGuest(t), true)
+	// The commit the baseline was "taken at" lacks the user's edit of login.go.
+	must(t, os.WriteFile(filepath.Join(project, "login.go"), []byte("package login\n"), 0o644))
+	git(t, project, "commit", "-q", "-am", "older login.go")
+	head := git(t, project, "rev-parse", "HEAD")
+	if _, err := sb.Update(func(m *sandbox.Meta) { m.BaselineCommit = head }); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := airlockCLI(t, home, "apply", sb.ID, "login.go", "--branch", "u", "--json")
+	var v struct{ Commit sandbox.CommitResult }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("apply --branch --json: exit %d: %s\n%s", code, errOut, out)
+	}
+	if len(v.Commit.Notes) != 1 || !strings.Contains(v.Commit.Notes[0], "login.go had changes not committed") {
+		t.Errorf("notes %q", v.Commit.Notes)
+	}
+	if code, _, errOut := airlockCLI(t, home, "apply", sb.ID, "--all", "-m", "x"); code != ExitError || !strings.Contains(errOut, "--commit") {
+		t.Errorf("-m without --commit: exit %d, %q", code, errOut)
 	}
 }

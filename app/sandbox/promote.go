@@ -2,8 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"maps"
 	"mime"
@@ -460,15 +464,14 @@ func (sb *Sandbox) branchOutcomes(ctx context.Context, g *gitRepo, base string, 
 		}
 		outs = append(outs, d.Resolve(f)...)
 	}
-	if !slices.ContainsFunc(outs, func(o review.Outcome) bool { return o.Exists && o.Type == manifest.Symlink }) {
-		return outs, nil
-	}
 	// The tree of base under the project, then the outcomes over it.
 	baseTree := map[string]review.TreeNode{}
+	blobs := map[string]string{}
 	out, err := g.run(ctx, nil, "ls-tree", "-r", "-t", "-z", "--full-tree", base)
 	if err != nil {
 		return nil, err
 	}
+	hasLinks := slices.ContainsFunc(outs, func(o review.Outcome) bool { return o.Exists && o.Type == manifest.Symlink })
 	for _, rec := range strings.Split(string(out), "\x00") {
 		meta, p, ok := strings.Cut(rec, "\t")
 		if !ok || !strings.HasPrefix(p, g.prefix) || p == strings.TrimSuffix(g.prefix, "/") {
@@ -476,10 +479,13 @@ func (sb *Sandbox) branchOutcomes(ctx context.Context, g *gitRepo, base string, 
 		}
 		p = strings.TrimPrefix(p, g.prefix)
 		fields := strings.Fields(meta)
+		if len(fields) == 3 && fields[1] == "blob" {
+			blobs[p] = fields[2]
+		}
 		switch {
 		case len(fields) == 3 && fields[1] == "tree":
 			baseTree[p] = review.TreeNode{Dir: true}
-		case len(fields) == 3 && fields[0] == "120000":
+		case len(fields) == 3 && fields[0] == "120000" && hasLinks:
 			target, err := g.run(ctx, nil, "cat-file", "blob", fields[2])
 			if err != nil {
 				return nil, err
@@ -488,6 +494,28 @@ func (sb *Sandbox) branchOutcomes(ctx context.Context, g *gitRepo, base string, 
 		default:
 			baseTree[p] = review.TreeNode{}
 		}
+	}
+	// A file the user had changed without committing when the baseline
+	// was taken is in the sandbox with those changes: the branch takes
+	// them along.
+	var uncommitted []string
+	for _, f := range cs.Files {
+		if _, touched := d.Selection(f); !touched || f.Old == nil || f.Old.Type == manifest.Dir {
+			continue
+		}
+		old := f.Path
+		if f.Status == review.Renamed {
+			old = f.OldPath
+		}
+		if id, ok := blobs[old]; !ok || id != gitBlobID(f.OldContent(), len(id)) {
+			uncommitted = append(uncommitted, old)
+		}
+	}
+	if len(uncommitted) > 0 {
+		cr.Notes = append(cr.Notes, fmt.Sprintf("%s had changes not committed when the sandbox's baseline was taken; the branch takes %s as the sandbox left %s, so with those changes too", listPaths(uncommitted), plural(len(uncommitted), "it", "them"), plural(len(uncommitted), "it", "them")))
+	}
+	if !hasLinks {
+		return outs, nil
 	}
 	refused := escapingLinks(baseTree, outs)
 	kept := outs[:0]
@@ -553,6 +581,41 @@ func manifestTree(m *manifest.Manifest) map[string]review.TreeNode {
 		}
 	}
 	return tree
+}
+
+// gitBlobID is git's id of a blob holding data: SHA-1 for an id of 40
+// hex digits, SHA-256 for one of 64.
+func gitBlobID(data []byte, n int) string {
+	var h hash.Hash = sha1.New()
+	if n == 64 {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// listPaths names up to three paths, for a note.
+func listPaths(ps []string) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(ps)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(safetext.Line(p))
+	}
+	return b.String()
 }
 
 // short is a commit id as people read it.
