@@ -5,7 +5,9 @@
 // final message, the verify log, a kept VM's checkpoint records), the
 // review kept with a sandbox (review.json), and review on a stored
 // sandbox: changeset, apply, undo, recover, staleness, compare, a reply
-// round's prompt and what each round changed. app/pipeline runs
+// round's prompt and what each round changed; and promotion of the
+// approved changes with the host's git (a commit, a branch, a patch or an
+// mbox, a push and a pull request; the stage). app/pipeline runs
 // sandboxes and records them here; the CLI and the GUI render both.
 //
 // It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
