@@ -608,3 +608,38 @@ func TestApplyBranchNotesUncommittedBaseline(t *testing.T) {
 		t.Errorf("-m without --commit: exit %d, %q", code, errOut)
 	}
 }
+
+// TestApplyCommitWithYourEdits: a file the user edited since (merged)
+// is committed whole and the commit says so; the deletion of a file git
+// does not track commits nothing for it and does not fail.
+func TestApplyCommitWithYourEdits(t *testing.T) {
+	gitEnv(t)
+	home := t.TempDir()
+	old := map[string]string{"login.go": promoteOld["login.go"], "scratch.txt": "untracked\n"}
+	sb, project, _ := promoteSandbox(t, home, old, func(dir string) {
+		lines := strings.SplitAfter(old["login.go"], "\n")
+		lines[28] = "// rate limited\n"
+		writeFiles(t, dir, map[string]string{"login.go": strings.Join(lines, "")})
+		must(t, os.Remove(filepath.Join(dir, "scratch.txt")))
+	}, true)
+	git(t, project, "rm", "-q", "--cached", "scratch.txt")
+	git(t, project, "commit", "-q", "-m", "untrack scratch.txt")
+	must(t, os.WriteFile(filepath.Join(project, "login.go"), []byte(strings.Replace(old["login.go"], "package login", "package login // mine", 1)), 0o644))
+	code, out, errOut := airlockCLI(t, home, "apply", sb.ID, "--all", "--commit")
+	if code != 0 {
+		t.Fatalf("apply --commit: exit %d: %s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, "merged    login.go") || !strings.Contains(out, "login.go had changes of yours not committed") {
+		t.Errorf("apply --commit does not say the merged file takes the user's edits:\n%s", out)
+	}
+	diff := git(t, project, "show", "--format=", "HEAD")
+	if !strings.Contains(diff, "+package login // mine") || !strings.Contains(diff, "+// rate limited") || strings.Contains(diff, "scratch.txt") {
+		t.Errorf("the commit:\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(project, "scratch.txt")); err == nil {
+		t.Error("scratch.txt was not deleted")
+	}
+	if st := git(t, project, "status", "--porcelain"); st != "" {
+		t.Errorf("git status after the commit: %q", st)
+	}
+}

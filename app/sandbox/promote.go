@@ -235,6 +235,10 @@ func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts App
 	if err != nil {
 		return nil, nil, err
 	}
+	dirty, err := g.uncommitted(ctx, sb, d)
+	if err != nil {
+		return nil, nil, err
+	}
 	res, err := sb.ApplyWith(ctx, d, opts)
 	if err != nil || res.Held {
 		return res, nil, err
@@ -264,23 +268,37 @@ func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts App
 	if err != nil {
 		return res, nil, err
 	}
-	var specs []string
+	var present, gone, withYours []string
 	for _, p := range paths {
 		if ignored[p] {
 			cr.Notes = append(cr.Notes, fmt.Sprintf("%s left out of the commit: git ignores it (.gitignore); it is applied", safetext.Line(p)))
 			continue
 		}
 		cr.Paths = append(cr.Paths, p)
-		specs = append(specs, literal(p))
+		if dirty[p] {
+			withYours = append(withYours, p)
+		}
+		if _, err := os.Lstat(filepath.Join(m.Project, filepath.FromSlash(p))); err == nil {
+			present = append(present, literal(p))
+		} else {
+			gone = append(gone, literal(p))
+		}
 	}
-	if len(res.Merged) > 0 {
-		cr.Notes = append(cr.Notes, "merged files are committed as merged: with your own edits to them since the run")
+	if len(withYours) > 0 {
+		cr.Notes = append(cr.Notes, fmt.Sprintf("%s had changes of yours not committed; the commit takes %s whole, with them", listPaths(withYours), plural(len(withYours), "it", "them")))
 	}
 	staged := "the changes are applied"
-	if len(specs) > 0 {
-		if _, err := g.run(ctx, nil, append([]string{"add", "--all", "--"}, specs...)...); err != nil {
+	if len(present) > 0 {
+		if _, err := g.run(ctx, nil, append([]string{"add", "--all", "--"}, present...)...); err != nil {
 			return res, nil, fmt.Errorf("commit: %s but not staged: %w (airlock undo %s takes them back)", staged, err, sb.ID)
 		}
+	}
+	if len(gone) > 0 {
+		if _, err := g.run(ctx, nil, append([]string{"rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--"}, gone...)...); err != nil {
+			return res, nil, fmt.Errorf("commit: %s but not staged: %w (airlock undo %s takes them back)", staged, err, sb.ID)
+		}
+	}
+	if len(present)+len(gone) > 0 {
 		staged = "the changes are applied and staged"
 	}
 	if _, err := g.run(ctx, nil, "diff", "--cached", "--quiet"); err == nil {
@@ -301,6 +319,36 @@ func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts App
 	branch, _ := g.line(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
 	cr.Promotion = Promotion{Commit: commit, Parent: parent, Branch: branch, Time: sb.store.now().UTC()}
 	return res, cr, sb.recordCommit(cr)
+}
+
+// uncommitted returns which of the paths d touches differ between the
+// working tree and HEAD before the apply: a commit of the file takes the
+// user's changes to it too. Nothing in a repository without commits.
+func (g *gitRepo) uncommitted(ctx context.Context, sb *Sandbox, d review.Decisions) (map[string]bool, error) {
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var specs []string
+	for _, f := range cs.Files {
+		for _, o := range d.Resolve(f) {
+			specs = append(specs, literal(o.Path))
+		}
+	}
+	dirty := map[string]bool{}
+	if h, err := g.head(ctx); err != nil || h == "" || len(specs) == 0 {
+		return dirty, err
+	}
+	out, err := g.run(ctx, nil, append([]string{"diff", "--name-only", "--relative", "-z", "HEAD", "--"}, specs...)...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			dirty[p] = true
+		}
+	}
+	return dirty, nil
 }
 
 // recordCommit writes the commit into sandbox.json and the audit log.
