@@ -211,6 +211,12 @@ func TestApplyCommit(t *testing.T) {
 	if got, want := git(t, project, "rev-parse", "HEAD^{tree}"), treeOfPatch(t, home, sb.ID, project, base); got != want {
 		t.Errorf("the commit's tree %s is not the baseline plus the approved patch (%s):\n%s", got, want, git(t, project, "show", "--stat", "HEAD"))
 	}
+	// git's own diff of the commit is the approved patch, but for the
+	// abbreviated blob ids git adds and the comment lines Airlock adds.
+	_, patch, _ := airlockCLI(t, home, append([]string{"export", sb.ID, "--format", "patch"}, approved...)...)
+	if got, want := withoutNotes(git(t, project, "diff", "--binary", "HEAD^", "HEAD")), withoutNotes(patch); got != want {
+		t.Errorf("git diff HEAD^ HEAD is not the approved patch:\n%s\nwant\n%s", got, want)
+	}
 	stat := git(t, project, "show", "--stat", "--format=", "HEAD")
 	for _, p := range []string{"login.go", "old.txt", "link", "bin/tool", "run.sh"} {
 		if !strings.Contains(stat, p) {
@@ -642,4 +648,15 @@ func TestApplyCommitWithYourEdits(t *testing.T) {
 	if st := git(t, project, "status", "--porcelain"); st != "" {
 		t.Errorf("git status after the commit: %q", st)
 	}
+}
+
+// withoutNotes is a patch without "index" lines and "#" comment lines.
+func withoutNotes(patch string) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(patch), "\n") {
+		if !strings.HasPrefix(l, "index ") && !strings.HasPrefix(l, "#") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
