@@ -35,7 +35,9 @@ func newStatusCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status ID",
 		Short: "Show a sandbox, its review's comments and how far the real project has moved on since its baseline",
-		Long: `status shows one sandbox: its status, project and command, the comments of
+		Long: `status shows one sandbox: its status, project and command, its stage
+(sandbox, applied, committed, pushed: with the commit, branch and pull
+request of airlock apply --commit/--branch and airlock push), the comments of
 its review (each with its file and lines: not sent yet, sent in round N,
 or resolved), and how far the
 real project has moved on since the sandbox's baseline was taken ("baseline

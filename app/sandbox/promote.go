@@ -874,7 +874,8 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 		if body == "" {
 			body = msg.String()
 		}
-		gh := exec.CommandContext(ctx, "gh", "pr", "create", "--head", name, "--title", msg.Subject, "--body", body)
+		// "--flag=value": a value starting with "-" stays a value.
+		gh := exec.CommandContext(ctx, "gh", "pr", "create", "--head="+name, "--title="+msg.Subject, "--body="+body)
 		var out strings.Builder
 		gh.Dir, gh.Stdin, gh.Stdout, gh.Stderr = m.Project, opts.Stdin, &out, stderr
 		if err := gh.Run(); err != nil {
