@@ -18,10 +18,11 @@ import (
 )
 
 func newApplyCmd(e *env) *cobra.Command {
-	var all, includeHostExec, partial, dryRun bool
+	var all, includeHostExec, partial, dryRun, commit bool
 	var hunks, resolve, send []string
+	var message, branch string
 	cmd := &cobra.Command{
-		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial] [--send N[,N...]] [--dry-run]",
+		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial] [--send N[,N...]] [--dry-run] [--commit [-m MSG] | --branch NAME]",
 		Short: "Write approved changes of a sandbox into the real project",
 		Long: `apply writes the changes you approve into the real project: every change
 (--all), whole files or folders (PATH...), or single hunks of a file
@@ -63,10 +64,26 @@ short while sending is resumed by the next apply without sending any action
 twice. --dry-run shows the files that would be written and the actions that
 would be sent, and changes nothing.
 
+--commit makes one git commit of exactly the files the apply wrote, on the
+current branch; --branch NAME makes it on a new branch from the commit the
+sandbox's baseline was taken at, and writes nothing to the working tree or
+the index (see "Promotion" below and airlock push).
+
 airlock exits 0 when everything approved was applied, merged or resolved
 (files left out because they run on your machine included) and every
 action sent, 1 when a file conflicted or an action could not be sent, and
-125 when Airlock itself failed.`,
+125 when Airlock itself failed.
+
+Promotion: the commit's message is -m MSG, or the agent's summary
+(.airlock/summary.md: its first line the subject, the rest the body), or
+its final message, with the trailers Airlock-Sandbox, Airlock-Agent and
+Airlock-Verify (passed, failed or not run). --commit stages only the paths
+it wrote (never git add -A) and refuses, before writing anything, an index
+that holds changes you staged; airlock undo takes the files back, the
+commit stays (git reset HEAD~ drops it). --branch builds the commit in a
+temporary index from the baseline's commit and the approved contents, and
+refuses a branch that exists; held actions are not sent. Both use git on
+this computer and need the project to be in a git repository.`,
 		Example: `  airlock apply 3f2a --all
   airlock apply 3f2a --all --include-host-exec
   airlock apply 3f2a src/main.go README.md .envrc
@@ -74,7 +91,10 @@ action sent, 1 when a file conflicted or an action could not be sent, and
   airlock apply 3f2a --all --resolve TODO.md=theirs --resolve src/main.go=both
   airlock apply 3f2a --all --partial
   airlock apply 3f2a --all --send 1,2
-  airlock apply 3f2a --all --dry-run`,
+  airlock apply 3f2a --all --dry-run
+  airlock apply 3f2a --all --commit
+  airlock apply 3f2a src/main.go --commit -m "Rate-limit the login endpoint"
+  airlock apply 3f2a --all --branch agent/rate-limit`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -113,7 +133,9 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 					return err
 				}
 			}
-			noteStaleness(ctx, e, sb)
+			if branch == "" {
+				noteStaleness(ctx, e, sb) // a branch starts at the baseline: nothing merges
+			}
 			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
 				return err
@@ -129,8 +151,17 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 				}
 				return err
 			}
+			if message != "" && !commit && branch == "" {
+				return errors.New("-m is the commit's message: add --commit (or --branch NAME)")
+			}
+			if (commit || branch != "") && !filesNamed {
+				return errors.New("--commit and --branch commit files: name them, use --hunks PATH:N, or --all")
+			}
 			if dryRun {
 				return printDryRun(e, sb.ID, cs, d, sel.LeftOut(cs), actions)
+			}
+			if branch != "" {
+				return applyBranch(ctx, e, sb, cs, d, sel, message, branch, len(actions))
 			}
 			if !filesNamed {
 				// Only actions (--send): no file apply to run.
@@ -149,10 +180,17 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 				}
 				return nil
 			}
-			res, err := sb.ApplyWith(ctx, d, opts)
-			if err != nil {
+			var cr *sandbox.CommitResult
+			var res *sandbox.ApplyResult
+			if commit {
+				res, cr, err = sb.ApplyCommit(ctx, d, opts, sandbox.CommitOptions{Message: message})
+			} else {
+				res, err = sb.ApplyWith(ctx, d, opts)
+			}
+			if res == nil {
 				return err
 			}
+			commitErr := err
 			for p := range opts.Resolutions {
 				if !slices.ContainsFunc(res.Resolved, func(f review.FileResult) bool { return f.Path == p }) &&
 					!slices.ContainsFunc(res.Conflicts, func(c *review.ConflictError) bool { return c.Path == p }) {
@@ -167,6 +205,10 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 			}
 			if !e.json {
 				printApply(e, sb.ID, res)
+				printCommit(e, sb.ID, cr)
+			}
+			if commitErr != nil {
+				return commitErr
 			}
 			var sent []sandbox.ActionResult
 			switch {
@@ -185,7 +227,8 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 				return e.printJSON(struct {
 					*sandbox.ApplyResult
 					Actions []sandbox.ActionResult `json:"actions,omitempty"`
-				}{res, sent})
+					Commit  *sandbox.CommitResult  `json:"commit,omitempty"`
+				}{res, sent, cr})
 			}
 			return nil
 		},
@@ -197,6 +240,9 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 	cmd.Flags().StringArrayVar(&send, "send", nil, "approve held actions N[,N...] and send them after the files (repeatable; airlock actions ID lists them)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the files that would be written and the actions that would be sent; change nothing")
 	cmd.Flags().BoolVar(&partial, "partial", false, "when files conflict, still write the others (by default a conflict stops the whole apply and nothing is written)")
+	cmd.Flags().BoolVar(&commit, "commit", false, "commit the files written, as one git commit on the current branch")
+	cmd.Flags().StringVarP(&message, "message", "m", "", "the commit's message (default: the agent's summary)")
+	cmd.Flags().StringVar(&branch, "branch", "", "commit on a new branch NAME from the baseline's commit, leaving the working tree and index alone")
 	return cmd
 }
 

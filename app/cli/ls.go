@@ -63,6 +63,9 @@ their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 					changed = fmt.Sprint(s.Changes.Files)
 				}
 				status := s.StatusText()
+				if s.Stage == sandbox.StageCommitted || s.Stage == sandbox.StagePushed {
+					status = string(s.Stage)
+				}
 				if !s.Live && s.Status.Active() {
 					status += " (interrupted)"
 				}

@@ -35,7 +35,9 @@ func newStatusCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status ID",
 		Short: "Show a sandbox, its review's comments and how far the real project has moved on since its baseline",
-		Long: `status shows one sandbox: its status, project and command, the comments of
+		Long: `status shows one sandbox: its status, project and command, its stage
+(sandbox, applied, committed, pushed: with the commit, branch and pull
+request of airlock apply --commit/--branch and airlock push), the comments of
 its review (each with its file and lines: not sent yet, sent in round N,
 or resolved), and how far the
 real project has moved on since the sandbox's baseline was taken ("baseline
@@ -82,6 +84,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			fmt.Fprintf(w, "sandbox   %s (%s)\n", m.ID, m.Status)
 			fmt.Fprintf(w, "project   %s\n", m.Project)
 			fmt.Fprintf(w, "command   %s\n", m.CommandLine())
+			fmt.Fprintf(w, "stage     %s\n", stageText(m))
 			if m.Changes != nil {
 				fmt.Fprintf(w, "changes   %d %s\n", m.Changes.Files, plural(m.Changes.Files, "file", "files"))
 			}

@@ -359,6 +359,10 @@ type Baseline struct {
 	Manifest *manifest.Manifest
 	Report   *manifest.Report
 	Time     time.Time
+	// Commit is the project's git HEAD when the snapshot was taken ("" if
+	// the project is not in a repository): a branch made from the
+	// sandbox starts there.
+	Commit string
 }
 
 // Snapshot walks the project with its rules (cfg's excludes, .gitignore,
@@ -372,6 +376,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 		log = slog.New(slog.DiscardHandler)
 	}
 	at := s.Now().UTC()
+	head := sandbox.HeadCommit(ctx, project)
 	progress(Progress{Step: StepSnapshot, Message: "snapshot " + project})
 	base, report, err := manifest.Walk(ctx, project, manifest.WalkOptions{
 		Excludes: cfg.Exclude,
@@ -388,7 +393,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 	if err := objects.SnapshotTree(ctx, project, base, s.Objects()); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	return &Baseline{Manifest: base, Report: report, Time: at}, nil
+	return &Baseline{Manifest: base, Report: report, Time: at, Commit: head}, nil
 }
 
 type runner struct {
@@ -451,6 +456,7 @@ func (r *runner) run(ctx context.Context) error {
 	if _, err := r.sb.Update(func(m *sandbox.Meta) {
 		m.Baseline, m.BaselineSHA256 = sandbox.BaselineFile, hex.EncodeToString(baseSum[:])
 		m.BaselineTime = baseTime
+		m.BaselineCommit = b.Commit
 		m.Excluded = len(report.Excluded)
 		m.Secrets = manifest.SecretPaths(report.Excluded)
 		m.Timings.SnapshotMS = time.Since(t).Milliseconds()

@@ -5,7 +5,9 @@
 // final message, the verify log, a kept VM's checkpoint records), the
 // review kept with a sandbox (review.json), and review on a stored
 // sandbox: changeset, apply, undo, recover, staleness, compare, a reply
-// round's prompt and what each round changed. app/pipeline runs
+// round's prompt and what each round changed; and promotion of the
+// approved changes with the host's git (a commit, a branch, a patch or an
+// mbox, a push and a pull request; the stage). app/pipeline runs
 // sandboxes and records them here; the CLI and the GUI render both.
 //
 // It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
@@ -141,6 +143,18 @@ type Meta struct {
 	// BaselineTime is when the project was snapshotted for the baseline
 	// (Staleness compares the project with it later).
 	BaselineTime time.Time `json:"baseline_time,omitzero"`
+	// BaselineCommit is the commit the project's git repository had
+	// checked out (HEAD) when the baseline was taken: a branch made from
+	// the sandbox (apply --branch) starts there. Empty when the project
+	// was not a repository, and in sandboxes from before it was kept.
+	BaselineCommit string `json:"baseline_commit,omitempty"`
+	// Stage is how far the changes have climbed: sandbox, applied,
+	// committed, pushed. It is worked out from Status and Promotion
+	// whenever sandbox.json is read (see stageOf).
+	Stage Stage `json:"stage,omitempty"`
+	// Promotion is the commit made of the sandbox's changes and where it
+	// was pushed, once one was (apply --commit or --branch, push).
+	Promotion *Promotion `json:"promotion,omitempty"`
 	// Group names the fan-out this sandbox is one attempt of (Attempt
 	// counts from 1); empty for a single run.
 	Group   string `json:"group,omitempty"`
@@ -446,6 +460,7 @@ func (sb *Sandbox) Meta() (Meta, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("read sandbox %s: %w", sb.ID, err)
 	}
+	m.Stage = m.stageOf()
 	return m, nil
 }
 
@@ -462,6 +477,7 @@ func (sb *Sandbox) Update(change func(*Meta)) (Meta, error) {
 		return m, err
 	}
 	change(&m)
+	m.Stage = m.stageOf()
 	m.Updated = sb.store.now().UTC()
 	if err := atomicfile.WriteFile(sb.Path(metaFile), mustJSON(m), 0o600); err != nil {
 		return m, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
