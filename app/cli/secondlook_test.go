@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,5 +152,48 @@ func TestWriteStatSecondLook(t *testing.T) {
 	writeStat(&out, cs, 80)
 	if out.String() != want {
 		t.Errorf("stat:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// The notes before flagged files stay out of the commit: an exported mbox
+// of flagged changes applies with git am, its tree exactly the agent's.
+func TestExportFlaggedAppliesWithGitAm(t *testing.T) {
+	gitEnv(t)
+	home := t.TempDir()
+	old := map[string]string{
+		"go.mod":    "module x\n\nrequire a.example/b v1.0.0\n",
+		"a_test.go": "package x\n\nfunc TestA(t *testing.T) {\n\ta()\n}\n",
+		"gone.txt":  numbered("g", 150),
+	}
+	sb, project, base := promoteSandbox(t, home, old, func(dir string) {
+		writeFiles(t, dir, map[string]string{
+			"go.mod":    "module x\n\nrequire (\n\ta.example/b v1.0.0\n\tevil.example/c v0.1.0\n)\n",
+			"a_test.go": "package x\n\nfunc TestA(t *testing.T) {\n\tt.Skip()\n\ta()\n}\n",
+		})
+		must(t, os.Remove(filepath.Join(dir, "gone.txt")))
+	}, true)
+	mbox := filepath.Join(t.TempDir(), "agent.mbox")
+	if code, out, errOut := airlockCLI(t, home, "export", sb.ID, "--all", "--format", "mbox", "-o", mbox); code != 0 {
+		t.Fatalf("export: exit %d: %s\n%s", code, errOut, out)
+	}
+	data, err := os.ReadFile(mbox)
+	must(t, err)
+	for _, note := range []string{"# dependencies: go.mod changed: added evil.example/c\n", "# tests skipped: t.Skip at line 4\n", "# large deletion: deletes a file of 150 lines\n"} {
+		if !strings.Contains(string(data), note) {
+			t.Errorf("mbox lacks %q:\n%s", note, data)
+		}
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	git(t, project, "clone", "-q", project, clone)
+	git(t, clone, "checkout", "-q", "-b", "am", base)
+	git(t, clone, "am", "-q", mbox)
+	if got := git(t, clone, "show", "HEAD:go.mod"); !strings.Contains(got, "evil.example/c v0.1.0") {
+		t.Errorf("go.mod after git am:\n%s", got)
+	}
+	if msg := git(t, clone, "log", "-1", "--format=%B"); strings.Contains(msg, "# ") {
+		t.Errorf("a note reached the commit message:\n%s", msg)
+	}
+	if _, err := os.Stat(filepath.Join(clone, "gone.txt")); !os.IsNotExist(err) {
+		t.Errorf("gone.txt after git am: %v", err)
 	}
 }
