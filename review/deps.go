@@ -100,7 +100,7 @@ var manifestsByName = map[string]manifestKind{
 	"deps.edn":                  {"deps.edn", false, nil},
 	"stack.yaml":                {"stack.yaml", false, nil},
 	"cabal.project.freeze":      {"cabal.project.freeze", true, nil},
-	"requirements.txt":          {"requirements", false, parseRequirements},
+	"requirements.txt":          {"requirements.txt", false, parseRequirements},
 	"MODULE.bazel":              {"MODULE.bazel", false, nil},
 	"MODULE.bazel.lock":         {"MODULE.bazel.lock", true, nil},
 	"WORKSPACE":                 {"WORKSPACE", false, nil},
@@ -132,12 +132,12 @@ func depManifestOf(p string) (manifestKind, bool) {
 		stem := strings.ToLower(strings.TrimSuffix(base, ext))
 		if strings.HasPrefix(stem, "requirements") || strings.HasSuffix(stem, "requirements") ||
 			strings.HasPrefix(stem, "constraints") || path.Base(path.Dir(p)) == "requirements" {
-			return manifestKind{"requirements", false, parseRequirements}, true
+			return manifestKind{shownName(base), false, parseRequirements}, true
 		}
 	case ext == ".csproj" || ext == ".fsproj" || ext == ".vbproj":
-		return manifestKind{ext[1:] + " project", false, parseXMLDeps}, true
+		return manifestKind{shownName(base), false, parseXMLDeps}, true
 	case ext == ".gemspec":
-		return manifestKind{"gemspec", false, nil}, true
+		return manifestKind{shownName(base), false, nil}, true
 	}
 	return manifestKind{}, false
 }
