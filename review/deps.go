@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -319,7 +320,7 @@ func parseGoMod(data []byte) (depSet, error) {
 				deps[unquoteGo(fields[0])] = strings.Join(fields[1:], " ")
 			}
 		case "replace":
-			if i := slicesIndex(fields, "=>"); i >= 1 {
+			if i := slices.Index(fields, "=>"); i >= 1 {
 				deps[replacePrefix+unquoteGo(fields[0])] = strings.Join(fields[1:], " ")
 			}
 		}
@@ -354,15 +355,6 @@ func parseGoMod(data []byte) (depSet, error) {
 		}
 	})
 	return deps, nil
-}
-
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // parseGoSum reads go.sum: each module path with its versions and

@@ -1,6 +1,7 @@
 // Package review owns what happens between "the agent is done" and "the
 // user's project has changed": the Changeset model (per file status, modes,
-// binary flag, rename source, hunks with context and stats), the user's
+// binary flag, rename source, hunks with context and stats, and the flags
+// of what deserves a reviewer's second look), the user's
 // Decisions (approve or reject per file and per hunk, with comments), the
 // content a partially approved file resolves to, a git-apply compatible
 // patch of the approved set, a line-based three-way merge, and Apply with its
