@@ -83,8 +83,9 @@ const (
 )
 
 // secondLook returns the flags of f computed from its change (see the
-// kinds above), in the order of flagOrder. It runs once, when the
-// changeset is built, after the hunks.
+// kinds above), one per kind. It runs once, when the changeset is built,
+// after the hunks; its flags come after FlagHostExec and FlagMode and
+// before FlagControl.
 func secondLook(f *File) []Flag {
 	var out []Flag
 	if !f.IsDir() || f.TypeChange() != "" {
