@@ -98,14 +98,9 @@ this computer and need the project to be in a git repository.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sel := sandbox.Selection{All: all, Paths: args[1:], IncludeHostExec: includeHostExec}
-			if all && (len(args) > 1 || len(hunks) > 0) {
-				return errors.New("--all approves everything: give either --all or paths and --hunks")
-			}
-			for _, h := range hunks {
-				if err := sel.ParseHunks(h); err != nil {
-					return err
-				}
+			sel, err := selectionOf(all, args[1:], hunks, includeHostExec)
+			if err != nil {
+				return err
 			}
 			opts := sandbox.ApplyOptions{AllOrNothing: !partial}
 			for _, r := range resolve {
@@ -280,6 +275,21 @@ func printDryRun(e *env, id string, cs *review.Changeset, d review.Decisions, le
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// selectionOf is the selection apply and export are given: --all, or
+// paths and --hunks PATH:N,...
+func selectionOf(all bool, paths, hunks []string, includeHostExec bool) (sandbox.Selection, error) {
+	sel := sandbox.Selection{All: all, Paths: paths, IncludeHostExec: includeHostExec}
+	if all && (len(paths) > 0 || len(hunks) > 0) {
+		return sel, errors.New("--all approves everything: give either --all or paths and --hunks")
+	}
+	for _, h := range hunks {
+		if err := sel.ParseHunks(h); err != nil {
+			return sel, err
+		}
+	}
+	return sel, nil
 }
 
 // parseResolve reads --resolve PATH=CHOICE; the choice is after the last

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -98,14 +97,9 @@ standard error. With --json it prints {"format", "output", "bytes",
 			if format != sandbox.FormatPatch && format != sandbox.FormatMbox {
 				return fmt.Errorf("--format %q: want patch or mbox", format)
 			}
-			sel := sandbox.Selection{All: all, Paths: args[1:], IncludeHostExec: includeHostExec}
-			if all && (len(args) > 1 || len(hunks) > 0) {
-				return errors.New("--all approves everything: give either --all or paths and --hunks")
-			}
-			for _, h := range hunks {
-				if err := sel.ParseHunks(h); err != nil {
-					return err
-				}
+			sel, err := selectionOf(all, args[1:], hunks, includeHostExec)
+			if err != nil {
+				return err
 			}
 			sb, err := e.openSandbox(ctx, args[0])
 			if err != nil {

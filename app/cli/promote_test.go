@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,9 +13,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // gitEnv makes every git of the test (ours and Airlock's) hermetic: no
@@ -76,21 +73,7 @@ func promoteSandboxIn(t *testing.T, home, sub string, old map[string]string, gue
 	guestDir := t.TempDir()
 	writeFiles(t, guestDir, old)
 	guest(guestDir)
-	manifests := map[string]*manifest.Manifest{}
-	for name, dir := range map[string]string{sandbox.BaselineFile: project, sandbox.GuestFile: guestDir} {
-		m, _, err := manifest.Walk(context.Background(), dir, manifest.WalkOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range m.Entries {
-			if e.Type == manifest.File {
-				if _, _, err := store.Objects().PutFile(filepath.Join(dir, e.Path)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		manifests[name] = m
-	}
+	manifests := walkTrees(t, store, project, guestDir)
 	git(t, repo, "init", "-q")
 	writeFiles(t, repo, map[string]string{"top.txt": "outside the project\n"})
 	git(t, repo, "add", "-A")
@@ -100,15 +83,7 @@ func promoteSandboxIn(t *testing.T, home, sub string, old map[string]string, gue
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, m := range manifests {
-		var buf bytes.Buffer
-		if err := m.Encode(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if err := atomicfile.WriteFile(sb.Path(name), buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeManifests(t, sb, manifests)
 	summary := "# Rate-limit the login endpoint\n\nThe login handler now counts attempts.\nAirlock-Verify: passed\n"
 	if err := os.WriteFile(sb.Path(sandbox.SummaryFile), []byte(summary), 0o600); err != nil {
 		t.Fatal(err)

@@ -46,6 +46,30 @@ func readySandbox(t *testing.T, home string, old, newT map[string]string, summar
 	writeFiles(t, project, old)
 	guestDir := t.TempDir()
 	writeFiles(t, guestDir, newT)
+	manifests := walkTrees(t, store, project, guestDir)
+	sb, err := store.Create(sandbox.Meta{Project: project, Command: []string{"agent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeManifests(t, sb, manifests)
+	for name, s := range map[string]string{sandbox.SummaryFile: summary, sandbox.FinalFile: final, sandbox.TranscriptFile: transcript} {
+		if err := os.WriteFile(sb.Path(name), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sb.Update(func(m *sandbox.Meta) {
+		m.Baseline, m.Guest, m.Status = sandbox.BaselineFile, sandbox.GuestFile, sandbox.StatusReady
+		m.BaselineTime = store.Now().UTC()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sb, project
+}
+
+// walkTrees walks the baseline (project) and the guest's tree, puts their
+// files in the store, and returns their manifests by file name.
+func walkTrees(t *testing.T, store *sandbox.Store, project, guestDir string) map[string]*manifest.Manifest {
+	t.Helper()
 	manifests := map[string]*manifest.Manifest{}
 	for name, dir := range map[string]string{sandbox.BaselineFile: project, sandbox.GuestFile: guestDir} {
 		m, _, err := manifest.Walk(context.Background(), dir, manifest.WalkOptions{})
@@ -61,10 +85,12 @@ func readySandbox(t *testing.T, home string, old, newT map[string]string, summar
 		}
 		manifests[name] = m
 	}
-	sb, err := store.Create(sandbox.Meta{Project: project, Command: []string{"agent"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return manifests
+}
+
+// writeManifests stores manifests (walkTrees) in sb.
+func writeManifests(t *testing.T, sb *sandbox.Sandbox, manifests map[string]*manifest.Manifest) {
+	t.Helper()
 	for name, m := range manifests {
 		var buf bytes.Buffer
 		if err := m.Encode(&buf); err != nil {
@@ -74,18 +100,6 @@ func readySandbox(t *testing.T, home string, old, newT map[string]string, summar
 			t.Fatal(err)
 		}
 	}
-	for name, s := range map[string]string{sandbox.SummaryFile: summary, sandbox.FinalFile: final, sandbox.TranscriptFile: transcript} {
-		if err := os.WriteFile(sb.Path(name), []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := sb.Update(func(m *sandbox.Meta) {
-		m.Baseline, m.Guest, m.Status = sandbox.BaselineFile, sandbox.GuestFile, sandbox.StatusReady
-		m.BaselineTime = store.Now().UTC()
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return sb, project
 }
 
 func hostileSandbox(t *testing.T) (home string, sb *sandbox.Sandbox, project string) {
