@@ -131,6 +131,9 @@ this computer and need the project to be in a git repository.`,
 			if branch == "" {
 				noteStaleness(ctx, e, sb) // a branch starts at the baseline: nothing merges
 			}
+			if filesNamed {
+				noteVerify(e, sb)
+			}
 			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
 			if err != nil {
 				return err
@@ -219,11 +222,14 @@ this computer and need the project to be in a git repository.`,
 				}
 			}
 			if e.json {
+				m, _ := sb.Meta()
 				return e.printJSON(struct {
 					*sandbox.ApplyResult
 					Actions []sandbox.ActionResult `json:"actions,omitempty"`
 					Commit  *sandbox.CommitResult  `json:"commit,omitempty"`
-				}{res, sent, cr})
+					// Verify is what the sandbox's verify found (null: none ran).
+					Verify *sandbox.VerifyResult `json:"verify"`
+				}{res, sent, cr, m.Verify})
 			}
 			return nil
 		},
@@ -275,6 +281,21 @@ func printDryRun(e *env, id string, cs *review.Changeset, d review.Decisions, le
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// noteVerify warns, before an apply writes anything, when the sandbox's
+// verify failed or did not run: the changes were not checked there.
+func noteVerify(e *env, sb *sandbox.Sandbox) {
+	m, err := sb.Meta()
+	if err != nil {
+		return
+	}
+	if text, ok := m.VerifyGate(); !ok {
+		e.note("warning: %s", text)
+		if m.Verify != nil && m.Verify.Error == "" {
+			e.note("its output: airlock logs %s", sb.ID)
+		}
+	}
 }
 
 // selectionOf is the selection apply and export are given: --all, or

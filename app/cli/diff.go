@@ -110,7 +110,17 @@ ID may be any unique prefix of the sandbox's ID.`,
 					Actions    []sandbox.ActionView `json:"actions,omitempty"`
 				}{cs, cs.SecondLook(), views})
 			}
+			// The verify result heads what a person reads (--stat, a
+			// terminal); a pipe gets the patch alone.
+			gate := ""
+			if m, err := sb.Meta(); err == nil && round == 0 {
+				text, _ := m.VerifyGate()
+				gate = "# airlock: " + safetext.Line(text)
+			}
 			if stat {
+				if gate != "" {
+					fmt.Fprintln(e.stdout, gate)
+				}
 				writeStat(e.stdout, cs, termWidth(e.stdout))
 				writeActionsSection(e.stdout, views, sb.ID)
 				return nil
@@ -130,6 +140,9 @@ ID may be any unique prefix of the sandbox's ID.`,
 			// What a person reads (a terminal, or colour for a pager) shows
 			// every byte from the guest as it is: control sequences and
 			// bidi characters as visible escapes.
+			if gate != "" {
+				fmt.Fprintln(e.stdout, gate)
+			}
 			writeShownPatch(e.stdout, cs, patch, useColor)
 			writeActionsSection(e.stdout, views, sb.ID)
 			return nil

@@ -59,7 +59,8 @@ func TestDiffShowsSecondLook(t *testing.T) {
 	}
 
 	code, stat, _ := airlockCLI(t, home, "diff", id, "--stat")
-	want := ` .envrc         | 1 +  # runs on your machine: direnv runs it when you cd in
+	want := `# airlock: no verify ran in the sandbox: nothing checked these changes (airlock run --verify "CMD", or verify = "CMD" in the project's airlock.toml)
+ .envrc         | 1 +  # runs on your machine: direnv runs it when you cd in
  a_test.go      | 1 +  # tests skipped: t.Skip at line 4
  b_test.go      | 5 -----  # test file deleted (5 lines)
  config/ci.env  | 1 +  # possible credential: GitHub token at line 1

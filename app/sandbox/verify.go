@@ -47,3 +47,20 @@ func (sb *Sandbox) VerifyLog() ([]byte, error) {
 	}
 	return data, err
 }
+
+// VerifyGate says, for the top of a review and before an apply, what the
+// sandbox's verify found: "tests passed in the sandbox (go test ./...)",
+// "verify FAILED in the sandbox (exit 1): go test ./...", or that none
+// ran. ok is true only when it passed.
+func (m Meta) VerifyGate() (text string, ok bool) {
+	v := m.Verify
+	switch {
+	case v == nil:
+		return `no verify ran in the sandbox: nothing checked these changes (airlock run --verify "CMD", or verify = "CMD" in the project's airlock.toml)`, false
+	case v.Error != "":
+		return fmt.Sprintf("verify could not run in the sandbox (%s): %s", v.Command, v.Error), false
+	case v.Passed:
+		return fmt.Sprintf("tests passed in the sandbox (%s)", v.Command), true
+	}
+	return fmt.Sprintf("verify %s in the sandbox: %s", v.String(), v.Command), false
+}
