@@ -28,6 +28,7 @@ type fakeService struct {
 	changesets map[string]*review.Changeset
 	summary    string
 	transcript string
+	verifyLog  string
 	applied    []review.Decisions
 	applyRes   *sandbox.ApplyResult
 	undos      int
@@ -287,6 +288,12 @@ func (s *fakeService) setStatus(id string, st sandbox.Status) {
 
 func (s *fakeService) Summary(string) (string, error)    { return s.summary, nil }
 func (s *fakeService) Transcript(string) ([]byte, error) { return []byte(s.transcript), nil }
+func (s *fakeService) VerifyLog(string) ([]byte, error) {
+	if s.verifyLog == "" {
+		return nil, nil
+	}
+	return []byte(s.verifyLog), nil
+}
 
 func (s *fakeService) appliedDecisions() []review.Decisions {
 	s.mu.Lock()

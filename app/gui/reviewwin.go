@@ -234,6 +234,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		r.view.SetSelectedIndex(0)
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
+	top = container.NewVBox(top, r.verifyRow(info))
 	if note := excludedNote(info); note != "" {
 		// What the agent never saw may explain what it did.
 		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
@@ -472,4 +473,43 @@ func staleNote(svc Service, id string) (string, map[string]bool) {
 		note += " Files you changed are marked in the list."
 	}
 	return note, changed
+}
+
+// verifyRow is the review's first word on the changes: whether the tests
+// (the sandbox's verify) passed in the sandbox, failed or never ran, with
+// its output a click away.
+func (r *ReviewWindow) verifyRow(info sandbox.Info) fyne.CanvasObject {
+	text, ok := info.VerifyGate()
+	text = strings.ToUpper(text[:1]) + text[1:]
+	label := newFitLabel(safetext.Line(text), fyne.TextStyle{Bold: ok})
+	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
+	label.label.Importance = widget.WarningImportance
+	if ok {
+		icon = widget.NewIcon(theme.NewSuccessThemedResource(theme.ConfirmIcon()))
+		label.label.Importance = widget.SuccessImportance
+	}
+	var right fyne.CanvasObject
+	if info.Verify != nil {
+		show := widget.NewButton("Show its output", func() { r.showVerifyLog(info) })
+		show.Importance = widget.LowImportance
+		right = show
+	}
+	return container.NewBorder(nil, nil, icon, right, label)
+}
+
+// showVerifyLog opens a window with what the verify command printed.
+func (r *ReviewWindow) showVerifyLog(info sandbox.Info) {
+	b, err := r.svc.VerifyLog(info.ID)
+	if err != nil {
+		r.status.SetText("Cannot read the verify output: " + err.Error())
+		return
+	}
+	if b == nil {
+		b = []byte("(the verify command printed nothing)")
+	}
+	win := fyne.CurrentApp().NewWindow("Verify of " + info.ID + ": " + safetext.Line(info.Verify.Command))
+	text := widget.NewLabelWithStyle(plainTranscript(b), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
+	win.SetContent(container.NewBorder(newFitLabel(safetext.Line(info.Verify.Command+": "+info.Verify.String()), fyne.TextStyle{Bold: true}), nil, nil, nil, wheelScroll(container.NewScroll(text))))
+	win.Resize(fyne.NewSize(900, 600))
+	win.Show()
 }

@@ -88,6 +88,9 @@ type Service interface {
 	// were never sent, from this computer, in their order (at most once
 	// each, sandbox.SendActions); report gets each result as it comes.
 	SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error)
+	// VerifyLog is what the sandbox's verify command printed (nil when
+	// none ran).
+	VerifyLog(id string) ([]byte, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -379,6 +382,14 @@ func (s *StoreService) SendActions(ctx context.Context, id string, report func(s
 		return nil, err
 	}
 	return sb.SendActions(ctx, sandbox.Approved(d), send, report)
+}
+
+func (s *StoreService) VerifyLog(id string) ([]byte, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return sb.VerifyLog()
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
