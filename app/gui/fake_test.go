@@ -62,6 +62,59 @@ type fakeService struct {
 	actions map[string][]sandbox.ActionView
 	send    func(a sandbox.Action) (sandbox.SendRecord, error)
 	sentIDs []int
+	// commits records each ApplyCommit and Branch (its options: a branch
+	// named for Branch); commitErr, if set, fails them as git would;
+	// commitMsg is CommitMessage's answer.
+	commits   []sandbox.CommitOptions
+	commitErr error
+	commitMsg string
+}
+
+func (s *fakeService) CommitMessage(string) (string, error) { return s.commitMsg, nil }
+
+// ApplyCommit applies as ApplyWith does and records the commit; with
+// commitErr nothing is written.
+func (s *fakeService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error) {
+	s.mu.Lock()
+	s.commits = append(s.commits, copts)
+	err := s.commitErr
+	s.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := s.ApplyWith(ctx, id, d, opts)
+	if err != nil || res.Held {
+		return res, nil, err
+	}
+	cr := &sandbox.CommitResult{Promotion: sandbox.Promotion{Commit: "c0ffee1234567890", Branch: "main"}, Message: sandbox.Message{Subject: firstLine(copts.Message)}}
+	s.promote(id, cr.Promotion)
+	return res, cr, nil
+}
+
+// Branch records the commit on a new branch; nothing is applied.
+func (s *fakeService) Branch(_ context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error) {
+	s.mu.Lock()
+	s.commits = append(s.commits, copts)
+	err := s.commitErr
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	cr := &sandbox.CommitResult{Promotion: sandbox.Promotion{Commit: "beef001234567890", Parent: "abc", Branch: copts.Branch, NewBranch: true}, Message: sandbox.Message{Subject: firstLine(copts.Message)}}
+	s.promote(id, cr.Promotion)
+	return cr, nil
+}
+
+// promote records a sandbox's commit, as the store does.
+func (s *fakeService) promote(id string, p sandbox.Promotion) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.infos {
+		if s.infos[i].ID == id {
+			s.infos[i].Promotion = &p
+			s.infos[i].Stage = sandbox.StageCommitted
+		}
+	}
 }
 
 // Actions are the sandbox's held actions with the saved review's

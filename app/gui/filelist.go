@@ -435,14 +435,24 @@ func (w *fileRow) update(row listRow) {
 }
 
 // rowWarning is why a file's row carries a warning sign ("" for none):
-// it runs on the user's machine, or its lines hold control characters.
+// each of its flags' reasons, one a line (it runs on the user's machine,
+// its lines hold control characters, it changes dependencies, skips
+// tests…), what runs on the host first.
 func rowWarning(f *review.File) string {
-	for _, k := range []review.FlagKind{review.FlagHostExec, review.FlagControl} {
-		if reason := f.FlagReason(k); reason != "" {
-			return strings.ToUpper(reason[:1]) + reason[1:]
+	var lines []string
+	add := func(reason string) {
+		if reason != "" {
+			lines = append(lines, strings.ToUpper(reason[:1])+reason[1:])
 		}
 	}
-	return ""
+	add(f.FlagReason(review.FlagHostExec))
+	add(f.FlagReason(review.FlagControl))
+	for _, fl := range f.Flags {
+		if fl.Kind != review.FlagHostExec && fl.Kind != review.FlagControl {
+			add(fl.Reason)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // letterColour colours a change's letter as editors do: added green,
@@ -501,7 +511,7 @@ func (r *ReviewWindow) showFolder() {
 	what := "Folder " + safetext.Line(r.folder)
 	if r.folder == "" {
 		what = "All shown"
-		if r.m.filter == "" {
+		if !r.m.filtered() {
 			what = "All"
 		}
 	}
@@ -520,8 +530,19 @@ func (r *ReviewWindow) setFolderVerdict(folder string, approve bool) {
 
 // setFilter shows only the files whose path contains q.
 func (r *ReviewWindow) setFilter(q string) {
+	r.refilter(func() { r.m.setFilter(q) })
+}
+
+// setFlagged shows only the flagged files, or with false every file the
+// filter shows.
+func (r *ReviewWindow) setFlagged(on bool) {
+	r.refilter(func() { r.m.setFlagged(on) })
+}
+
+// refilter changes what the list shows with change, then shows it.
+func (r *ReviewWindow) refilter(change func()) {
 	before := r.m.current()
-	r.m.setFilter(q)
+	change()
 	r.treeIDs = r.m.tree
 	r.tree.rebuild()
 	if r.folder != "" && len(r.m.under(r.folder)) == 0 {

@@ -471,7 +471,12 @@ func (w *MainWindow) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 			st = safetext.Line(run.progress.Message)
 		}
 		note := excludedNote(info)
-		if note != "" {
+		stage, stageTip := stageText(info)
+		if stage != "" {
+			st += "  ·  " + stage
+			note = strings.TrimSpace(stageTip + "\n" + note)
+		}
+		if excludedNote(info) != "" {
 			st += fmt.Sprintf("  ·  %d %s left out", len(info.Secrets), plural(len(info.Secrets), "secret", "secrets"))
 		}
 		if info.Error != "" && info.StatusText() != "stopped" {

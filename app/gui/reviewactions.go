@@ -155,7 +155,12 @@ func (r *ReviewWindow) StopRound() {
 // apply writes the approved files into the project and then sends the
 // approved actions never sent, once the user has agreed to send them
 // (asked first: a Cancel applies nothing and sends nothing).
-func (r *ReviewWindow) apply() {
+func (r *ReviewWindow) apply() { r.applyAs(nil) }
+
+// applyAs is apply, with p a commit of what is written (nil: the working
+// tree only). A commit on a new branch sends no action: actions are sent
+// by an apply to the working tree.
+func (r *ReviewWindow) applyAs(p *promotion) {
 	if r.roundOnly {
 		return
 	}
@@ -163,6 +168,13 @@ func (r *ReviewWindow) apply() {
 	d := r.m.decisions()
 	taken, _ := r.m.approved()
 	sends := r.m.toSend()
+	if p != nil && len(taken) == 0 {
+		r.status.SetText("Nothing to commit: approve files or hunks first.")
+		return
+	}
+	if p != nil && p.branch != "" {
+		sends = nil
+	}
 	if len(taken) == 0 && len(sends) == 0 {
 		r.status.SetText("Nothing approved: approve files, hunks or actions first.")
 		return
@@ -187,7 +199,7 @@ func (r *ReviewWindow) apply() {
 			r.status.SetText("Nothing applied, nothing sent.")
 			return
 		}
-		r.askHostExec(flagged, d, nil, len(sends) > 0)
+		r.askHostExec(flagged, d, nil, len(sends) > 0, p)
 	})
 }
 
@@ -195,8 +207,12 @@ func (r *ReviewWindow) apply() {
 // on the user's machine is to be applied; a No leaves it out of this
 // apply (the review keeps its verdict). Then it applies what is left,
 // and sends the approved actions with send.
-func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, leftOut []string, send bool) {
+func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, leftOut []string, send bool, p *promotion) {
 	if len(flagged) == 0 {
+		if p != nil {
+			r.commitDecided(d, leftOut, send, p)
+			return
+		}
 		r.applyDecided(d, leftOut, send)
 		return
 	}
@@ -207,7 +223,7 @@ func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, l
 			delete(d.Files, f.Path)
 			leftOut = append(leftOut, f.Path)
 		}
-		r.askHostExec(flagged[1:], d, leftOut, send)
+		r.askHostExec(flagged[1:], d, leftOut, send, p)
 	})
 }
 

@@ -23,7 +23,9 @@ type reviewModel struct {
 	// filter is the text the shown paths contain ("" shows every file);
 	// tree is the shown files as folders.
 	filter string
-	tree   tree
+	// flagged shows only the files that carry a flag (a second look).
+	flagged bool
+	tree    tree
 	// files are the shown files in the order the tree shows them
 	// (folders first), the order the keyboard walks.
 	files []*review.File
@@ -57,6 +59,9 @@ func (m *reviewModel) setFilter(q string) {
 	var shown []*review.File
 	low := strings.ToLower(q)
 	for _, f := range m.cs.Files {
+		if m.flagged && len(f.Flags) == 0 {
+			continue
+		}
 		if low == "" || strings.Contains(strings.ToLower(f.Path), low) || (f.OldPath != "" && strings.Contains(strings.ToLower(f.OldPath), low)) {
 			shown = append(shown, f)
 		}
@@ -87,6 +92,17 @@ func (m *reviewModel) setFilter(q string) {
 		m.hidden, m.hiddenHunk = cur, hunk
 	}
 }
+
+// setFlagged shows only the flagged files (with the filter's text), or
+// with false every file the filter's text shows.
+func (m *reviewModel) setFlagged(on bool) {
+	m.flagged = on
+	m.setFilter(m.filter)
+}
+
+// filtered says the list shows fewer than every file: by a filter's text
+// or to the flagged ones.
+func (m *reviewModel) filtered() bool { return m.filter != "" || m.flagged }
 
 // under is the shown files in folder (a tree ID ending in "/"; "" for
 // every shown file).
@@ -175,7 +191,7 @@ func (m *reviewModel) summary() string {
 	if a := m.actionsSummary(); a != "" {
 		s += "   " + a
 	}
-	if m.filter != "" {
+	if m.filtered() {
 		s += fmt.Sprintf("   (%d shown)", len(m.files))
 	}
 	return s

@@ -29,6 +29,7 @@ type ReviewWindow struct {
 	tree      *fileList
 	treeIDs   tree
 	filter    *fieldEntry
+	flagged   *widget.Check // shows only the flagged files; nil when none is
 	summary   *fitLabel
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
@@ -48,6 +49,7 @@ type ReviewWindow struct {
 	presets    []Preset
 	status     *fitLabel
 	applyBtn   *widget.Button
+	applyMenu  *widget.Button // beside Apply: to the working tree, commit, or new branch
 	rejectBtn  *widget.Button
 	approveAll *widget.Button
 	sendBtn    *widget.Button
@@ -176,7 +178,12 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		b.Importance = widget.LowImportance
 	}
 	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
-	side := container.NewBorder(container.NewVBox(r.filter, r.summary), folderBar, nil, nil,
+	var filterRow fyne.CanvasObject = r.filter
+	if r.m.cs.SecondLook().Files > 0 {
+		r.flagged = widget.NewCheck("Flagged", r.setFlagged)
+		filterRow = container.NewBorder(nil, nil, nil, r.flagged, r.filter)
+	}
+	side := container.NewBorder(container.NewVBox(filterRow, r.summary), folderBar, nil, nil,
 		withWheel(r.tree, r.tree.wheel))
 
 	diffPane := r.newDiffPane()
@@ -203,6 +210,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
 	r.applyBtn.Importance = widget.HighImportance
+	r.applyMenu = r.newApplyMenu()
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
 	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
 	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
@@ -216,7 +224,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	// its tip).
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.stopBtn, r.undoBtn),
-		r.applyBtn, r.status)
+		container.NewHBox(r.applyBtn, r.applyMenu), r.status)
 	// The header follows the sandbox (Reload); a long command line ends
 	// at a word, whole in its tip.
 	r.info = info
@@ -235,6 +243,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
 	top = container.NewVBox(top, r.verifyRow(info))
+	if look := r.secondLookRow(); look != nil {
+		top = container.NewVBox(top, look)
+	}
 	if note := excludedNote(info); note != "" {
 		// What the agent never saw may explain what it did.
 		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
@@ -374,6 +385,11 @@ func (r *ReviewWindow) redraw() {
 	} else {
 		r.applyBtn.Enable()
 	}
+	if len(taken) == 0 || r.roundOnly {
+		r.applyMenu.Disable() // commits are of files
+	} else {
+		r.applyMenu.Enable()
+	}
 }
 
 // ShowFile selects a file of the changeset, if it has it.
@@ -421,6 +437,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	} else {
 		r.m = r.full
 	}
+	r.m.flagged = r.flagged != nil && r.flagged.Checked
 	r.m.setFilter(r.filter.Text)
 	r.treeIDs = r.m.tree
 	r.roundOnly = only
@@ -512,4 +529,44 @@ func (r *ReviewWindow) showVerifyLog(info sandbox.Info) {
 	win.SetContent(container.NewBorder(newFitLabel(safetext.Line(info.Verify.Command+": "+info.Verify.String()), fyne.TextStyle{Bold: true}), nil, nil, nil, wheelScroll(container.NewScroll(text))))
 	win.Resize(fyne.NewSize(900, 600))
 	win.Show()
+}
+
+// secondLookText is the changeset's flags in one line ("5 files deserve
+// a second look: 2 dependency changes (added: left-pad), 1 test
+// skipped"), and the whole of it a line per kind for the tooltip; "" when
+// no file is flagged. Dependency names come from the guest's files.
+func secondLookText(cs *review.Changeset) (line, tip string) {
+	look := cs.SecondLook()
+	if look.Files == 0 {
+		return "", ""
+	}
+	head := fmt.Sprintf("%d %s a second look", look.Files, plural(look.Files, "file deserves", "files deserve"))
+	var kinds []string
+	for _, k := range look.Kinds {
+		kinds = append(kinds, safetext.Line(k.Text))
+	}
+	line = head + ": " + strings.Join(kinds, ", ")
+	tip = head + ":\n" + strings.Join(kinds, "\n") + "\n\nTick Flagged beside the filter to list only them; each one's warning sign says why."
+	return line, tip
+}
+
+// secondLookRow is the overview of what deserves a second look, under
+// the verify line (nil when no file is flagged): one fitted line, whole
+// in its tooltip, and a button that lists only the flagged files.
+func (r *ReviewWindow) secondLookRow() fyne.CanvasObject {
+	line, tip := secondLookText(r.m.cs)
+	if line == "" {
+		return nil
+	}
+	label := newFitLabel(line, fyne.TextStyle{})
+	label.Tip = tip
+	label.label.Importance = widget.WarningImportance
+	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
+	show := widget.NewButton("Show only these", func() {
+		if r.flagged != nil {
+			r.flagged.SetChecked(true) // OnChanged filters the list
+		}
+	})
+	show.Importance = widget.LowImportance
+	return container.NewBorder(nil, nil, icon, show, label)
 }

@@ -91,6 +91,20 @@ type Service interface {
 	// VerifyLog is what the sandbox's verify command printed (nil when
 	// none ran).
 	VerifyLog(id string) ([]byte, error)
+	// CommitMessage is the message a commit of the sandbox's changes gets
+	// unless the user writes another (airlock apply --commit's): the
+	// agent's summary, its subject on the first line. Airlock's trailers
+	// are added to any message and are not part of it.
+	CommitMessage(id string) (string, error)
+	// ApplyCommit is ApplyWith, then one git commit of exactly the files
+	// written, on the current branch (airlock apply --commit): nothing is
+	// written when the project is not in a git repository or its index
+	// holds staged changes. The commit is nil when nothing was written.
+	ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error)
+	// Branch commits what d approves on the new branch copts.Branch from
+	// the baseline's commit, leaving the working tree and the index alone
+	// (airlock apply --branch); an existing branch is refused.
+	Branch(ctx context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -390,6 +404,43 @@ func (s *StoreService) VerifyLog(id string) ([]byte, error) {
 		return nil, err
 	}
 	return sb.VerifyLog()
+}
+
+func (s *StoreService) CommitMessage(id string) (string, error) {
+	sb, err := s.Store.Get(id)
+	if err != nil {
+		return "", err
+	}
+	m, err := sb.Meta()
+	if err != nil {
+		return "", err
+	}
+	msg, err := sb.CommitMessage(m, "")
+	if err != nil {
+		return "", err
+	}
+	if msg.Body == "" {
+		return msg.Subject, nil
+	}
+	return msg.Subject + "\n\n" + msg.Body, nil
+}
+
+func (s *StoreService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error) {
+	sb, err := s.sandbox(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, cr, err := sb.ApplyCommit(ctx, d, opts, copts)
+	return res, cr, appError(err)
+}
+
+func (s *StoreService) Branch(ctx context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error) {
+	sb, err := s.sandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cr, err := sb.Branch(ctx, d, copts)
+	return cr, appError(err)
 }
 
 func (s *StoreService) Undo(ctx context.Context, id string) (string, error) {
