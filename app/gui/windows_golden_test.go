@@ -100,6 +100,16 @@ var goldenWindows = []struct {
 		typeKeys(r.Window.Canvas(), strings.Repeat("Keep the old name for Count: callers outside this package use it. ", 4))
 		return r.Window
 	}},
+	// The review with files that deserve a second look (a dependency
+	// added, a test skipped, a CI workflow, a credential): the overview
+	// under the verify line, the list showing only the flagged files,
+	// the dependency manifest shown.
+	{"review_flags", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
+		r := goldenReviewOf(t, a, size, flaggedChangeset(t))
+		r.flagged.SetChecked(true)
+		r.ShowFile("package.json")
+		return r.Window
+	}},
 	// The review keys (?).
 	{"keys", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReview(t, a, size)
@@ -288,8 +298,13 @@ func goldenTranscript() string {
 // actions, if any, are the sandbox's held actions.
 func goldenReview(t *testing.T, a fyne.App, size fyne.Size, actions ...sandbox.ActionView) *ReviewWindow {
 	t.Helper()
+	return goldenReviewOf(t, a, size, goldenChangeset(t), actions...)
+}
+
+// goldenReviewOf is goldenReview of the changeset cs.
+func goldenReviewOf(t *testing.T, a fyne.App, size fyne.Size, cs *review.Changeset, actions ...sandbox.ActionView) *ReviewWindow {
+	t.Helper()
 	const id = "1a2b3c4d"
-	cs := goldenChangeset(t)
 	info := testInfo(id)
 	info.ScriptName, info.Command, info.Round = "", longCommand, 2
 	info.Changes = &sandbox.ChangeStats{Files: len(cs.Files), Added: 1, Modified: len(cs.Files) - 2, Deleted: 1}
@@ -367,7 +382,12 @@ func goldenActions() []sandbox.ActionView {
 // one.
 func goldenChangeset(t testing.TB) *review.Changeset {
 	t.Helper()
-	objs := testObjects{}
+	return goldenChangesetIn(t, testObjects{})
+}
+
+// goldenChangesetIn is goldenChangeset and more, their contents in objs.
+func goldenChangesetIn(t testing.TB, objs testObjects, more ...manifest.Change) *review.Changeset {
+	t.Helper()
 	entry := objs.entry
 	var changes []manifest.Change
 	for d := range 10 {
@@ -385,9 +405,35 @@ func goldenChangeset(t testing.TB) *review.Changeset {
 		manifest.Change{Kind: manifest.Modified, Path: "src/counter.go", Old: entry("src/counter.go", oldCounter), New: entry("src/counter.go", newCounter)},
 		manifest.Change{Kind: manifest.Added, Path: "docs/NEW.md", New: entry("docs/NEW.md", "# New\n\nText.\n")},
 		manifest.Change{Kind: manifest.Deleted, Path: "old.txt", Old: entry("old.txt", "gone\n")})
+	changes = append(changes, more...)
 	cs := objs.changeset(t, changes)
-	if len(cs.Files) != 200 {
-		t.Fatalf("the changeset has %d files, want 200", len(cs.Files))
+	if len(cs.Files) != 200+len(more) {
+		t.Fatalf("the changeset has %d files, want %d", len(cs.Files), 200+len(more))
+	}
+	return cs
+}
+
+// flaggedChangeset is goldenChangeset with files the review flags: a
+// dependency added to package.json, a Go test skipped, a CI workflow
+// changed and a private key added.
+func flaggedChangeset(t testing.TB) *review.Changeset {
+	t.Helper()
+	objs := testObjects{}
+	entry := objs.entry
+	cs := goldenChangesetIn(t, objs,
+		manifest.Change{Kind: manifest.Modified, Path: "package.json",
+			Old: entry("package.json", "{\n  \"name\": \"wordfreq\",\n  \"dependencies\": {\n    \"lodash\": \"^4.17.21\"\n  }\n}\n"),
+			New: entry("package.json", "{\n  \"name\": \"wordfreq\",\n  \"dependencies\": {\n    \"left-pad\": \"^1.3.0\",\n    \"lodash\": \"^4.17.21\"\n  }\n}\n")},
+		manifest.Change{Kind: manifest.Modified, Path: "src/counter_test.go",
+			Old: entry("src/counter_test.go", "package wordfreq\n\nimport \"testing\"\n\nfunc TestCount(t *testing.T) {\n\tif Count(\"a a\")[\"a\"] != 2 {\n\t\tt.Fatal(\"count\")\n\t}\n}\n"),
+			New: entry("src/counter_test.go", "package wordfreq\n\nimport \"testing\"\n\nfunc TestCount(t *testing.T) {\n\tt.Skip(\"flaky\")\n\tif Count(\"a a\")[\"a\"] != 2 {\n\t\tt.Fatal(\"count\")\n\t}\n}\n")},
+		manifest.Change{Kind: manifest.Added, Path: ".github/workflows/ci.yml",
+			New: entry(".github/workflows/ci.yml", "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: go test ./...\n")},
+		manifest.Change{Kind: manifest.Added, Path: "deploy/key.pem",
+			New: entry("deploy/key.pem", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n")},
+	)
+	if look := cs.SecondLook(); look.Files < 4 {
+		t.Fatalf("the flagged changeset has %d flagged files (%+v), want 4", look.Files, look.Kinds)
 	}
 	return cs
 }
