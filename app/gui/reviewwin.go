@@ -274,6 +274,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 func (r *ReviewWindow) headText() string {
 	info := r.info
 	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), runTitle(info.Meta, r.presets), statusText(info))
+	if stage, _ := stageText(info); stage != "" {
+		s += "  ·  " + stage
+	}
 	if info.Verify != nil {
 		s += "  ·  verify " + info.Verify.String()
 	}

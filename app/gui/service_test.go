@@ -46,6 +46,17 @@ func TestStoreService(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
+	// Promotion reaches the same functions airlock apply --commit and
+	// --branch call: a project outside git is refused before anything.
+	if msg, err := svc.CommitMessage(sb.ID); err != nil || msg != "Changes from Airlock sandbox "+sb.ID {
+		t.Errorf("CommitMessage = %q, %v", msg, err)
+	}
+	if _, _, err := svc.ApplyCommit(context.Background(), sb.ID, d, sandbox.ApplyOptions{AllOrNothing: true}, sandbox.CommitOptions{}); !errors.Is(err, sandbox.ErrNotGitRepo) {
+		t.Errorf("ApplyCommit outside git: %v, want ErrNotGitRepo", err)
+	}
+	if _, err := svc.Branch(context.Background(), sb.ID, d, sandbox.CommitOptions{Branch: "agent/x"}); !errors.Is(err, sandbox.ErrNotGitRepo) {
+		t.Errorf("Branch outside git: %v, want ErrNotGitRepo", err)
+	}
 	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}}); err == nil {
 		t.Error("Run with no boot function succeeded")
 	}
