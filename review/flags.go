@@ -456,7 +456,7 @@ type SecondLook struct {
 
 // flagNouns say a count of each kind: singular and plural.
 var flagNouns = map[FlagKind][2]string{
-	FlagHostExec:      {"runs on your machine", "run on your machine"},
+	FlagHostExec:      {"file that runs on your machine", "files that run on your machine"},
 	FlagCredential:    {"possible credential", "possible credentials"},
 	FlagDependency:    {"dependency change", "dependency changes"},
 	FlagCI:            {"CI configuration change", "CI configuration changes"},

@@ -289,7 +289,7 @@ func TestSecondLookOverview(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := cs.SecondLook()
-	want := "4 files deserve a second look: 1 runs on your machine, 2 dependency changes (added: left-pad), 1 test skipped"
+	want := "4 files deserve a second look: 1 file that runs on your machine, 2 dependency changes (added: left-pad), 1 test skipped"
 	if got.String() != want {
 		t.Errorf("overview\n got %q\nwant %q", got.String(), want)
 	}

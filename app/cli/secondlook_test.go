@@ -68,7 +68,7 @@ func TestDiffShowsSecondLook(t *testing.T) {
  main.go        | 2 ++
  package.json   | 2 +-  # dependencies: package.json changed: added left-pad; removed lodash
  7 files changed, 7 insertions(+), 6 deletions(-)
- 5 files deserve a second look: 1 runs on your machine, 1 possible credential, 1 dependency change (added: left-pad; removed: lodash), 1 test deletion, 1 test skipped
+ 5 files deserve a second look: 1 file that runs on your machine, 1 possible credential, 1 dependency change (added: left-pad; removed: lodash), 1 test deletion, 1 test skipped
  1 file runs on your machine (marked #): airlock apply --all leaves it out; name it, or add --include-host-exec
 `
 	if code != 0 || stat != want {
@@ -146,7 +146,7 @@ func TestWriteStatSecondLook(t *testing.T) {
  go.mod   | 1 +  # dependencies: go.mod changed: added a.example/b
  logo.png | Bin 0 -> 12 bytes  # binary (12 bytes): its content is not shown
  3 files changed, 2 insertions(+), 1 deletion(-)
- 3 files deserve a second look: 1 runs on your machine, 1 possible credential, 1 dependency change (added: a.example/b), 1 binary file
+ 3 files deserve a second look: 1 file that runs on your machine, 1 possible credential, 1 dependency change (added: a.example/b), 1 binary file
  1 file runs on your machine (marked #): airlock apply --all leaves it out; name it, or add --include-host-exec
 `
 	var out bytes.Buffer

@@ -27,7 +27,7 @@ func flaggedService(t *testing.T) *fakeService {
 func TestSecondLookOverview(t *testing.T) {
 	r := newTestReview(t, flaggedService(t))
 	line, tip := secondLookText(r.m.cs)
-	for _, want := range []string{"4 files deserve a second look: ", "1 dependency change (added: left-pad)", "1 test skipped", "1 possible credential", "1 runs on your machine"} {
+	for _, want := range []string{"4 files deserve a second look: ", "1 dependency change (added: left-pad)", "1 test skipped", "1 possible credential", "1 file that runs on your machine"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("overview %q lacks %q", line, want)
 		}
