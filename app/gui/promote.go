@@ -125,18 +125,8 @@ func (r *ReviewWindow) askBranch() {
 // send, the approved actions are sent once the files are written and
 // committed.
 func (r *ReviewWindow) commitDecided(d review.Decisions, leftOut []string, send bool, p *promotion) {
-	left := ""
-	if len(leftOut) > 0 {
-		left = fmt.Sprintf(" Left out (%s on your machine): %s.", plural(len(leftOut), "runs", "run"), safetext.Line(strings.Join(leftOut, ", ")))
-	}
-	touched := false
-	for _, f := range r.m.cs.Files {
-		if _, ok := d.Selection(f); ok {
-			touched = true
-			break
-		}
-	}
-	if !touched {
+	left := leftOutNote(leftOut)
+	if !r.writesFiles(d) {
 		r.applyBtn.Enable()
 		r.status.SetText("Nothing committed: no approved file is left." + left)
 		return

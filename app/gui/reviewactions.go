@@ -231,18 +231,8 @@ func (r *ReviewWindow) askHostExec(flagged []*review.File, d review.Decisions, l
 // leave out, for the status line. With send, the approved actions are
 // sent once the files are written (none to write is written).
 func (r *ReviewWindow) applyDecided(d review.Decisions, leftOut []string, send bool) {
-	left := ""
-	if len(leftOut) > 0 {
-		left = fmt.Sprintf(" Left out (%s on your machine): %s.", plural(len(leftOut), "runs", "run"), strings.Join(leftOut, ", "))
-	}
-	touched := false
-	for _, f := range r.m.cs.Files {
-		if _, ok := d.Selection(f); ok {
-			touched = true
-			break
-		}
-	}
-	if !touched {
+	left := leftOutNote(leftOut)
+	if !r.writesFiles(d) {
 		r.applyBtn.Enable()
 		if send {
 			r.sendActions(strings.TrimSpace("No files to write." + left))
@@ -320,4 +310,24 @@ func (r *ReviewWindow) undo() {
 			}
 		})
 	})
+}
+
+// leftOutNote names, for the status line, the approved files an apply left
+// out because they run on the user's machine ("" for none). The paths
+// are the guest's.
+func leftOutNote(leftOut []string) string {
+	if len(leftOut) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Left out (%s on your machine): %s.", plural(len(leftOut), "runs", "run"), safetext.Line(strings.Join(leftOut, ", ")))
+}
+
+// writesFiles says whether d takes any change of a file.
+func (r *ReviewWindow) writesFiles(d review.Decisions) bool {
+	for _, f := range r.m.cs.Files {
+		if _, ok := d.Selection(f); ok {
+			return true
+		}
+	}
+	return false
 }
