@@ -186,7 +186,7 @@ func writeActionList(w io.Writer, views []sandbox.ActionView) {
 			state += fmt.Sprintf(" (%d %s)", v.Send.Status, http.StatusText(v.Send.Status))
 		}
 		fmt.Fprintf(w, "#%-3d %-9s %s\n", v.ID, state, v.Describe())
-		fmt.Fprintf(w, "     %s %s", safetext.Line(cutRunes(v.Method, 20)), safetext.Line(cutRunes(v.URL(), 200)))
+		fmt.Fprintf(w, "     %s %s", safetext.Line(safetext.Cut(v.Method, 20)), safetext.Line(safetext.Cut(v.URL(), 200)))
 		if len(v.Body) > 0 {
 			fmt.Fprintf(w, " (%s body)", bytesize.Format(int64(len(v.Body))))
 		}
@@ -366,24 +366,12 @@ func actionResultLine(r sandbox.ActionResult) string {
 	return fmt.Sprintf("NOT SENT  #%d %s: %s", r.ID, target, safetext.Line(r.Error))
 }
 
-// cutRunes shortens s to n runes with an ellipsis.
-func cutRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 func answerStart(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return safetext.Cut(s, n)
 }
 
 // writeActionsSection is what airlock diff prints after the patch: each

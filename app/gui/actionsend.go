@@ -47,7 +47,7 @@ func sendForm(sends []sandbox.ActionView, files bool) fyne.CanvasObject {
 	intro := wrapLabel(fmt.Sprintf("%d approved %s will be sent from this computer:", n, plural(n, "action", "actions")), fyne.TextStyle{})
 	list := container.NewVBox()
 	for _, v := range sends {
-		list.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.MailSendIcon()), nil, wrapLabel(clip(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true})))
+		list.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.MailSendIcon()), nil, wrapLabel(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true})))
 	}
 	var shown fyne.CanvasObject = list
 	if n > 4 {
@@ -180,7 +180,7 @@ func (r *ReviewWindow) showSendResults(pending []sandbox.ActionView, results []s
 			good = false
 		}
 		list.Add(container.NewBorder(nil, nil, container.NewVBox(widget.NewIcon(icon)), nil,
-			container.NewVBox(wrapLabel(clip(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true}), wrapLabel(what, fyne.TextStyle{}))))
+			container.NewVBox(wrapLabel(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true}), wrapLabel(what, fyne.TextStyle{}))))
 	}
 	var shown fyne.CanvasObject = list
 	if len(pending) > 3 {
@@ -202,7 +202,7 @@ func resultText(v sandbox.ActionView, res sandbox.ActionResult, ok bool, err err
 	warn := theme.NewWarningThemedResource(theme.WarningIcon())
 	switch {
 	case !ok && err != nil:
-		return warn, "Not sent: sending stopped (" + clip(safetext.Line(err.Error()), actionLineMax) + "). Apply tries it again."
+		return warn, "Not sent: sending stopped (" + safetext.Cut(safetext.Line(err.Error()), actionLineMax) + "). Apply tries it again."
 	case !ok:
 		return warn, "Not sent yet: an action before it did not go through, and actions are sent in their order. Apply sends it after that one."
 	case res.State == sandbox.Sent && res.Already:
@@ -213,9 +213,9 @@ func resultText(v sandbox.ActionView, res sandbox.ActionResult, ok bool, err err
 	case res.State == sandbox.Sent:
 		return theme.NewSuccessThemedResource(theme.MailSendIcon()), fmt.Sprintf("Sent: %s answered %s.", host, statusLine(res.Status))
 	case res.State == sandbox.Sending:
-		return warn, fmt.Sprintf("May have been sent: %s. It is never sent twice: check on %s whether it arrived.", clip(safetext.Line(res.Error), actionLineMax), host)
+		return warn, fmt.Sprintf("May have been sent: %s. It is never sent twice: check on %s whether it arrived.", safetext.Cut(safetext.Line(res.Error), actionLineMax), host)
 	}
-	return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Not sent: %s. Nothing left this computer; once that is mended, Apply sends it.", strings.TrimSuffix(clip(safetext.Line(res.Error), actionLineMax), "."))
+	return theme.NewErrorThemedResource(theme.ErrorIcon()), fmt.Sprintf("Not sent: %s. Nothing left this computer; once that is mended, Apply sends it.", strings.TrimSuffix(safetext.Cut(safetext.Line(res.Error), actionLineMax), "."))
 }
 
 // answerSnippet is the start of a service's answer, on one line (" —
@@ -225,5 +225,5 @@ func answerSnippet(body []byte) string {
 	if s == "" {
 		return ""
 	}
-	return " — " + safetext.Line(clip(s, 200))
+	return " — " + safetext.Line(safetext.Cut(s, 200))
 }

@@ -160,7 +160,7 @@ func (r *ReviewWindow) actionHeader(v sandbox.ActionView) fyne.CanvasObject {
 		reject.Disable()
 	}
 	row := container.NewBorder(nil, nil, widget.NewIcon(actionIcon(v)), container.NewHBox(state, approve, reject), title)
-	sentence := widget.NewLabelWithStyle(clip(v.Describe(), actionSentenceMax), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	sentence := widget.NewLabelWithStyle(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	sentence.SizeName = theme.SizeNameSubHeadingText
 	sentence.Wrapping = fyne.TextWrapWord
 	return container.NewVBox(row, sentence, widget.NewSeparator())
@@ -195,9 +195,9 @@ func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
 	if len(v.Dropped) > 0 {
 		names := make([]string, len(v.Dropped))
 		for i, d := range v.Dropped {
-			names[i] = clip(safetext.Line(d), 80)
+			names[i] = safetext.Cut(safetext.Line(d), 80)
 		}
-		out = append(out, wrapLabel("Left out as credentials (never kept, so never sent): "+clip(strings.Join(names, ", "), actionLineMax)+".", fyne.TextStyle{Italic: true}))
+		out = append(out, wrapLabel("Left out as credentials (never kept, so never sent): "+safetext.Cut(strings.Join(names, ", "), actionLineMax)+".", fyne.TextStyle{Italic: true}))
 	}
 
 	out = append(out, heading(fmt.Sprintf("Headers (%d)", len(v.Header))))
@@ -206,7 +206,7 @@ func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.Header)) {
 		for _, value := range v.Header[name] {
-			out = append(out, newTipLabel(clip(safetext.Line(name), 80)+": "+guestLine(value), fyne.TextStyle{Monospace: true}))
+			out = append(out, newTipLabel(safetext.Cut(safetext.Line(name), 80)+": "+guestLine(value), fyne.TextStyle{Monospace: true}))
 		}
 	}
 
@@ -226,10 +226,10 @@ func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
 			if s.Truncated {
 				body += "\n…"
 			}
-			out = append(out, wrapLabel(safetext.Text(clip(body, actionBodyMax)), fyne.TextStyle{Monospace: true}))
+			out = append(out, wrapLabel(safetext.Text(safetext.Cut(body, actionBodyMax)), fyne.TextStyle{Monospace: true}))
 		}
 		if s.Error != "" {
-			out = append(out, wrapLabel(clip(safetext.Line(s.Error), actionLineMax), fyne.TextStyle{}))
+			out = append(out, wrapLabel(safetext.Cut(safetext.Line(s.Error), actionLineMax), fyne.TextStyle{}))
 		}
 	}
 	return out
@@ -250,18 +250,20 @@ func stateNote(v sandbox.ActionView) string {
 
 // actionMethod and actionHost are the request's method and host (with
 // a port other than its scheme's), made safe and cut.
-func actionMethod(v sandbox.ActionView) string { return clip(safetext.Line(v.Method), 20) }
+func actionMethod(v sandbox.ActionView) string { return safetext.Cut(safetext.Line(v.Method), 20) }
 
 func actionHost(v sandbox.ActionView) string {
 	h := v.Host
 	if v.Port != 0 && !(v.Port == 443 && v.Scheme == "https") && !(v.Port == 80 && v.Scheme == "http") {
 		h += ":" + strconv.Itoa(v.Port)
 	}
-	return clip(safetext.Line(h), 120)
+	return safetext.Cut(safetext.Line(h), 120)
 }
 
 // guestLine is a line of the guest's made safe and cut.
-func guestLine(s string) string { return clip(safetext.Line(clip(s, actionLineMax)), actionLineMax) }
+func guestLine(s string) string {
+	return safetext.Cut(safetext.Line(safetext.Cut(s, actionLineMax)), actionLineMax)
+}
 
 // actionIcon marks an action in the list and its header: held, approved,
 // rejected, sent, or possibly sent.
@@ -334,7 +336,7 @@ func (w *fileRow) updateAction(row listRow) {
 		w.letter.Text = actionMethod(*v)
 		w.letter.Color = theme.Color(theme.ColorNamePrimary)
 		w.letter.Show()
-		w.host.Text = clip(actionHost(*v), 40)
+		w.host.Text = safetext.Cut(actionHost(*v), 40)
 		w.host.Color = theme.Color(theme.ColorNamePlaceHolder)
 		w.host.Show()
 		if actionMark(*v) == stateRejected {
@@ -343,7 +345,7 @@ func (w *fileRow) updateAction(row listRow) {
 		}
 		// A sentence that is only the request starts with its method,
 		// shown before it already.
-		w.setName(clip(strings.TrimPrefix(v.Describe(), w.letter.Text+" "), actionSentenceMax))
+		w.setName(safetext.Cut(strings.TrimPrefix(v.Describe(), w.letter.Text+" "), actionSentenceMax))
 		w.verdict.Resource = actionIcon(*v)
 		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
 			w.partly.Text = st

@@ -47,7 +47,7 @@ const maxTitle = 80
 func NewRunView(a fyne.App, req RunRequest) *RunView {
 	v := &RunView{term: newTerminal(100, 30), started: time.Now()}
 	what := runWhat(req)
-	v.Window = a.NewWindow("Run: " + safetext.Line(filepath.Base(req.Project)) + "  ·  " + clip(what, maxTitle))
+	v.Window = a.NewWindow("Run: " + safetext.Line(filepath.Base(req.Project)) + "  ·  " + safetext.Cut(what, maxTitle))
 	// Every text of the head is cut to the window's width, whole in a
 	// tooltip: a long command line or progress message never sets the
 	// window's minimum width.
@@ -86,15 +86,6 @@ func NewRunView(a fyne.App, req RunRequest) *RunView {
 		v.Window.Hide()
 	})
 	return v
-}
-
-// clip cuts s to n characters with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // runWhat is what a run runs, for its window: the agent's name and the

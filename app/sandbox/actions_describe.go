@@ -24,7 +24,7 @@ import (
 // host and path otherwise. Every part taken from the request is made
 // safe to show on one line (safetext.Line) and cut.
 func (a Action) Describe() string {
-	return cut(safetext.Line(a.describe()), sentenceMax)
+	return safetext.Cut(safetext.Line(a.describe()), sentenceMax)
 }
 
 // sentenceMax is the longest sentence Describe makes, escapes included;
@@ -100,7 +100,7 @@ func (a Action) describe() string {
 			return mailSentence(fields.recipients("to", "cc", "bcc"), fields.str("subject"))
 		}
 	}
-	what := cut(a.Method, 20) + " " + cut(a.Host, 80) + cut(a.displayPath(), 160)
+	what := safetext.Cut(a.Method, 20) + " " + safetext.Cut(a.Host, 80) + safetext.Cut(a.displayPath(), 160)
 	if len(a.Body) > 0 {
 		what += fmt.Sprintf(" (%s %s)", bytesize.Format(int64(len(a.Body))), a.bodyKind())
 	}
@@ -117,15 +117,15 @@ func describeGitHub(method string, segs []string, f fields) string {
 		if !ok || op.kind != "mutation" || len(op.fields) == 0 {
 			return ""
 		}
-		return "Change data on GitHub (GraphQL mutation: " + cut(strings.Join(op.fields, ", "), quoteMax) + ")"
+		return "Change data on GitHub (GraphQL mutation: " + safetext.Cut(strings.Join(op.fields, ", "), quoteMax) + ")"
 	}
 	if len(segs) < 3 || segs[0] != "repos" {
 		return ""
 	}
-	repo := cut(segs[1], 60) + "/" + cut(segs[2], 60)
+	repo := safetext.Cut(segs[1], 60) + "/" + safetext.Cut(segs[2], 60)
 	rest := segs[3:]
 	if len(rest) > 1 {
-		rest[1] = cut(rest[1], 20) // the issue's or pull request's number
+		rest[1] = safetext.Cut(rest[1], 20) // the issue's or pull request's number
 	}
 	switch {
 	case len(rest) == 3 && rest[0] == "issues" && rest[2] == "comments" && method == "POST":
@@ -137,15 +137,15 @@ func describeGitHub(method string, segs []string, f fields) string {
 		if ev == "" {
 			ev = "pending"
 		}
-		return fmt.Sprintf("Review pull request #%s of %s (%s): %s", rest[1], repo, cut(ev, 30), quote(f.str("body")))
+		return fmt.Sprintf("Review pull request #%s of %s (%s): %s", rest[1], repo, safetext.Cut(ev, 30), quote(f.str("body")))
 	case len(rest) == 3 && rest[0] == "pulls" && rest[2] == "merge" && method == "PUT":
 		return fmt.Sprintf("Merge pull request #%s of %s", rest[1], repo)
 	case len(rest) == 3 && rest[0] == "issues" && rest[2] == "labels" && method == "POST":
-		return fmt.Sprintf("Add labels %s to issue #%s of %s", cut(strings.Join(f.strs("labels"), ", "), quoteMax), rest[1], repo)
+		return fmt.Sprintf("Add labels %s to issue #%s of %s", safetext.Cut(strings.Join(f.strs("labels"), ", "), quoteMax), rest[1], repo)
 	case len(rest) == 1 && rest[0] == "issues" && method == "POST":
 		return fmt.Sprintf("Open an issue in %s: %s", repo, quote(f.str("title")))
 	case len(rest) == 1 && rest[0] == "pulls" && method == "POST":
-		return fmt.Sprintf("Open a pull request in %s from %s into %s: %s", repo, cut(f.str("head"), 60), cut(f.str("base"), 60), quote(f.str("title")))
+		return fmt.Sprintf("Open a pull request in %s from %s into %s: %s", repo, safetext.Cut(f.str("head"), 60), safetext.Cut(f.str("base"), 60), quote(f.str("title")))
 	case len(rest) == 2 && (rest[0] == "issues" || rest[0] == "pulls") && method == "PATCH":
 		kind := map[string]string{"issues": "issue", "pulls": "pull request"}[rest[0]]
 		// What else it changes is said too: closing an issue may rewrite
@@ -156,7 +156,7 @@ func describeGitHub(method string, segs []string, f fields) string {
 				other = append(other, k)
 			}
 		}
-		changes := cut(strings.Join(other, ", "), 80)
+		changes := safetext.Cut(strings.Join(other, ", "), 80)
 		switch f.str("state") {
 		case "closed", "open":
 			verb := map[string]string{"closed": "Close", "open": "Reopen"}[f.str("state")]
@@ -170,13 +170,13 @@ func describeGitHub(method string, segs []string, f fields) string {
 		}
 		return fmt.Sprintf("Edit %s #%s of %s", kind, rest[1], repo)
 	case len(rest) == 3 && rest[0] == "issues" && rest[1] == "comments" && method == "PATCH":
-		return fmt.Sprintf("Edit comment %s in %s: %s", cut(rest[2], 20), repo, quote(f.str("body")))
+		return fmt.Sprintf("Edit comment %s in %s: %s", safetext.Cut(rest[2], 20), repo, quote(f.str("body")))
 	case len(rest) == 3 && rest[0] == "issues" && rest[1] == "comments" && method == "DELETE":
-		return fmt.Sprintf("Delete comment %s in %s", cut(rest[2], 20), repo)
+		return fmt.Sprintf("Delete comment %s in %s", safetext.Cut(rest[2], 20), repo)
 	case len(rest) >= 2 && rest[0] == "contents" && method == "PUT":
-		return fmt.Sprintf("Commit %s to %s on GitHub: %s", cut(strings.Join(rest[1:], "/"), 80), repo, quote(f.str("message")))
+		return fmt.Sprintf("Commit %s to %s on GitHub: %s", safetext.Cut(strings.Join(rest[1:], "/"), 80), repo, quote(f.str("message")))
 	case len(rest) == 1 && rest[0] == "releases" && method == "POST":
-		return fmt.Sprintf("Publish release %s of %s", cut(f.str("tag_name"), 60), repo)
+		return fmt.Sprintf("Publish release %s of %s", safetext.Cut(f.str("tag_name"), 60), repo)
 	case len(rest) == 0 && method == "DELETE":
 		return "Delete the repository " + repo
 	}
@@ -188,15 +188,15 @@ func slackChannel(c string) string {
 		return "a channel"
 	}
 	if strings.HasPrefix(c, "#") || strings.HasPrefix(c, "C") || strings.HasPrefix(c, "D") || strings.HasPrefix(c, "U") {
-		return cut(c, 60)
+		return safetext.Cut(c, 60)
 	}
-	return "#" + cut(c, 60)
+	return "#" + safetext.Cut(c, 60)
 }
 
 // slackAs names who the message claims to be from, when it says.
 func slackAs(f fields) string {
 	if u := strings.Join(strings.Fields(f.str("username")), " "); u != "" {
-		return " as “" + cut(u, 40) + "”"
+		return " as “" + safetext.Cut(u, 40) + "”"
 	}
 	return ""
 }
@@ -221,9 +221,9 @@ func mailSentence(to []string, subject string) string {
 	switch len(clean) {
 	case 0:
 	case 1:
-		who = cut(clean[0], 80)
+		who = safetext.Cut(clean[0], 80)
 	default:
-		who = fmt.Sprintf("%s and %d more", cut(clean[0], 80), len(clean)-1)
+		who = fmt.Sprintf("%s and %d more", safetext.Cut(clean[0], 80), len(clean)-1)
 	}
 	return fmt.Sprintf("Send mail to %s: subject %s", who, quote(subject))
 }
@@ -234,16 +234,7 @@ func quote(s string) string {
 	if s == "" {
 		return "(empty)"
 	}
-	return "“" + cut(s, quoteMax) + "”"
-}
-
-// cut shortens s to n runes with an ellipsis.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return "“" + safetext.Cut(s, quoteMax) + "”"
 }
 
 // segments are the URL path's segments, each unescaped: a "/" escaped

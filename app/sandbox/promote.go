@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -147,9 +146,7 @@ func (sb *Sandbox) CommitMessage(m Meta, override string) (Message, error) {
 	subject, body, _ := strings.Cut(text, "\n")
 	if guest {
 		subject = strings.TrimSpace(strings.TrimLeft(safetext.Line(subject), "#"))
-		if utf8.RuneCountInString(subject) > maxSubject {
-			subject = string([]rune(subject)[:maxSubject-1]) + "…"
-		}
+		subject = safetext.Cut(subject, maxSubject)
 		lines := strings.Split(safetext.Text(body), "\n")
 		for i, l := range lines {
 			if trailerLike.MatchString(l) {
@@ -166,10 +163,7 @@ func (sb *Sandbox) CommitMessage(m Meta, override string) (Message, error) {
 	if agent == "" {
 		agent = m.CommandLine()
 	}
-	agent = safetext.Line(agent)
-	if utf8.RuneCountInString(agent) > 200 {
-		agent = string([]rune(agent)[:199]) + "…"
-	}
+	agent = safetext.Cut(safetext.Line(agent), 200)
 	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}
 	return msg, nil
 }

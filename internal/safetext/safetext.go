@@ -49,6 +49,16 @@ func Text(s string) string { return render(s, false) }
 // too (\x0a, \x0d).
 func Line(s string) string { return render(s, true) }
 
+// Cut shortens s to at most n characters (runes), the last one an
+// ellipsis when anything was cut; it never splits a character. Cut text
+// that came from a guest before or after Line: Cut alone escapes nothing.
+func Cut(s string, n int) string {
+	if n < 1 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
 // Suspicious reports whether s holds anything Text escapes (a CRLF line
 // end is not suspicious): control characters, invalid UTF-8, bidi or
 // invisible format characters.

@@ -143,3 +143,21 @@ func isSubsequence(sub, s string) bool {
 	}
 	return true
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"too long", 4, "too…"},
+		{"héllo wörld", 6, "héllo…"},
+		{"日本語テキスト", 3, "日本…"},
+	} {
+		if got := Cut(tc.in, tc.n); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
