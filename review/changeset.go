@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
+	"github.com/airlock-dev/airlock/review/semantic"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -95,6 +96,10 @@ type File struct {
 	// Flags are what deserves a reviewer's second look at this change,
 	// each with the reason in words.
 	Flags []Flag `json:"flags,omitempty"`
+	// Semantic is what the change means (declarations added, removed,
+	// renamed, changed), set by Changeset.Summarize; nil for a file in no
+	// language it reads.
+	Semantic *semantic.Summary `json:"semantic,omitempty"`
 
 	oldData, newData []byte
 }

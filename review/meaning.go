@@ -1,0 +1,143 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/airlock-dev/airlock/internal/safetext"
+	"github.com/airlock-dev/airlock/review/semantic"
+)
+
+// Summarize reads what each text file's change means with its language's
+// parser (review/semantic) into File.Semantic: functions, methods, types
+// and constants added, removed, renamed, moved or changed. A file in no
+// known language, a binary, a link or a directory keeps none, and its
+// reader falls back to the line counts. Calling it again does nothing more.
+func (cs *Changeset) Summarize(ctx context.Context) error {
+	for _, f := range cs.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if f.Semantic != nil || f.Binary || f.IsDir() || f.IsSymlink() {
+			continue
+		}
+		var old, new []byte
+		if f.Old != nil {
+			old = orEmpty(f.oldData)
+		}
+		if f.New != nil {
+			new = orEmpty(f.newData)
+		}
+		f.Semantic = semantic.Summarize(f.Path, old, new)
+	}
+	return nil
+}
+
+// orEmpty keeps an empty side apart from a missing one.
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// maxOverviewPhrases is how many phrases the run's overview holds before
+// it says how many more there are.
+const maxOverviewPhrases = 12
+
+// Overview says what the run changed in meaning, in one line read before
+// the files: each code file's changes ("count_words: new parameter
+// stop_words; added STOP_WORDS"), then the tests ("tests: added
+// test_stopwords.py"), then the other files ("also: README.md"). It is ""
+// for an empty changeset. Summarize must have run for the code files to
+// be read; names and paths are rendered safely.
+func (cs *Changeset) Overview() string {
+	var code, tests, other []string
+	bases := map[string]int{}
+	for _, f := range cs.Files {
+		bases[path.Base(f.Path)]++
+	}
+	name := func(f *File) string {
+		p := f.Path
+		if bases[path.Base(p)] == 1 {
+			p = path.Base(p)
+		}
+		return safetext.Line(p)
+	}
+	for _, f := range cs.Files {
+		switch {
+		case IsTestFile(f.Path):
+			tests = append(tests, statusWord(f)+" "+name(f))
+		case f.Semantic.Parsed() && (len(f.Semantic.Changes) > 0 || f.Status == Added || f.Status == Deleted):
+			code = append(code, filePhrases(f, name(f))...)
+		default:
+			other = append(other, name(f))
+		}
+	}
+	var parts []string
+	parts = append(parts, code...)
+	if len(tests) > 0 {
+		parts = append(parts, "tests: "+strings.Join(tests, ", "))
+	}
+	if len(other) > 0 {
+		parts = append(parts, "also: "+strings.Join(other, ", "))
+	}
+	if len(parts) > maxOverviewPhrases {
+		more := len(parts) - (maxOverviewPhrases - 1)
+		parts = append(parts[:maxOverviewPhrases-1], fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// filePhrases are one code file's phrases in the overview: its
+// declarations' changes, or for a whole file added or deleted, the file
+// with what it declares.
+func filePhrases(f *File, name string) []string {
+	s := f.Semantic
+	if f.Status == Added || f.Status == Deleted {
+		var decls []string
+		for _, c := range s.Changes {
+			decls = append(decls, safetext.Line(c.Name))
+		}
+		phrase := statusWord(f) + " " + name
+		switch {
+		case len(decls) == 0:
+		case len(decls) <= 3:
+			phrase += " (" + strings.Join(decls, ", ") + ")"
+		default:
+			phrase += fmt.Sprintf(" (%d declarations)", len(decls))
+		}
+		return []string{phrase}
+	}
+	var out []string
+	moved := 0
+	for _, c := range s.Changes {
+		if c.Op == semantic.Moved {
+			moved++
+			continue
+		}
+		out = append(out, c.Short())
+	}
+	if moved > 0 && len(out) == 0 {
+		out = append(out, name+": "+counted(moved, "declaration", "declarations")+" moved")
+	}
+	if f.Status == Renamed {
+		out = append([]string{"moved " + safetext.Line(path.Base(f.OldPath)) + " to " + name}, out...)
+	}
+	return out
+}
+
+// statusWord is how the overview says a file's status.
+func statusWord(f *File) string {
+	switch f.Status {
+	case Added:
+		return "added"
+	case Deleted:
+		return "removed"
+	case Renamed:
+		return "renamed"
+	}
+	return "changed"
+}

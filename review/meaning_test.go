@@ -1,0 +1,70 @@
+package review
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/sync/manifest"
+)
+
+// TestOverview is the run's overview on the example: a Python
+// function given a parameter and a constant, a test added, a README
+// changed, and a binary left without a summary.
+func TestOverview(t *testing.T) {
+	s := store{}
+	changes := []manifest.Change{
+		changeOf(s, "wordcount.py",
+			"def count_words(text):\n    return len(text.split())\n",
+			"STOP_WORDS = {\"a\", \"the\"}\n\n\ndef count_words(text, stop_words=STOP_WORDS):\n    return len([w for w in text.split() if w not in stop_words])\n"),
+		changeOf(s, "tests/test_stopwords.py", absent, "def test_stop():\n    assert count_words(\"a cat\") == 1\n"),
+		changeOf(s, "README.md", "# wc\n", "# wc\n\nStop words are left out.\n"),
+		changeOf(s, "lib/new.go", absent, "package lib\n\nfunc A() {}\n\nfunc B() {}\n"),
+		changeOf(s, "lib/old.go", "package lib\n\n// only a comment changes\nfunc C() {}\n", "package lib\n\n// the comment changed\nfunc C() {}\n"),
+	}
+	cs, err := New(context.Background(), changes, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Summarize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := "added new.go (A, B); added STOP_WORDS; count_words: new parameter stop_words, body changed; " +
+		"tests: added test_stopwords.py; also: README.md, old.go"
+	if got := cs.Overview(); got != want {
+		t.Errorf("Overview:\n got %q\nwant %q", got, want)
+	}
+	if f := cs.File("README.md"); f.Semantic != nil {
+		t.Errorf("README.md has a semantic summary: %+v", f.Semantic)
+	}
+	if f := cs.File("lib/old.go"); !f.Semantic.Parsed() || len(f.Semantic.Changes) != 0 {
+		t.Errorf("a comment-only change: %+v", f.Semantic)
+	}
+}
+
+// TestOverviewCapped: many files make an overview of at most
+// maxOverviewPhrases phrases, and names from the guest are shown safely.
+func TestOverviewCapped(t *testing.T) {
+	s := store{}
+	var changes []manifest.Change
+	for i := 0; i < 30; i++ {
+		changes = append(changes, changeOf(s, "pkg/f"+string(rune('a'+i%26))+strings.Repeat("x", i/26)+".py", absent,
+			"def f"+strings.Repeat("y", i)+"():\n    pass\n"))
+	}
+	changes = append(changes, changeOf(s, "evil\u202e.py", absent, "def \u202eevil():\n    pass\n"))
+	cs, err := New(context.Background(), changes, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	got := cs.Overview()
+	if n := strings.Count(got, "; ") + 1; n != maxOverviewPhrases {
+		t.Errorf("%d phrases, want %d: %q", n, maxOverviewPhrases, got)
+	}
+	if !strings.HasSuffix(got, "and 20 more") {
+		t.Errorf("overview does not say how many more: %q", got)
+	}
+	if strings.Contains(got, "\u202e") {
+		t.Errorf("a bidi control from the guest reached the overview: %q", got)
+	}
+}

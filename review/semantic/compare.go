@@ -1,0 +1,284 @@
+package semantic
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+)
+
+// minRenameTokens is the fewest tokens a declaration needs (signature and
+// body) to be taken for a renamed one: two small declarations alike by
+// chance ("return nil") are an addition and a removal.
+const minRenameTokens = 8
+
+// renameSimilarity is how alike (0 to 1) a removed and an added
+// declaration's tokens must be for the added one to be the removed one
+// renamed.
+const renameSimilarity = 0.8
+
+// compare lists the changes from the old declarations to the new ones:
+// those of the same kind and name are paired (and reported when their
+// signature or body differs, or when they moved); what is left is paired
+// as renames when alike enough, and the rest is added or removed. The
+// order is the new file's, removals last in the old file's order.
+func compare(old, new []decl) []Change {
+	oldKeys, newKeys := keys(old), keys(new)
+	newAt := map[string]int{}
+	for i, k := range newKeys {
+		newAt[k] = i
+	}
+	var changes []Change
+	pairedNew := make([]bool, len(new))
+	pairedOld := make([]bool, len(old))
+	var pairs [][2]int // old index, new index
+	for i, k := range oldKeys {
+		if j, ok := newAt[k]; ok {
+			pairedOld[i], pairedNew[j] = true, true
+			pairs = append(pairs, [2]int{i, j})
+		}
+	}
+	// An overload whose parameters changed has another key: pair it by
+	// its name when that leaves no doubt.
+	pairByName(old, new, pairedOld, pairedNew, &pairs)
+
+	moved := movedPairs(pairs)
+	for n, p := range pairs {
+		o, nw := &old[p[0]], &new[p[1]]
+		c := Change{Op: Changed, Kind: nw.kind, Name: nw.name, Line: nw.line}
+		diffParts(&c, o, nw)
+		switch {
+		case c.Signature || c.Body:
+		case moved[n]:
+			c.Op = Moved
+		default:
+			continue
+		}
+		changes = append(changes, c)
+	}
+	for _, r := range renames(old, new, pairedOld, pairedNew) {
+		o, nw := &old[r[0]], &new[r[1]]
+		c := Change{Op: Renamed, Kind: nw.kind, Name: nw.name, OldName: o.name, Line: nw.line}
+		diffParts(&c, o, nw)
+		changes = append(changes, c)
+	}
+	for j := range new {
+		if !pairedNew[j] {
+			changes = append(changes, Change{Op: Added, Kind: new[j].kind, Name: new[j].name, Line: new[j].line})
+		}
+	}
+	sort.SliceStable(changes, func(a, b int) bool { return changes[a].Line < changes[b].Line })
+	for i := range old {
+		if !pairedOld[i] {
+			changes = append(changes, Change{Op: Removed, Kind: old[i].kind, Name: old[i].name, Line: old[i].line})
+		}
+	}
+	return changes
+}
+
+// keys names each declaration by its kind and name; a name declared more
+// than once in a side (overloads) gets its parameters too.
+func keys(ds []decl) []string {
+	count := map[string]int{}
+	for _, d := range ds {
+		count[string(d.kind)+" "+d.name]++
+	}
+	out := make([]string, len(ds))
+	seen := map[string]int{}
+	for i, d := range ds {
+		k := string(d.kind) + " " + d.name
+		if count[k] > 1 {
+			k += "(" + joinTokens(d.sig) + ")"
+			if seen[k]++; seen[k] > 1 {
+				// Two declarations alike in every way (redefinitions,
+				// or one per preprocessor branch): keep them apart.
+				k += "#" + strconv.Itoa(seen[k])
+			}
+		}
+		out[i] = k
+	}
+	return out
+}
+
+// pairByName pairs unpaired declarations that share a kind and a name and
+// are the only ones unpaired of that name on each side.
+func pairByName(old, new []decl, pairedOld, pairedNew []bool, pairs *[][2]int) {
+	type slot struct{ old, new []int }
+	by := map[string]*slot{}
+	at := func(d decl) *slot {
+		k := string(d.kind) + " " + d.name
+		if by[k] == nil {
+			by[k] = &slot{}
+		}
+		return by[k]
+	}
+	for i, d := range old {
+		if !pairedOld[i] {
+			s := at(d)
+			s.old = append(s.old, i)
+		}
+	}
+	for j, d := range new {
+		if !pairedNew[j] {
+			s := at(d)
+			s.new = append(s.new, j)
+		}
+	}
+	for _, s := range by {
+		if len(s.old) == 1 && len(s.new) == 1 {
+			i, j := s.old[0], s.new[0]
+			pairedOld[i], pairedNew[j] = true, true
+			*pairs = append(*pairs, [2]int{i, j})
+		}
+	}
+	sort.Slice(*pairs, func(a, b int) bool { return (*pairs)[a][1] < (*pairs)[b][1] })
+}
+
+// diffParts sets what differs between two versions of a declaration.
+func diffParts(c *Change, o, n *decl) {
+	c.Signature = !slices.Equal(o.sig, n.sig)
+	c.Body = !slices.Equal(o.body, n.body)
+	if !c.Signature {
+		return
+	}
+	in := func(list []string, p string) bool { return slices.Contains(list, p) }
+	for _, p := range n.params {
+		if !in(o.params, p) {
+			c.NewParams = append(c.NewParams, p)
+		}
+	}
+	for _, p := range o.params {
+		if !in(n.params, p) {
+			c.RemovedParams = append(c.RemovedParams, p)
+		}
+	}
+}
+
+// movedPairs marks the pairs (in new order) that are not in the longest
+// run of pairs keeping their old order: those moved. Of two runs as long,
+// the one that keeps the earlier declarations of the new file wins (a, b
+// → b, a is "a moved").
+func movedPairs(pairs [][2]int) []bool {
+	n := len(pairs)
+	moved := make([]bool, n)
+	if n < 2 {
+		return moved
+	}
+	// Longest decreasing run of old indexes read from the end (the
+	// longest increasing one, read forwards), O(n log n).
+	tails := []int{} // index into pairs of the best tail per length
+	prev := make([]int, n)
+	for i := n - 1; i >= 0; i-- {
+		v := pairs[i][0]
+		k := sort.Search(len(tails), func(k int) bool { return pairs[tails[k]][0] <= v })
+		prev[i] = -1
+		if k > 0 {
+			prev[i] = tails[k-1]
+		}
+		if k == len(tails) {
+			tails = append(tails, i)
+		} else {
+			tails[k] = i
+		}
+	}
+	for i := range moved {
+		moved[i] = true
+	}
+	for i := tails[len(tails)-1]; i >= 0; i = prev[i] {
+		moved[i] = false
+	}
+	return moved
+}
+
+// renames pairs unpaired removed and added declarations of a like kind
+// whose tokens are alike, the most alike first.
+func renames(old, new []decl, pairedOld, pairedNew []bool) [][2]int {
+	type cand struct {
+		i, j  int
+		score float64
+	}
+	var cands []cand
+	var oldFree, newFree []int
+	for i := range old {
+		if !pairedOld[i] && tokenCount(&old[i]) >= minRenameTokens {
+			oldFree = append(oldFree, i)
+		}
+	}
+	for j := range new {
+		if !pairedNew[j] && tokenCount(&new[j]) >= minRenameTokens {
+			newFree = append(newFree, j)
+		}
+	}
+	if len(oldFree)*len(newFree) > 250_000 {
+		return nil // too many to compare: they stay added and removed
+	}
+	for _, i := range oldFree {
+		for _, j := range newFree {
+			if !sameFamily(old[i].kind, new[j].kind) {
+				continue
+			}
+			if s := similarity(&old[i], &new[j]); s >= renameSimilarity {
+				cands = append(cands, cand{i, j, s})
+			}
+		}
+	}
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].score > cands[b].score })
+	var out [][2]int
+	for _, c := range cands {
+		if pairedOld[c.i] || pairedNew[c.j] {
+			continue
+		}
+		pairedOld[c.i], pairedNew[c.j] = true, true
+		out = append(out, [2]int{c.i, c.j})
+	}
+	return out
+}
+
+func tokenCount(d *decl) int { return len(d.sig) + len(d.body) }
+
+// sameFamily reports whether a declaration of kind a may have become one
+// of kind b by a rename: a function may become a method and back.
+func sameFamily(a, b Kind) bool {
+	fn := func(k Kind) bool { return k == Function || k == Method }
+	return a == b || fn(a) && fn(b)
+}
+
+// similarity is the Dice coefficient of two declarations' token
+// multisets: 1 for the same tokens in any order.
+func similarity(a, b *decl) float64 {
+	counts := map[string]int{}
+	for _, t := range a.sig {
+		counts[t]++
+	}
+	for _, t := range a.body {
+		counts[t]++
+	}
+	common := 0
+	take := func(t string) {
+		if counts[t] > 0 {
+			counts[t]--
+			common++
+		}
+	}
+	for _, t := range b.sig {
+		take(t)
+	}
+	for _, t := range b.body {
+		take(t)
+	}
+	return 2 * float64(common) / float64(tokenCount(a)+tokenCount(b))
+}
+
+func joinTokens(toks []string) string {
+	n := 0
+	for _, t := range toks {
+		n += len(t) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, t...)
+	}
+	return string(b)
+}

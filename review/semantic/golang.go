@@ -1,0 +1,152 @@
+package semantic
+
+import (
+	"context"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+)
+
+func init() {
+	setReader("Go", readGo)
+}
+
+// readGo lists a Go file's top-level declarations with go/parser: functions,
+// methods (named Type.Method), types, constants and variables.
+func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+	clean := err == nil
+	if f == nil {
+		return nil, false, nil
+	}
+	file := fset.File(f.Pos())
+	off := func(p token.Pos) int { return file.Offset(p) }
+	toks := func(from, to token.Pos) []string {
+		if !from.IsValid() || !to.IsValid() || from > to {
+			return nil
+		}
+		return goTokens(src[off(from):off(to)])
+	}
+	line := func(p token.Pos) int { return file.Line(p) }
+	var c collector
+	for _, d := range f.Decls {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			name, kind := d.Name.Name, Function
+			if d.Recv != nil && len(d.Recv.List) > 0 {
+				kind = Method
+				name = receiverType(d.Recv.List[0].Type) + "." + name
+			}
+			sigEnd := d.End()
+			if d.Body != nil {
+				sigEnd = d.Body.Lbrace
+			}
+			dd := decl{kind: kind, name: name, simple: d.Name.Name, line: line(d.Pos()),
+				sig: toks(d.Pos(), sigEnd), params: goParams(d.Type.Params)}
+			if d.Body != nil {
+				dd.body = toks(d.Body.Lbrace, d.Body.End())
+			}
+			replaceSelf(dd.sig, dd.simple)
+			replaceSelf(dd.body, dd.simple)
+			c.add(dd)
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					kind := Type
+					switch s.Type.(type) {
+					case *ast.StructType:
+						kind = Struct
+					case *ast.InterfaceType:
+						kind = Interface
+					}
+					sigEnd := s.Name.End()
+					if s.TypeParams != nil {
+						sigEnd = s.TypeParams.End()
+					}
+					dd := decl{kind: kind, name: s.Name.Name, simple: s.Name.Name, line: line(s.Pos()),
+						sig: toks(s.Pos(), sigEnd), body: toks(sigEnd, s.End())}
+					replaceSelf(dd.sig, dd.simple)
+					replaceSelf(dd.body, dd.simple)
+					c.add(dd)
+				case *ast.ValueSpec:
+					kind := Variable
+					if d.Tok == token.CONST {
+						kind = Constant
+					}
+					for _, n := range s.Names {
+						if n.Name == "_" {
+							continue
+						}
+						dd := decl{kind: kind, name: n.Name, simple: n.Name, line: line(n.Pos()),
+							body: toks(s.Pos(), s.End())}
+						replaceSelf(dd.body, dd.simple)
+						c.add(dd)
+					}
+				}
+			}
+		}
+	}
+	return c.result(clean)
+}
+
+// receiverType is the type name of a method's receiver: T for T, *T, T[K]
+// and *T[K, V].
+func receiverType(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.ParenExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return "?"
+		}
+	}
+}
+
+func goParams(fl *ast.FieldList) []string {
+	if fl == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range fl.List {
+		for _, n := range f.Names {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// goTokens are the Go tokens of src, comments and inserted semicolons left
+// out.
+func goTokens(src []byte) []string {
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	s.Init(fset.AddFile("", -1, len(src)), src, func(token.Position, string) {}, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		switch {
+		case tok == token.EOF:
+			return out
+		case tok == token.SEMICOLON && lit == "\n":
+			continue
+		case lit != "":
+			out = append(out, lit)
+		default:
+			out = append(out, tok.String())
+		}
+	}
+}

@@ -1,0 +1,612 @@
+//go:build cgo
+
+package semantic
+
+import (
+	"context"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/smacker/go-tree-sitter/c"
+	"github.com/smacker/go-tree-sitter/cpp"
+	"github.com/smacker/go-tree-sitter/java"
+	"github.com/smacker/go-tree-sitter/javascript"
+	"github.com/smacker/go-tree-sitter/python"
+	"github.com/smacker/go-tree-sitter/rust"
+	"github.com/smacker/go-tree-sitter/typescript/tsx"
+	"github.com/smacker/go-tree-sitter/typescript/typescript"
+)
+
+// The grammars are github.com/smacker/go-tree-sitter's: tree-sitter's own
+// Go bindings (github.com/tree-sitter/go-tree-sitter) need one module per
+// grammar, and those modules are not all served by the Go module proxy;
+// smacker's module is, pinned, with every grammar built in.
+func init() {
+	ts := func(name string, lang *sitter.Language, walk walker, sep string) {
+		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, error) {
+			return readTree(ctx, lang, walk, sep, src)
+		})
+	}
+	ts("Python", python.GetLanguage(), walkPython, ".")
+	ts("JavaScript", javascript.GetLanguage(), walkJS, ".")
+	ts("TypeScript", typescript.GetLanguage(), walkJS, ".")
+	ts("TSX", tsx.GetLanguage(), walkJS, ".")
+	ts("Rust", rust.GetLanguage(), walkRust, "::")
+	ts("Java", java.GetLanguage(), walkJava, ".")
+	ts("C", c.GetLanguage(), walkC, ".")
+	ts("C++", cpp.GetLanguage(), walkC, "::")
+}
+
+// walker reads the declarations directly under n (a file, a class body, a
+// namespace ...) into r, prefix naming what holds them.
+type walker func(r *reader, n *sitter.Node, prefix string, depth int)
+
+// reader is one side being read.
+type reader struct {
+	ctx context.Context
+	src []byte
+	c   collector
+	// sep joins a holder's name and a member's: "." or "::".
+	sep string
+}
+
+func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, src []byte) ([]decl, bool, error) {
+	p := sitter.NewParser()
+	defer p.Close()
+	p.SetLanguage(lang)
+	tree, err := p.ParseCtx(ctx, nil, src)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tree.Close()
+	root := tree.RootNode()
+	r := &reader{ctx: ctx, src: src, sep: sep}
+	walk(r, root, "", 0)
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	return r.c.result(!root.HasError())
+}
+
+// children calls fn for each named child of n.
+func children(n *sitter.Node, fn func(*sitter.Node)) {
+	if n == nil {
+		return
+	}
+	for i := 0; i < int(n.NamedChildCount()); i++ {
+		if ch := n.NamedChild(i); ch != nil {
+			fn(ch)
+		}
+	}
+}
+
+func (r *reader) text(n *sitter.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.Content(r.src)
+}
+
+// join names a member of holder prefix.
+func (r *reader) join(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + r.sep + name
+}
+
+// tokens are the leaf tokens of n, comments left out, skipping the
+// subtree skip (the body, when reading a signature).
+func (r *reader) tokens(n, skip *sitter.Node) []string {
+	if n == nil {
+		return nil
+	}
+	var from, to uint32
+	if skip != nil {
+		from, to = skip.StartByte(), skip.EndByte()
+	}
+	var out []string
+	cur := sitter.NewTreeCursor(n)
+	defer cur.Close()
+	for {
+		x := cur.CurrentNode()
+		inSkip := to > from && x.StartByte() >= from && x.EndByte() <= to
+		descend := false
+		if !inSkip && !strings.Contains(x.Type(), "comment") {
+			if x.ChildCount() == 0 {
+				if t := x.Content(r.src); t != "" {
+					out = append(out, t)
+				}
+			} else {
+				descend = cur.GoToFirstChild()
+			}
+		}
+		if descend {
+			continue
+		}
+		for !cur.GoToNextSibling() {
+			if !cur.GoToParent() {
+				return out
+			}
+		}
+	}
+}
+
+// emit adds the declaration n named name (simple, the name alone), with
+// its signature everything of n before body and its body body (nil for a
+// declaration without one: then all of n is its body).
+func (r *reader) emit(kind Kind, n *sitter.Node, prefix, simple string, body, params *sitter.Node) {
+	if simple == "" || r.ctx.Err() != nil {
+		return
+	}
+	d := decl{kind: kind, name: r.join(prefix, simple), simple: simple, line: int(n.StartPoint().Row) + 1}
+	switch {
+	case body != nil && container(kind):
+		// Its members are declarations of their own: the holder is
+		// compared by its header.
+		d.sig = r.tokens(n, body)
+	case body != nil:
+		d.sig, d.body = r.tokens(n, body), r.tokens(body, nil)
+	case kind == Function || kind == Method:
+		d.sig = r.tokens(n, nil) // a prototype: all signature
+	default:
+		d.body = r.tokens(n, nil)
+	}
+	replaceSelf(d.sig, simple)
+	replaceSelf(d.body, simple)
+	children(params, func(p *sitter.Node) {
+		if name := r.paramName(p); name != "" {
+			d.params = append(d.params, name)
+		}
+	})
+	r.c.add(d)
+}
+
+// container reports whether a declaration of kind holds declarations
+// read on their own (a class's methods, a module's functions).
+func container(k Kind) bool {
+	return k == Class || k == Trait || k == Module || k == Struct
+}
+
+// paramName is the name a parameter node binds, found through the fields
+// grammars use for it, else its first identifier.
+func (r *reader) paramName(p *sitter.Node) string {
+	if strings.Contains(p.Type(), "comment") {
+		return ""
+	}
+	for depth := 0; p != nil && depth < 8; depth++ {
+		switch p.Type() {
+		case "identifier":
+			return r.text(p)
+		case "self_parameter", "self":
+			return "self"
+		}
+		next := (*sitter.Node)(nil)
+		for _, f := range []string{"name", "pattern", "declarator", "left"} {
+			if next = p.ChildByFieldName(f); next != nil {
+				break
+			}
+		}
+		if next == nil {
+			next = firstOfType(p, "identifier", 4)
+			if next == nil {
+				return ""
+			}
+		}
+		p = next
+	}
+	return ""
+}
+
+// firstOfType finds the first descendant of n of type typ, looking at
+// most depth levels down.
+func firstOfType(n *sitter.Node, typ string, depth int) *sitter.Node {
+	if n == nil || depth < 0 {
+		return nil
+	}
+	for i := 0; i < int(n.NamedChildCount()); i++ {
+		ch := n.NamedChild(i)
+		if ch == nil {
+			continue
+		}
+		if ch.Type() == typ {
+			return ch
+		}
+		if found := firstOfType(ch, typ, depth-1); found != nil {
+			return found
+		}
+	}
+	return nil
+}
+
+// name is the text of n's name field.
+func (r *reader) name(n *sitter.Node) string { return r.text(n.ChildByFieldName("name")) }
+
+func walkPython(r *reader, n *sitter.Node, prefix string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	children(n, func(ch *sitter.Node) {
+		outer := ch
+		if ch.Type() == "decorated_definition" {
+			if def := ch.ChildByFieldName("definition"); def != nil {
+				ch = def
+			}
+		}
+		switch ch.Type() {
+		case "function_definition":
+			kind := Function
+			if prefix != "" {
+				kind = Method
+			}
+			r.emit(kind, outer, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
+		case "class_definition":
+			name := r.name(ch)
+			body := ch.ChildByFieldName("body")
+			r.emit(Class, outer, prefix, name, body, nil)
+			walkPython(r, body, r.join(prefix, name), depth+1)
+		case "expression_statement":
+			// NAME = value at module or class level.
+			a := ch.NamedChild(0)
+			if a == nil || a.Type() != "assignment" {
+				return
+			}
+			left := a.ChildByFieldName("left")
+			if left == nil || left.Type() != "identifier" {
+				return
+			}
+			name := r.text(left)
+			kind := Variable
+			if prefix != "" {
+				kind = Field
+			} else if isUpper(name) {
+				kind = Constant
+			}
+			r.emit(kind, ch, prefix, name, nil, nil)
+		case "if_statement", "try_statement", "block", "else_clause", "elif_clause", "except_clause", "finally_clause":
+			// Definitions under `if TYPE_CHECKING:` or `try: import`.
+			if prefix == "" {
+				walkPython(r, ch, prefix, depth+1)
+			}
+		}
+	})
+}
+
+func isUpper(s string) bool {
+	return strings.ToUpper(s) == s && strings.ToLower(s) != s
+}
+
+func walkJS(r *reader, n *sitter.Node, prefix string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	children(n, func(ch *sitter.Node) { jsDecl(r, ch, ch, prefix, depth) })
+}
+
+// jsDecl reads one JavaScript or TypeScript declaration ch, outer being
+// what holds it whole (an export statement).
+func jsDecl(r *reader, ch, outer *sitter.Node, prefix string, depth int) {
+	switch ch.Type() {
+	case "export_statement":
+		if d := ch.ChildByFieldName("declaration"); d != nil {
+			jsDecl(r, d, d, prefix, depth)
+		}
+	case "function_declaration", "generator_function_declaration", "function_signature":
+		r.emit(Function, outer, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
+	case "class_declaration", "abstract_class_declaration":
+		jsClass(r, ch, outer, prefix, r.name(ch))
+	case "interface_declaration":
+		r.emit(Interface, outer, prefix, r.name(ch), nil, nil)
+	case "type_alias_declaration":
+		r.emit(Type, outer, prefix, r.name(ch), nil, nil)
+	case "enum_declaration":
+		r.emit(Enum, outer, prefix, r.name(ch), nil, nil)
+	case "internal_module", "module":
+		name := r.name(ch)
+		r.emit(Module, outer, prefix, name, ch.ChildByFieldName("body"), nil)
+		walkJS(r, ch.ChildByFieldName("body"), r.join(prefix, name), depth+1)
+	case "lexical_declaration", "variable_declaration":
+		constant := strings.HasPrefix(r.text(ch), "const")
+		children(ch, func(v *sitter.Node) {
+			if v.Type() != "variable_declarator" {
+				return
+			}
+			nameNode := v.ChildByFieldName("name")
+			if nameNode == nil || nameNode.Type() != "identifier" {
+				return
+			}
+			name := r.text(nameNode)
+			val := v.ChildByFieldName("value")
+			if val != nil {
+				switch val.Type() {
+				case "arrow_function", "function", "function_expression", "generator_function":
+					params := val.ChildByFieldName("parameters")
+					if params == nil {
+						params = val.ChildByFieldName("parameter")
+						if params != nil {
+							// x => ...: the lone parameter is the list.
+							r.emitWithParam(v, prefix, name, val.ChildByFieldName("body"), r.text(params))
+							return
+						}
+					}
+					r.emit(Function, v, prefix, name, val.ChildByFieldName("body"), params)
+					return
+				case "class":
+					jsClass(r, val, v, prefix, name)
+					return
+				}
+			}
+			kind := Variable
+			if constant {
+				kind = Constant
+			}
+			r.emit(kind, v, prefix, name, nil, nil)
+		})
+	}
+}
+
+// jsClass reads a class and its members.
+func jsClass(r *reader, ch, outer *sitter.Node, prefix, name string) {
+	body := ch.ChildByFieldName("body")
+	r.emit(Class, outer, prefix, name, body, nil)
+	children(body, func(m *sitter.Node) {
+		switch m.Type() {
+		case "method_definition", "method_signature", "abstract_method_signature":
+			r.emit(Method, m, r.join(prefix, name), r.name(m), m.ChildByFieldName("body"), m.ChildByFieldName("parameters"))
+		case "public_field_definition", "field_definition":
+			prop := m.ChildByFieldName("name")
+			if prop == nil {
+				prop = m.ChildByFieldName("property")
+			}
+			r.emit(Field, m, r.join(prefix, name), r.text(prop), nil, nil)
+		}
+	})
+}
+
+// emitWithParam adds a function whose only parameter is named param.
+func (r *reader) emitWithParam(n *sitter.Node, prefix, name string, body *sitter.Node, param string) {
+	before := len(r.c.decls)
+	r.emit(Function, n, prefix, name, body, nil)
+	if len(r.c.decls) > before {
+		r.c.decls[len(r.c.decls)-1].params = []string{cleanName(param)}
+	}
+}
+
+func walkRust(r *reader, n *sitter.Node, prefix string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	children(n, func(ch *sitter.Node) {
+		switch ch.Type() {
+		case "function_item", "function_signature_item":
+			kind := Function
+			if prefix != "" && !strings.HasSuffix(prefix, "!mod") {
+				kind = Method
+			}
+			r.emit(kind, ch, modPrefix(prefix), r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
+		case "struct_item", "union_item":
+			r.emit(Struct, ch, modPrefix(prefix), r.name(ch), nil, nil)
+		case "enum_item":
+			r.emit(Enum, ch, modPrefix(prefix), r.name(ch), nil, nil)
+		case "type_item":
+			r.emit(Type, ch, modPrefix(prefix), r.name(ch), nil, nil)
+		case "const_item", "static_item":
+			r.emit(Constant, ch, modPrefix(prefix), r.name(ch), nil, nil)
+		case "macro_definition":
+			r.emit(Macro, ch, modPrefix(prefix), r.name(ch), nil, nil)
+		case "trait_item":
+			name := r.name(ch)
+			body := ch.ChildByFieldName("body")
+			r.emit(Trait, ch, modPrefix(prefix), name, body, nil)
+			walkRust(r, body, r.join(modPrefix(prefix), name), depth+1)
+		case "impl_item":
+			typ := r.text(ch.ChildByFieldName("type"))
+			if tr := ch.ChildByFieldName("trait"); tr != nil {
+				typ = "<" + typ + " as " + r.text(tr) + ">"
+			}
+			walkRust(r, ch.ChildByFieldName("body"), r.join(modPrefix(prefix), typ), depth+1)
+		case "mod_item":
+			name := r.name(ch)
+			body := ch.ChildByFieldName("body")
+			if body == nil {
+				return
+			}
+			r.emit(Module, ch, modPrefix(prefix), name, body, nil)
+			walkRust(r, body, r.join(modPrefix(prefix), name)+"!mod", depth+1)
+		}
+	})
+}
+
+// modPrefix strips the mark that a Rust prefix names a module (whose
+// functions are functions) rather than a type or trait (methods).
+func modPrefix(p string) string { return strings.TrimSuffix(p, "!mod") }
+
+func walkJava(r *reader, n *sitter.Node, prefix string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	children(n, func(ch *sitter.Node) {
+		switch ch.Type() {
+		case "class_declaration", "interface_declaration", "enum_declaration", "record_declaration", "annotation_type_declaration":
+			kind := map[string]Kind{"interface_declaration": Interface, "enum_declaration": Enum, "annotation_type_declaration": Interface}[ch.Type()]
+			if kind == "" {
+				kind = Class
+			}
+			name := r.name(ch)
+			body := ch.ChildByFieldName("body")
+			r.emit(kind, ch, prefix, name, body, nil)
+			walkJava(r, body, r.join(prefix, name), depth+1)
+		case "enum_body_declarations":
+			walkJava(r, ch, prefix, depth+1)
+		case "method_declaration", "constructor_declaration", "compact_constructor_declaration", "annotation_type_element_declaration":
+			r.emit(Method, ch, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
+		case "field_declaration", "constant_declaration":
+			children(ch, func(v *sitter.Node) {
+				if v.Type() == "variable_declarator" {
+					r.emit(Field, ch, prefix, r.name(v), nil, nil)
+				}
+			})
+		}
+	})
+}
+
+// walkC reads C and C++: functions, prototypes where no definition is
+// given, structs, unions, enums, classes, typedefs, macros and globals,
+// inside namespaces, templates, extern "C" blocks and preprocessor
+// conditionals.
+func walkC(r *reader, n *sitter.Node, prefix string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	defined := map[string]bool{}
+	var protos []func()
+	children(n, func(ch *sitter.Node) {
+		outer := ch
+		for ch.Type() == "template_declaration" {
+			var inner *sitter.Node
+			children(ch, func(x *sitter.Node) {
+				switch x.Type() {
+				case "function_definition", "class_specifier", "struct_specifier", "declaration", "alias_declaration", "template_declaration":
+					inner = x
+				}
+			})
+			if inner == nil {
+				return
+			}
+			ch = inner
+		}
+		switch ch.Type() {
+		case "function_definition":
+			fd := functionDeclarator(ch.ChildByFieldName("declarator"))
+			name := r.declName(fd)
+			if name == "" {
+				return
+			}
+			defined[name] = true
+			kind := Function
+			if prefix != "" && !strings.HasSuffix(prefix, "!ns") || strings.Contains(name, "::") {
+				kind = Method
+			}
+			r.emit(kind, outer, nsPrefix(prefix), name, ch.ChildByFieldName("body"), fd.ChildByFieldName("parameters"))
+		case "declaration", "field_declaration":
+			// A prototype, a global, or a type declared in passing.
+			r.cSpecifier(ch.ChildByFieldName("type"), outer, prefix, depth)
+			children(ch, func(d *sitter.Node) {
+				switch d.Type() {
+				case "function_declarator":
+					name := r.declName(d)
+					if name == "" {
+						return
+					}
+					kind := Function
+					if prefix != "" && !strings.HasSuffix(prefix, "!ns") {
+						kind = Method
+					}
+					protos = append(protos, func() {
+						if !defined[name] {
+							r.emit(kind, outer, nsPrefix(prefix), name, nil, d.ChildByFieldName("parameters"))
+						}
+					})
+				case "init_declarator", "identifier", "field_identifier", "pointer_declarator", "array_declarator":
+					if fd := functionDeclarator(d); fd != nil {
+						return
+					}
+					name := r.declName(d)
+					kind := Variable
+					if ch.Type() == "field_declaration" {
+						kind = Field
+					}
+					r.emit(kind, outer, nsPrefix(prefix), name, nil, nil)
+				}
+			})
+		case "type_definition":
+			r.cSpecifier(ch.ChildByFieldName("type"), nil, prefix, depth)
+			children(ch, func(d *sitter.Node) {
+				if d.Type() == "type_identifier" || d.Type() == "pointer_declarator" || d.Type() == "function_declarator" {
+					if name := r.declName(d); name != "" {
+						r.emit(Type, outer, nsPrefix(prefix), name, nil, nil)
+					}
+				}
+			})
+		case "alias_declaration":
+			r.emit(Type, outer, nsPrefix(prefix), r.name(ch), nil, nil)
+		case "struct_specifier", "union_specifier", "enum_specifier", "class_specifier":
+			r.cSpecifier(ch, outer, prefix, depth)
+		case "preproc_def", "preproc_function_def":
+			r.emit(Macro, ch, nsPrefix(prefix), r.name(ch), nil, ch.ChildByFieldName("parameters"))
+		case "namespace_definition":
+			name := r.name(ch)
+			if name == "" {
+				name = "(anonymous)"
+			}
+			walkC(r, ch.ChildByFieldName("body"), r.join(nsPrefix(prefix), name)+"!ns", depth+1)
+		case "linkage_specification", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "declaration_list":
+			// The alternative branch is a named child: walked in turn.
+			walkC(r, ch, prefix, depth+1)
+		}
+	})
+	for _, p := range protos {
+		p()
+	}
+}
+
+// cSpecifier reads a struct, union, enum or class given with a body, and
+// the members of a class or struct.
+func (r *reader) cSpecifier(spec, outer *sitter.Node, prefix string, depth int) {
+	if spec == nil {
+		return
+	}
+	kind, ok := map[string]Kind{"struct_specifier": Struct, "union_specifier": Struct, "enum_specifier": Enum, "class_specifier": Class}[spec.Type()]
+	body := spec.ChildByFieldName("body")
+	if !ok || body == nil {
+		return
+	}
+	name := r.name(spec)
+	if name == "" {
+		return // anonymous: a typedef names it
+	}
+	if outer == nil || outer.Type() != spec.Type() && outer.Type() != "template_declaration" {
+		outer = spec
+	}
+	if kind == Enum {
+		r.emit(kind, outer, nsPrefix(prefix), name, nil, nil)
+		return
+	}
+	r.emit(kind, outer, nsPrefix(prefix), name, body, nil)
+	{
+		walkC(r, body, r.join(nsPrefix(prefix), name), depth+1)
+	}
+}
+
+// nsPrefix strips the mark that a C++ prefix names a namespace (whose
+// functions are functions) rather than a class (methods).
+func nsPrefix(p string) string { return strings.TrimSuffix(p, "!ns") }
+
+// functionDeclarator finds the function_declarator in a declarator chain
+// (pointer, reference, parenthesized).
+func functionDeclarator(d *sitter.Node) *sitter.Node {
+	for i := 0; d != nil && i < 16; i++ {
+		if d.Type() == "function_declarator" {
+			return d
+		}
+		d = d.ChildByFieldName("declarator")
+	}
+	return nil
+}
+
+// declName is the name a C or C++ declarator declares: an identifier, a
+// qualified name (Class::method), an operator or a destructor.
+func (r *reader) declName(d *sitter.Node) string {
+	for i := 0; d != nil && i < 16; i++ {
+		switch d.Type() {
+		case "identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name", "operator_name", "primitive_type":
+			return r.text(d)
+		}
+		next := d.ChildByFieldName("declarator")
+		if next == nil {
+			next = d.NamedChild(0)
+		}
+		d = next
+	}
+	return ""
+}
