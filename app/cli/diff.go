@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +18,7 @@ import (
 )
 
 func newDiffCmd(e *env) *cobra.Command {
-	var stat, color, noColor, flagged bool
+	var stat, summary, color, noColor, flagged bool
 	var round int
 	cmd := &cobra.Command{
 		Use:   "diff ID [PATH...]",
@@ -26,8 +27,17 @@ func newDiffCmd(e *env) *cobra.Command {
 git-style unified diff that git apply accepts (binary files are named, not
 shown). On a terminal it is coloured and every hunk is numbered, for
 airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
---stat; with --json the whole changeset (files, hunks, lines, flags). After
-airlock reply, --round N shows what round N changed.
+--stat; with --json the whole changeset (files, hunks, lines, flags, what
+each change means). After airlock reply, --round N shows what round N
+changed.
+
+With --summary it says what the changes mean instead of showing them: the
+run's overview in one line ("count_words: new parameter stop_words; added
+STOP_WORDS; tests: added test_stopwords.py"), then per file the functions,
+methods, types, classes and constants added, removed, renamed, moved or
+changed (in signature, with the parameters named, or in body), read by the
+language's own parser for Go, Python, JavaScript, TypeScript/TSX, Rust,
+Java, C and C++; any other file gets its line counts.
 
 After the files come the requests the agent made that were held for review
 (staged actions, [[network.stage]]): one "# " line each, which git apply
@@ -49,10 +59,14 @@ file, "second_look"), and --flagged shows only the flagged files.
 ID may be any unique prefix of the sandbox's ID.`,
 		Example: `  airlock diff 3f2a
   airlock diff 3f2a --stat
+  airlock diff 3f2a --summary
   airlock diff 3f2a --flagged
   airlock diff 3f2a src/main.go`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if stat && summary {
+				return errors.New("--stat and --summary do not go together: they are two views of the changes, choose one")
+			}
 			sb, err := e.openSandbox(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -100,15 +114,21 @@ ID may be any unique prefix of the sandbox's ID.`,
 					views = slices.DeleteFunc(views, func(v sandbox.ActionView) bool { return v.Round != round })
 				}
 			}
+			if e.json || summary {
+				if err := cs.Summarize(cmd.Context()); err != nil {
+					return err
+				}
+			}
 			if e.json {
 				if cs.Files == nil {
 					cs.Files = []*review.File{}
 				}
 				return e.printJSON(struct {
 					*review.Changeset
+					Overview   string               `json:"overview"`
 					SecondLook review.SecondLook    `json:"second_look"`
 					Actions    []sandbox.ActionView `json:"actions,omitempty"`
-				}{cs, cs.SecondLook(), views})
+				}{cs, cs.Overview(), cs.SecondLook(), views})
 			}
 			// The verify result heads what a person reads (--stat, a
 			// terminal); a pipe gets the patch alone.
@@ -116,6 +136,14 @@ ID may be any unique prefix of the sandbox's ID.`,
 			if m, err := sb.Meta(); err == nil && round == 0 {
 				text, _ := m.VerifyGate()
 				gate = "# airlock: " + safetext.Line(text)
+			}
+			if summary {
+				if gate != "" {
+					fmt.Fprintln(e.stdout, gate)
+				}
+				writeSummary(e.stdout, cs)
+				writeActionsSection(e.stdout, views, sb.ID)
+				return nil
 			}
 			if stat {
 				if gate != "" {
@@ -149,6 +177,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 		},
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "print a per-file summary instead of the diff")
+	cmd.Flags().BoolVar(&summary, "summary", false, "say what the changes mean (functions, types and classes added, removed, renamed, changed) instead of showing them")
 	cmd.Flags().BoolVar(&flagged, "flagged", false, "show only the files that deserve a second look (flagged: dependencies, CI, tests, credentials, …)")
 	cmd.Flags().IntVar(&round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
 	cmd.Flags().BoolVar(&color, "color", false, "colour the diff even when not on a terminal")
