@@ -77,7 +77,7 @@ func (cs *Changeset) Overview() string {
 		}
 	}
 	var parts []string
-	parts = append(parts, code...)
+	parts = append(parts, sameOnce(code)...)
 	if len(tests) > 0 {
 		parts = append(parts, "tests: "+strings.Join(tests, ", "))
 	}
@@ -89,6 +89,28 @@ func (cs *Changeset) Overview() string {
 		parts = append(parts[:maxOverviewPhrases-1], fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// sameOnce keeps the first of phrases said alike by several files ("a:
+// value changed"), counting them: "a: value changed (in 12 files)".
+func sameOnce(phrases []string) []string {
+	count := map[string]int{}
+	for _, p := range phrases {
+		count[p]++
+	}
+	var out []string
+	for _, p := range phrases {
+		switch n := count[p]; {
+		case n == 0:
+			continue
+		case n > 1:
+			out = append(out, fmt.Sprintf("%s (in %d files)", p, n))
+		default:
+			out = append(out, p)
+		}
+		count[p] = 0
+	}
+	return out
 }
 
 // filePhrases are one code file's phrases in the overview: its

@@ -68,3 +68,22 @@ func TestOverviewCapped(t *testing.T) {
 		t.Errorf("a bidi control from the guest reached the overview: %q", got)
 	}
 }
+
+// TestOverviewSameChange: the same change in many files is said once,
+// with their number.
+func TestOverviewSameChange(t *testing.T) {
+	s := store{}
+	var changes []manifest.Change
+	for _, p := range []string{"a/x.go", "b/x.go", "c/y.go"} {
+		changes = append(changes, changeOf(s, p, "package p\n\nvar a = 1\n", "package p\n\nvar a = 2\n"))
+	}
+	changes = append(changes, changeOf(s, "d/z.go", "package p\n\nfunc F() {}\n", "package p\n\nfunc F() { g() }\n"))
+	cs, err := New(context.Background(), changes, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	if got, want := cs.Overview(), "a: value changed (in 3 files); F: body changed"; got != want {
+		t.Errorf("Overview = %q, want %q", got, want)
+	}
+}

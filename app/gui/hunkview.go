@@ -309,6 +309,9 @@ func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
 		warn.Wrapping = fyne.TextWrapWord
 		out = append(out, container.NewBorder(nil, nil, widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon())), nil, warn))
 	}
+	if m := meaningNote(f); m != nil {
+		out = append(out, m)
+	}
 	for _, line := range describeFile(f) {
 		switch {
 		case line == "New file", line == "Deleted", strings.HasPrefix(line, "+"): // in the header
@@ -331,6 +334,27 @@ func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
 		out = append(out, note)
 	}
 	return out
+}
+
+// meaningLines is how many of a file's changes its note above the diff
+// lists before it says how many more (diff --summary lists them all).
+const meaningLines = 6
+
+// meaningNote says what the file's change means, a declaration a line
+// ("function count_words: new parameter stop_words, body changed"), for a
+// file its language's parser read; nil for any other (its header has the
+// line counts).
+func meaningNote(f *review.File) fyne.CanvasObject {
+	if f.Semantic == nil {
+		return nil
+	}
+	lines := f.Semantic.Lines(meaningLines) // names shown safely already
+	for i, l := range lines {
+		lines[i] = "• " + l
+	}
+	l := widget.NewLabel(strings.Join(lines, "\n"))
+	l.Wrapping = fyne.TextWrapWord
+	return container.NewBorder(nil, nil, container.NewVBox(widget.NewIcon(theme.InfoIcon())), nil, l)
 }
 
 func describe(f *review.File) string {

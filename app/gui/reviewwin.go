@@ -100,6 +100,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	if err != nil {
 		return nil, err
 	}
+	cs.Summarize(context.Background()) // what each change means, above its file
 	summary, err := svc.Summary(info.ID)
 	if err != nil {
 		return nil, err
@@ -243,6 +244,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
 	top = container.NewVBox(top, r.verifyRow(info))
+	if o := r.overviewRow(); o != nil {
+		top = container.NewVBox(top, o)
+	}
 	if look := r.secondLookRow(); look != nil {
 		top = container.NewVBox(top, look)
 	}
@@ -435,6 +439,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 			r.view.SetSelectedIndex(0)
 			return
 		}
+		cs.Summarize(context.Background())
 		r.save()
 		r.m = newReviewModel(cs)
 	} else {
@@ -532,6 +537,20 @@ func (r *ReviewWindow) showVerifyLog(info sandbox.Info) {
 	win.SetContent(container.NewBorder(newFitLabel(safetext.Line(info.Verify.Command+": "+info.Verify.String()), fyne.TextStyle{Bold: true}), nil, nil, nil, wheelScroll(container.NewScroll(text))))
 	win.Resize(fyne.NewSize(900, 600))
 	win.Show()
+}
+
+// overviewRow says what the run changed in meaning (the functions, types
+// and tests added, removed, renamed or changed: review's Overview) in one
+// fitted line, a phrase a line in its tooltip; nil for no change.
+func (r *ReviewWindow) overviewRow() fyne.CanvasObject {
+	o := r.m.cs.Overview() // names shown safely already
+	if o == "" {
+		return nil
+	}
+	label := newFitLabel("What changed: "+o, fyne.TextStyle{})
+	label.Tip = "What changed:\n" + strings.ReplaceAll(o, "; ", "\n") +
+		"\n\nEach file's own list is above its diff."
+	return container.NewBorder(nil, nil, widget.NewIcon(theme.InfoIcon()), nil, label)
 }
 
 // secondLookText is the changeset's flags in one line ("5 files deserve
