@@ -170,6 +170,7 @@ func changes(oldM, newM map[string]manifest.Entry, renames map[string]string) []
 type fixture struct {
 	oldDir, newDir string
 	store          store
+	changes        []manifest.Change
 	cs             *Changeset
 }
 
@@ -189,7 +190,7 @@ func newFixture(t testing.TB, oldT, newT tree, renames map[string]string) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.cs = cs
+	fx.cs, fx.changes = cs, ch
 	return fx
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review/semantic"
@@ -16,6 +18,28 @@ import (
 // known language, a binary, a link or a directory keeps none, and its
 // reader falls back to the line counts. Calling it again does nothing more.
 func (cs *Changeset) Summarize(ctx context.Context) error {
+	// Files are read in parallel, one worker a CPU: a parse is cgo or
+	// pure computation, nothing waits on I/O.
+	next := make(chan *File)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range next {
+				var old, new []byte
+				if f.Old != nil {
+					old = orEmpty(f.oldData)
+				}
+				if f.New != nil {
+					new = orEmpty(f.newData)
+				}
+				f.Semantic = semantic.Summarize(f.Path, old, new)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(next)
 	for _, f := range cs.Files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -23,14 +47,7 @@ func (cs *Changeset) Summarize(ctx context.Context) error {
 		if f.Semantic != nil || f.Binary || f.IsDir() || f.IsSymlink() {
 			continue
 		}
-		var old, new []byte
-		if f.Old != nil {
-			old = orEmpty(f.oldData)
-		}
-		if f.New != nil {
-			new = orEmpty(f.newData)
-		}
-		f.Semantic = semantic.Summarize(f.Path, old, new)
+		next <- f
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // minRenameTokens is the fewest tokens a declaration needs (signature and
@@ -87,7 +88,7 @@ func keys(ds []decl) []string {
 	for i, d := range ds {
 		k := string(d.kind) + " " + d.name
 		if count[k] > 1 {
-			k += "(" + joinTokens(d.sig) + ")"
+			k += "(" + strings.Join(strings.Fields(d.sigText), " ") + ")"
 			if seen[k]++; seen[k] > 1 {
 				// Two declarations alike in every way (redefinitions,
 				// or one per preprocessor branch): keep them apart.
@@ -135,8 +136,12 @@ func pairByName(old, new []decl, pairedOld, pairedNew []bool, pairs *[][2]int) {
 
 // diffParts sets what differs between two versions of a declaration.
 func diffParts(c *Change, o, n *decl) {
-	c.Signature = !slices.Equal(o.sig, n.sig)
-	c.Body = !slices.Equal(o.body, n.body)
+	if o.sigText != n.sigText || o.bodyText != n.bodyText {
+		o.tokens()
+		n.tokens()
+		c.Signature = !slices.Equal(o.sig, n.sig)
+		c.Body = !slices.Equal(o.body, n.body)
+	}
 	if !c.Signature {
 		return
 	}
@@ -233,7 +238,10 @@ func renames(old, new []decl, pairedOld, pairedNew []bool) [][2]int {
 	return out
 }
 
-func tokenCount(d *decl) int { return len(d.sig) + len(d.body) }
+func tokenCount(d *decl) int {
+	d.tokens()
+	return len(d.sig) + len(d.body)
+}
 
 // sameFamily reports whether a declaration of kind a may have become one
 // of kind b by a rename: a function may become a method and back.
@@ -266,19 +274,4 @@ func similarity(a, b *decl) float64 {
 		take(t)
 	}
 	return 2 * float64(common) / float64(tokenCount(a)+tokenCount(b))
-}
-
-func joinTokens(toks []string) string {
-	n := 0
-	for _, t := range toks {
-		n += len(t) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, t := range toks {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = append(b, t...)
-	}
-	return string(b)
 }

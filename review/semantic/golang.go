@@ -14,7 +14,12 @@ func init() {
 
 // readGo lists a Go file's top-level declarations with go/parser: functions,
 // methods (named Type.Method), types, constants and variables.
-func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
+func readGo(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
+	ds, clean, err := readGoDecls(ctx, src)
+	return ds, clean, nil, err
+}
+
+func readGoDecls(ctx context.Context, src []byte) ([]decl, bool, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
 	clean := err == nil
@@ -23,11 +28,18 @@ func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
 	}
 	file := fset.File(f.Pos())
 	off := func(p token.Pos) int { return file.Offset(p) }
-	toks := func(from, to token.Pos) []string {
+	text := func(from, to token.Pos) string {
 		if !from.IsValid() || !to.IsValid() || from > to {
-			return nil
+			return ""
 		}
-		return goTokens(src[off(from):off(to)])
+		return string(src[off(from):off(to)])
+	}
+	// withText gives d its source, sig from..mid and body mid..to, and
+	// the lexer of both.
+	withText := func(d decl, from, mid, to token.Pos) decl {
+		d.sigText, d.bodyText = text(from, mid), text(mid, to)
+		d.lex = func() ([]string, []string) { return goTokens([]byte(d.sigText)), goTokens([]byte(d.bodyText)) }
+		return d
 	}
 	line := func(p token.Pos) int { return file.Line(p) }
 	var c collector
@@ -46,14 +58,8 @@ func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
 			if d.Body != nil {
 				sigEnd = d.Body.Lbrace
 			}
-			dd := decl{kind: kind, name: name, simple: d.Name.Name, line: line(d.Pos()),
-				sig: toks(d.Pos(), sigEnd), params: goParams(d.Type.Params)}
-			if d.Body != nil {
-				dd.body = toks(d.Body.Lbrace, d.Body.End())
-			}
-			replaceSelf(dd.sig, dd.simple)
-			replaceSelf(dd.body, dd.simple)
-			c.add(dd)
+			c.add(withText(decl{kind: kind, name: name, simple: d.Name.Name, line: line(d.Pos()), params: goParams(d.Type.Params)},
+				d.Pos(), sigEnd, d.End()))
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {
@@ -69,11 +75,8 @@ func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
 					if s.TypeParams != nil {
 						sigEnd = s.TypeParams.End()
 					}
-					dd := decl{kind: kind, name: s.Name.Name, simple: s.Name.Name, line: line(s.Pos()),
-						sig: toks(s.Pos(), sigEnd), body: toks(sigEnd, s.End())}
-					replaceSelf(dd.sig, dd.simple)
-					replaceSelf(dd.body, dd.simple)
-					c.add(dd)
+					c.add(withText(decl{kind: kind, name: s.Name.Name, simple: s.Name.Name, line: line(s.Pos())},
+						s.Pos(), sigEnd, s.End()))
 				case *ast.ValueSpec:
 					kind := Variable
 					if d.Tok == token.CONST {
@@ -83,10 +86,8 @@ func readGo(ctx context.Context, src []byte) ([]decl, bool, error) {
 						if n.Name == "_" {
 							continue
 						}
-						dd := decl{kind: kind, name: n.Name, simple: n.Name, line: line(n.Pos()),
-							body: toks(s.Pos(), s.End())}
-						replaceSelf(dd.body, dd.simple)
-						c.add(dd)
+						c.add(withText(decl{kind: kind, name: n.Name, simple: n.Name, line: line(n.Pos())},
+							s.Pos(), s.Pos(), s.End()))
 					}
 				}
 			}

@@ -126,8 +126,13 @@ type language struct {
 	// read lists the declarations of src and whether it parsed cleanly;
 	// nil when this build has no parser for the language (tree-sitter
 	// without cgo).
-	read func(ctx context.Context, src []byte) ([]decl, bool, error)
+	read reader
 }
+
+// reader lists the declarations of src and whether it parsed cleanly.
+// Their tokens are read on demand until release is called (a tree-sitter
+// tree stays alive till then).
+type reader func(ctx context.Context, src []byte) (ds []decl, clean bool, release func(), err error)
 
 var languages = []*language{
 	{name: "Go", exts: []string{".go"}},
@@ -142,7 +147,7 @@ var languages = []*language{
 }
 
 // setReader gives the language called name its reader.
-func setReader(name string, read func(ctx context.Context, src []byte) ([]decl, bool, error)) {
+func setReader(name string, read reader) {
 	for _, l := range languages {
 		if l.name == name {
 			l.read = read
@@ -186,8 +191,11 @@ func Summarize(p string, old, new []byte) *Summary {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), parseTimeout)
-		ds, clean, err := l.read(ctx, src)
+		ds, clean, release, err := l.read(ctx, src)
 		cancel()
+		if release != nil {
+			defer release()
+		}
 		switch {
 		case err == errTooMany:
 			s.Skipped = "more than 5000 declarations"
@@ -210,12 +218,32 @@ type decl struct {
 	kind Kind
 	// name is the qualified name; simple is the declared name alone.
 	name, simple string
-	// sig and body are the declaration's tokens, comments and layout
-	// left out, its own name replaced by selfToken (so that a rename
-	// compares equal). sig is what comes before the body.
+	// sigText and bodyText are the declaration's source: the signature
+	// (what comes before the body) and the body. Equal texts need no
+	// tokens to compare.
+	sigText, bodyText string
+	// lex reads the tokens of the signature and the body, comments and
+	// layout left out; tokens fills sig and body with them once, the
+	// declaration's own name replaced by selfToken (so that a rename
+	// compares equal).
+	lex       func() (sig, body []string)
+	lexed     bool
 	sig, body []string
 	params    []string
 	line      int
+}
+
+// tokens reads d's tokens into sig and body, once.
+func (d *decl) tokens() {
+	if d.lexed {
+		return
+	}
+	d.lexed = true
+	if d.lex != nil {
+		d.sig, d.body = d.lex()
+	}
+	replaceSelf(d.sig, d.simple)
+	replaceSelf(d.body, d.simple)
 }
 
 // selfToken stands for a declaration's own name in its tokens.

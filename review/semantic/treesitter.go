@@ -23,7 +23,7 @@ import (
 // smacker's module is, pinned, with every grammar built in.
 func init() {
 	ts := func(name string, lang *sitter.Language, walk walker, sep string) {
-		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, error) {
+		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
 			return readTree(ctx, lang, walk, sep, src)
 		})
 	}
@@ -39,10 +39,10 @@ func init() {
 
 // walker reads the declarations directly under n (a file, a class body, a
 // namespace ...) into r, prefix naming what holds them.
-type walker func(r *reader, n *sitter.Node, prefix string, depth int)
+type walker func(r *walkState, n *sitter.Node, prefix string, depth int)
 
-// reader is one side being read.
-type reader struct {
+// walkState is one side being read.
+type walkState struct {
 	ctx context.Context
 	src []byte
 	c   collector
@@ -50,22 +50,30 @@ type reader struct {
 	sep string
 }
 
-func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, src []byte) ([]decl, bool, error) {
+// readTree parses src and reads its declarations; their tokens are read
+// from the tree, kept until release.
+func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, src []byte) (_ []decl, _ bool, release func(), _ error) {
 	p := sitter.NewParser()
 	defer p.Close()
 	p.SetLanguage(lang)
 	tree, err := p.ParseCtx(ctx, nil, src)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	defer tree.Close()
+	release = tree.Close
 	root := tree.RootNode()
-	r := &reader{ctx: ctx, src: src, sep: sep}
+	r := &walkState{ctx: ctx, src: src, sep: sep}
 	walk(r, root, "", 0)
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		release()
+		return nil, false, nil, err
 	}
-	return r.c.result(!root.HasError())
+	ds, clean, err := r.c.result(!root.HasError())
+	if err != nil {
+		release()
+		return nil, false, nil, err
+	}
+	return ds, clean, release, nil
 }
 
 // children calls fn for each named child of n.
@@ -80,7 +88,7 @@ func children(n *sitter.Node, fn func(*sitter.Node)) {
 	}
 }
 
-func (r *reader) text(n *sitter.Node) string {
+func (r *walkState) text(n *sitter.Node) string {
 	if n == nil {
 		return ""
 	}
@@ -88,7 +96,7 @@ func (r *reader) text(n *sitter.Node) string {
 }
 
 // join names a member of holder prefix.
-func (r *reader) join(prefix, name string) string {
+func (r *walkState) join(prefix, name string) string {
 	if prefix == "" {
 		return name
 	}
@@ -97,7 +105,7 @@ func (r *reader) join(prefix, name string) string {
 
 // tokens are the leaf tokens of n, comments left out, skipping the
 // subtree skip (the body, when reading a signature).
-func (r *reader) tokens(n, skip *sitter.Node) []string {
+func (r *walkState) tokens(n, skip *sitter.Node) []string {
 	if n == nil {
 		return nil
 	}
@@ -135,25 +143,28 @@ func (r *reader) tokens(n, skip *sitter.Node) []string {
 // emit adds the declaration n named name (simple, the name alone), with
 // its signature everything of n before body and its body body (nil for a
 // declaration without one: then all of n is its body).
-func (r *reader) emit(kind Kind, n *sitter.Node, prefix, simple string, body, params *sitter.Node) {
+func (r *walkState) emit(kind Kind, n *sitter.Node, prefix, simple string, body, params *sitter.Node) {
 	if simple == "" || r.ctx.Err() != nil {
 		return
 	}
 	d := decl{kind: kind, name: r.join(prefix, simple), simple: simple, line: int(n.StartPoint().Row) + 1}
+	text := func(from, to uint32) string { return string(r.src[from:to]) }
 	switch {
 	case body != nil && container(kind):
 		// Its members are declarations of their own: the holder is
 		// compared by its header.
-		d.sig = r.tokens(n, body)
+		d.sigText = text(n.StartByte(), body.StartByte())
+		d.lex = func() ([]string, []string) { return r.tokens(n, body), nil }
 	case body != nil:
-		d.sig, d.body = r.tokens(n, body), r.tokens(body, nil)
+		d.sigText, d.bodyText = text(n.StartByte(), body.StartByte()), text(body.StartByte(), body.EndByte())
+		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.tokens(body, nil) }
 	case kind == Function || kind == Method:
-		d.sig = r.tokens(n, nil) // a prototype: all signature
+		d.sigText = text(n.StartByte(), n.EndByte()) // a prototype: all signature
+		d.lex = func() ([]string, []string) { return r.tokens(n, nil), nil }
 	default:
-		d.body = r.tokens(n, nil)
+		d.bodyText = text(n.StartByte(), n.EndByte())
+		d.lex = func() ([]string, []string) { return nil, r.tokens(n, nil) }
 	}
-	replaceSelf(d.sig, simple)
-	replaceSelf(d.body, simple)
 	children(params, func(p *sitter.Node) {
 		if name := r.paramName(p); name != "" {
 			d.params = append(d.params, name)
@@ -170,7 +181,7 @@ func container(k Kind) bool {
 
 // paramName is the name a parameter node binds, found through the fields
 // grammars use for it, else its first identifier.
-func (r *reader) paramName(p *sitter.Node) string {
+func (r *walkState) paramName(p *sitter.Node) string {
 	if strings.Contains(p.Type(), "comment") {
 		return ""
 	}
@@ -220,9 +231,9 @@ func firstOfType(n *sitter.Node, typ string, depth int) *sitter.Node {
 }
 
 // name is the text of n's name field.
-func (r *reader) name(n *sitter.Node) string { return r.text(n.ChildByFieldName("name")) }
+func (r *walkState) name(n *sitter.Node) string { return r.text(n.ChildByFieldName("name")) }
 
-func walkPython(r *reader, n *sitter.Node, prefix string, depth int) {
+func walkPython(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -276,7 +287,7 @@ func isUpper(s string) bool {
 	return strings.ToUpper(s) == s && strings.ToLower(s) != s
 }
 
-func walkJS(r *reader, n *sitter.Node, prefix string, depth int) {
+func walkJS(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -285,7 +296,7 @@ func walkJS(r *reader, n *sitter.Node, prefix string, depth int) {
 
 // jsDecl reads one JavaScript or TypeScript declaration ch, outer being
 // what holds it whole (an export statement).
-func jsDecl(r *reader, ch, outer *sitter.Node, prefix string, depth int) {
+func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
 	switch ch.Type() {
 	case "export_statement":
 		if d := ch.ChildByFieldName("declaration"); d != nil {
@@ -346,7 +357,7 @@ func jsDecl(r *reader, ch, outer *sitter.Node, prefix string, depth int) {
 }
 
 // jsClass reads a class and its members.
-func jsClass(r *reader, ch, outer *sitter.Node, prefix, name string) {
+func jsClass(r *walkState, ch, outer *sitter.Node, prefix, name string) {
 	body := ch.ChildByFieldName("body")
 	r.emit(Class, outer, prefix, name, body, nil)
 	children(body, func(m *sitter.Node) {
@@ -364,7 +375,7 @@ func jsClass(r *reader, ch, outer *sitter.Node, prefix, name string) {
 }
 
 // emitWithParam adds a function whose only parameter is named param.
-func (r *reader) emitWithParam(n *sitter.Node, prefix, name string, body *sitter.Node, param string) {
+func (r *walkState) emitWithParam(n *sitter.Node, prefix, name string, body *sitter.Node, param string) {
 	before := len(r.c.decls)
 	r.emit(Function, n, prefix, name, body, nil)
 	if len(r.c.decls) > before {
@@ -372,7 +383,7 @@ func (r *reader) emitWithParam(n *sitter.Node, prefix, name string, body *sitter
 	}
 }
 
-func walkRust(r *reader, n *sitter.Node, prefix string, depth int) {
+func walkRust(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -421,7 +432,7 @@ func walkRust(r *reader, n *sitter.Node, prefix string, depth int) {
 // functions are functions) rather than a type or trait (methods).
 func modPrefix(p string) string { return strings.TrimSuffix(p, "!mod") }
 
-func walkJava(r *reader, n *sitter.Node, prefix string, depth int) {
+func walkJava(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -454,7 +465,7 @@ func walkJava(r *reader, n *sitter.Node, prefix string, depth int) {
 // given, structs, unions, enums, classes, typedefs, macros and globals,
 // inside namespaces, templates, extern "C" blocks and preprocessor
 // conditionals.
-func walkC(r *reader, n *sitter.Node, prefix string, depth int) {
+func walkC(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -552,7 +563,7 @@ func walkC(r *reader, n *sitter.Node, prefix string, depth int) {
 
 // cSpecifier reads a struct, union, enum or class given with a body, and
 // the members of a class or struct.
-func (r *reader) cSpecifier(spec, outer *sitter.Node, prefix string, depth int) {
+func (r *walkState) cSpecifier(spec, outer *sitter.Node, prefix string, depth int) {
 	if spec == nil {
 		return
 	}
@@ -596,7 +607,7 @@ func functionDeclarator(d *sitter.Node) *sitter.Node {
 
 // declName is the name a C or C++ declarator declares: an identifier, a
 // qualified name (Class::method), an operator or a destructor.
-func (r *reader) declName(d *sitter.Node) string {
+func (r *walkState) declName(d *sitter.Node) string {
 	for i := 0; d != nil && i < 16; i++ {
 		switch d.Type() {
 		case "identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name", "operator_name", "primitive_type":
