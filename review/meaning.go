@@ -67,7 +67,8 @@ const maxOverviewPhrases = 12
 // Overview says what the run changed in meaning, in one line read before
 // the files: each code file's changes ("count_words: new parameter
 // stop_words; added STOP_WORDS"), then the tests ("tests: added
-// test_stopwords.py"), then the other files ("also: README.md"). It is ""
+// test_stopwords.py"), then the other files ("also: README.md", or
+// "changed README.md" when they are all there is). It is ""
 // for an empty changeset. Summarize must have run for the code files to
 // be read; names and paths are rendered safely.
 func (cs *Changeset) Overview() string {
@@ -98,7 +99,10 @@ func (cs *Changeset) Overview() string {
 	if len(tests) > 0 {
 		parts = append(parts, "tests: "+strings.Join(tests, ", "))
 	}
-	if len(other) > 0 {
+	switch {
+	case len(other) > 0 && len(parts) == 0:
+		parts = append(parts, "changed "+strings.Join(other, ", "))
+	case len(other) > 0:
 		parts = append(parts, "also: "+strings.Join(other, ", "))
 	}
 	if len(parts) > maxOverviewPhrases {

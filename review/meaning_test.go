@@ -87,3 +87,17 @@ func TestOverviewSameChange(t *testing.T) {
 		t.Errorf("Overview = %q, want %q", got, want)
 	}
 }
+
+// TestOverviewOnlyOther: a run that changed no code says which files it
+// changed.
+func TestOverviewOnlyOther(t *testing.T) {
+	s := store{}
+	cs, err := New(context.Background(), []manifest.Change{changeOf(s, "NOTES.md", "a\n", "b\n")}, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	if got, want := cs.Overview(), "changed NOTES.md"; got != want {
+		t.Errorf("Overview = %q, want %q", got, want)
+	}
+}

@@ -42,7 +42,8 @@ func writeSummary(w io.Writer, cs *review.Changeset) {
 			}
 		case f.Binary:
 			fmt.Fprintln(w, "  binary: no lines to count")
-		case f.IsDir() || f.IsSymlink():
+		case f.IsDir() || f.IsSymlink() || f.Added+f.Removed == 0:
+			// The status says it all (a mode change, an empty file).
 		default:
 			fmt.Fprintln(w, "  "+lineWords(f)+" (no parser for this kind of file)")
 		}
@@ -60,8 +61,6 @@ func lineCounts(f *review.File) string {
 // lineWords says a file's line counts in words.
 func lineWords(f *review.File) string {
 	switch {
-	case f.Added == 0 && f.Removed == 0:
-		return "no line changed"
 	case f.Removed == 0:
 		return fmt.Sprintf("%d %s added", f.Added, plural(f.Added, "line", "lines"))
 	case f.Added == 0:

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/lockio"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -497,6 +498,10 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 	}
 	if c := m.Changes; c != nil && c.Files > 0 {
 		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
+		if c.Overview != "" {
+			// Made safe by review; again here, as it is read back from sandbox.json.
+			fmt.Fprintln(w, "  What changed: "+safetext.Line(c.Overview))
+		}
 		fmt.Fprintf(w, "Review: airlock diff %s   Apply: airlock apply %s --all   Discard: airlock rm %s\n", id, id, id)
 	} else {
 		fmt.Fprintln(w, "  no changes")

@@ -125,6 +125,8 @@ func (sb *Sandbox) FinalMessage() (string, error) {
 	return string(data), err
 }
 
+// StatsOf counts cs by kind and lines, and says what it means in one
+// line (reading each code file with its parser, once).
 func StatsOf(cs *review.Changeset) ChangeStats {
 	var st ChangeStats
 	for _, f := range cs.Files {
@@ -145,6 +147,9 @@ func StatsOf(cs *review.Changeset) ChangeStats {
 		}
 	}
 	st.LinesAdded, st.LinesRemoved = cs.Stats()
+	if cs.Summarize(context.Background()) == nil {
+		st.Overview = cs.Overview()
+	}
 	return st
 }
 

@@ -199,6 +199,9 @@ type ChangeStats struct {
 	TypeChanged  int `json:"type_changed"`
 	LinesAdded   int `json:"lines_added"`
 	LinesRemoved int `json:"lines_removed"`
+	// Overview says what the changes mean in one line
+	// (review.Changeset.Overview), shown safely already.
+	Overview string `json:"overview,omitempty"`
 }
 
 // Timings of each step, in milliseconds.
