@@ -7,10 +7,17 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review/semantic"
 )
+
+// SummarizeBudget is how long Summarize reads files: each file is bounded
+// on its own (review/semantic), but a hostile guest could send thousands
+// made to be slow. A file not read by then says so, and its reader falls
+// back to the line counts.
+const SummarizeBudget = 30 * time.Second
 
 // Summarize reads what each text file's change means with its language's
 // parser (review/semantic) into File.Semantic: functions, methods, types
@@ -18,6 +25,12 @@ import (
 // known language, a binary, a link or a directory keeps none, and its
 // reader falls back to the line counts. Calling it again does nothing more.
 func (cs *Changeset) Summarize(ctx context.Context) error {
+	return cs.summarize(ctx, SummarizeBudget)
+}
+
+func (cs *Changeset) summarize(ctx context.Context, budget time.Duration) error {
+	deadline := time.Now().Add(budget)
+	late := fmt.Sprintf("reading the run's changes took over %s", budget)
 	// Files are read in parallel, one worker a CPU: a parse is cgo or
 	// pure computation, nothing waits on I/O.
 	next := make(chan *File)
@@ -27,6 +40,10 @@ func (cs *Changeset) Summarize(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for f := range next {
+				if time.Now().After(deadline) {
+					f.Semantic = semantic.Unread(f.Path, late)
+					continue
+				}
 				var old, new []byte
 				if f.Old != nil {
 					old = orEmpty(f.oldData)

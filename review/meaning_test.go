@@ -101,3 +101,29 @@ func TestOverviewOnlyOther(t *testing.T) {
 		t.Errorf("Overview = %q, want %q", got, want)
 	}
 }
+
+// TestSummarizeBudget: past the run's budget a code file is left unread
+// and says why (its reader shows its line counts), never blocking the
+// review on a guest's thousands of slow files.
+func TestSummarizeBudget(t *testing.T) {
+	s := store{}
+	cs, err := New(context.Background(), []manifest.Change{
+		changeOf(s, "a.go", absent, "package a\n\nfunc A() {}\n"),
+		changeOf(s, "b.md", absent, "# b\n"),
+	}, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.summarize(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if f := cs.File("a.go"); f.Semantic == nil || f.Semantic.Parsed() || !strings.Contains(f.Semantic.Skipped, "took over") {
+		t.Errorf("a.go past the budget: %+v", f.Semantic)
+	}
+	if f := cs.File("b.md"); f.Semantic != nil {
+		t.Errorf("b.md has a summary: %+v", f.Semantic)
+	}
+	if got, want := cs.Overview(), "changed a.go, b.md"; got != want {
+		t.Errorf("Overview = %q, want %q", got, want)
+	}
+}

@@ -194,34 +194,49 @@ func movedPairs(pairs [][2]int) []bool {
 	return moved
 }
 
+// maxRenamePairs and maxRenameWork bound the work of looking for renames:
+// the pairs of a removed and an added declaration, and the distinct
+// tokens merged over all of them. Past either (hundreds of large
+// declarations unpaired on each side, which a hostile file can be made
+// of) none is looked for and they stay added and removed: about half a
+// second of work at most.
+const (
+	maxRenamePairs = 250_000
+	maxRenameWork  = 40_000_000
+)
+
 // renames pairs unpaired removed and added declarations of a like kind
 // whose tokens are alike, the most alike first.
 func renames(old, new []decl, pairedOld, pairedNew []bool) [][2]int {
+	ids := map[string]int32{}
+	free := func(ds []decl, paired []bool) (idx []int, bags []bag, work int) {
+		for i := range ds {
+			if paired[i] || tokenCount(&ds[i]) < minRenameTokens {
+				continue
+			}
+			b := bagOf(&ds[i], ids)
+			idx, bags = append(idx, i), append(bags, b)
+			work += len(b.ids)
+		}
+		return idx, bags, work
+	}
+	oldFree, oldBags, oldWork := free(old, pairedOld)
+	newFree, newBags, newWork := free(new, pairedNew)
+	// Every pair merges the two bags' distinct tokens.
+	if len(oldFree)*len(newFree) > maxRenamePairs || oldWork*len(newFree)+newWork*len(oldFree) > maxRenameWork {
+		return nil
+	}
 	type cand struct {
 		i, j  int
 		score float64
 	}
 	var cands []cand
-	var oldFree, newFree []int
-	for i := range old {
-		if !pairedOld[i] && tokenCount(&old[i]) >= minRenameTokens {
-			oldFree = append(oldFree, i)
-		}
-	}
-	for j := range new {
-		if !pairedNew[j] && tokenCount(&new[j]) >= minRenameTokens {
-			newFree = append(newFree, j)
-		}
-	}
-	if len(oldFree)*len(newFree) > 250_000 {
-		return nil // too many to compare: they stay added and removed
-	}
-	for _, i := range oldFree {
-		for _, j := range newFree {
+	for a, i := range oldFree {
+		for b, j := range newFree {
 			if !sameFamily(old[i].kind, new[j].kind) {
 				continue
 			}
-			if s := similarity(&old[i], &new[j]); s >= renameSimilarity {
+			if s := similarity(oldBags[a], newBags[b]); s >= renameSimilarity {
 				cands = append(cands, cand{i, j, s})
 			}
 		}
@@ -250,28 +265,57 @@ func sameFamily(a, b Kind) bool {
 	return a == b || fn(a) && fn(b)
 }
 
-// similarity is the Dice coefficient of two declarations' token
-// multisets: 1 for the same tokens in any order.
-func similarity(a, b *decl) float64 {
-	counts := map[string]int{}
-	for _, t := range a.sig {
-		counts[t]++
-	}
-	for _, t := range a.body {
-		counts[t]++
-	}
-	common := 0
-	take := func(t string) {
-		if counts[t] > 0 {
-			counts[t]--
-			common++
+// bag is a declaration's tokens as a multiset: each distinct token's id
+// (interned across both sides), in increasing order, with its count.
+type bag struct {
+	ids    []int32
+	counts []int32
+	total  int
+}
+
+func bagOf(d *decl, ids map[string]int32) bag {
+	counts := map[int32]int32{}
+	for _, part := range [][]string{d.sig, d.body} {
+		for _, t := range part {
+			id, ok := ids[t]
+			if !ok {
+				id = int32(len(ids))
+				ids[t] = id
+			}
+			counts[id]++
 		}
 	}
-	for _, t := range b.sig {
-		take(t)
+	b := bag{ids: make([]int32, 0, len(counts)), total: len(d.sig) + len(d.body)}
+	for id := range counts {
+		b.ids = append(b.ids, id)
 	}
-	for _, t := range b.body {
-		take(t)
+	slices.Sort(b.ids)
+	b.counts = make([]int32, len(b.ids))
+	for k, id := range b.ids {
+		b.counts[k] = counts[id]
 	}
-	return 2 * float64(common) / float64(tokenCount(a)+tokenCount(b))
+	return b
+}
+
+// similarity is the Dice coefficient of two token multisets: 1 for the
+// same tokens in any order. Bags too unlike in size to reach
+// renameSimilarity are not merged.
+func similarity(a, b bag) float64 {
+	if 2*float64(min(a.total, b.total)) < renameSimilarity*float64(a.total+b.total) {
+		return 0
+	}
+	common := 0
+	for x, y := 0, 0; x < len(a.ids) && y < len(b.ids); {
+		switch {
+		case a.ids[x] < b.ids[y]:
+			x++
+		case a.ids[x] > b.ids[y]:
+			y++
+		default:
+			common += int(min(a.counts[x], b.counts[y]))
+			x++
+			y++
+		}
+	}
+	return 2 * float64(common) / float64(a.total+b.total)
 }

@@ -213,6 +213,16 @@ func Summarize(p string, old, new []byte) *Summary {
 	return s
 }
 
+// Unread is the summary of the file at path left unread for the reason
+// why ("took too long"): nil for a file in no language it knows.
+func Unread(p, why string) *Summary {
+	l := languageOf(p)
+	if l == nil {
+		return nil
+	}
+	return &Summary{Language: l.name, Skipped: why}
+}
+
 // decl is one declaration as read from one side.
 type decl struct {
 	kind Kind

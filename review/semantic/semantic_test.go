@@ -1,6 +1,7 @@
 package semantic
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -475,5 +476,146 @@ func TestSummarizeHostileGo(t *testing.T) {
 	goDeep := "package a\n\nvar x = " + strings.Repeat("(", 200000) + "1" + strings.Repeat(")", 200000) + "\n"
 	if s := Summarize("a.go", nil, []byte(goDeep)); s == nil {
 		t.Error("deep Go expression: nil summary")
+	}
+}
+
+// TestSummarizeRenameMoveSignature holds, for every language, the three
+// changes a reader most needs told apart from an addition and a removal:
+// a declaration renamed with its body kept, one moved unchanged, and one
+// whose signature changed (a parameter added, another removed).
+func TestSummarizeRenameMoveSignature(t *testing.T) {
+	type lang struct {
+		path string
+		// fn writes a function called name taking params, its body
+		// computing over them.
+		fn func(name, params, body string) string
+		// params renders parameter names for fn.
+		params func(names ...string) string
+	}
+	langs := []lang{
+		{"a.go", func(n, p, b string) string { return "func " + n + "(" + p + ") int {\n\treturn " + b + "\n}\n" },
+			func(ns ...string) string { return typed(ns, "", " int") }},
+		{"a.py", func(n, p, b string) string { return "def " + n + "(" + p + "):\n    return " + b + "\n" },
+			func(ns ...string) string { return strings.Join(ns, ", ") }},
+		{"a.js", func(n, p, b string) string { return "function " + n + "(" + p + ") {\n  return " + b + ";\n}\n" },
+			func(ns ...string) string { return strings.Join(ns, ", ") }},
+		{"a.ts", func(n, p, b string) string {
+			return "export function " + n + "(" + p + "): number {\n  return " + b + ";\n}\n"
+		}, func(ns ...string) string { return typed(ns, "", ": number") }},
+		{"a.tsx", func(n, p, b string) string {
+			return "function " + n + "(" + p + "): number {\n  return " + b + ";\n}\n"
+		},
+			func(ns ...string) string { return typed(ns, "", ": number") }},
+		{"a.rs", func(n, p, b string) string { return "pub fn " + n + "(" + p + ") -> i64 {\n    " + b + "\n}\n" },
+			func(ns ...string) string { return typed(ns, "", ": i64") }},
+		{"A.java", func(n, p, b string) string {
+			return "    static int " + n + "(" + p + ") {\n        return " + b + ";\n    }\n"
+		}, func(ns ...string) string { return typed(ns, "int ", "") }},
+		{"a.c", func(n, p, b string) string { return "int " + n + "(" + p + ") {\n    return " + b + ";\n}\n" },
+			func(ns ...string) string { return typed(ns, "int ", "") }},
+		{"a.cpp", func(n, p, b string) string { return "int " + n + "(" + p + ") {\n    return " + b + ";\n}\n" },
+			func(ns ...string) string { return typed(ns, "int ", "") }},
+	}
+	for _, l := range langs {
+		file := func(fns ...string) string {
+			src := strings.Join(fns, "\n")
+			if strings.HasSuffix(l.path, ".java") {
+				return "class A {\n" + src + "}\n"
+			}
+			if strings.HasSuffix(l.path, ".go") {
+				return "package a\n\n" + src
+			}
+			return src
+		}
+		qualify := func(name string) string {
+			if strings.HasSuffix(l.path, ".java") {
+				return "A." + name
+			}
+			return name
+		}
+		kind := "function "
+		if strings.HasSuffix(l.path, ".java") {
+			kind = "method "
+		}
+		// Bodies long enough to be told from a chance likeness.
+		scale := l.fn("scale", l.params("value", "factor"), "value * factor + value / factor - factor")
+		scaleBy := l.fn("scaleBy", l.params("value", "factor"), "value * factor + value / factor - factor")
+		first := l.fn("first", l.params("x"), "x + 1")
+		second := l.fn("second", l.params("y"), "y + 2")
+		clamp := l.fn("clamp", l.params("v", "lo"), "v - lo")
+		clampNew := l.fn("clamp", l.params("v", "hi"), "v - lo")
+		runCases(t, []summaryCase{{
+			name: l.path + "/renamed",
+			path: l.path,
+			old:  file(first, scale),
+			new:  file(first, scaleBy),
+			want: []string{"renamed " + kind + qualify("scale") + " to " + qualify("scaleBy")},
+		}, {
+			name: l.path + "/moved",
+			path: l.path,
+			old:  file(first, second, scale),
+			new:  file(second, scale, first),
+			want: []string{"moved " + kind + qualify("first")},
+		}, {
+			name: l.path + "/signature",
+			path: l.path,
+			old:  file(first, clamp),
+			new:  file(first, clampNew),
+			want: []string{kind + qualify("clamp") + ": new parameter hi, parameter lo removed"},
+		}})
+	}
+}
+
+// typed writes parameter names with a type before or after each.
+func typed(names []string, before, after string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = before + n + after
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestRenameBudget: a side made of many large declarations, none paired
+// by name, is not searched for renames pair by pair past the budget (a
+// hostile file would make it take minutes): they stay added and removed.
+// Under the budget, renames are found.
+func TestRenameBudget(t *testing.T) {
+	file := func(prefix string, n, size int) string {
+		var b strings.Builder
+		b.WriteString("package a\n")
+		for i := range n {
+			fmt.Fprintf(&b, "\nfunc %s%d() int {\n\treturn 0", prefix, i)
+			for k := range size {
+				fmt.Fprintf(&b, " + v%d_%d", i, k) // distinct tokens: the most work
+			}
+			b.WriteString("\n}\n")
+		}
+		return b.String()
+	}
+	count := func(s *Summary) map[Op]int {
+		got := map[Op]int{}
+		for _, c := range s.Changes {
+			got[c.Op]++
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		name      string
+		n, size   int
+		renamed   int
+		addedRmvd int
+	}{
+		{"under the budget", 20, 20, 20, 0},
+		{"too many pairs", 600, 2, 0, 600},
+		{"too much work", 300, 300, 0, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize("a.go", []byte(file("old", tc.n, tc.size)), []byte(file("new", tc.n, tc.size)))
+			got := count(s)
+			if got[Renamed] != tc.renamed || got[Added] != tc.addedRmvd || got[Removed] != tc.addedRmvd {
+				t.Errorf("%d renamed, %d added, %d removed; want %d, %d, %d",
+					got[Renamed], got[Added], got[Removed], tc.renamed, tc.addedRmvd, tc.addedRmvd)
+			}
+		})
 	}
 }
