@@ -78,18 +78,26 @@ func orEmpty(b []byte) []byte {
 }
 
 // maxOverviewPhrases is how many phrases the run's overview holds before
-// it says how many more there are.
-const maxOverviewPhrases = 12
+// it says how many more there are; maxOverviewNames how many files one
+// phrase names before it counts the rest.
+const (
+	maxOverviewPhrases = 12
+	maxOverviewNames   = 5
+)
 
 // Overview says what the run changed in meaning, in one line read before
 // the files: each code file's changes ("count_words: new parameter
 // stop_words; added STOP_WORDS"), then the tests ("tests: added
-// test_stopwords.py"), then the other files ("also: README.md", or
-// "changed README.md" when they are all there is). It is ""
-// for an empty changeset. Summarize must have run for the code files to
-// be read; names and paths are rendered safely.
+// test_stopwords.py"), the code files whose declarations did not change
+// ("imports, comments or layout only: util.go"), and the other files
+// ("also: README.md", or "changed README.md" when they are all there is).
+// A phrase names at most a few files and counts the rest, so the line
+// stays short on a change to thousands of files. It is "" for an empty
+// changeset. Summarize must have run for the code files to be read;
+// names and paths are rendered safely.
 func (cs *Changeset) Overview() string {
-	var code, tests, other []string
+	var code, quiet, other []string
+	var tests []*File
 	bases := map[string]int{}
 	for _, f := range cs.Files {
 		bases[path.Base(f.Path)]++
@@ -104,9 +112,11 @@ func (cs *Changeset) Overview() string {
 	for _, f := range cs.Files {
 		switch {
 		case IsTestFile(f.Path):
-			tests = append(tests, statusWord(f)+" "+name(f))
+			tests = append(tests, f)
 		case f.Semantic.Parsed() && (len(f.Semantic.Changes) > 0 || f.Status == Added || f.Status == Deleted):
 			code = append(code, filePhrases(f, name(f))...)
+		case f.Semantic.Parsed() && f.Status == Modified:
+			quiet = append(quiet, name(f))
 		default:
 			other = append(other, name(f))
 		}
@@ -114,19 +124,57 @@ func (cs *Changeset) Overview() string {
 	var parts []string
 	parts = append(parts, sameOnce(code)...)
 	if len(tests) > 0 {
-		parts = append(parts, "tests: "+strings.Join(tests, ", "))
+		parts = append(parts, "tests: "+testsPhrase(tests, name))
+	}
+	if len(quiet) > 0 {
+		parts = append(parts, "imports, comments or layout only: "+someOf(quiet, "file", "files"))
 	}
 	switch {
 	case len(other) > 0 && len(parts) == 0:
-		parts = append(parts, "changed "+strings.Join(other, ", "))
+		parts = append(parts, "changed "+someOf(other, "file", "files"))
 	case len(other) > 0:
-		parts = append(parts, "also: "+strings.Join(other, ", "))
+		parts = append(parts, "also: "+someOf(other, "file", "files"))
 	}
 	if len(parts) > maxOverviewPhrases {
 		more := len(parts) - (maxOverviewPhrases - 1)
 		parts = append(parts[:maxOverviewPhrases-1], fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// someOf names up to maxOverviewNames of names ("a.go, b.go"), else the
+// first of them and how many more ("a.go, b.go, c.go, d.go and 96 more
+// files").
+func someOf(names []string, one, many string) string {
+	if len(names) <= maxOverviewNames {
+		return strings.Join(names, ", ")
+	}
+	shown := maxOverviewNames - 1
+	return strings.Join(names[:shown], ", ") + " and " + counted(len(names)-shown, "more "+one, "more "+many)
+}
+
+// testsPhrase says what happened to the test files: each one when they
+// are few ("added test_stopwords.py, changed cli_test.go"), else their
+// number by what happened ("185 files: 182 changed, 2 added, 1 removed").
+func testsPhrase(tests []*File, name func(*File) string) string {
+	if len(tests) <= maxOverviewNames {
+		var out []string
+		for _, f := range tests {
+			out = append(out, statusWord(f)+" "+name(f))
+		}
+		return strings.Join(out, ", ")
+	}
+	count := map[string]int{}
+	for _, f := range tests {
+		count[statusWord(f)]++
+	}
+	var out []string
+	for _, w := range []string{"changed", "added", "removed", "renamed"} {
+		if count[w] > 0 {
+			out = append(out, fmt.Sprintf("%d %s", count[w], w))
+		}
+	}
+	return counted(len(tests), "file", "files") + ": " + strings.Join(out, ", ")
 }
 
 // sameOnce keeps the first of phrases said alike by several files ("a:

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestOverview(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "added new.go (A, B); added STOP_WORDS; count_words: new parameter stop_words, body changed; " +
-		"tests: added test_stopwords.py; also: README.md, old.go"
+		"tests: added test_stopwords.py; imports, comments or layout only: old.go; also: README.md"
 	if got := cs.Overview(); got != want {
 		t.Errorf("Overview:\n got %q\nwant %q", got, want)
 	}
@@ -125,5 +126,36 @@ func TestSummarizeBudget(t *testing.T) {
 	}
 	if got, want := cs.Overview(), "changed a.go, b.md"; got != want {
 		t.Errorf("Overview = %q, want %q", got, want)
+	}
+}
+
+// TestOverviewMany: a change to hundreds of files keeps the overview to a
+// line: each phrase names a few files and counts the rest.
+func TestOverviewMany(t *testing.T) {
+	s := store{}
+	var changes []manifest.Change
+	changes = append(changes, changeOf(s, "strings/strings.go",
+		"package strings\n\nfunc Fields(s string) []string { return nil }\n",
+		"package strings\n\nfunc Fields(s string, limit int) []string { return nil }\n"))
+	for i := range 200 {
+		changes = append(changes, changeOf(s, fmt.Sprintf("net/t%03d_test.go", i), "package net\n", "package net // x\n"))
+	}
+	changes = append(changes, changeOf(s, "net/new_test.go", absent, "package net\n"))
+	for i := range 300 {
+		changes = append(changes, changeOf(s, fmt.Sprintf("net/f%03d.go", i), "package net\n", "// Copyright\npackage net\n"))
+	}
+	for i := range 100 {
+		changes = append(changes, changeOf(s, fmt.Sprintf("doc/d%03d.md", i), "a\n", "b\n"))
+	}
+	cs, err := New(context.Background(), changes, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	want := "Fields: new parameter limit; tests: 201 files: 200 changed, 1 added; " +
+		"imports, comments or layout only: f000.go, f001.go, f002.go, f003.go and 296 more files; " +
+		"also: d000.md, d001.md, d002.md, d003.md and 96 more files"
+	if got := cs.Overview(); got != want {
+		t.Errorf("Overview:\n got %q\nwant %q", got, want)
 	}
 }
