@@ -155,7 +155,7 @@ func someOf(names []string, one, many string) string {
 
 // testsPhrase says what happened to the test files: each one when they
 // are few ("added test_stopwords.py, changed cli_test.go"), else their
-// number by what happened ("185 files: 182 changed, 2 added, 1 removed").
+// number by what happened ("182 changed, 2 added, 1 removed").
 func testsPhrase(tests []*File, name func(*File) string) string {
 	if len(tests) <= maxOverviewNames {
 		var out []string
@@ -174,7 +174,7 @@ func testsPhrase(tests []*File, name func(*File) string) string {
 			out = append(out, fmt.Sprintf("%d %s", count[w], w))
 		}
 	}
-	return counted(len(tests), "file", "files") + ": " + strings.Join(out, ", ")
+	return strings.Join(out, ", ")
 }
 
 // sameOnce keeps the first of phrases said alike by several files ("a:

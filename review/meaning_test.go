@@ -152,7 +152,7 @@ func TestOverviewMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs.Summarize(context.Background())
-	want := "Fields: new parameter limit; tests: 201 files: 200 changed, 1 added; " +
+	want := "Fields: new parameter limit; tests: 200 changed, 1 added; " +
 		"imports, comments or layout only: f000.go, f001.go, f002.go, f003.go and 296 more files; " +
 		"also: d000.md, d001.md, d002.md, d003.md and 96 more files"
 	if got := cs.Overview(); got != want {
