@@ -222,11 +222,15 @@ func filePhrases(f *File, name string) []string {
 	var out []string
 	moved := 0
 	for _, c := range s.Changes {
-		if c.Op == semantic.Moved {
+		switch {
+		case c.Op == semantic.Moved:
 			moved++
-			continue
+		case c.Kind == semantic.TopLevel:
+			// Code with no name of its own: the file's name says where.
+			out = append(out, name+": "+c.Short())
+		default:
+			out = append(out, c.Short())
 		}
-		out = append(out, c.Short())
 	}
 	if moved > 0 && len(out) == 0 {
 		out = append(out, name+": "+counted(moved, "declaration", "declarations")+" moved")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/review/semantic"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -155,6 +156,27 @@ func TestOverviewMany(t *testing.T) {
 	want := "Fields: new parameter limit; tests: 200 changed, 1 added; " +
 		"imports, comments or layout only: f000.go, f001.go, f002.go, f003.go and 296 more files; " +
 		"also: d000.md, d001.md, d002.md, d003.md and 96 more files"
+	if got := cs.Overview(); got != want {
+		t.Errorf("Overview:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestOverviewTopLevel: code outside every declaration is named by its
+// file in the overview, and never said to be imports or comments only.
+func TestOverviewTopLevel(t *testing.T) {
+	s := store{}
+	cs, err := New(context.Background(), []manifest.Change{
+		changeOf(s, "hook.py", "import os\n\ndef f():\n    pass\n", "import os\n\ndef f():\n    pass\n\nos.system(\"sh\")\n"),
+		changeOf(s, "util.py", "import os\n\ndef g():\n    pass\n", "import os, sys\n\ndef g():\n    pass\n"),
+	}, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	if lang, ok := semantic.Language("a.py"); !ok {
+		t.Skipf("this build has no %s parser (tree-sitter needs cgo)", lang)
+	}
+	want := "hook.py: added top-level code; imports, comments or layout only: util.py"
 	if got := cs.Overview(); got != want {
 		t.Errorf("Overview:\n got %q\nwant %q", got, want)
 	}

