@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"strings"
 )
 
 func init() {
@@ -21,7 +22,7 @@ func readGo(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
 
 func readGoDecls(ctx context.Context, src []byte) ([]decl, bool, error) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(fset, "", src, parser.SkipObjectResolution|parser.ParseComments)
 	clean := err == nil
 	if f == nil {
 		return nil, false, nil
@@ -43,6 +44,9 @@ func readGoDecls(ctx context.Context, src []byte) ([]decl, bool, error) {
 	}
 	line := func(p token.Pos) int { return file.Line(p) }
 	var c collector
+	// top is what the compiler reads outside the named declarations:
+	// directives, the cgo preamble, var _ = f().
+	top := goDirectives(f)
 	for _, d := range f.Decls {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
@@ -82,8 +86,12 @@ func readGoDecls(ctx context.Context, src []byte) ([]decl, bool, error) {
 					if d.Tok == token.CONST {
 						kind = Constant
 					}
-					for _, n := range s.Names {
+					for i, n := range s.Names {
 						if n.Name == "_" {
+							// var _ = f() runs f, with no name to say.
+							if i == 0 || s.Names[i-1].Name != "_" {
+								top = append(top, goTokens([]byte(text(s.Pos(), s.End())))...)
+							}
 							continue
 						}
 						c.add(withText(decl{kind: kind, name: n.Name, simple: n.Name, line: line(n.Pos())},
@@ -93,7 +101,50 @@ func readGoDecls(ctx context.Context, src []byte) ([]decl, bool, error) {
 			}
 		}
 	}
+	if len(top) > 0 {
+		c.decls = append([]decl{topLevelDecl(top)}, c.decls...)
+	}
 	return c.result(clean)
+}
+
+// goDirectives are the comments of f that the Go tools read as code: the
+// //go: directives (build constraints, generate commands, linkname,
+// embed), //line, //export and the cgo preamble, the C code in the
+// comment before import "C".
+func goDirectives(f *ast.File) []string {
+	var out []string
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			for _, p := range []string{"//go:", "//line ", "/*line ", "//export ", "//extern ", "// +build", "//+build"} {
+				if strings.HasPrefix(c.Text, p) {
+					out = append(out, c.Text)
+					break
+				}
+			}
+		}
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.IMPORT {
+			continue
+		}
+		for _, s := range gd.Specs {
+			is := s.(*ast.ImportSpec)
+			if is.Path == nil || is.Path.Value != `"C"` {
+				continue
+			}
+			doc := is.Doc
+			if doc == nil && !gd.Lparen.IsValid() {
+				doc = gd.Doc
+			}
+			if doc != nil {
+				for _, c := range doc.List {
+					out = append(out, c.Text)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // receiverType is the type name of a method's receiver: T for T, *T, T[K]

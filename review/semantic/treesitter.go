@@ -793,12 +793,3 @@ func (r *walkState) wrapperOf(x *sitter.Node) (drop []string, ok bool) {
 	}
 	return drop, ok
 }
-
-// topLevelDecl is the code outside every declaration, as one declaration.
-func topLevelDecl(tokens []string) decl {
-	return decl{
-		kind: TopLevel, name: "top-level code",
-		bodyText: strings.Join(tokens, "\x00"),
-		lex:      func() ([]string, []string) { return nil, tokens },
-	}
-}
