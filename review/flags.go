@@ -100,6 +100,11 @@ func secondLook(f *File) []Flag {
 		if fl, ok := credentialFlag(f); ok {
 			out = append(out, fl)
 		}
+		if !confusableExempt(f.Path) {
+			if fl, ok := confusableFlag(f); ok {
+				out = append(out, fl)
+			}
+		}
 		// A deleted test file's flag says its size already.
 		if fl, ok := largeDeletionFlag(f); ok && (f.New != nil || len(tests) == 0) {
 			out = append(out, fl)
@@ -426,7 +431,7 @@ func binaryFlag(f *File) (Flag, bool) {
 // flagOrder is the order kinds are counted in an overview: what is
 // riskiest first.
 var flagOrder = []FlagKind{
-	FlagHostExec, FlagCredential, FlagDependency, FlagCI, FlagTestDeleted, FlagTestSkipped, FlagTestNarrowed,
+	FlagHostExec, FlagCredential, FlagConfusable, FlagDependency, FlagCI, FlagTestDeleted, FlagTestSkipped, FlagTestNarrowed,
 	FlagLargeDeletion, FlagControl, FlagMode, FlagGenerated, FlagBinary,
 }
 
@@ -458,6 +463,7 @@ type SecondLook struct {
 var flagNouns = map[FlagKind][2]string{
 	FlagHostExec:      {"file that runs on your machine", "files that run on your machine"},
 	FlagCredential:    {"possible credential", "possible credentials"},
+	FlagConfusable:    {"name mixing lookalike scripts", "names mixing lookalike scripts"},
 	FlagDependency:    {"dependency change", "dependency changes"},
 	FlagCI:            {"CI configuration change", "CI configuration changes"},
 	FlagTestDeleted:   {"test deletion", "test deletions"},
@@ -472,7 +478,7 @@ var flagNouns = map[FlagKind][2]string{
 
 // countsLines are the kinds whose overview counts the lines found, not
 // the files.
-var countsLines = map[FlagKind]bool{FlagCredential: true, FlagTestSkipped: true, FlagTestNarrowed: true}
+var countsLines = map[FlagKind]bool{FlagCredential: true, FlagConfusable: true, FlagTestSkipped: true, FlagTestNarrowed: true}
 
 // namesInOverview is how many dependency names an overview shows of each
 // list.
