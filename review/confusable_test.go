@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // TestFlagConfusable is the homoglyph attack: a name written with a
@@ -30,6 +32,8 @@ func TestFlagConfusable(t *testing.T) {
 		{name: "greek as a symbol", path: "physics.py", old: absent, new: "\u0394t = 0.1\n\u03bb_max = 2 * \u03c0\n"},
 		{name: "removed, not added", path: "a.py", old: "c\u043eunt = 1\n", new: "count = 1\n"},
 		{name: "prose", path: "docs/ru.md", old: absent, new: "Word \u0441ount\n"},
+		{name: "a path", path: "wordfreq/c\u043eunter.py", old: absent, new: "x = 1\n", kinds: []FlagKind{FlagConfusable},
+			reasons: map[FlagKind][]string{FlagConfusable: {"path mixing lookalike scripts: c<U+043E>unter (Latin, Cyrillic)"}}},
 		{name: "accents are Latin", path: "a.py", old: absent, new: "caf\u00e9_count = na\u00efve + 1\n"},
 	})
 }
@@ -57,7 +61,7 @@ func TestConfusableOnGoTree(t *testing.T) {
 		}
 		files++
 		for l := range strings.SplitSeq(string(data[:min(len(data), 1<<20)]), "\n") {
-			if words := mixedScriptWords(clip(l)); len(words) > 0 {
+			if words := safetext.Lookalikes(clip(l)); len(words) > 0 {
 				rel, _ := filepath.Rel(root, p)
 				if flagged[rel] == 0 {
 					t.Logf("%s: %s", rel, words[0])

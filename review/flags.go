@@ -100,10 +100,8 @@ func secondLook(f *File) []Flag {
 		if fl, ok := credentialFlag(f); ok {
 			out = append(out, fl)
 		}
-		if !confusableExempt(f.Path) {
-			if fl, ok := confusableFlag(f); ok {
-				out = append(out, fl)
-			}
+		if fl, ok := confusableFlag(f); ok {
+			out = append(out, fl)
 		}
 		// A deleted test file's flag says its size already.
 		if fl, ok := largeDeletionFlag(f); ok && (f.New != nil || len(tests) == 0) {

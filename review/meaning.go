@@ -107,7 +107,7 @@ func (cs *Changeset) Overview() string {
 		if bases[path.Base(p)] == 1 {
 			p = path.Base(p)
 		}
-		return safetext.Line(p)
+		return safetext.Line(safetext.ShowLookalikes(p))
 	}
 	for _, f := range cs.Files {
 		switch {
@@ -207,7 +207,7 @@ func filePhrases(f *File, name string) []string {
 	if f.Status == Added || f.Status == Deleted {
 		var decls []string
 		for _, c := range s.Changes {
-			decls = append(decls, safetext.Line(c.Name))
+			decls = append(decls, safetext.Line(safetext.ShowLookalikes(c.Name)))
 		}
 		phrase := statusWord(f) + " " + name
 		switch {
@@ -236,7 +236,7 @@ func filePhrases(f *File, name string) []string {
 		out = append(out, name+": "+counted(moved, "declaration", "declarations")+" moved")
 	}
 	if f.Status == Renamed {
-		out = append([]string{"moved " + safetext.Line(path.Base(f.OldPath)) + " to " + name}, out...)
+		out = append([]string{"moved " + safetext.Line(safetext.ShowLookalikes(path.Base(f.OldPath))) + " to " + name}, out...)
 	}
 	return out
 }

@@ -28,6 +28,11 @@
 // Airlock flags a file whose content or name holds what it escapes
 // ("contains control or bidi characters").
 //
+// Lookalikes finds the words that mix ASCII letters with letters of another
+// script that pass for Latin ones (a Cyrillic о in "cоunt_words"), and
+// ShowLookalikes spells them with <U+XXXX>, for names that must not read
+// as the ones they imitate; Airlock flags a change that adds one.
+//
 // It uses the standard library only, so any package may import it; it
 // must not import anything of Airlock's.
 package safetext

@@ -715,3 +715,22 @@ func TestSummarizeGoTopLevel(t *testing.T) {
 		want: []string{"added top-level code"},
 	}})
 }
+
+// TestSummarizeLookalikeNames: a name that mixes lookalike alphabets is
+// spelt with <U+XXXX> in what is said, so that it is not read as the
+// name it imitates.
+func TestSummarizeLookalikeNames(t *testing.T) {
+	runCases(t, []summaryCase{{
+		name: "added beside the real one",
+		path: "counter.py",
+		old:  "def count_words(text):\n    return len(text.split())\n",
+		new:  "def count_words(text):\n    return len(text.split())\n\ndef c\u043eunt_words(text):\n    return 0\n",
+		want: []string{"added function c<U+043E>unt_words"},
+	}, {
+		name: "renamed to a lookalike",
+		path: "a.go",
+		old:  "package a\n\nfunc Verify(sig, msg []byte) bool {\n\treturn check(sig, msg) && len(sig) == 64\n}\n",
+		new:  "package a\n\nfunc V\u0435rify(sig, msg []byte) bool {\n\treturn check(sig, msg) && len(sig) == 64\n}\n",
+		want: []string{"renamed function Verify to V<U+0435>rify"},
+	}})
+}
