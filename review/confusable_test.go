@@ -1,12 +1,6 @@
 package review
 
 import (
-	"bytes"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
@@ -45,36 +39,20 @@ func TestConfusableOnGoTree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the Go tree")
 	}
-	root := filepath.Join(runtime.GOROOT(), "src")
-	if _, err := os.Stat(root); err != nil {
-		t.Skipf("no Go tree: %v", err)
-	}
-	files, lines := 0, 0
+	lines := 0
 	flagged := map[string]int{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || confusableExempt(p) {
-			return err
+	files := goTreeLines(t, func(rel, line string) {
+		if confusableExempt(rel) {
+			return
 		}
-		data, err := os.ReadFile(p)
-		if err != nil || bytes.IndexByte(data, 0) >= 0 {
-			return nil
-		}
-		files++
-		for l := range strings.SplitSeq(string(data[:min(len(data), 1<<20)]), "\n") {
-			if words := safetext.Lookalikes(clip(l)); len(words) > 0 {
-				rel, _ := filepath.Rel(root, p)
-				if flagged[rel] == 0 {
-					t.Logf("%s: %s", rel, words[0])
-				}
-				flagged[rel]++
-				lines++
+		if words := safetext.Lookalikes(line); len(words) > 0 {
+			if flagged[rel] == 0 {
+				t.Logf("%s: %s", rel, words[0])
 			}
+			flagged[rel]++
+			lines++
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("%d of %d files flagged (%d lines)", len(flagged), files, lines)
 	if files < 1000 {
 		t.Fatalf("read %d files: not the Go tree", files)
