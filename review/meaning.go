@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,7 +114,7 @@ func (cs *Changeset) Overview() string {
 		switch {
 		case IsTestFile(f.Path):
 			tests = append(tests, f)
-		case f.Semantic.Parsed() && (len(f.Semantic.Changes) > 0 || f.Status == Added || f.Status == Deleted):
+		case f.Semantic.Parsed() && (len(f.Semantic.Changes) > 0 || f.Status == Added || f.Status == Deleted || brokenNew(f.Semantic)):
 			code = append(code, filePhrases(f, name(f))...)
 		case f.Semantic.Parsed() && f.Status == Modified:
 			quiet = append(quiet, name(f))
@@ -203,6 +204,20 @@ func sameOnce(phrases []string) []string {
 // declarations' changes, or for a whole file added or deleted, the file
 // with what it declares.
 func filePhrases(f *File, name string) []string {
+	out := changePhrases(f, name)
+	if brokenNew(f.Semantic) {
+		// What it declares may be missing: never "layout only".
+		out = append(out, name+": does not parse as "+f.Semantic.Language)
+	}
+	return out
+}
+
+// brokenNew reports whether the new side of a summarized file did not
+// parse cleanly.
+func brokenNew(s *semantic.Summary) bool { return s != nil && slices.Contains(s.Errors, "new") }
+
+// changePhrases are filePhrases less the parse error.
+func changePhrases(f *File, name string) []string {
 	s := f.Semantic
 	if f.Status == Added || f.Status == Deleted {
 		var decls []string

@@ -63,7 +63,7 @@ func TestOverviewCapped(t *testing.T) {
 	if n := strings.Count(got, "; ") + 1; n != maxOverviewPhrases {
 		t.Errorf("%d phrases, want %d: %q", n, maxOverviewPhrases, got)
 	}
-	if !strings.HasSuffix(got, "and 20 more") {
+	if !strings.HasSuffix(got, "and 21 more") { // 30 files and evil.py, which does not parse
 		t.Errorf("overview does not say how many more: %q", got)
 	}
 	if strings.Contains(got, "\u202e") {
@@ -179,5 +179,21 @@ func TestOverviewTopLevel(t *testing.T) {
 	want := "hook.py: added top-level code; imports, comments or layout only: util.py"
 	if got := cs.Overview(); got != want {
 		t.Errorf("Overview:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestOverviewBroken: a file whose new side does not parse is said so,
+// never counted among the files whose declarations did not change.
+func TestOverviewBroken(t *testing.T) {
+	s := store{}
+	cs, err := New(context.Background(), []manifest.Change{
+		changeOf(s, "a.go", "package a\n\nfunc F() {}\n", "package a\n\nfunc F() {}\n\nfunc G( {\n"),
+	}, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Summarize(context.Background())
+	if got := cs.Overview(); !strings.Contains(got, "a.go: does not parse as Go") || strings.Contains(got, "layout only") {
+		t.Errorf("Overview = %q", got)
 	}
 }
