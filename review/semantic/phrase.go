@@ -120,7 +120,8 @@ func (s *Summary) Lines(max int) []string {
 		out = append(out, "no declaration changed (imports, comments or layout only)")
 	}
 	if len(s.Errors) > 0 {
-		out = append(out, "the "+strings.Join(s.Errors, " and ")+" version does not parse cleanly as "+s.Language+": what it declares may be missing")
+		which := "the " + strings.Join(s.Errors, " and ") + " " + plural(len(s.Errors), "version does", "versions do")
+		out = append(out, which+" not parse cleanly as "+s.Language+": what it declares may be missing")
 	}
 	return out
 }

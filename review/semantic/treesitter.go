@@ -126,7 +126,12 @@ func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep strin
 	// The code outside every declaration (Python's `if __name__ ==
 	// "__main__":`, a script's statements, a JavaScript module's calls) is
 	// one more declaration, first in the file.
-	if top := r.loose(root); len(top) > 0 {
+	top := r.loose(ctx, root)
+	if err := ctx.Err(); err != nil {
+		release()
+		return nil, false, nil, err
+	}
+	if len(top) > 0 {
 		r.c.decls = append([]decl{topLevelDecl(top)}, r.c.decls...)
 	}
 	ds, clean, err := r.c.result(!root.HasError())
@@ -137,13 +142,17 @@ func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep strin
 	return ds, clean, release, nil
 }
 
-// children calls fn for each named child of n.
+// children calls fn for each named child of n, walking them with a
+// cursor (NamedChild(i) walks i siblings: quadratic over a file's
+// thousands of statements).
 func children(n *sitter.Node, fn func(*sitter.Node)) {
 	if n == nil {
 		return
 	}
-	for i := 0; i < int(n.NamedChildCount()); i++ {
-		if ch := n.NamedChild(i); ch != nil {
+	cur := sitter.NewTreeCursor(n)
+	defer cur.Close()
+	for ok := cur.GoToFirstChild(); ok; ok = cur.GoToNextSibling() {
+		if ch := cur.CurrentNode(); ch != nil && ch.IsNamed() {
 			fn(ch)
 		}
 	}
@@ -218,7 +227,7 @@ func (r *walkState) emit(kind Kind, n *sitter.Node, prefix, simple string, body,
 		// them (a Java static block, a statement in a Python class).
 		// Read once the walk is over, when every member is covered.
 		d.sigText, d.bodyText = text(n.StartByte(), body.StartByte()), text(body.StartByte(), body.EndByte())
-		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.loose(body) }
+		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.loose(context.Background(), body) }
 	case body != nil:
 		d.sigText, d.bodyText = text(n.StartByte(), body.StartByte()), text(body.StartByte(), body.EndByte())
 		d.lex = func() ([]string, []string) { return r.tokens(n, body), r.tokens(body, nil) }
@@ -729,66 +738,75 @@ func (r *walkState) declName(d *sitter.Node) string {
 	return ""
 }
 
-// looseDepth is how deep loose looks for declarations to leave out: the
-// walkers read none deeper (their own nesting is bounded by maxDepth), so
-// below it a subtree's tokens are taken whole, without recursion.
-const looseDepth = 256
-
 // loose lists the tokens under n outside every declaration read (the
 // covered spans), leaving out comments, docstrings, imports and the
-// wrappers' own words: the code a summary of declarations would miss.
-func (r *walkState) loose(n *sitter.Node) []string {
+// wrappers' own words: the code a summary of declarations would miss. It
+// walks the tree with one cursor (a node's i-th child is found by walking
+// its siblings, so indexing them would be quadratic on a file of many
+// statements), and gives up, returning nil, when ctx ends (a file of
+// nothing but statements costs some cgo calls a node).
+func (r *walkState) loose(ctx context.Context, n *sitter.Node) []string {
 	var out []string
-	var visit func(x *sitter.Node, depth int)
-	visit = func(x *sitter.Node, depth int) {
-		if x == nil || r.covered[[2]uint32{x.StartByte(), x.EndByte()}] || r.ignored(x) {
-			return
+	cur := sitter.NewTreeCursor(n)
+	defer cur.Close()
+	// up holds, per level above the cursor, what its wrapper leaves out,
+	// or wrapper false.
+	type level struct {
+		wrapper bool
+		drop    []string
+	}
+	var up []level
+	for visited := 0; ; visited++ {
+		if visited%1024 == 1023 && ctx.Err() != nil {
+			return nil
 		}
-		if depth > looseDepth {
-			out = append(out, r.tokens(x, nil)...)
-			return
+		x := cur.CurrentNode()
+		typ := x.Type()
+		take := true
+		if k := len(up); k > 0 && up[k-1].wrapper {
+			drop := up[k-1].drop
+			take = x.IsNamed() && !slices.Contains(drop, typ) && (len(drop) == 0 || !slices.Contains(drop, cur.CurrentFieldName()))
 		}
-		drop, wrapper := r.wrapperOf(x)
-		count := int(x.ChildCount())
-		if count == 0 {
-			if t := x.Content(r.src); t != "" {
-				out = append(out, t)
-			}
-			return
-		}
-		for i := range count {
-			ch := x.Child(i)
-			if ch == nil {
+		if take {
+			from, to := x.StartByte(), x.EndByte()
+			switch {
+			case r.covered[[2]uint32{from, to}] || r.ignored(x, typ):
+			case x.ChildCount() == 0:
+				if from < to && int(to) <= len(r.src) {
+					out = append(out, string(r.src[from:to]))
+				}
+			case cur.GoToFirstChild():
+				drop, wrapper := r.wrapperOf(x, typ)
+				up = append(up, level{wrapper, drop})
 				continue
 			}
-			if wrapper && (!ch.IsNamed() || slices.Contains(drop, x.FieldNameForChild(i)) || slices.Contains(drop, ch.Type())) {
-				continue
+		}
+		for !cur.GoToNextSibling() {
+			if len(up) == 0 || !cur.GoToParent() {
+				return out
 			}
-			visit(ch, depth+1)
+			up = up[:len(up)-1]
 		}
 	}
-	visit(n, 0)
-	return out
 }
 
-// ignored reports whether x is left out of the code whole: a comment, an
-// import, a docstring.
-func (r *walkState) ignored(x *sitter.Node) bool {
-	t := x.Type()
-	if strings.Contains(t, "comment") || slices.Contains(r.syn.skip, t) {
+// ignored reports whether x, of type typ, is left out of the code whole:
+// a comment, an import, a docstring.
+func (r *walkState) ignored(x *sitter.Node, typ string) bool {
+	if strings.Contains(typ, "comment") || slices.Contains(r.syn.skip, typ) {
 		return true
 	}
-	if r.syn.docString && t == "expression_statement" && x.NamedChildCount() == 1 {
+	if r.syn.docString && typ == "expression_statement" && x.NamedChildCount() == 1 {
 		return x.NamedChild(0).Type() == "string"
 	}
 	return false
 }
 
-// wrapperOf says whether x is a wrapper, and which of its fields to leave
-// out with its own words.
-func (r *walkState) wrapperOf(x *sitter.Node) (drop []string, ok bool) {
-	drop, ok = r.syn.wrappers[x.Type()]
-	if ok && x.Type() == "export_statement" && x.ChildByFieldName("declaration") == nil {
+// wrapperOf says whether x, of type typ, is a wrapper, and which of its
+// fields and child types to leave out with its own words.
+func (r *walkState) wrapperOf(x *sitter.Node, typ string) (drop []string, ok bool) {
+	drop, ok = r.syn.wrappers[typ]
+	if ok && typ == "export_statement" && x.ChildByFieldName("declaration") == nil {
 		return nil, false // export { a, b }, export default expr: code
 	}
 	return drop, ok
