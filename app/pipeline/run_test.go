@@ -209,7 +209,8 @@ func TestRunPipeline(t *testing.T) {
 	if res.Meta.Status != sandbox.StatusReady {
 		t.Errorf("status %q", res.Meta.Status)
 	}
-	want := sandbox.ChangeStats{Files: 4, Added: 1, Modified: 2, Deleted: 1, LinesAdded: 3, LinesRemoved: 2}
+	want := sandbox.ChangeStats{Files: 4, Added: 1, Modified: 2, Deleted: 1, LinesAdded: 3, LinesRemoved: 2,
+		Overview: "changed a.txt, b.txt, c.txt, gone.txt"}
 	if res.Meta.Changes == nil || *res.Meta.Changes != want {
 		t.Errorf("changes %+v, want %+v", res.Meta.Changes, want)
 	}
