@@ -108,7 +108,7 @@ func (cs *Changeset) Overview() string {
 		if bases[path.Base(p)] == 1 {
 			p = path.Base(p)
 		}
-		return safetext.Line(safetext.ShowLookalikes(p))
+		return safetext.Name(p)
 	}
 	for _, f := range cs.Files {
 		switch {
@@ -222,7 +222,7 @@ func changePhrases(f *File, name string) []string {
 	if f.Status == Added || f.Status == Deleted {
 		var decls []string
 		for _, c := range s.Changes {
-			decls = append(decls, safetext.Line(safetext.ShowLookalikes(c.Name)))
+			decls = append(decls, safetext.Name(c.Name))
 		}
 		phrase := statusWord(f) + " " + name
 		switch {
@@ -251,7 +251,7 @@ func changePhrases(f *File, name string) []string {
 		out = append(out, name+": "+counted(moved, "declaration", "declarations")+" moved")
 	}
 	if f.Status == Renamed {
-		out = append([]string{"moved " + safetext.Line(safetext.ShowLookalikes(path.Base(f.OldPath))) + " to " + name}, out...)
+		out = append([]string{"moved " + safetext.Name(path.Base(f.OldPath)) + " to " + name}, out...)
 	}
 	return out
 }

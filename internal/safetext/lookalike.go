@@ -45,7 +45,7 @@ func Lookalikes(s string) []Lookalike {
 		return nil
 	}
 	var out []Lookalike
-	forWords(s, func(w string, escaped bool) {
+	forWordsAt(s, func(w string, _ int, escaped bool) {
 		if escaped {
 			return
 		}
@@ -56,11 +56,15 @@ func Lookalikes(s string) []Lookalike {
 	return out
 }
 
-// ShowLookalikes returns s with each lookalike word shown with its
-// characters outside ASCII as <U+XXXX>, and the rest as it is: for names
-// from the guest, so that "cоunt_words" is not read as count_words. Pass
-// the result through Line or Text before showing it.
-func ShowLookalikes(s string) string {
+// Name returns a name from the guest (a declaration, a path) safe to show
+// within one line, as Line does, and with each lookalike word spelt with
+// its characters outside ASCII as <U+XXXX>, so that "cоunt_words" is not
+// read as count_words.
+func Name(s string) string { return Line(showLookalikes(s)) }
+
+// showLookalikes returns s with each lookalike word spelt with
+// <U+XXXX>, and the rest as it is.
+func showLookalikes(s string) string {
 	if isASCII(s) {
 		return s
 	}
@@ -92,10 +96,6 @@ func isASCII(s string) bool {
 
 func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '$'
-}
-
-func forWords(s string, fn func(w string, escaped bool)) {
-	forWordsAt(s, func(w string, _ int, escaped bool) { fn(w, escaped) })
 }
 
 // forWordsAt calls fn with each word of s, its byte offset, and whether a

@@ -9,7 +9,7 @@ func TestLookalikes(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []string // each Lookalike's String
-		show string   // ShowLookalikes(in)
+		show string   // Name(in)
 	}{
 		{"def c\u043eunt_words(text):", []string{"c<U+043E>unt_words (Latin, Cyrillic)"}, "def c<U+043E>unt_words(text):"},
 		{"pr\u03bfxy = f\u0585o + \u0441\u0430t", []string{"pr<U+03BF>xy (Latin, Greek)", "f<U+0585>o (Latin, Armenian)", "<U+0441><U+0430>t (Latin, Cyrillic)"},
@@ -28,8 +28,8 @@ func TestLookalikes(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Lookalikes(%q) = %q, want %q", tc.in, got, tc.want)
 		}
-		if show := ShowLookalikes(tc.in); show != tc.show {
-			t.Errorf("ShowLookalikes(%q) = %q, want %q", tc.in, show, tc.show)
+		if show := Name(tc.in); show != tc.show {
+			t.Errorf("Name(%q) = %q, want %q", tc.in, show, tc.show)
 		}
 	}
 }

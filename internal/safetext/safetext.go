@@ -30,8 +30,8 @@
 //
 // Lookalikes finds the words that mix ASCII letters with letters of another
 // script that pass for Latin ones (a Cyrillic о in "cоunt_words"), and
-// ShowLookalikes spells them with <U+XXXX>, for names that must not read
-// as the ones they imitate; Airlock flags a change that adds one.
+// Name shows a name as Line does, with such words spelt with <U+XXXX>, so
+// that it does not read as the name it imitates; Airlock flags a change that adds one.
 //
 // It uses the standard library only, so any package may import it; it
 // must not import anything of Airlock's.

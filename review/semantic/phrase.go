@@ -25,7 +25,7 @@ func (c Change) phrase(withKind bool) string {
 		}
 		return string(c.Op) + " " + string(TopLevel)
 	}
-	name := showName(c.Name)
+	name := safetext.Name(c.Name)
 	what := name
 	if withKind {
 		what = string(c.Kind) + " " + name
@@ -34,9 +34,9 @@ func (c Change) phrase(withKind bool) string {
 	case Added, Removed, Moved:
 		return string(c.Op) + " " + what
 	case Renamed:
-		s := "renamed " + showName(c.OldName) + " to " + name
+		s := "renamed " + safetext.Name(c.OldName) + " to " + name
 		if withKind {
-			s = "renamed " + string(c.Kind) + " " + showName(c.OldName) + " to " + name
+			s = "renamed " + string(c.Kind) + " " + safetext.Name(c.OldName) + " to " + name
 		}
 		if parts := c.parts(); parts != "" {
 			s += " (" + parts + ")"
@@ -87,7 +87,7 @@ func bodyWord(k Kind) string {
 func names(list []string) string {
 	shown := make([]string, len(list))
 	for i, n := range list {
-		shown[i] = showName(n)
+		shown[i] = safetext.Name(n)
 	}
 	return strings.Join(shown, ", ")
 }
@@ -125,8 +125,3 @@ func (s *Summary) Lines(max int) []string {
 	}
 	return out
 }
-
-// showName renders a name from the guest for a reader: controls made
-// visible, and a word mixing lookalike alphabets spelt with <U+XXXX>, so
-// that "cоunt_words" (a Cyrillic о) does not read as count_words.
-func showName(n string) string { return safetext.Line(safetext.ShowLookalikes(n)) }

@@ -70,7 +70,7 @@ const (
 	Module    Kind = "module"
 	// TopLevel is the code of a file outside every declaration: a
 	// script's statements, Python's `if __name__ == "__main__":`, a
-	// JavaScript module's calls and exports, a Java static block's class.
+	// JavaScript module's calls and exports, Go's directives.
 	TopLevel Kind = "top-level code"
 )
 
