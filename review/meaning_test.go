@@ -24,13 +24,7 @@ func TestOverview(t *testing.T) {
 		changeOf(s, "lib/new.go", absent, "package lib\n\nfunc A() {}\n\nfunc B() {}\n"),
 		changeOf(s, "lib/old.go", "package lib\n\n// only a comment changes\nfunc C() {}\n", "package lib\n\n// the comment changed\nfunc C() {}\n"),
 	}
-	cs, err := New(context.Background(), changes, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.Summarize(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	cs := summarized(t, s, changes)
 	want := "added new.go (A, B); added STOP_WORDS; count_words: new parameter stop_words, body changed; " +
 		"tests: added test_stopwords.py; imports, comments or layout only: old.go; also: README.md"
 	if got := cs.Overview(); got != want {
@@ -54,11 +48,7 @@ func TestOverviewCapped(t *testing.T) {
 			"def f"+strings.Repeat("y", i)+"():\n    pass\n"))
 	}
 	changes = append(changes, changeOf(s, "evil\u202e.py", absent, "def \u202eevil():\n    pass\n"))
-	cs, err := New(context.Background(), changes, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	cs := summarized(t, s, changes)
 	got := cs.Overview()
 	if n := strings.Count(got, "; ") + 1; n != maxOverviewPhrases {
 		t.Errorf("%d phrases, want %d: %q", n, maxOverviewPhrases, got)
@@ -80,11 +70,7 @@ func TestOverviewSameChange(t *testing.T) {
 		changes = append(changes, changeOf(s, p, "package p\n\nvar a = 1\n", "package p\n\nvar a = 2\n"))
 	}
 	changes = append(changes, changeOf(s, "d/z.go", "package p\n\nfunc F() {}\n", "package p\n\nfunc F() { g() }\n"))
-	cs, err := New(context.Background(), changes, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	cs := summarized(t, s, changes)
 	if got, want := cs.Overview(), "a: value changed (in 3 files); F: body changed"; got != want {
 		t.Errorf("Overview = %q, want %q", got, want)
 	}
@@ -94,11 +80,7 @@ func TestOverviewSameChange(t *testing.T) {
 // changed.
 func TestOverviewOnlyOther(t *testing.T) {
 	s := store{}
-	cs, err := New(context.Background(), []manifest.Change{changeOf(s, "NOTES.md", "a\n", "b\n")}, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	cs := summarized(t, s, []manifest.Change{changeOf(s, "NOTES.md", "a\n", "b\n")})
 	if got, want := cs.Overview(), "changed NOTES.md"; got != want {
 		t.Errorf("Overview = %q, want %q", got, want)
 	}
@@ -148,11 +130,7 @@ func TestOverviewMany(t *testing.T) {
 	for i := range 100 {
 		changes = append(changes, changeOf(s, fmt.Sprintf("doc/d%03d.md", i), "a\n", "b\n"))
 	}
-	cs, err := New(context.Background(), changes, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	cs := summarized(t, s, changes)
 	want := "Fields: new parameter limit; tests: 200 changed, 1 added; " +
 		"imports, comments or layout only: f000.go, f001.go, f002.go, f003.go and 296 more files; " +
 		"also: d000.md, d001.md, d002.md, d003.md and 96 more files"
@@ -165,14 +143,10 @@ func TestOverviewMany(t *testing.T) {
 // file in the overview, and never said to be imports or comments only.
 func TestOverviewTopLevel(t *testing.T) {
 	s := store{}
-	cs, err := New(context.Background(), []manifest.Change{
+	cs := summarized(t, s, []manifest.Change{
 		changeOf(s, "hook.py", "import os\n\ndef f():\n    pass\n", "import os\n\ndef f():\n    pass\n\nos.system(\"sh\")\n"),
 		changeOf(s, "util.py", "import os\n\ndef g():\n    pass\n", "import os, sys\n\ndef g():\n    pass\n"),
-	}, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	})
 	if lang, ok := semantic.Language("a.py"); !ok {
 		t.Skipf("this build has no %s parser (tree-sitter needs cgo)", lang)
 	}
@@ -186,14 +160,24 @@ func TestOverviewTopLevel(t *testing.T) {
 // never counted among the files whose declarations did not change.
 func TestOverviewBroken(t *testing.T) {
 	s := store{}
-	cs, err := New(context.Background(), []manifest.Change{
+	cs := summarized(t, s, []manifest.Change{
 		changeOf(s, "a.go", "package a\n\nfunc F() {}\n", "package a\n\nfunc F() {}\n\nfunc G( {\n"),
-	}, s.source, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs.Summarize(context.Background())
+	})
 	if got := cs.Overview(); !strings.Contains(got, "a.go: does not parse as Go") || strings.Contains(got, "layout only") {
 		t.Errorf("Overview = %q", got)
 	}
+}
+
+// summarized is the changeset of changes, their contents in s, with what
+// each change means read.
+func summarized(t *testing.T, s store, changes []manifest.Change) *Changeset {
+	t.Helper()
+	cs, err := New(context.Background(), changes, s.source, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Summarize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
