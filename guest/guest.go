@@ -119,6 +119,15 @@ const (
 	// read-write on OverlayRW(DIR), holding the upper layer (UpperDir,
 	// which OverlayUpper(DIR) names) and WorkDir. Only root reaches
 	// either: what the command changed is exactly the upper layer.
+	//
+	// DiskArg=DEV:DIR:LOWER:DELTA stacks two baseline disks: LOWER a
+	// project's full disk and DELTA the changes from its tree to the
+	// baseline's (overlay whiteouts for what is gone), whose BaselineBase
+	// file must name LOWER's BaselineID. Each is mounted read-only on
+	// OverlayLayer(DIR, "base") and OverlayLayer(DIR, "delta"), and
+	// OverlayLower(DIR) is a read-only overlay of DELTA over LOWER (its
+	// BaselineID is DELTA's); the overlay on DIR has both trees as its
+	// lower layers, DELTA's above.
 	DiskArg = "airlock.disk"
 	// OverlayRoot holds the disks of DiskArg's overlays (0700).
 	OverlayRoot = "/run/airlock/overlay"
@@ -126,6 +135,8 @@ const (
 	// tree; the disk's BaselineID file names the baseline.
 	BaselineTree = "tree"
 	BaselineID   = "id"
+	// BaselineBase, on a delta disk, names the base disk it goes over.
+	BaselineBase = "base"
 	// NetArg on the kernel command line, as NetArg=dhcp, makes PID 1 bring
 	// up the machine's network device (the unprotected open-network mode)
 	// with busybox's DHCP client before the first command runs. Without it
@@ -161,6 +172,10 @@ const (
 // OverlayLower is where the guest mounts the baseline disk of the overlay
 // on dir (an absolute, clean directory).
 func OverlayLower(dir string) string { return OverlayRoot + dir + "/lower" }
+
+// OverlayLayer is where the guest mounts one of the two disks (name
+// "base" or "delta") of a layered baseline of the overlay on dir.
+func OverlayLayer(dir, name string) string { return OverlayRoot + dir + "/" + name }
 
 // OverlayRW is where the guest mounts the writable disk of the overlay on
 // dir; OverlayUpper is the overlay's upper directory on it.

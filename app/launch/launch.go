@@ -118,6 +118,10 @@ type Disk struct {
 	// guest.BaselineTree): Mount is then an overlay whose lower layer is
 	// that tree and whose upper layer is on Path.
 	Lower string
+	// Delta, if set beside Lower, is a read-only disk of the changes from
+	// Lower's tree to the baseline's: the overlay's lower layers are
+	// Delta's tree over Lower's.
+	Delta string
 }
 
 // Share is a virtio-fs share the guest agent mounts on Mount.
@@ -693,9 +697,12 @@ func attach(spec *vm.Spec, shares []Share, disks []Disk) (diskArgs []string) {
 	for _, d := range disks {
 		// Disks are vda, vdb, … in the order of spec.Disks.
 		lower := ""
-		if d.Lower != "" {
-			lower = ":" + blockDevice(len(spec.Disks))
-			spec.Disks = append(spec.Disks, vm.Disk{Path: d.Lower, ReadOnly: true, Format: "raw"})
+		for _, l := range []string{d.Lower, d.Delta} {
+			if l == "" || d.Lower == "" {
+				continue
+			}
+			lower += ":" + blockDevice(len(spec.Disks))
+			spec.Disks = append(spec.Disks, vm.Disk{Path: l, ReadOnly: true, Format: "raw"})
 		}
 		diskArgs = append(diskArgs, blockDevice(len(spec.Disks))+":"+d.Mount+lower)
 		spec.Disks = append(spec.Disks, vm.Disk{Path: d.Path, Format: "raw"})

@@ -75,6 +75,10 @@ type BaseDiskRequest struct {
 	Manifest *manifest.Manifest
 	// Objects is the content store the baseline was snapshotted into.
 	Objects *objects.Store
+	// Project, for MakeBaseLayers, is the project's directory: the key
+	// of its record of the project's last full disk. Empty, every
+	// baseline gets a full disk of its own.
+	Project string
 	// UID and GID own every entry of the project on the disk: the guest
 	// user the command runs as.
 	UID, GID int
@@ -102,6 +106,33 @@ type baseDiskRecord struct {
 	// image was written, so data found there later is an edit. Where it
 	// cannot tell (no SEEK_DATA), only the size is checked.
 	Holes bool `json:"holes"`
+	// Stamp is how the host's file system showed the image when it was
+	// last found good: while the image still shows exactly this, it was
+	// not written since, and VerifyBaseDisk does not read it again.
+	Stamp *fileStamp `json:"stamp,omitempty"`
+}
+
+// fileStamp is what the host's file system tells of a file without
+// reading it. Writing a file changes its ctime, which no user can set
+// back (only the clock can); renaming it, chmod and links change it too
+// (the next check then reads the image once and records the new stamp).
+type fileStamp struct {
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+	CtimeNS int64  `json:"ctime_ns"`
+}
+
+// stampOf is fi's stamp; ok is false where the file system does not say
+// (no syscall.Stat_t).
+func stampOf(fi fs.FileInfo) (fileStamp, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{}, false
+	}
+	mtime, ctime := statTimes(st)
+	return fileStamp{Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: fi.Size(), MtimeNS: mtime, CtimeNS: ctime}, true
 }
 
 // BaseDiskSize is the size of the image holding a file system of fs
@@ -144,38 +175,80 @@ const maxID = math.MaxInt32
 // written again, with a warning. Callers for the same disk at once (the
 // attempts of a fan-out) wait for one writer and share its disk.
 func MakeBaseDisk(ctx context.Context, req BaseDiskRequest) (BaseDisk, error) {
-	switch {
-	case req.Dir == "":
-		return BaseDisk{}, errors.New("make base disk: no cache directory")
-	case req.Manifest == nil || req.Objects == nil:
-		return BaseDisk{}, errors.New("make base disk: no baseline (manifest and content store)")
-	case req.UID < 0 || req.UID > maxID || req.GID < 0 || req.GID > maxID:
-		return BaseDisk{}, fmt.Errorf("make base disk: owner %d:%d is not a valid uid:gid (0 to %d)", req.UID, req.GID, maxID)
-	}
-	// Every path becomes a name on the disk: the same rules as a manifest
-	// from the guest, without its size caps (this one is the project's).
-	if err := req.Manifest.Validate(manifest.Limits{MaxEntries: -1, MaxFileSize: -1, MaxTotalBytes: -1,
-		MaxPathLen: -1, MaxTargetLen: -1, AllowGit: true, CaseSensitive: true}); err != nil {
+	if err := req.check(); err != nil {
 		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
-	}
-	log := req.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
 	}
 	id, err := BaseDiskID(req.Manifest, req.UID, req.GID)
 	if err != nil {
 		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
 	}
-	disk := BaseDisk{Path: filepath.Join(req.Dir, id+".img"), ID: id}
-	if err := privateDir(req.Dir); err != nil {
+	disk, err := makeLayerDisk(ctx, req, id, layer{id: id, entries: fullLayer(req.Manifest)})
+	if err != nil {
 		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
+	}
+	return disk, nil
+}
+
+// projectLimits are the rules every path of a baseline disk must keep:
+// those of a manifest from the guest, without its size caps (this one is
+// the project's).
+var projectLimits = manifest.Limits{MaxEntries: -1, MaxFileSize: -1, MaxTotalBytes: -1,
+	MaxPathLen: -1, MaxTargetLen: -1, AllowGit: true, CaseSensitive: true}
+
+// check says what is wrong with req.
+func (req BaseDiskRequest) check() error {
+	switch {
+	case req.Dir == "":
+		return errors.New("no cache directory")
+	case req.Manifest == nil || req.Objects == nil:
+		return errors.New("no baseline (manifest and content store)")
+	case req.UID < 0 || req.UID > maxID || req.GID < 0 || req.GID > maxID:
+		return fmt.Errorf("owner %d:%d is not a valid uid:gid (0 to %d)", req.UID, req.GID, maxID)
+	}
+	// Every path becomes a name on the disk.
+	return req.Manifest.Validate(projectLimits)
+}
+
+// layer is what one disk holds: at its root BaseDiskIDFile (id) and, on
+// a delta disk, DeltaDiskBaseFile (base), and under BaseDiskTree the
+// entries, in manifest order.
+type layer struct {
+	id, base string
+	entries  []layerEntry
+}
+
+// layerEntry is an entry of a layer's tree: one of the baseline's, or a
+// whiteout (an overlay whiteout, a character device 0/0: the lower
+// layer's entry at Path is gone). Opaque marks a directory that hides the
+// lower layer's below it (the trusted.overlay.opaque xattr).
+type layerEntry struct {
+	manifest.Entry
+	Whiteout, Opaque bool
+}
+
+// fullLayer is the layer of a whole baseline.
+func fullLayer(m *manifest.Manifest) []layerEntry {
+	out := make([]layerEntry, len(m.Entries))
+	for i, e := range m.Entries {
+		out[i] = layerEntry{Entry: e}
+	}
+	return out
+}
+
+// makeLayerDisk returns the disk named name holding l, writing it into
+// req.Dir unless a good one is there (MakeBaseDisk says how).
+func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l layer) (BaseDisk, error) {
+	log := req.logger()
+	disk := BaseDisk{Path: filepath.Join(req.Dir, name+".img"), ID: name}
+	if err := privateDir(req.Dir); err != nil {
+		return BaseDisk{}, err
 	}
 
 	// Most calls find the disk: they check it side by side, under a
 	// shared lock that keeps a writer from swapping it meanwhile.
 	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_SH)
 	if err != nil {
-		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
+		return BaseDisk{}, err
 	}
 	err = VerifyBaseDisk(disk.Path)
 	if err == nil {
@@ -185,12 +258,12 @@ func MakeBaseDisk(ctx context.Context, req BaseDiskRequest) (BaseDisk, error) {
 	}
 	unlock()
 	if err == nil {
-		log.Debug("base disk found", "id", id, "path", disk.Path)
+		log.Debug("base disk found", "id", name, "path", disk.Path)
 		return disk, nil
 	}
 	unlock, err = lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
 	if err != nil {
-		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
+		return BaseDisk{}, err
 	}
 	defer unlock()
 	// Another caller may have written it while this one waited.
@@ -202,20 +275,27 @@ func MakeBaseDisk(ctx context.Context, req BaseDiskRequest) (BaseDisk, error) {
 	}
 	for _, p := range []string{disk.Path, recordPath(disk.Path)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return BaseDisk{}, fmt.Errorf("make base disk: remove the damaged disk: %w", err)
+			return BaseDisk{}, fmt.Errorf("remove the damaged disk: %w", err)
 		}
 	}
-	need := baseDiskNeed(req.Manifest)
+	need := baseDiskNeed(l.entries)
 	if err := checkBaseDiskRoom(req.Dir, need, freeSpace(req.Dir)); err != nil {
 		return BaseDisk{}, err
 	}
 	start := time.Now()
-	if err := writeBaseDisk(ctx, req, disk, need); err != nil {
-		return BaseDisk{}, fmt.Errorf("make base disk: %w", err)
+	if err := writeBaseDisk(ctx, req, disk, l, need); err != nil {
+		return BaseDisk{}, err
 	}
-	log.Debug("base disk written", "id", id, "path", disk.Path, "took", time.Since(start))
-	pruneBaseDisks(req.Dir, id, time.Now(), log)
+	log.Debug("base disk written", "id", name, "path", disk.Path, "took", time.Since(start))
+	pruneBaseDisks(req.Dir, name, time.Now(), log)
 	return disk, nil
+}
+
+func (req BaseDiskRequest) logger() *slog.Logger {
+	if req.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return req.Logger
 }
 
 // How long and how many base disks are kept: a disk not used for
@@ -261,6 +341,7 @@ func pruneBaseDisks(dir, keep string, now time.Time, log *slog.Logger) {
 			continue
 		}
 		os.Remove(filepath.Join(dir, r.id+".json"))
+		os.Remove(filepath.Join(dir, r.id+manifestSuffix))
 		log.Debug("pruned base disk", "id", r.id, "last_used", r.used)
 	}
 }
@@ -314,11 +395,16 @@ func lockBaseDisks(ctx context.Context, dir string, how int) (func(), error) {
 }
 
 // VerifyBaseDisk checks the image at path (a BaseDisk's Path) against its
-// record, ID.json beside it: its size, the SHA-256 of its file system,
-// and no data in the hole past the file system where the host's file
-// system can tell. An image that does not exist gives an error matching
-// fs.ErrNotExist; one that does not match its record an error wrapping
-// ErrBaseDiskDamaged. Check a disk made earlier before attaching it.
+// record, ID.json beside it. An image that shows the record's stamp (the
+// same file, size, mtime and ctime as when it was last found good) was
+// not written since and is good without being read. Any other is read
+// whole: its size, the SHA-256 of its file system, and no data in the
+// hole past the file system where the host's file system can tell; a
+// good one gets its new stamp recorded (an image renamed, chmod-ed or
+// linked is read once more). An image that does not exist gives an error
+// matching fs.ErrNotExist; one that does not match its record an error
+// wrapping ErrBaseDiskDamaged. Check a disk made earlier before
+// attaching it.
 func VerifyBaseDisk(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -339,6 +425,25 @@ func VerifyBaseDisk(path string) error {
 	if fi.Size() != rec.Size {
 		return fmt.Errorf("verify base disk %s: %w: %d bytes, its record says %d", path, ErrBaseDiskDamaged, fi.Size(), rec.Size)
 	}
+	stamp, stamped := stampOf(fi)
+	if stamped && rec.Stamp != nil && *rec.Stamp == stamp {
+		return nil
+	}
+	if err := hashBaseDisk(f, path, rec); err != nil {
+		return err
+	}
+	if stamped {
+		// Best effort: without it, the next check reads the image again.
+		rec.Stamp = &stamp
+		_ = writeBaseDiskRecord(recordPath(path), rec)
+	}
+	return nil
+}
+
+// hashBaseDisk reads the image f (at path) whole and checks it against
+// rec: no data past its file system where the host can tell, and its
+// file system's SHA-256.
+func hashBaseDisk(f *os.File, path string, rec baseDiskRecord) error {
 	if rec.Holes {
 		switch off, err := f.Seek(rec.FSSize, unix.SEEK_DATA); {
 		case err == nil:
@@ -346,9 +451,9 @@ func VerifyBaseDisk(path string) error {
 		case !errors.Is(err, syscall.ENXIO):
 			return fmt.Errorf("verify base disk %s: %w", path, err)
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("verify base disk %s: %w", path, err)
-		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("verify base disk %s: %w", path, err)
 	}
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, io.LimitReader(f, rec.FSSize), make([]byte, 1<<20)); err != nil {
@@ -358,6 +463,15 @@ func VerifyBaseDisk(path string) error {
 		return fmt.Errorf("verify base disk %s: %w: its file system hashes to %s, its record says %s", path, ErrBaseDiskDamaged, sum, rec.SHA256)
 	}
 	return nil
+}
+
+// writeBaseDiskRecord writes rec at path, atomically.
+func writeBaseDiskRecord(path string, rec baseDiskRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o600)
 }
 
 // readBaseDiskRecord reads and checks a record.
@@ -387,10 +501,10 @@ func readBaseDiskRecord(path string) (baseDiskRecord, error) {
 // baseDiskNeed estimates the bytes a base disk of m takes on the host:
 // each file rounded up to a 4 KiB block, a block per directory and long
 // symlink, an inode each, and a few MiB of file system around them.
-func baseDiskNeed(m *manifest.Manifest) int64 {
+func baseDiskNeed(entries []layerEntry) int64 {
 	const block, inode = 4096, 256
 	need := int64(4 << 20)
-	for _, e := range m.Entries {
+	for _, e := range entries {
 		need += inode
 		switch e.Type {
 		case manifest.File:
@@ -431,7 +545,7 @@ func freeSpace(dir string) int64 {
 // writeBaseDisk writes the disk into a temporary file in the cache
 // directory and renames it and its record into place (the caller holds
 // the cache's lock). Nothing is left behind if it fails.
-func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, need int64) (err error) {
+func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, l layer, need int64) (err error) {
 	tmp, err := os.CreateTemp(req.Dir, disk.ID+".*.tmp")
 	if err != nil {
 		return err
@@ -443,7 +557,7 @@ func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, need
 		}
 	}()
 	var total int64
-	for _, e := range req.Manifest.Entries {
+	for _, e := range l.entries {
 		total += e.Size
 	}
 	prog := &byteProgress{report: req.Progress, total: total, start: time.Now()}
@@ -451,7 +565,7 @@ func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, need
 	errStopped := errors.New("the ext4 writer stopped")
 	produced := make(chan error, 1)
 	go func() {
-		err := writeBaseTar(ctx, pw, req, disk.ID, prog)
+		err := writeBaseTar(ctx, pw, req, l, prog)
 		pw.CloseWithError(err)
 		produced <- err
 	}()
@@ -499,18 +613,23 @@ func writeBaseDisk(ctx context.Context, req BaseDiskRequest, disk BaseDisk, need
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
 	// The record first: an image is never there without it, and a record
-	// without its image is only a miss.
-	if err := atomicfile.WriteFile(recordPath(disk.Path), append(data, '\n'), 0o600); err != nil {
+	// without its image is only a miss. Once the image is in place, its
+	// stamp goes into the record (renaming it changed its ctime).
+	if err := writeBaseDiskRecord(recordPath(disk.Path), rec); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), disk.Path); err != nil {
 		os.Remove(recordPath(disk.Path))
 		return err
+	}
+	if fi, err := os.Stat(disk.Path); err == nil {
+		if stamp, ok := stampOf(fi); ok {
+			rec.Stamp = &stamp
+			if err := writeBaseDiskRecord(recordPath(disk.Path), rec); err != nil {
+				return err
+			}
+		}
 	}
 	return atomicfile.SyncDir(req.Dir)
 }
@@ -560,9 +679,9 @@ func padInodeBitmaps(f *os.File) error {
 }
 
 // writeBaseTar writes the disk's tree as a tar stream: the root, the ID
-// file, the tree directory and the manifest's entries in order (parents
-// first: the manifest is sorted).
-func writeBaseTar(ctx context.Context, w io.Writer, req BaseDiskRequest, id string, prog *byteProgress) error {
+// file (and a delta's base file), the tree directory and the layer's
+// entries in order (parents first: they are sorted).
+func writeBaseTar(ctx context.Context, w io.Writer, req BaseDiskRequest, l layer, prog *byteProgress) error {
 	tw := tar.NewWriter(w)
 	hdr := func(name string, typ byte, mode int64, uid, gid int) *tar.Header {
 		return &tar.Header{Name: name, Typeflag: typ, Mode: mode, Uid: uid, Gid: gid,
@@ -571,42 +690,58 @@ func writeBaseTar(ctx context.Context, w io.Writer, req BaseDiskRequest, id stri
 	if err := tw.WriteHeader(hdr("./", tar.TypeDir, 0o755, 0, 0)); err != nil {
 		return err
 	}
-	h := hdr(BaseDiskIDFile, tar.TypeReg, 0o444, 0, 0)
-	h.Size = int64(len(id))
-	if err := tw.WriteHeader(h); err != nil {
-		return err
+	files := [][2]string{{BaseDiskIDFile, l.id}}
+	if l.base != "" {
+		files = append(files, [2]string{DeltaDiskBaseFile, l.base})
 	}
-	if _, err := io.WriteString(tw, id); err != nil {
-		return err
+	for _, f := range files {
+		h := hdr(f[0], tar.TypeReg, 0o444, 0, 0)
+		h.Size = int64(len(f[1]))
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(tw, f[1]); err != nil {
+			return err
+		}
 	}
 	if err := tw.WriteHeader(hdr(BaseDiskTree+"/", tar.TypeDir, 0o755, req.UID, req.GID)); err != nil {
 		return err
 	}
 	buf := make([]byte, 256<<10)
-	for _, e := range req.Manifest.Entries {
+	for _, e := range l.entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		name := BaseDiskTree + "/" + e.Path
 		mode := int64(e.Mode.Perm())
-		switch e.Type {
-		case manifest.Dir:
-			if err := tw.WriteHeader(hdr(name+"/", tar.TypeDir, mode, req.UID, req.GID)); err != nil {
+		switch {
+		case e.Whiteout:
+			// Written as the overlay's own whiteout, not as tar2ext4's
+			// ".wh." names, which a project may hold as its own files.
+			if err := tw.WriteHeader(hdr(name, tar.TypeChar, 0, 0, 0)); err != nil {
 				return err
 			}
-		case manifest.Symlink:
+		case e.Type == manifest.Dir:
+			h := hdr(name+"/", tar.TypeDir, mode, req.UID, req.GID)
+			if e.Opaque {
+				h.PAXRecords = map[string]string{"SCHILY.xattr.trusted.overlay.opaque": "y"}
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+		case e.Type == manifest.Symlink:
 			h := hdr(name, tar.TypeSymlink, 0o777, req.UID, req.GID)
 			h.Linkname = e.Target
 			if err := tw.WriteHeader(h); err != nil {
 				return err
 			}
-		case manifest.File:
+		case e.Type == manifest.File:
 			h := hdr(name, tar.TypeReg, mode, req.UID, req.GID)
 			h.Size = e.Size
 			if err := tw.WriteHeader(h); err != nil {
 				return err
 			}
-			if err := copyObject(ctx, &progressWriter{w: tw, p: prog}, req.Objects, e, buf); err != nil {
+			if err := copyObject(ctx, &progressWriter{w: tw, p: prog}, req.Objects, e.Entry, buf); err != nil {
 				return err
 			}
 		}

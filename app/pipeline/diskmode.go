@@ -12,16 +12,17 @@ import (
 	"github.com/airlock-dev/airlock/sync/transfer"
 )
 
-// diskWorkspace is SyncDisk: the baseline is a read-only disk written on
-// the host (MakeBaseDisk, shared by every sandbox of the same tree and
-// owner), the guest mounts it as the lower layer of an overlay on
-// /workspace whose upper layer is on the sandbox's own disk (DiskFile,
-// the quota), and the collect reads the upper layer only.
+// diskWorkspace is SyncDisk: the baseline is two read-only disks written
+// on the host (MakeBaseLayers: the project's full disk and the changes
+// since, shared by every sandbox of the same tree and owner), the guest
+// stacks them as the lower layers of an overlay on /workspace whose
+// upper layer is on the sandbox's own disk (DiskFile, the quota), and
+// the collect reads the upper layer only.
 type diskWorkspace struct {
 	r        *runner
 	uid, gid int    // the baseline's owner: the command's user (diskOwner)
 	disk     string // the upper layer's disk
-	base     BaseDisk
+	base     BaseLayers
 	pushMS   int64
 }
 
@@ -43,7 +44,7 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 	t := time.Now()
 	msg := "writing the baseline disk"
 	r.progress(Progress{Step: StepPush, Message: msg})
-	base, err := MakeBaseDisk(ctx, BaseDiskRequest{Dir: r.o.BaseDisks, Manifest: r.base, Objects: r.s.Objects(),
+	base, err := MakeBaseLayers(ctx, BaseDiskRequest{Dir: r.o.BaseDisks, Project: r.project, Manifest: r.base, Objects: r.s.Objects(),
 		UID: w.uid, GID: w.gid, Logger: r.log, Progress: func(done, total int64) {
 			r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("%s, %d/%d MB", msg, done>>20, total>>20)})
 		}})
@@ -52,7 +53,7 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 	}
 	w.base, w.pushMS = base, time.Since(t).Milliseconds()
 	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventPushed, Data: map[string]any{
-		"files": report.Files, "bytes": report.Bytes, "push_ms": w.pushMS, "sync_mode": r.o.Sync, "base_disk": base.ID}}); err != nil {
+		"files": report.Files, "bytes": report.Bytes, "push_ms": w.pushMS, "sync_mode": r.o.Sync, "base_disk": base.Base.ID, "delta_disk": base.Delta.ID, "baseline": base.ID}}); err != nil {
 		return Attach{}, err
 	}
 	path := r.sb.Path(DiskFile)
@@ -60,11 +61,11 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 		return Attach{}, err
 	}
 	w.disk = path
-	return Attach{Disks: []launch.Disk{{Path: path, Mount: sandbox.Workspace, Lower: base.Path}}}, nil
+	return Attach{Disks: []launch.Disk{{Path: path, Mount: sandbox.Workspace, Lower: base.Base.Path, Delta: base.Delta.Path}}}, nil
 }
 
 // release removes the upper layer's disk once the machine is gone (a
-// kept machine keeps it); the baseline disk stays in the cache.
+// kept machine keeps it); the baseline disks stay in the cache.
 func (w *diskWorkspace) release() {
 	if w.disk != "" && !w.r.o.Keep {
 		w.r.removeDisk(w.disk)
@@ -72,8 +73,8 @@ func (w *diskWorkspace) release() {
 }
 
 // fill has nothing to send: the overlay is /workspace, owned by the
-// command's user from the start. Both ends know the baseline by the
-// disk's ID.
+// command's user from the start. Both ends know the baseline by its ID
+// (the delta disk's BaseDiskIDFile).
 func (w *diskWorkspace) fill(_ context.Context, m Machine, _ *manifest.Report) (transfer.Known, int64, error) {
 	w.r.user = w.r.commandUser(m)
 	return transfer.Known{ID: w.base.ID, Manifest: w.r.base}, w.pushMS, nil

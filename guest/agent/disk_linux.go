@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func MountDisks(disks []string) error {
 		return fmt.Errorf("mount disks: malformed %q", bad)
 	}
 	for _, m := range mounts {
-		for _, dev := range []string{m.Dev, m.Lower} {
+		for _, dev := range []string{m.Dev, m.Lower, m.Delta} {
 			if dev == "" {
 				continue
 			}
@@ -99,7 +100,8 @@ func mountDisk(m diskMount) error {
 const overlayOptions = "redirect_dir=off,metacopy=off,index=off,xino=off"
 
 // mountOverlayDisk mounts m as an overlay on m.Dir: the baseline disk
-// /dev/m.Lower read-only, its guest.BaselineTree the lower layer, and
+// /dev/m.Lower read-only, its guest.BaselineTree the lower layer (under
+// the delta disk's, for a layered baseline: mountBaseline), and
 // /dev/m.Dev holding the upper layer. The upper directory, made on the
 // first mount, takes the owner and mode of the baseline's tree, which the
 // overlay's root shows.
@@ -116,8 +118,9 @@ func mountOverlayDisk(m diskMount) error {
 			return err
 		}
 	}
-	if err := unix.Mount("/dev/"+m.Lower, lower, "ext4", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "noload"); err != nil {
-		return fmt.Errorf("mount the baseline /dev/%s: %w", m.Lower, err)
+	lowerdir, err := mountBaseline(m)
+	if err != nil {
+		return err
 	}
 	if err := unix.Mount("/dev/"+m.Dev, rw, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "noinit_itable"); err != nil {
 		return fmt.Errorf("mount /dev/%s: %w", m.Dev, err)
@@ -142,11 +145,78 @@ func mountOverlayDisk(m diskMount) error {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return err
 	}
-	opts := "lowerdir=" + tree + ",upperdir=" + up + ",workdir=" + work + "," + overlayOptions
+	opts := "lowerdir=" + lowerdir + ",upperdir=" + up + ",workdir=" + work + "," + overlayOptions
 	if err := unix.Mount("overlay", m.Dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the overlay on %s (%s): %w", m.Dir, opts, err)
 	}
 	return nil
+}
+
+// mountBaseline mounts m's baseline on guest.OverlayLower(m.Dir), where
+// its guest.BaselineID and guest.BaselineTree are read, and returns the
+// overlay's lowerdir. A single disk is mounted there read-only. A layered
+// one (m.Delta) has both disks mounted read-only beside it
+// (guest.OverlayLayer), the delta's guest.BaselineBase checked to name the
+// base disk's guest.BaselineID (a delta over another base would show
+// another tree), and there a read-only overlay of the delta disk over the
+// base disk: its BaselineID is the delta's, its tree the baseline's. The
+// workspace's lowerdir is the two trees, not that overlay (no stacking).
+func mountBaseline(m diskMount) (string, error) {
+	lower := guest.OverlayLower(m.Dir)
+	const ro = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
+	if m.Delta == "" {
+		if err := unix.Mount("/dev/"+m.Lower, lower, "ext4", ro, "noload"); err != nil {
+			return "", fmt.Errorf("mount the baseline /dev/%s: %w", m.Lower, err)
+		}
+		return lower + "/" + guest.BaselineTree, nil
+	}
+	base, delta := guest.OverlayLayer(m.Dir, "base"), guest.OverlayLayer(m.Dir, "delta")
+	for _, d := range [][2]string{{m.Lower, base}, {m.Delta, delta}} {
+		if err := os.MkdirAll(d[1], 0o755); err != nil {
+			return "", err
+		}
+		if err := unix.Mount("/dev/"+d[0], d[1], "ext4", ro, "noload"); err != nil {
+			return "", fmt.Errorf("mount the baseline /dev/%s: %w", d[0], err)
+		}
+	}
+	baseID, err := readDiskID(base + "/" + guest.BaselineID)
+	if err != nil {
+		return "", fmt.Errorf("the baseline /dev/%s: %w", m.Lower, err)
+	}
+	over, err := readDiskID(delta + "/" + guest.BaselineBase)
+	if err != nil {
+		return "", fmt.Errorf("the baseline's delta /dev/%s: %w", m.Delta, err)
+	}
+	if over != baseID {
+		return "", fmt.Errorf("the baseline's delta /dev/%s was made over base disk %s, and /dev/%s is %s", m.Delta, over, m.Lower, baseID)
+	}
+	if _, err := readDiskID(delta + "/" + guest.BaselineID); err != nil {
+		return "", fmt.Errorf("the baseline's delta /dev/%s: %w", m.Delta, err)
+	}
+	if err := unix.Mount("overlay", lower, "overlay", ro, "lowerdir="+delta+":"+base+","+overlayOptions); err != nil {
+		return "", fmt.Errorf("mount the baseline's layers on %s: %w", lower, err)
+	}
+	return delta + "/" + guest.BaselineTree + ":" + base + "/" + guest.BaselineTree, nil
+}
+
+// readDiskID reads an identity file of a baseline disk: a regular file
+// of 64 lower-case hex digits (a newline after them allowed).
+func readDiskID(p string) (string, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", p)
+	}
+	b := make([]byte, 129)
+	n, _ := io.ReadFull(f, b)
+	id := strings.TrimSuffix(string(b[:n]), "\n")
+	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%s does not hold 64 lower-case hex digits", p)
+	}
+	return id, nil
 }
 
 // udhcpcScript applies the lease busybox udhcpc obtained (it passes the

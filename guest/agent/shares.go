@@ -33,9 +33,11 @@ func shareMounts(cmdline string) (mounts []shareMount, bad []string) {
 }
 
 // diskMount is a block device PID 1 mounts: guest.DiskArg=Dev:Dir, or
-// Dev:Dir:Lower for an overlay of the read-only disk Lower under Dev.
+// Dev:Dir:Lower for an overlay of the read-only disk Lower under Dev, or
+// Dev:Dir:Lower:Delta for an overlay of the read-only disk Delta's tree
+// over Lower's under Dev.
 type diskMount struct {
-	Dev, Dir, Lower string
+	Dev, Dir, Lower, Delta string
 }
 
 // diskMounts reads the guest.DiskArg arguments of a kernel command line.
@@ -48,13 +50,15 @@ func diskMounts(cmdline string) (mounts []diskMount, bad []string) {
 			continue
 		}
 		dev, rest, ok := strings.Cut(v, ":")
-		dir, lower, overlay := strings.Cut(rest, ":")
+		dir, lowers, overlay := strings.Cut(rest, ":")
+		lower, delta, layered := strings.Cut(lowers, ":")
 		if !ok || !validDevName(dev) || dir == "" || !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" ||
-			overlay && (!validDevName(lower) || lower == dev || strings.HasPrefix(dir, guest.OverlayRoot)) {
+			overlay && (!validDevName(lower) || lower == dev || strings.HasPrefix(dir, guest.OverlayRoot)) ||
+			layered && (!validDevName(delta) || delta == dev || delta == lower) {
 			bad = append(bad, f)
 			continue
 		}
-		mounts = append(mounts, diskMount{Dev: dev, Dir: dir, Lower: lower})
+		mounts = append(mounts, diskMount{Dev: dev, Dir: dir, Lower: lower, Delta: delta})
 	}
 	return mounts, bad
 }

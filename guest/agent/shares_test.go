@@ -44,8 +44,11 @@ func TestDiskMounts(t *testing.T) {
 		{cmdline: "airlock.disk=/dev/vda:/w airlock.disk=../vda:/w airlock.disk=vda airlock.disk=vda:rel airlock.disk=vda:/ airlock.disk=:/w",
 			bad: []string{"airlock.disk=/dev/vda:/w", "airlock.disk=../vda:/w", "airlock.disk=vda", "airlock.disk=vda:rel", "airlock.disk=vda:/", "airlock.disk=:/w"}},
 		{cmdline: "airlock.disk=vdc:/workspace:vdb", want: []diskMount{{Dev: "vdc", Dir: "/workspace", Lower: "vdb"}}},
-		{cmdline: "airlock.disk=vdc:/workspace: airlock.disk=vdc:/w:vdc airlock.disk=vdc:/w:../vdb airlock.disk=vdc:/run/airlock/overlay/x:vdb airlock.disk=vdc:/w:vdb:x",
-			bad: []string{"airlock.disk=vdc:/workspace:", "airlock.disk=vdc:/w:vdc", "airlock.disk=vdc:/w:../vdb", "airlock.disk=vdc:/run/airlock/overlay/x:vdb", "airlock.disk=vdc:/w:vdb:x"}},
+		{cmdline: "airlock.disk=vdc:/workspace: airlock.disk=vdc:/w:vdc airlock.disk=vdc:/w:../vdb airlock.disk=vdc:/run/airlock/overlay/x:vdb airlock.disk=vdc:/w:vdb:x/y",
+			bad: []string{"airlock.disk=vdc:/workspace:", "airlock.disk=vdc:/w:vdc", "airlock.disk=vdc:/w:../vdb", "airlock.disk=vdc:/run/airlock/overlay/x:vdb", "airlock.disk=vdc:/w:vdb:x/y"}},
+		{cmdline: "airlock.disk=vdd:/workspace:vdb:vdc", want: []diskMount{{Dev: "vdd", Dir: "/workspace", Lower: "vdb", Delta: "vdc"}}},
+		{cmdline: "airlock.disk=vdd:/w:vdb:vdb airlock.disk=vdd:/w:vdb:vdd airlock.disk=vdd:/w:vdb: airlock.disk=vdd:/w:vdb:vdc:vde airlock.disk=vdd:/w::vdc",
+			bad: []string{"airlock.disk=vdd:/w:vdb:vdb", "airlock.disk=vdd:/w:vdb:vdd", "airlock.disk=vdd:/w:vdb:", "airlock.disk=vdd:/w:vdb:vdc:vde", "airlock.disk=vdd:/w::vdc"}},
 	}
 	for _, tt := range tests {
 		got, bad := diskMounts(tt.cmdline)
