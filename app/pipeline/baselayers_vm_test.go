@@ -218,10 +218,6 @@ func TestBaseLayersInVM(t *testing.T) {
 
 	// A large edit squashes: the next baseline is a full disk of its own.
 	for i := range 400 {
-		files[fmt.Sprintf("many/f%03d.txt", i)] = fmt.Sprintf("file %d, edited\n", i)
-	}
-	v.write(map[string]string{})
-	for i := range 400 {
 		if err := os.WriteFile(filepath.Join(v.project, fmt.Sprintf("many/f%03d.txt", i)), fmt.Appendf(nil, "file %d, edited\n", i), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +227,19 @@ func TestBaseLayersInVM(t *testing.T) {
 		t.Fatalf("a large edit did not squash: %+v", sq)
 	}
 	v.check("squashed", sq, m)
+
+	// A delta over another base is refused by the guest.
+	upper := filepath.Join(t.TempDir(), "upper.img")
+	if err := pipeline.CreateDisk(v.ctx, upper, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := v.boot(v.ctx, pipeline.Attach{ID: fmt.Sprintf("layers%d-wrong", os.Getpid()),
+		Disks: []launch.Disk{{Path: upper, Mount: "/workspace", Lower: sq.Base.Path, Delta: last.Delta.Path}}}); err == nil {
+		m.Shutdown(context.WithoutCancel(v.ctx))
+		t.Fatal("the guest mounted a delta over another base")
+	} else {
+		t.Logf("a delta over another base: %v", err)
+	}
 
 	// A damaged base is never used: the baseline gets a full disk.
 	if err := os.Chmod(sq.Base.Path, 0o600); err != nil {
