@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -456,5 +455,4 @@ func TestVerifyBaseDiskStamp(t *testing.T) {
 	if err := VerifyBaseDisk(d.Path); !errors.Is(err, ErrBaseDiskDamaged) {
 		t.Fatalf("VerifyBaseDisk of an edit with the size and mtime kept = %v, want ErrBaseDiskDamaged", err)
 	}
-	_ = fs.ErrNotExist
 }
