@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -301,7 +302,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	if err != nil {
 		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, id, id)
 	}
-	if res.FinalMessage != "" && res.Summary == "" {
+	if res.FinalMessage != "" && res.Summary == "" && !e.quiet {
 		printFinalMessage(e, res.FinalMessage, opts.Agent)
 	}
 	printRunSummary(e, res)
@@ -312,6 +313,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 // runSeen is what a run's progress told that its result does not hold:
 // what the snapshot and the guest left out.
 type runSeen struct {
+	sandbox           string
 	excluded, skipped []manifest.Exclusion
 }
 
@@ -320,6 +322,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 	return func(ev pipeline.Progress) {
 		switch ev.Step {
 		case pipeline.StepCreated:
+			s.sandbox = ev.Sandbox
 			e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
 		case pipeline.StepSnapshot:
 			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
@@ -327,7 +330,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 			p.Done(ev.Message)
 			s.excluded = ev.Excluded
 			if !e.json {
-				printExclusions(e, ev.Excluded)
+				printExclusions(e, s.sandbox, ev.Excluded)
 			}
 		case pipeline.StepBoot:
 			p.Step(ev.Message)
@@ -339,7 +342,9 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 		case pipeline.StepCollect:
 			if len(ev.Excluded) > 0 {
 				s.skipped = ev.Excluded
-				e.note("%s", shownLine(e.stderr, ev.Message)) // guest paths
+				if !e.json { // even with --quiet: part of the work is not in the changes
+					fmt.Fprintf(e.stderr, "airlock: %s\n", shownLine(e.stderr, ev.Message)) // guest paths
+				}
 				break
 			}
 			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
@@ -424,23 +429,32 @@ func (p *progressLine) stepOrUpdate(key, msg string) {
 	p.mu.Unlock()
 }
 
-// printExclusions tells what the snapshot left out: every secret by name
-// (they are never copied, and the user should know), the rest counted by
-// reason.
-func printExclusions(e *env, ex []manifest.Exclusion) {
-	if len(ex) == 0 {
+// inlineSecrets is how many secrets a run names on its own line; more are
+// counted in one line that points to airlock status, which lists them.
+const inlineSecrets = 3
+
+// printExclusions tells what the snapshot of sandbox id left out, in at
+// most two lines however large the tree: the secrets (never copied, and
+// the user should know) by name when there are few, else counted with
+// their kinds, and the rest counted by reason. With --quiet it says
+// nothing: airlock status lists the secrets.
+func printExclusions(e *env, id string, ex []manifest.Exclusion) {
+	if e.quiet || len(ex) == 0 {
 		return
 	}
+	for _, l := range exclusionLines(id, ex) {
+		fmt.Fprintln(e.stderr, "airlock: "+l)
+	}
+}
+
+// exclusionLines are printExclusions' lines, without the "airlock: ".
+func exclusionLines(id string, ex []manifest.Exclusion) []string {
 	counts := map[manifest.Reason]int{}
 	var order []manifest.Reason
+	var secrets []manifest.Exclusion
 	for _, x := range ex {
 		if x.Reason == manifest.ReasonSecret {
-			what := x.Name()
-			rule := ""
-			if x.Rule != "" {
-				rule = " (" + x.Rule + ")"
-			}
-			fmt.Fprintf(e.stderr, "airlock: not copied, looks like a secret: %s%s\n", what, rule)
+			secrets = append(secrets, x)
 			continue
 		}
 		if counts[x.Reason] == 0 {
@@ -448,14 +462,52 @@ func printExclusions(e *env, ex []manifest.Exclusion) {
 		}
 		counts[x.Reason]++
 	}
-	if e.quiet || len(order) == 0 {
-		return
+	var lines []string
+	switch {
+	case len(secrets) > inlineSecrets:
+		lines = append(lines, fmt.Sprintf("not copied, %d secret-looking files (%s): airlock status %s lists them",
+			len(secrets), secretKinds(secrets), id))
+	default:
+		for _, x := range secrets {
+			rule := ""
+			if x.Rule != "" {
+				rule = " (" + x.Rule + ")"
+			}
+			lines = append(lines, fmt.Sprintf("not copied, looks like a secret: %s%s", x.Name(), rule))
+		}
+	}
+	if len(order) == 0 {
+		return lines
 	}
 	parts := make([]string, 0, len(order))
 	for _, r := range order {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[r], reasonLabel(r)))
 	}
-	fmt.Fprintf(e.stderr, "airlock: also not copied: %s (airlock logs --audit ID lists them)\n", strings.Join(parts, ", "))
+	return append(lines, fmt.Sprintf("also not copied: %s (airlock logs --audit %s lists them)", strings.Join(parts, ", "), id))
+}
+
+// secretKinds names the deny-list rules that matched secrets, most
+// matched first, at most two and "…" for the rest: "private key or
+// certificate bundle, environment file, …". A rule's name is its text
+// before the parenthesis of examples.
+func secretKinds(secrets []manifest.Exclusion) string {
+	counts := map[string]int{}
+	var kinds []string
+	for _, x := range secrets {
+		k, _, _ := strings.Cut(x.Rule, " (")
+		if k == "" {
+			k = "secret"
+		}
+		if counts[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		counts[k]++
+	}
+	sort.SliceStable(kinds, func(i, j int) bool { return counts[kinds[i]] > counts[kinds[j]] })
+	if len(kinds) > 2 {
+		kinds = append(kinds[:2], "…")
+	}
+	return strings.Join(kinds, ", ")
 }
 
 func reasonLabel(r manifest.Reason) string {
@@ -476,12 +528,18 @@ func reasonLabel(r manifest.Reason) string {
 	return string(r)
 }
 
+// printRunSummary tells how the run ended and what to do next. With
+// --quiet it keeps only what needs the user: the sandbox, its status,
+// warnings, the verify result, and the commands to review, apply or
+// discard, or "no changes".
 func printRunSummary(e *env, res *pipeline.RunResult) {
 	id := res.Sandbox.ID
 	m := res.Meta
 	w := e.stdout
-	fmt.Fprintln(w)
-	if res.Summary != "" {
+	if !e.quiet {
+		fmt.Fprintln(w)
+	}
+	if res.Summary != "" && !e.quiet {
 		fmt.Fprintln(w, "The agent's summary (.airlock/summary.md):")
 		for _, l := range strings.Split(strings.TrimRight(res.Summary, "\n"), "\n") {
 			fmt.Fprintln(w, "  "+shownLine(w, l))
@@ -497,8 +555,10 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 		fmt.Fprintf(w, "  verify %s: %s (airlock logs %s shows its output)\n", m.Verify.Command, m.Verify, id)
 	}
 	if c := m.Changes; c != nil && c.Files > 0 {
-		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
-		if c.Overview != "" {
+		if !e.quiet {
+			fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
+		}
+		if c.Overview != "" && !e.quiet {
 			// Made safe by review; again here, as it is read back from sandbox.json.
 			fmt.Fprintln(w, "  What changed: "+safetext.Line(c.Overview))
 		}
