@@ -70,25 +70,27 @@ type runResult struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func newRunCmd(e *env) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --project DIR [flags] (--agent NAME --prompt TEXT | -- COMMAND [ARG...])",
-		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
-		Long: `run snapshots the project (honouring .gitignore, airlock.toml excludes and
+const runLong = `run snapshots the project (honouring .gitignore, airlock.toml excludes and
 Airlock's secret deny-list: secrets such as .env files and private keys are
-never copied, and are listed), boots a fresh VM, copies the snapshot into
-/workspace on the VM's own disk, runs COMMAND there with live output, and
-collects what it changed. The VM is then shut down; the changes wait in a
-sandbox for review: airlock diff, airlock apply, airlock rm.
+never copied; up to three are named, more are counted and airlock status ID
+lists them), boots a fresh VM with the snapshot at /workspace, runs COMMAND
+there with live output, and collects what it changed. The VM is then shut
+down; the changes wait in a sandbox for review: airlock diff, airlock
+apply, airlock rm.
 
---sync virtiofs is for very large trees: instead of copying the snapshot
-onto the VM's disk, Airlock clones it into a staging directory of the
-sandbox (never the project itself) and shares that into the VM at
-/workspace over virtio-fs; the changes are collected from the staging
-clone once the VM is gone, with the same checks, then reviewed and applied
-the same way. Such a VM cannot be snapshotted. Needs virtiofsd (Debian:
-qemu-system-common) and root.
+By default (--sync disk) the snapshot is written on the host as a
+read-only disk (cached: the same tree is not written twice) that the VM
+mounts under an overlay at /workspace; what the command writes goes to the
+VM's own disk, and only that is collected. --sync copy pushes the snapshot
+file by file onto the VM's own disk instead (an image that does not record
+the command user's uid falls back to it, saying so).
+
+--sync virtiofs is for very large trees: instead of a disk, Airlock clones
+the snapshot into a staging directory of the sandbox (never the project
+itself) and shares that into the VM at /workspace over virtio-fs; the
+changes are collected from the staging clone once the VM is gone, with the
+same checks, then reviewed and applied the same way. Such a VM cannot be
+snapshotted. Needs virtiofsd (Debian: qemu-system-common) and root.
 
 The VM has no network device. Its only way out is Airlock's proxy on the
 host, which allows what your configuration (~/.config/airlock/config.toml,
@@ -128,9 +130,43 @@ The VM has no network device unless you pass --open-network (or set
 open_network = true in your config.toml; a project's airlock.toml cannot):
 the VM can then reach any host directly, unprotected, and Airlock says so.
 
+With --quiet (-q) run prints only what needs you: the command's own
+output, errors, warnings, and the sandbox with what to do next; no
+progress, no list of what was left out, no summary of the changes. --json
+is unaffected.
+
 airlock exits with the command's exit code (its changes are collected
 either way), or 125 when Airlock itself failed; a failed sandbox is kept for
-inspection (airlock logs ID).`,
+inspection (airlock logs ID).`
+
+// register adds run's flags to cmd.
+func (f *runFlags) register(cmd *cobra.Command) {
+	f.bootFlags.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
+	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
+	fl.StringVar(&f.sync, "sync", string(sandbox.SyncDisk), "how the project reaches the VM: disk (the project as a read-only disk written on the host, under an overlay), copy (pushed file by file onto its disk) or virtiofs (a shared staging clone)")
+	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
+	f.limits.registerRun(fl)
+	f.netFlags.register(cmd)
+	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
+	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
+	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
+	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
+	f.agent.register(cmd)
+	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --project DIR [flags] (--agent NAME --prompt TEXT | -- COMMAND [ARG...])",
+		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
+		Long:  runLong,
 		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
@@ -160,24 +196,7 @@ inspection (airlock logs ID).`,
 			return runRun(cmd.Context(), e, &f, req)
 		},
 	}
-	f.bootFlags.register(cmd)
-	fl := cmd.Flags()
-	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
-	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
-	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
-	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
-	fl.StringVar(&f.sync, "sync", string(sandbox.SyncDisk), "how the project reaches the VM: disk (the project as a read-only disk written on the host, under an overlay), copy (pushed file by file onto its disk) or virtiofs (a shared staging clone)")
-	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
-	f.limits.registerRun(fl)
-	f.netFlags.register(cmd)
-	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
-	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
-	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
-	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
-	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
-	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
-	f.agent.register(cmd)
-	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
+	f.register(cmd)
 	return cmd
 }
 
