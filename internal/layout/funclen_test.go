@@ -30,7 +30,6 @@ var longFuncs = map[string]int{
 	"app/pipeline/reply.go:Reply":                  127,
 	"app/plan/plan.go:Planner.Run":                 223,
 	"guest/agent/init_linux.go:Init":               148,
-	"review/apply.go:Apply":                        196,
 	"vm/qemu/args.go:Args":                         139,
 	"vm/image/build.go:builder.build":              188,
 	"vm/image/full.go:builder.buildRootfs":         135,
