@@ -210,16 +210,12 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	if err := f.request(&req); err != nil {
 		return err
 	}
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
 	store, err := e.sandboxes()
 	if err != nil {
 		return err
 	}
 	errw := lockio.NewWriter(e.stderr)
-	pl, err := e.planner(h, errw)
+	pl, err := e.openPlanner(errw)
 	if err != nil {
 		return err
 	}
