@@ -28,7 +28,6 @@ var longFuncs = map[string]int{
 	"app/pipeline/reply.go:Reply":          127,
 	"app/plan/plan.go:Planner.Run":         223,
 	"guest/agent/init_linux.go:Init":       148,
-	"vm/qemu/args.go:Args":                 139,
 	"vm/image/full.go:builder.buildRootfs": 135,
 	"vm/qemu/machine.go:Backend.start":     136,
 	"vm/vz/build.go:build":                 144,
