@@ -124,3 +124,25 @@ func TestWriteSecretsListsEveryOne(t *testing.T) {
 		t.Errorf("status secrets:\n%s", out.String())
 	}
 }
+
+// TestNeededSurvivesQuiet checks that --quiet drops notes but keeps what
+// needs the user, and --json drops both (it carries them as fields).
+func TestNeededSurvivesQuiet(t *testing.T) {
+	const needed = "airlock: interrupted: sandbox 3f2a is kept\n"
+	for _, tc := range []struct {
+		e    env
+		want string
+	}{
+		{env{}, "airlock: progress\n" + needed},
+		{env{quiet: true}, needed},
+		{env{json: true}, ""},
+	} {
+		var errOut strings.Builder
+		tc.e.stderr = &errOut
+		tc.e.note("progress")
+		tc.e.needed("interrupted: sandbox %s is kept", "3f2a")
+		if errOut.String() != tc.want {
+			t.Errorf("quiet=%v json=%v: stderr %q, want %q", tc.e.quiet, tc.e.json, errOut.String(), tc.want)
+		}
+	}
+}

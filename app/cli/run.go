@@ -311,7 +311,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	}
 	id := res.Sandbox.ID
 	if err != nil && ctx.Err() != nil {
-		e.note("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", id, id, id)
+		e.needed("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", id, id, id)
 		return err
 	}
 	if err != nil {
@@ -357,9 +357,8 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 		case pipeline.StepCollect:
 			if len(ev.Excluded) > 0 {
 				s.skipped = ev.Excluded
-				if !e.json { // even with --quiet: part of the work is not in the changes
-					fmt.Fprintf(e.stderr, "airlock: %s\n", shownLine(e.stderr, ev.Message)) // guest paths
-				}
+				// Even with --quiet: part of the work is not in the changes.
+				e.needed("%s", shownLine(e.stderr, ev.Message)) // guest paths
 				break
 			}
 			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
@@ -413,6 +412,15 @@ func printFinalMessage(e *env, final, agentName string) {
 // note prints a line for people on stderr, unless --quiet or --json.
 func (e *env) note(format string, args ...any) {
 	if e.quiet || e.json {
+		return
+	}
+	fmt.Fprintf(e.stderr, "airlock: "+format+"\n", args...)
+}
+
+// needed prints a line on stderr that needs the user (what happened to
+// a sandbox, what to do next): even with --quiet, not with --json.
+func (e *env) needed(format string, args ...any) {
+	if e.json {
 		return
 	}
 	fmt.Fprintf(e.stderr, "airlock: "+format+"\n", args...)
