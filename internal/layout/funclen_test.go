@@ -29,7 +29,6 @@ var longFuncs = map[string]int{
 	"app/plan/plan.go:Planner.Run":         223,
 	"guest/agent/init_linux.go:Init":       148,
 	"vm/image/full.go:builder.buildRootfs": 135,
-	"vm/qemu/machine.go:Backend.start":     136,
 	"vm/vz/build.go:build":                 144,
 }
 
