@@ -164,6 +164,41 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		replaced: map[string]bool{},
 	}
 	res := &Result{JournalDir: opts.JournalDir}
+	planned, err := a.plan(ctx, cs, d, res)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.AllowEscapingSymlinks {
+		var refused []FileResult
+		planned, refused = a.refuseEscapingLinks(planned)
+		res.Skipped = append(res.Skipped, refused...)
+	}
+	if opts.AllOrNothing && len(res.Conflicts) > 0 {
+		res.Held, res.JournalDir = true, ""
+		for _, pf := range planned {
+			res.Withheld = append(res.Withheld, pf.result)
+		}
+		return res, nil
+	}
+	steps := res.sortPlanned(planned)
+	steps, err = a.withParents(steps)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	if len(steps) == 0 {
+		return res, nil
+	}
+	if err := a.write(projectDir, steps, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// plan decides every file of cs that d approves: a conflict, a file
+// left out (with its reason, in res), already as approved, or planned
+// with its steps.
+func (a *applier) plan(ctx context.Context, cs *Changeset, d Decisions, res *Result) ([]plannedFile, error) {
+	opts := a.opts
 	// A change that cannot be made without one left out is left out too,
 	// naming what it needs (Patch does the same).
 	needs := map[string]string{}
@@ -226,18 +261,12 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			}
 		}
 	}
-	if !opts.AllowEscapingSymlinks {
-		var refused []FileResult
-		planned, refused = a.refuseEscapingLinks(planned)
-		res.Skipped = append(res.Skipped, refused...)
-	}
-	if opts.AllOrNothing && len(res.Conflicts) > 0 {
-		res.Held, res.JournalDir = true, ""
-		for _, pf := range planned {
-			res.Withheld = append(res.Withheld, pf.result)
-		}
-		return res, nil
-	}
+	return planned, nil
+}
+
+// sortPlanned files the planned files into res (resolved, merged or
+// applied) and returns their steps, in order.
+func (res *Result) sortPlanned(planned []plannedFile) []Step {
 	var steps []Step
 	for _, pf := range planned {
 		if pf.resolved != "" {
@@ -253,24 +282,25 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		}
 		steps = append(steps, pf.steps...)
 	}
-	steps, err = a.withParents(steps)
-	if err != nil {
-		return nil, fmt.Errorf("apply: %w", err)
-	}
-	if len(steps) == 0 {
-		return res, nil
-	}
+	return steps
+}
+
+// write carries out steps in the project: the journal and backups first,
+// then each step, rolled back if one fails; a directory the project
+// filled meanwhile is kept and left out (in res).
+func (a *applier) write(projectDir string, steps []Step, res *Result) error {
+	opts := a.opts
 	j := &Journal{Version: 1, Project: projectDir, State: Pending, Created: time.Now().UTC(), Steps: steps}
 	b := newBatch()
 	if err := a.writeJournal(j, b); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.crash != nil && opts.crash(0) {
-		return nil, errCrashed
+		return errCrashed
 	}
 	staged, err := a.stage(j, b)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	unused := func() {
 		for _, tmp := range staged {
@@ -280,7 +310,7 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 	kept := map[string]EntryState{} // directories not removed, as they stay
 	for i, s := range j.Steps {
 		if i > 0 && opts.crash != nil && opts.crash(i) {
-			return nil, errCrashed
+			return errCrashed
 		}
 		if st, ok := kept[s.Path]; ok && !s.Before.Exists {
 			// The file or link that was to replace a directory kept
@@ -305,9 +335,9 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 			err = fmt.Errorf("apply %s: %w", s.Path, err)
 			unused()
 			if rerr := rollBack(a.pr, a.js, j, a.log); rerr != nil {
-				return nil, fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
+				return fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
 			}
-			return nil, fmt.Errorf("%w; the project was restored as it was", err)
+			return fmt.Errorf("%w; the project was restored as it was", err)
 		}
 	}
 	unused()
@@ -318,21 +348,21 @@ func Apply(ctx context.Context, projectDir string, cs *Changeset, d Decisions, o
 		if err := a.checkCreatedLinks(j.Steps); err != nil {
 			err = fmt.Errorf("apply: %w", err)
 			if rerr := rollBack(a.pr, a.js, j, a.log); rerr != nil {
-				return nil, fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
+				return fmt.Errorf("%w; rolling back failed too (%v): run recover on %s", err, rerr, opts.JournalDir)
 			}
-			return nil, fmt.Errorf("%w; the whole apply was rolled back and the project restored as it was", err)
+			return fmt.Errorf("%w; the whole apply was rolled back and the project restored as it was", err)
 		}
 	}
 	if opts.crash != nil && opts.crash(len(j.Steps)) {
-		return nil, errCrashed
+		return errCrashed
 	}
 	if err := b.sync(); err != nil {
-		return nil, fmt.Errorf("apply: %w; the changes are made but may not survive a power cut yet: run recover on %s", err, opts.JournalDir)
+		return fmt.Errorf("apply: %w; the changes are made but may not survive a power cut yet: run recover on %s", err, opts.JournalDir)
 	}
 	if err := a.js.setState(j, Applied); err != nil {
-		return nil, err
+		return err
 	}
-	return res, nil
+	return nil
 }
 
 // writeJournal writes the objects, syncs them and writes the journal,

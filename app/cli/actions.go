@@ -304,11 +304,7 @@ func sendActions(ctx context.Context, e *env, sb *sandbox.Sandbox, actions []san
 	if len(actions) == 0 {
 		return nil, nil
 	}
-	h, err := e.home()
-	if err != nil {
-		return nil, err
-	}
-	pl, err := e.planner(h, lockio.NewWriter(e.stderr))
+	pl, err := e.openPlanner(lockio.NewWriter(e.stderr))
 	if err != nil {
 		return nil, err
 	}

@@ -128,11 +128,7 @@ before its VM boots, saying what to set.`,
 			if err != nil {
 				return err
 			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			pl, err := e.planner(h, lockio.NewWriter(io.Discard))
+			pl, err := e.openPlanner(lockio.NewWriter(io.Discard))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,20 +12,62 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
-func newApplyCmd(e *env) *cobra.Command {
-	var all, includeHostExec, partial, dryRun, commit bool
-	var hunks, resolve, send []string
-	var message, branch string
-	cmd := &cobra.Command{
-		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial] [--send N[,N...]] [--dry-run] [--commit [-m MSG] | --branch NAME]",
-		Short: "Write approved changes of a sandbox into the real project",
-		Long: `apply writes the changes you approve into the real project: every change
+// applyFlags are airlock apply's flags.
+type applyFlags struct {
+	all, includeHostExec, partial, dryRun, commit bool
+	hunks, resolve, send                          []string
+	message, branch                               string
+}
+
+func (f *applyFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVarP(&f.all, "all", "a", false, "approve every change")
+	fs.StringArrayVar(&f.hunks, "hunks", nil, "approve hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
+	fs.BoolVar(&f.includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too (git hooks, .envrc, Makefile…)")
+	fs.StringArrayVar(&f.resolve, "resolve", nil, "resolve a file in conflict, PATH=mine|theirs|both: keep yours, take the agent's, or keep both sides (repeatable)")
+	fs.StringArrayVar(&f.send, "send", nil, "approve held actions N[,N...] and send them after the files (repeatable; airlock actions ID lists them)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "show the files that would be written and the actions that would be sent; change nothing")
+	fs.BoolVar(&f.partial, "partial", false, "when files conflict, still write the others (by default a conflict stops the whole apply and nothing is written)")
+	fs.BoolVar(&f.commit, "commit", false, "commit the files written, as one git commit on the current branch")
+	fs.StringVarP(&f.message, "message", "m", "", "the commit's message (default: the agent's summary)")
+	fs.StringVar(&f.branch, "branch", "", "commit on a new branch NAME from the baseline's commit, leaving the working tree and index alone")
+}
+
+// options are the apply's options: all or nothing unless --partial, and
+// the --resolve choices.
+func (f *applyFlags) options() (sandbox.ApplyOptions, error) {
+	opts := sandbox.ApplyOptions{AllOrNothing: !f.partial}
+	for _, r := range f.resolve {
+		p, choice, err := parseResolve(r)
+		if err != nil {
+			return opts, err
+		}
+		if opts.Resolutions == nil {
+			opts.Resolutions = map[string]review.Resolution{}
+		}
+		opts.Resolutions[p] = review.Resolution{Choice: choice}
+	}
+	return opts, nil
+}
+
+// checkCommit refuses -m, --commit and --branch where they mean nothing.
+func (f *applyFlags) checkCommit(filesNamed bool) error {
+	if f.message != "" && !f.commit && f.branch == "" {
+		return errors.New("-m is the commit's message: add --commit (or --branch NAME)")
+	}
+	if (f.commit || f.branch != "") && !filesNamed {
+		return errors.New("--commit and --branch commit files: name them, use --hunks PATH:N, or --all")
+	}
+	return nil
+}
+
+const applyLong = `apply writes the changes you approve into the real project: every change
 (--all), whole files or folders (PATH...), or single hunks of a file
 (--hunks PATH:1,3, numbered as airlock diff shows them); they combine.
 
@@ -83,7 +126,14 @@ that holds changes you staged; airlock undo takes the files back, the
 commit stays (git reset HEAD~ drops it). --branch builds the commit in a
 temporary index from the baseline's commit and the approved contents, and
 refuses a branch that exists; held actions are not sent. Both use git on
-this computer and need the project to be in a git repository.`,
+this computer and need the project to be in a git repository.`
+
+func newApplyCmd(e *env) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply ID [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [--resolve PATH=mine|theirs|both]... [--partial] [--send N[,N...]] [--dry-run] [--commit [-m MSG] | --branch NAME]",
+		Short: "Write approved changes of a sandbox into the real project",
+		Long:  applyLong,
 		Example: `  airlock apply 3f2a --all
   airlock apply 3f2a --all --include-host-exec
   airlock apply 3f2a src/main.go README.md .envrc
@@ -97,154 +147,171 @@ this computer and need the project to be in a git repository.`,
   airlock apply 3f2a --all --branch agent/rate-limit`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sel, err := selectionOf(all, args[1:], hunks, includeHostExec)
-			if err != nil {
-				return err
-			}
-			opts := sandbox.ApplyOptions{AllOrNothing: !partial}
-			for _, r := range resolve {
-				p, choice, err := parseResolve(r)
-				if err != nil {
-					return err
-				}
-				if opts.Resolutions == nil {
-					opts.Resolutions = map[string]review.Resolution{}
-				}
-				opts.Resolutions[p] = review.Resolution{Choice: choice}
-			}
-			sb, err := e.openSandbox(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			cs, err := sb.Changeset(ctx)
-			if err != nil {
-				return err
-			}
-			filesNamed := all || len(args) > 1 || len(hunks) > 0
-			var d review.Decisions
-			if filesNamed {
-				if d, err = sel.Decisions(cs); err != nil {
-					return err
-				}
-			}
-			if branch == "" {
-				noteStaleness(ctx, e, sb) // a branch starts at the baseline: nothing merges
-			}
-			if filesNamed {
-				noteVerify(e, sb)
-			}
-			actions, err := actionsToSend(ctx, e, sb, send, dryRun)
-			if err != nil {
-				return err
-			}
-			if !filesNamed && len(actions) == 0 && len(send) == 0 {
-				// Neither files nor actions to send: say how to name them.
-				_, err := sel.Decisions(cs)
-				if err == nil {
-					err = errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
-				}
-				if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
-					err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
-				}
-				return err
-			}
-			if message != "" && !commit && branch == "" {
-				return errors.New("-m is the commit's message: add --commit (or --branch NAME)")
-			}
-			if (commit || branch != "") && !filesNamed {
-				return errors.New("--commit and --branch commit files: name them, use --hunks PATH:N, or --all")
-			}
-			if dryRun {
-				return printDryRun(e, sb.ID, cs, d, sel.LeftOut(cs), actions)
-			}
-			if branch != "" {
-				return applyBranch(ctx, e, sb, cs, d, sel, message, branch, len(actions))
-			}
-			if !filesNamed {
-				// Only actions (--send): no file apply to run.
-				if len(actions) == 0 {
-					fmt.Fprintln(e.stderr, "airlock: nothing to send: every action named was sent before")
-				}
-				sent, err := sendActions(ctx, e, sb, actions)
-				if err != nil {
-					return err
-				}
-				if e.json {
-					if sent == nil {
-						sent = []sandbox.ActionResult{}
-					}
-					return e.printJSON(map[string]any{"actions": sent})
-				}
-				return nil
-			}
-			var cr *sandbox.CommitResult
-			var res *sandbox.ApplyResult
-			if commit {
-				res, cr, err = sb.ApplyCommit(ctx, d, opts, sandbox.CommitOptions{Message: message})
-			} else {
-				res, err = sb.ApplyWith(ctx, d, opts)
-			}
-			if res == nil {
-				return err
-			}
-			commitErr := err
-			for p := range opts.Resolutions {
-				if !slices.ContainsFunc(res.Resolved, func(f review.FileResult) bool { return f.Path == p }) &&
-					!slices.ContainsFunc(res.Conflicts, func(c *review.ConflictError) bool { return c.Path == p }) {
-					e.note("--resolve %s: %s did not conflict; the choice was not needed", shellArg(p), displayPath(p))
-				}
-			}
-			for _, f := range sel.LeftOut(cs) {
-				res.LeftOut = append(res.LeftOut, review.Skip{Path: f.Path, Reason: f.FlagReason(review.FlagHostExec)})
-			}
-			if len(res.Conflicts) > 0 {
-				e.exitCode = 1
-			}
-			if !e.json {
-				printApply(e, sb.ID, res)
-				printCommit(e, sb.ID, cr)
-			}
-			if commitErr != nil {
-				return commitErr
-			}
-			var sent []sandbox.ActionResult
-			switch {
-			case len(actions) > 0 && res.Held:
-				w := e.stdout
-				if e.json {
-					w = e.stderr
-				}
-				fmt.Fprintf(w, "%d approved %s not sent either: the apply was held.\n", len(actions), plural(len(actions), "action was", "actions were"))
-			case len(actions) > 0:
-				if sent, err = sendActions(ctx, e, sb, actions); err != nil {
-					return err
-				}
-			}
-			if e.json {
-				m, _ := sb.Meta()
-				return e.printJSON(struct {
-					*sandbox.ApplyResult
-					Actions []sandbox.ActionResult `json:"actions,omitempty"`
-					Commit  *sandbox.CommitResult  `json:"commit,omitempty"`
-					// Verify is what the sandbox's verify found (null: none ran).
-					Verify *sandbox.VerifyResult `json:"verify"`
-				}{res, sent, cr, m.Verify})
-			}
-			return nil
+			return runApply(cmd.Context(), e, &f, args[0], args[1:])
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all", "a", false, "approve every change")
-	cmd.Flags().StringArrayVar(&hunks, "hunks", nil, "approve hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
-	cmd.Flags().BoolVar(&includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too (git hooks, .envrc, Makefile…)")
-	cmd.Flags().StringArrayVar(&resolve, "resolve", nil, "resolve a file in conflict, PATH=mine|theirs|both: keep yours, take the agent's, or keep both sides (repeatable)")
-	cmd.Flags().StringArrayVar(&send, "send", nil, "approve held actions N[,N...] and send them after the files (repeatable; airlock actions ID lists them)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show the files that would be written and the actions that would be sent; change nothing")
-	cmd.Flags().BoolVar(&partial, "partial", false, "when files conflict, still write the others (by default a conflict stops the whole apply and nothing is written)")
-	cmd.Flags().BoolVar(&commit, "commit", false, "commit the files written, as one git commit on the current branch")
-	cmd.Flags().StringVarP(&message, "message", "m", "", "the commit's message (default: the agent's summary)")
-	cmd.Flags().StringVar(&branch, "branch", "", "commit on a new branch NAME from the baseline's commit, leaving the working tree and index alone")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+// runApply applies the changes of sandbox id that f and paths select,
+// and sends the actions f names.
+func runApply(ctx context.Context, e *env, f *applyFlags, id string, paths []string) error {
+	sel, err := selectionOf(f.all, paths, f.hunks, f.includeHostExec)
+	if err != nil {
+		return err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return err
+	}
+	filesNamed := f.all || len(paths) > 0 || len(f.hunks) > 0
+	var d review.Decisions
+	if filesNamed {
+		if d, err = sel.Decisions(cs); err != nil {
+			return err
+		}
+	}
+	if f.branch == "" {
+		noteStaleness(ctx, e, sb) // a branch starts at the baseline: nothing merges
+	}
+	if filesNamed {
+		noteVerify(e, sb)
+	}
+	actions, err := actionsToSend(ctx, e, sb, f.send, f.dryRun)
+	if err != nil {
+		return err
+	}
+	if !filesNamed && len(actions) == 0 && len(f.send) == 0 {
+		return nothingSelected(sb, sel, cs)
+	}
+	if err := f.checkCommit(filesNamed); err != nil {
+		return err
+	}
+	switch {
+	case f.dryRun:
+		return printDryRun(e, sb.ID, cs, d, sel.LeftOut(cs), actions)
+	case f.branch != "":
+		return applyBranch(ctx, e, sb, cs, d, sel, f.message, f.branch, len(actions))
+	case !filesNamed:
+		return sendOnly(ctx, e, sb, actions)
+	}
+	return applyFiles(ctx, e, sb, f, applyPlan{cs: cs, d: d, sel: sel, opts: opts, actions: actions})
+}
+
+// nothingSelected is apply's error when neither files nor actions were
+// named: it says how to name them.
+func nothingSelected(sb *sandbox.Sandbox, sel sandbox.Selection, cs *review.Changeset) error {
+	_, err := sel.Decisions(cs)
+	if err == nil {
+		err = errors.New("nothing selected: name files, use --hunks PATH:N, or --all")
+	}
+	if views, _ := sb.ActionViews(review.Decisions{}); len(views) > 0 {
+		err = fmt.Errorf("%w; or send held actions with --send N (airlock actions %s lists them)", err, sb.ID)
+	}
+	return err
+}
+
+// sendOnly sends the actions of an apply that names no files (--send).
+func sendOnly(ctx context.Context, e *env, sb *sandbox.Sandbox, actions []sandbox.Action) error {
+	if len(actions) == 0 {
+		fmt.Fprintln(e.stderr, "airlock: nothing to send: every action named was sent before")
+	}
+	sent, err := sendActions(ctx, e, sb, actions)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		if sent == nil {
+			sent = []sandbox.ActionResult{}
+		}
+		return e.printJSON(map[string]any{"actions": sent})
+	}
+	return nil
+}
+
+// applyPlan is what runApply settled before writing: the changeset, the
+// decisions taken from the selection, the options and the actions to send.
+type applyPlan struct {
+	cs      *review.Changeset
+	d       review.Decisions
+	sel     sandbox.Selection
+	opts    sandbox.ApplyOptions
+	actions []sandbox.Action
+}
+
+// applyFiles writes the approved files (and commits them with --commit),
+// then sends the actions unless a conflict held the apply.
+func applyFiles(ctx context.Context, e *env, sb *sandbox.Sandbox, f *applyFlags, ap applyPlan) error {
+	var cr *sandbox.CommitResult
+	var res *sandbox.ApplyResult
+	var err error
+	if f.commit {
+		res, cr, err = sb.ApplyCommit(ctx, ap.d, ap.opts, sandbox.CommitOptions{Message: f.message})
+	} else {
+		res, err = sb.ApplyWith(ctx, ap.d, ap.opts)
+	}
+	if res == nil {
+		return err
+	}
+	commitErr := err
+	for p := range ap.opts.Resolutions {
+		if !slices.ContainsFunc(res.Resolved, func(r review.FileResult) bool { return r.Path == p }) &&
+			!slices.ContainsFunc(res.Conflicts, func(c *review.ConflictError) bool { return c.Path == p }) {
+			e.note("--resolve %s: %s did not conflict; the choice was not needed", shellArg(p), displayPath(p))
+		}
+	}
+	for _, lf := range ap.sel.LeftOut(ap.cs) {
+		res.LeftOut = append(res.LeftOut, review.Skip{Path: lf.Path, Reason: lf.FlagReason(review.FlagHostExec)})
+	}
+	if len(res.Conflicts) > 0 {
+		e.exitCode = 1
+	}
+	if !e.json {
+		printApply(e, sb.ID, res)
+		printCommit(e, sb.ID, cr)
+	}
+	if commitErr != nil {
+		return commitErr
+	}
+	var sent []sandbox.ActionResult
+	switch {
+	case len(ap.actions) > 0 && res.Held:
+		w := e.stdout
+		if e.json {
+			w = e.stderr
+		}
+		fmt.Fprintf(w, "%d approved %s not sent either: the apply was held.\n", len(ap.actions), plural(len(ap.actions), "action was", "actions were"))
+	case len(ap.actions) > 0:
+		if sent, err = sendActions(ctx, e, sb, ap.actions); err != nil {
+			return err
+		}
+	}
+	if e.json {
+		return printApplyJSON(e, sb, res, sent, cr)
+	}
+	return nil
+}
+
+// printApplyJSON prints what airlock apply --json prints: the apply's
+// result with the actions sent, the commit made and the sandbox's verify.
+func printApplyJSON(e *env, sb *sandbox.Sandbox, res *sandbox.ApplyResult, sent []sandbox.ActionResult, cr *sandbox.CommitResult) error {
+	m, _ := sb.Meta()
+	return e.printJSON(struct {
+		*sandbox.ApplyResult
+		Actions []sandbox.ActionResult `json:"actions,omitempty"`
+		Commit  *sandbox.CommitResult  `json:"commit,omitempty"`
+		// Verify is what the sandbox's verify found (null: none ran).
+		Verify *sandbox.VerifyResult `json:"verify"`
+	}{res, sent, cr, m.Verify})
 }
 
 // printDryRun says what an apply would do: the files d approves (those

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,19 +12,29 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
 
-func newDiffCmd(e *env) *cobra.Command {
-	var stat, summary, color, noColor, flagged bool
-	var round int
-	cmd := &cobra.Command{
-		Use:   "diff ID [PATH...]",
-		Short: "Show a sandbox's changes as a unified diff (git format)",
-		Long: `diff prints the changes a sandbox made to its copy of the project, as a
+// diffFlags are airlock diff's flags.
+type diffFlags struct {
+	stat, summary, color, noColor, flagged bool
+	round                                  int
+}
+
+func (f *diffFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.stat, "stat", false, "print a per-file summary instead of the diff")
+	fs.BoolVar(&f.summary, "summary", false, "say what the changes mean (functions, types and classes added, removed, renamed, changed) instead of showing them")
+	fs.BoolVar(&f.flagged, "flagged", false, "show only the files that deserve a second look (flagged: dependencies, CI, tests, credentials, …)")
+	fs.IntVar(&f.round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
+	fs.BoolVar(&f.color, "color", false, "colour the diff even when not on a terminal")
+	fs.BoolVar(&f.noColor, "no-color", false, "never colour the diff (also: NO_COLOR=1)")
+}
+
+const diffLong = `diff prints the changes a sandbox made to its copy of the project, as a
 git-style unified diff that git apply accepts (binary files are named, not
 shown). On a terminal it is coloured and every hunk is numbered, for
 airlock apply --hunks PATH:N. With --stat it prints a summary like git diff
@@ -56,7 +67,14 @@ deletions, generated and binary files. --stat counts them in one line
 ("3 files deserve a second look: …"), --json carries them ("flags" per
 file, "second_look"), and --flagged shows only the flagged files.
 
-ID may be any unique prefix of the sandbox's ID.`,
+ID may be any unique prefix of the sandbox's ID.`
+
+func newDiffCmd(e *env) *cobra.Command {
+	var f diffFlags
+	cmd := &cobra.Command{
+		Use:   "diff ID [PATH...]",
+		Short: "Show a sandbox's changes as a unified diff (git format)",
+		Long:  diffLong,
 		Example: `  airlock diff 3f2a
   airlock diff 3f2a --stat
   airlock diff 3f2a --summary
@@ -64,125 +82,159 @@ ID may be any unique prefix of the sandbox's ID.`,
   airlock diff 3f2a src/main.go`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if stat && summary {
-				return errors.New("--stat and --summary do not go together: they are two views of the changes, choose one")
-			}
-			sb, err := e.openSandbox(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			cs, err := sb.Changeset(cmd.Context())
-			if round > 0 {
-				cs, err = sb.RoundChangeset(cmd.Context(), round)
-			}
-			if err != nil {
-				return err
-			}
-			noteStaleness(cmd.Context(), e, sb)
-			if len(args) > 1 {
-				sel := sandbox.Selection{Paths: args[1:], IncludeHostExec: true}
-				d, err := sel.Decisions(cs)
-				if err != nil {
-					return err
-				}
-				var keep []*review.File
-				for _, f := range cs.Files {
-					if _, ok := d.Files[f.Path]; ok {
-						keep = append(keep, f)
-					}
-				}
-				cs = &review.Changeset{Files: keep}
-			}
-			if flagged {
-				cs = onlyFlagged(cs)
-				if len(cs.Files) == 0 && !e.json {
-					fmt.Fprintln(e.stderr, "No file is flagged: nothing deserves a second look beyond the diff itself (airlock diff without --flagged shows it).")
-				}
-			}
-			// The held actions come after the files: all of them, those of
-			// round N with --round, none when paths are named.
-			var views []sandbox.ActionView
-			if len(args) == 1 {
-				d, err := sb.Decisions(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if views, err = sb.ActionViews(d); err != nil {
-					return err
-				}
-				if round > 0 {
-					views = slices.DeleteFunc(views, func(v sandbox.ActionView) bool { return v.Round != round })
-				}
-			}
-			if e.json || summary {
-				if err := cs.Summarize(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			if e.json {
-				if cs.Files == nil {
-					cs.Files = []*review.File{}
-				}
-				return e.printJSON(struct {
-					*review.Changeset
-					Overview   string               `json:"overview"`
-					SecondLook review.SecondLook    `json:"second_look"`
-					Actions    []sandbox.ActionView `json:"actions,omitempty"`
-				}{cs, cs.Overview(), cs.SecondLook(), views})
-			}
-			// The verify result heads what a person reads (--stat, a
-			// terminal); a pipe gets the patch alone.
-			gate := ""
-			if m, err := sb.Meta(); err == nil && round == 0 {
-				text, _ := m.VerifyGate()
-				gate = "# airlock: " + safetext.Line(text)
-			}
-			if summary {
-				if gate != "" {
-					fmt.Fprintln(e.stdout, gate)
-				}
-				writeSummary(e.stdout, cs)
-				writeActionsSection(e.stdout, views, sb.ID)
-				return nil
-			}
-			if stat {
-				if gate != "" {
-					fmt.Fprintln(e.stdout, gate)
-				}
-				writeStat(e.stdout, cs, termWidth(e.stdout))
-				writeActionsSection(e.stdout, views, sb.ID)
-				return nil
-			}
-			patch, _ := review.Patch(cs, review.ApproveAll(cs), review.PatchOptions{})
-			onTerminal := isTerminal(e.stdout)
-			useColor := (onTerminal || color) && !noColor && os.Getenv("NO_COLOR") == ""
-			if !onTerminal && !useColor {
-				// A file or a pipe gets the exact bytes, for git apply,
-				// which ignores the actions' "# " lines after the last hunk.
-				if _, err := e.stdout.Write(patch); err != nil {
-					return err
-				}
-				writeActionsSection(e.stdout, views, sb.ID)
-				return nil
-			}
-			// What a person reads (a terminal, or colour for a pager) shows
-			// every byte from the guest as it is: control sequences and
-			// bidi characters as visible escapes.
-			if gate != "" {
-				fmt.Fprintln(e.stdout, gate)
-			}
-			writeShownPatch(e.stdout, cs, patch, useColor)
-			writeActionsSection(e.stdout, views, sb.ID)
-			return nil
+			return runDiff(cmd.Context(), e, &f, args[0], args[1:])
 		},
 	}
-	cmd.Flags().BoolVar(&stat, "stat", false, "print a per-file summary instead of the diff")
-	cmd.Flags().BoolVar(&summary, "summary", false, "say what the changes mean (functions, types and classes added, removed, renamed, changed) instead of showing them")
-	cmd.Flags().BoolVar(&flagged, "flagged", false, "show only the files that deserve a second look (flagged: dependencies, CI, tests, credentials, …)")
-	cmd.Flags().IntVar(&round, "round", 0, "show only what reply round N changed (from round N-1's result), not the total against the snapshot")
-	cmd.Flags().BoolVar(&color, "color", false, "colour the diff even when not on a terminal")
-	cmd.Flags().BoolVar(&noColor, "no-color", false, "never colour the diff (also: NO_COLOR=1)")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+// diffView is what airlock diff shows: the changeset (narrowed to the
+// paths named and --flagged) and the held actions after it.
+type diffView struct {
+	sb    *sandbox.Sandbox
+	cs    *review.Changeset
+	views []sandbox.ActionView
+}
+
+// runDiff shows the changes of sandbox id, or of the paths named.
+func runDiff(ctx context.Context, e *env, f *diffFlags, id string, paths []string) error {
+	if f.stat && f.summary {
+		return errors.New("--stat and --summary do not go together: they are two views of the changes, choose one")
+	}
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	cs, err := sb.Changeset(ctx)
+	if f.round > 0 {
+		cs, err = sb.RoundChangeset(ctx, f.round)
+	}
+	if err != nil {
+		return err
+	}
+	noteStaleness(ctx, e, sb)
+	if len(paths) > 0 {
+		if cs, err = onlyPaths(cs, paths); err != nil {
+			return err
+		}
+	}
+	if f.flagged {
+		cs = onlyFlagged(cs)
+		if len(cs.Files) == 0 && !e.json {
+			fmt.Fprintln(e.stderr, "No file is flagged: nothing deserves a second look beyond the diff itself (airlock diff without --flagged shows it).")
+		}
+	}
+	v := diffView{sb: sb, cs: cs}
+	// The held actions come after the files: all of them, those of
+	// round N with --round, none when paths are named.
+	if len(paths) == 0 {
+		if v.views, err = heldActions(ctx, sb, f.round); err != nil {
+			return err
+		}
+	}
+	if e.json || f.summary {
+		if err := cs.Summarize(ctx); err != nil {
+			return err
+		}
+	}
+	if e.json {
+		return printDiffJSON(e, v)
+	}
+	return printDiff(e, f, v)
+}
+
+// onlyPaths is cs with only the files at or under paths.
+func onlyPaths(cs *review.Changeset, paths []string) (*review.Changeset, error) {
+	sel := sandbox.Selection{Paths: paths, IncludeHostExec: true}
+	d, err := sel.Decisions(cs)
+	if err != nil {
+		return nil, err
+	}
+	var keep []*review.File
+	for _, f := range cs.Files {
+		if _, ok := d.Files[f.Path]; ok {
+			keep = append(keep, f)
+		}
+	}
+	return &review.Changeset{Files: keep}, nil
+}
+
+// heldActions are the actions of sb held for review, those of round
+// alone when it is not 0.
+func heldActions(ctx context.Context, sb *sandbox.Sandbox, round int) ([]sandbox.ActionView, error) {
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	views, err := sb.ActionViews(d)
+	if err != nil {
+		return nil, err
+	}
+	if round > 0 {
+		views = slices.DeleteFunc(views, func(v sandbox.ActionView) bool { return v.Round != round })
+	}
+	return views, nil
+}
+
+// printDiffJSON prints what airlock diff --json prints: the changeset
+// with its overview, what deserves a second look, and the held actions.
+func printDiffJSON(e *env, v diffView) error {
+	cs := v.cs
+	if cs.Files == nil {
+		cs.Files = []*review.File{}
+	}
+	return e.printJSON(struct {
+		*review.Changeset
+		Overview   string               `json:"overview"`
+		SecondLook review.SecondLook    `json:"second_look"`
+		Actions    []sandbox.ActionView `json:"actions,omitempty"`
+	}{cs, cs.Overview(), cs.SecondLook(), v.views})
+}
+
+// printDiff prints the changes for a person (--summary, --stat, or the
+// patch, coloured on a terminal) or, to a file or a pipe, the exact patch
+// for git apply; the held actions follow.
+func printDiff(e *env, f *diffFlags, v diffView) error {
+	// The verify result heads what a person reads (--stat, a
+	// terminal); a pipe gets the patch alone.
+	gate := ""
+	if m, err := v.sb.Meta(); err == nil && f.round == 0 {
+		text, _ := m.VerifyGate()
+		gate = "# airlock: " + safetext.Line(text)
+	}
+	printGate := func() {
+		if gate != "" {
+			fmt.Fprintln(e.stdout, gate)
+		}
+	}
+	switch {
+	case f.summary:
+		printGate()
+		writeSummary(e.stdout, v.cs)
+	case f.stat:
+		printGate()
+		writeStat(e.stdout, v.cs, termWidth(e.stdout))
+	default:
+		patch, _ := review.Patch(v.cs, review.ApproveAll(v.cs), review.PatchOptions{})
+		onTerminal := isTerminal(e.stdout)
+		useColor := (onTerminal || f.color) && !f.noColor && os.Getenv("NO_COLOR") == ""
+		if !onTerminal && !useColor {
+			// A file or a pipe gets the exact bytes, for git apply,
+			// which ignores the actions' "# " lines after the last hunk.
+			if _, err := e.stdout.Write(patch); err != nil {
+				return err
+			}
+			break
+		}
+		// What a person reads (a terminal, or colour for a pager) shows
+		// every byte from the guest as it is: control sequences and
+		// bidi characters as visible escapes.
+		printGate()
+		writeShownPatch(e.stdout, v.cs, patch, useColor)
+	}
+	writeActionsSection(e.stdout, v.views, v.sb.ID)
+	return nil
 }
 
 // onlyFlagged is cs with only the files that carry a flag.

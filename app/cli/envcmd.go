@@ -78,12 +78,8 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
 			lines := lockio.NewWriter(e.stderr)
-			pl, err := e.planner(h, lines)
+			pl, err := e.openPlanner(lines)
 			if err != nil {
 				return err
 			}
@@ -103,7 +99,7 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 				abs, _ := filepath.Abs(dir)
 				return fmt.Errorf("%s describes no environment (no [environment] in airlock.toml, no .devcontainer/devcontainer.json or .devcontainer.json): its sandboxes use the agent image", abs)
 			}
-			im, err := image.Find(home.ImageRoots(h), env.Image, vmArch(arch))
+			im, err := image.Find(home.ImageRoots(pl.Home), env.Image, vmArch(arch))
 			if err != nil {
 				return err
 			}

@@ -135,12 +135,8 @@ func runExec(ctx context.Context, e *env, f *execFlags, sandboxID string, args [
 	if f.tty && e.json {
 		return errors.New("--tty and --json do not go together: a terminal session has no separate output to collect")
 	}
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
 	errw := lockio.NewWriter(e.stderr)
-	pl, err := e.planner(h, errw)
+	pl, err := e.openPlanner(errw)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,16 @@ import (
 	"github.com/airlock-dev/airlock/vm"
 )
 
+// openPlanner is the planner of this command's Airlock home (e.home),
+// the opening every command that plans shares.
+func (e *env) openPlanner(lines *lockio.Writer) (*plan.Planner, error) {
+	h, err := e.home()
+	if err != nil {
+		return nil, err
+	}
+	return e.planner(h, lines)
+}
+
 // planner is how every command (and the desktop app) plans a run on this
 // host: the user's files, this OS's backend under a supervisor, the
 // environment for secrets. Notes go to stderr; each egress request is a

@@ -34,12 +34,8 @@ func (f *provisionFlags) register(cmd *cobra.Command) {
 // buildAgents pulls the agent image's Debian base and builds the agent
 // image on it, in two stages (packages and user; node and the agent CLIs).
 func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
 	lines := lockio.NewWriter(e.stderr)
-	pl, err := e.planner(h, lines)
+	pl, err := e.openPlanner(lines)
 	if err != nil {
 		return err
 	}
@@ -64,12 +60,8 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 
 // buildProvisioned makes image name from a pulled image and setup steps.
 func buildProvisioned(cmd *cobra.Command, e *env, name, arch string, f provisionFlags) error {
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
 	lines := lockio.NewWriter(e.stderr)
-	pl, err := e.planner(h, lines)
+	pl, err := e.openPlanner(lines)
 	if err != nil {
 		return err
 	}

@@ -50,11 +50,7 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
 			if name == "" {
 				name = imageNameOf(args[0])
 			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			pl, err := e.planner(h, lockio.NewWriter(e.stderr))
+			pl, err := e.openPlanner(lockio.NewWriter(e.stderr))
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,25 +70,27 @@ type runResult struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func newRunCmd(e *env) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run --project DIR [flags] (--agent NAME --prompt TEXT | -- COMMAND [ARG...])",
-		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
-		Long: `run snapshots the project (honouring .gitignore, airlock.toml excludes and
+const runLong = `run snapshots the project (honouring .gitignore, airlock.toml excludes and
 Airlock's secret deny-list: secrets such as .env files and private keys are
-never copied, and are listed), boots a fresh VM, copies the snapshot into
-/workspace on the VM's own disk, runs COMMAND there with live output, and
-collects what it changed. The VM is then shut down; the changes wait in a
-sandbox for review: airlock diff, airlock apply, airlock rm.
+never copied; up to three are named, more are counted and airlock status ID
+lists them), boots a fresh VM with the snapshot at /workspace, runs COMMAND
+there with live output, and collects what it changed. The VM is then shut
+down; the changes wait in a sandbox for review: airlock diff, airlock
+apply, airlock rm.
 
---sync virtiofs is for very large trees: instead of copying the snapshot
-onto the VM's disk, Airlock clones it into a staging directory of the
-sandbox (never the project itself) and shares that into the VM at
-/workspace over virtio-fs; the changes are collected from the staging
-clone once the VM is gone, with the same checks, then reviewed and applied
-the same way. Such a VM cannot be snapshotted. Needs virtiofsd (Debian:
-qemu-system-common) and root.
+By default (--sync disk) the snapshot is written on the host as a
+read-only disk (cached: the same tree is not written twice) that the VM
+mounts under an overlay at /workspace; what the command writes goes to the
+VM's own disk, and only that is collected. --sync copy pushes the snapshot
+file by file onto the VM's own disk instead (an image that does not record
+the command user's uid falls back to it, saying so).
+
+--sync virtiofs is for very large trees: instead of a disk, Airlock clones
+the snapshot into a staging directory of the sandbox (never the project
+itself) and shares that into the VM at /workspace over virtio-fs; the
+changes are collected from the staging clone once the VM is gone, with the
+same checks, then reviewed and applied the same way. Such a VM cannot be
+snapshotted. Needs virtiofsd (Debian: qemu-system-common) and root.
 
 The VM has no network device. Its only way out is Airlock's proxy on the
 host, which allows what your configuration (~/.config/airlock/config.toml,
@@ -127,9 +130,43 @@ The VM has no network device unless you pass --open-network (or set
 open_network = true in your config.toml; a project's airlock.toml cannot):
 the VM can then reach any host directly, unprotected, and Airlock says so.
 
+With --quiet (-q) run prints only what needs you: the command's own
+output, errors, warnings, and the sandbox with what to do next; no
+progress, no list of what was left out, no summary of the changes. --json
+is unaffected.
+
 airlock exits with the command's exit code (its changes are collected
 either way), or 125 when Airlock itself failed; a failed sandbox is kept for
-inspection (airlock logs ID).`,
+inspection (airlock logs ID).`
+
+// register adds run's flags to cmd.
+func (f *runFlags) register(cmd *cobra.Command) {
+	f.bootFlags.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
+	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
+	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
+	fl.StringVar(&f.sync, "sync", string(sandbox.SyncDisk), "how the project reaches the VM: disk (the project as a read-only disk written on the host, under an overlay), copy (pushed file by file onto its disk) or virtiofs (a shared staging clone)")
+	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
+	f.limits.registerRun(fl)
+	f.netFlags.register(cmd)
+	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
+	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
+	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
+	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
+	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
+	f.agent.register(cmd)
+	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
+}
+
+func newRunCmd(e *env) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --project DIR [flags] (--agent NAME --prompt TEXT | -- COMMAND [ARG...])",
+		Short: "Run a command (an agent) on a copy of a project in a fresh VM and keep its changes for review",
+		Long:  runLong,
 		Example: `  airlock run --project . -- sh -c 'echo hi >> README.md'
   airlock run --project ~/src/app --script examples/demo-agent.sh
   airlock run --project ~/src/monorepo --sync virtiofs -- make test
@@ -159,24 +196,7 @@ inspection (airlock logs ID).`,
 			return runRun(cmd.Context(), e, &f, req)
 		},
 	}
-	f.bootFlags.register(cmd)
-	fl := cmd.Flags()
-	fl.StringVarP(&f.project, "project", "p", ".", "the project directory (only read: changes wait for airlock apply)")
-	fl.StringVar(&f.script, "script", "", "a shell script to copy into the VM and run with sh (arguments after -- go to it)")
-	fl.BoolVarP(&f.interactive, "interactive", "i", false, "pass standard input to the command")
-	fl.StringArrayVarP(&f.env, "env", "e", nil, "set an environment variable, NAME=VALUE (repeatable)")
-	fl.StringVar(&f.sync, "sync", string(sandbox.SyncDisk), "how the project reaches the VM: disk (the project as a read-only disk written on the host, under an overlay), copy (pushed file by file onto its disk) or virtiofs (a shared staging clone)")
-	f.limits.registerTimeout(fl, "kill the command after this long and collect what it changed (exit code 124)")
-	f.limits.registerRun(fl)
-	f.netFlags.register(cmd)
-	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
-	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
-	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
-	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
-	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
-	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
-	f.agent.register(cmd)
-	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
+	f.register(cmd)
 	return cmd
 }
 
@@ -190,16 +210,12 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	if err := f.request(&req); err != nil {
 		return err
 	}
-	h, err := e.home()
-	if err != nil {
-		return err
-	}
 	store, err := e.sandboxes()
 	if err != nil {
 		return err
 	}
 	errw := lockio.NewWriter(e.stderr)
-	pl, err := e.planner(h, errw)
+	pl, err := e.openPlanner(errw)
 	if err != nil {
 		return err
 	}
@@ -295,13 +311,13 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	}
 	id := res.Sandbox.ID
 	if err != nil && ctx.Err() != nil {
-		e.note("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", id, id, id)
+		e.needed("interrupted: sandbox %s is kept, marked failed (airlock logs %s shows what ran; airlock rm %s removes it)", id, id, id)
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w\nthe sandbox is kept for inspection: airlock logs %s (airlock rm %s removes it)", err, id, id)
 	}
-	if res.FinalMessage != "" && res.Summary == "" {
+	if res.FinalMessage != "" && res.Summary == "" && !e.quiet {
 		printFinalMessage(e, res.FinalMessage, opts.Agent)
 	}
 	printRunSummary(e, res)
@@ -312,6 +328,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 // runSeen is what a run's progress told that its result does not hold:
 // what the snapshot and the guest left out.
 type runSeen struct {
+	sandbox           string
 	excluded, skipped []manifest.Exclusion
 }
 
@@ -320,6 +337,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 	return func(ev pipeline.Progress) {
 		switch ev.Step {
 		case pipeline.StepCreated:
+			s.sandbox = ev.Sandbox
 			e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
 		case pipeline.StepSnapshot:
 			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
@@ -327,7 +345,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 			p.Done(ev.Message)
 			s.excluded = ev.Excluded
 			if !e.json {
-				printExclusions(e, ev.Excluded)
+				printExclusions(e, s.sandbox, ev.Excluded)
 			}
 		case pipeline.StepBoot:
 			p.Step(ev.Message)
@@ -339,7 +357,8 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 		case pipeline.StepCollect:
 			if len(ev.Excluded) > 0 {
 				s.skipped = ev.Excluded
-				e.note("%s", shownLine(e.stderr, ev.Message)) // guest paths
+				// Even with --quiet: part of the work is not in the changes.
+				e.needed("%s", shownLine(e.stderr, ev.Message)) // guest paths
 				break
 			}
 			p.stepOrUpdate("collect", counted(ev.Message, ev.Done, ev.Total))
@@ -398,6 +417,15 @@ func (e *env) note(format string, args ...any) {
 	fmt.Fprintf(e.stderr, "airlock: "+format+"\n", args...)
 }
 
+// needed prints a line on stderr that needs the user (what happened to
+// a sandbox, what to do next): even with --quiet, not with --json.
+func (e *env) needed(format string, args ...any) {
+	if e.json {
+		return
+	}
+	fmt.Fprintf(e.stderr, "airlock: "+format+"\n", args...)
+}
+
 func counted(msg string, done, total int) string {
 	if total > 0 {
 		return fmt.Sprintf("%s %d/%d", msg, done, total)
@@ -424,23 +452,32 @@ func (p *progressLine) stepOrUpdate(key, msg string) {
 	p.mu.Unlock()
 }
 
-// printExclusions tells what the snapshot left out: every secret by name
-// (they are never copied, and the user should know), the rest counted by
-// reason.
-func printExclusions(e *env, ex []manifest.Exclusion) {
-	if len(ex) == 0 {
+// inlineSecrets is how many secrets a run names on its own line; more are
+// counted in one line that points to airlock status, which lists them.
+const inlineSecrets = 3
+
+// printExclusions tells what the snapshot of sandbox id left out, in at
+// most two lines however large the tree: the secrets (never copied, and
+// the user should know) by name when there are few, else counted with
+// their kinds, and the rest counted by reason. With --quiet it says
+// nothing: airlock status lists the secrets.
+func printExclusions(e *env, id string, ex []manifest.Exclusion) {
+	if e.quiet || len(ex) == 0 {
 		return
 	}
+	for _, l := range exclusionLines(id, ex) {
+		fmt.Fprintln(e.stderr, "airlock: "+l)
+	}
+}
+
+// exclusionLines are printExclusions' lines, without the "airlock: ".
+func exclusionLines(id string, ex []manifest.Exclusion) []string {
 	counts := map[manifest.Reason]int{}
 	var order []manifest.Reason
+	var secrets []manifest.Exclusion
 	for _, x := range ex {
 		if x.Reason == manifest.ReasonSecret {
-			what := x.Name()
-			rule := ""
-			if x.Rule != "" {
-				rule = " (" + x.Rule + ")"
-			}
-			fmt.Fprintf(e.stderr, "airlock: not copied, looks like a secret: %s%s\n", what, rule)
+			secrets = append(secrets, x)
 			continue
 		}
 		if counts[x.Reason] == 0 {
@@ -448,14 +485,52 @@ func printExclusions(e *env, ex []manifest.Exclusion) {
 		}
 		counts[x.Reason]++
 	}
-	if e.quiet || len(order) == 0 {
-		return
+	var lines []string
+	switch {
+	case len(secrets) > inlineSecrets:
+		lines = append(lines, fmt.Sprintf("not copied, %d secret-looking files (%s): airlock status %s lists them",
+			len(secrets), secretKinds(secrets), id))
+	default:
+		for _, x := range secrets {
+			rule := ""
+			if x.Rule != "" {
+				rule = " (" + x.Rule + ")"
+			}
+			lines = append(lines, fmt.Sprintf("not copied, looks like a secret: %s%s", x.Name(), rule))
+		}
+	}
+	if len(order) == 0 {
+		return lines
 	}
 	parts := make([]string, 0, len(order))
 	for _, r := range order {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[r], reasonLabel(r)))
 	}
-	fmt.Fprintf(e.stderr, "airlock: also not copied: %s (airlock logs --audit ID lists them)\n", strings.Join(parts, ", "))
+	return append(lines, fmt.Sprintf("also not copied: %s (airlock logs --audit %s lists them)", strings.Join(parts, ", "), id))
+}
+
+// secretKinds names the deny-list rules that matched secrets, most
+// matched first, at most two and "…" for the rest: "private key or
+// certificate bundle, environment file, …". A rule's name is its text
+// before the parenthesis of examples.
+func secretKinds(secrets []manifest.Exclusion) string {
+	counts := map[string]int{}
+	var kinds []string
+	for _, x := range secrets {
+		k, _, _ := strings.Cut(x.Rule, " (")
+		if k == "" {
+			k = "secret"
+		}
+		if counts[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		counts[k]++
+	}
+	sort.SliceStable(kinds, func(i, j int) bool { return counts[kinds[i]] > counts[kinds[j]] })
+	if len(kinds) > 2 {
+		kinds = append(kinds[:2], "…")
+	}
+	return strings.Join(kinds, ", ")
 }
 
 func reasonLabel(r manifest.Reason) string {
@@ -476,12 +551,18 @@ func reasonLabel(r manifest.Reason) string {
 	return string(r)
 }
 
+// printRunSummary tells how the run ended and what to do next. With
+// --quiet it keeps only what needs the user: the sandbox, its status,
+// warnings, the verify result, and the commands to review, apply or
+// discard, or "no changes".
 func printRunSummary(e *env, res *pipeline.RunResult) {
 	id := res.Sandbox.ID
 	m := res.Meta
 	w := e.stdout
-	fmt.Fprintln(w)
-	if res.Summary != "" {
+	if !e.quiet {
+		fmt.Fprintln(w)
+	}
+	if res.Summary != "" && !e.quiet {
 		fmt.Fprintln(w, "The agent's summary (.airlock/summary.md):")
 		for _, l := range strings.Split(strings.TrimRight(res.Summary, "\n"), "\n") {
 			fmt.Fprintln(w, "  "+shownLine(w, l))
@@ -497,8 +578,10 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 		fmt.Fprintf(w, "  verify %s: %s (airlock logs %s shows its output)\n", m.Verify.Command, m.Verify, id)
 	}
 	if c := m.Changes; c != nil && c.Files > 0 {
-		fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
-		if c.Overview != "" {
+		if !e.quiet {
+			fmt.Fprintf(w, "  %s; %d %s added, %d removed\n", describeStats(c), c.LinesAdded, plural(c.LinesAdded, "line", "lines"), c.LinesRemoved)
+		}
+		if c.Overview != "" && !e.quiet {
 			// Made safe by review; again here, as it is read back from sandbox.json.
 			fmt.Fprintln(w, "  What changed: "+safetext.Line(c.Overview))
 		}

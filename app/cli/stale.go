@@ -37,7 +37,9 @@ func newStatusCmd(e *env) *cobra.Command {
 		Short: "Show a sandbox, its review's comments and how far the real project has moved on since its baseline",
 		Long: `status shows one sandbox: its status, project and command, its stage
 (sandbox, applied, committed, pushed: with the commit, branch and pull
-request of airlock apply --commit/--branch and airlock push), the comments of
+request of airlock apply --commit/--branch and airlock push), the files
+the snapshot left out because they look like secrets (with --json:
+"secrets"), the comments of
 its review (each with its file and lines: not sent yet, sent in round N,
 or resolved), and how far the
 real project has moved on since the sandbox's baseline was taken ("baseline
@@ -91,6 +93,7 @@ ID may be any unique prefix of the sandbox's ID.`,
 			if m.Verify != nil {
 				fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)
 			}
+			writeSecrets(w, m.Secrets)
 			if len(views) > 0 {
 				states := map[string]int{}
 				var order []string
@@ -121,6 +124,18 @@ conflicts, nothing is written until you choose for it (apply --resolve).`))
 			}
 			return nil
 		},
+	}
+}
+
+// writeSecrets lists for status what the snapshot left out because it
+// looks like a secret (airlock run only counts them when there are many).
+func writeSecrets(w io.Writer, secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "secrets   %d not copied, %s like secrets:\n", len(secrets), plural(len(secrets), "it looks", "they look"))
+	for _, p := range secrets {
+		fmt.Fprintf(w, "          %s\n", shownLine(w, p))
 	}
 }
 

@@ -49,12 +49,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	if own != nil && carries(r.Header, own) {
 		v, err := own.value(r.Context())
 		if err != nil {
-			rec.Allowed, rec.Secret, rec.SecretNotSent = true, own.Name, true
-			rec.Status, rec.Error, rec.Duration = http.StatusBadGateway, err.Error(), time.Since(start)
-			p.record(rec)
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusBadGateway)
-			fmt.Fprintf(w, "Airlock's egress proxy did not send this request to %s: %v\n", t, err)
+			p.noSecret(w, rec, own, t, err, start)
 			return
 		}
 		value = v
@@ -140,6 +135,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		rec.Error = proxyErr.Error()
 	}
 	p.record(rec)
+}
+
+// noSecret answers a request whose secret's value could not be had
+// (err): it is not sent, and recorded so.
+func (p *Proxy) noSecret(w http.ResponseWriter, rec Record, own *Secret, t target, err error, start time.Time) {
+	rec.Allowed, rec.Secret, rec.SecretNotSent = true, own.Name, true
+	rec.Status, rec.Error, rec.Duration = http.StatusBadGateway, err.Error(), time.Since(start)
+	p.record(rec)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusBadGateway)
+	fmt.Fprintf(w, "Airlock's egress proxy did not send this request to %s: %v\n", t, err)
 }
 
 // placeholderDecision denies a request that carries the placeholder of s

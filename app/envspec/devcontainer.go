@@ -89,20 +89,7 @@ func fromDevcontainer(data []byte) (*Environment, error) {
 
 	// Unsupported and unknown keys first, in key order, so the warnings
 	// read the same every time.
-	for _, key := range slices.Sorted(maps.Keys(doc)) {
-		switch key {
-		case "image", "containerEnv", "remoteEnv", "remoteUser", "containerUser",
-			"onCreateCommand", "postCreateCommand", "workspaceFolder":
-		case "name", "$schema":
-			// Labels for people and editors: nothing to build or run.
-		default:
-			if why, ok := unsupported[key]; ok {
-				warnf("%q %s.", key, why)
-			} else {
-				warnf("%q is not a key Airlock knows; it is ignored.", key)
-			}
-		}
-	}
+	env.Warnings = keyWarnings(doc)
 
 	if raw, ok := doc["image"]; ok && string(raw) != "null" {
 		if env.Image = str("image"); env.Image != "" || string(raw) == `""` {
@@ -110,17 +97,7 @@ func fromDevcontainer(data []byte) (*Environment, error) {
 			vars("image", env.Image)
 		}
 	} else {
-		why := "it has none"
-		if _, ok := doc["build"]; ok {
-			why = "it builds a Dockerfile (build), which Airlock does not do"
-		} else if _, ok := doc["dockerFile"]; ok {
-			why = "it builds a Dockerfile (dockerFile), which Airlock does not do"
-		} else if _, ok := doc["dockerComposeFile"]; ok {
-			why = "it uses Docker Compose (dockerComposeFile), which Airlock does not do"
-		}
-		return nil, errors.New(`no "image": Airlock starts a project's environment from an OCI image, and ` + why + `. ` +
-			`Set "image" to the image the Dockerfile starts FROM (for instance "image": "mcr.microsoft.com/devcontainers/go:1") ` +
-			`and move what the Dockerfile installs into onCreateCommand, or describe the environment in airlock.toml's [environment] table (image, apt, setup) instead`)
+		return nil, noImageError(doc)
 	}
 
 	// containerEnv, then remoteEnv over it; null in remoteEnv unsets.
@@ -182,6 +159,43 @@ func fromDevcontainer(data []byte) (*Environment, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// keyWarnings warns of the keys of doc Airlock does not support or know,
+// in key order.
+func keyWarnings(doc map[string]json.RawMessage) []string {
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(doc)) {
+		switch key {
+		case "image", "containerEnv", "remoteEnv", "remoteUser", "containerUser",
+			"onCreateCommand", "postCreateCommand", "workspaceFolder":
+		case "name", "$schema":
+			// Labels for people and editors: nothing to build or run.
+		default:
+			if why, ok := unsupported[key]; ok {
+				out = append(out, fmt.Sprintf("%q %s.", key, why))
+			} else {
+				out = append(out, fmt.Sprintf("%q is not a key Airlock knows; it is ignored.", key))
+			}
+		}
+	}
+	return out
+}
+
+// noImageError says why a devcontainer.json without an image cannot be
+// used, and what to do instead.
+func noImageError(doc map[string]json.RawMessage) error {
+	why := "it has none"
+	if _, ok := doc["build"]; ok {
+		why = "it builds a Dockerfile (build), which Airlock does not do"
+	} else if _, ok := doc["dockerFile"]; ok {
+		why = "it builds a Dockerfile (dockerFile), which Airlock does not do"
+	} else if _, ok := doc["dockerComposeFile"]; ok {
+		why = "it uses Docker Compose (dockerComposeFile), which Airlock does not do"
+	}
+	return errors.New(`no "image": Airlock starts a project's environment from an OCI image, and ` + why + `. ` +
+		`Set "image" to the image the Dockerfile starts FROM (for instance "image": "mcr.microsoft.com/devcontainers/go:1") ` +
+		`and move what the Dockerfile installs into onCreateCommand, or describe the environment in airlock.toml's [environment] table (image, apt, setup) instead`)
 }
 
 // filterSet keeps the variables that are set (not null), for checking.

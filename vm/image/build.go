@@ -173,31 +173,10 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 		}
 	}
 
-	b.progress(Progress{Step: StepResolve, Item: kernelMetaPackage(arch) + ", " + busyboxPackage})
-	pkgs, err := b.apt.resolve(ctx, arch, kernelMetaPackage(arch), busyboxPackage)
+	pk, err := b.fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	kmeta, bbpkg := pkgs[kernelMetaPackage(arch)], pkgs[busyboxPackage]
-	b.progress(Progress{Step: StepResolve, Item: kmeta.Name + " " + kmeta.Version})
-	kpkg, err := b.apt.kernelFor(ctx, arch, kmeta)
-	if err != nil {
-		return nil, err
-	}
-	b.log.Info("resolved packages", "kernel", kpkg.Name, "kernel_version", kpkg.Version, "busybox", bbpkg.Version)
-
-	debs := make(map[string]string)
-	for _, p := range []*debPackage{kpkg, bbpkg} {
-		b.progress(Progress{Step: StepDownload, Item: p.Name, Total: p.Size})
-		file, cached, err := b.apt.download(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		b.log.Info("package", "name", p.Name, "version", p.Version, "file", file, "cached", cached)
-		b.progress(Progress{Step: StepDownload, Item: p.Name, Done: p.Size, Total: p.Size, Cached: cached})
-		debs[p.Name] = file
-	}
-
 	parent := filepath.Join(b.opts.Home, "images", b.name)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, err
@@ -215,62 +194,10 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 		return nil, err
 	}
 	scratch := filepath.Join(tmp, ".scratch")
-	kdir, bbdir := filepath.Join(scratch, "kernel"), filepath.Join(scratch, "busybox")
-	for _, x := range []struct{ pkg, dir string }{{kpkg.Name, kdir}, {bbpkg.Name, bbdir}} {
-		b.progress(Progress{Step: StepExtract, Item: x.pkg})
-		if err := b.apt.extract(ctx, debs[x.pkg], x.dir); err != nil {
-			return nil, err
-		}
-	}
-	busybox, err := os.ReadFile(filepath.Join(bbdir, "bin", "busybox"))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s has no bin/busybox: %w", bbpkg.Name, bbpkg.Version, err)
-	}
-	if err := checkStaticELF("busybox from "+bbpkg.Name, arch, busybox); err != nil {
-		return nil, err
-	}
-
-	b.progress(Progress{Step: StepKernel, Item: kpkg.Name})
-	kfs := os.DirFS(kdir)
-	kernel, format, err := kernelFromPackage(kfs, arch)
-	if err != nil {
-		return nil, fmt.Errorf("kernel from %s %s: %w", kpkg.Name, kpkg.Version, err)
-	}
-	if err := atomicfile.WriteFile(filepath.Join(tmp, KernelFile), kernel, 0o644); err != nil {
-		return nil, err
-	}
-	kernelMeta := hashBytes(kernel)
-	kernel = nil // 50 MB or so; not needed any more
-
-	b.progress(Progress{Step: StepModules, Item: kpkg.Name})
-	km, err := scanModules(kfs)
-	if err != nil {
-		return nil, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
-	}
-	sel, err := resolveModules(km, b.wanted)
-	if err != nil {
-		return nil, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
-	}
-	files, err := readModules(kfs, sel)
+	bf, err := b.writeBoot(ctx, pk, guest, scratch, tmp)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, m := range sel.order {
-		names = append(names, m.name)
-	}
-	b.progress(Progress{Step: StepModules, Item: kpkg.Name, Done: int64(len(files)), Total: int64(len(files))})
-	if len(sel.builtin) > 0 || len(sel.missing) > 0 {
-		b.log.Info("modules not loaded", "builtin", sel.builtin, "missing", sel.missing)
-	}
-
-	b.progress(Progress{Step: StepInitramfs})
-	initrd, err := writeInitrdFile(filepath.Join(tmp, InitrdFile), initramfsContents{guest: guest, busybox: busybox, modules: files})
-	if err != nil {
-		return nil, err
-	}
-	b.progress(Progress{Step: StepInitramfs, Done: initrd.Size, Total: initrd.Size})
-
 	if err := os.RemoveAll(scratch); err != nil {
 		return nil, err
 	}
@@ -286,33 +213,7 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 		}
 		cmdline += " " + guestRootArg + "=" + RootDevice
 	}
-	meta := Meta{
-		Format:  MetaFormat,
-		Name:    b.name,
-		Arch:    arch,
-		Created: time.Now().UTC().Truncate(time.Second),
-		Cmdline: cmdline,
-		Kernel: KernelMeta{
-			MetaPackage: kmeta.Name + " " + kmeta.Version,
-			Package:     kpkg.Name,
-			Version:     kpkg.Version,
-			Release:     km.release,
-			Format:      format,
-			FileMeta:    kernelMeta,
-		},
-		Initrd:         initrd,
-		Busybox:        PackageMeta{Package: bbpkg.Name, Version: bbpkg.Version},
-		Guest:          hashBytes(guest),
-		Modules:        names,
-		BuiltinModules: sel.builtin,
-		MissingModules: sel.missing,
-		Rootfs:         rootfs,
-	}
-	if rootfs != nil && rootfs.User != "" {
-		// useradd --user-group (debian.go): the user's own group, with
-		// the same number.
-		meta.Users = map[string]string{rootfs.User: ownerString(rootfs.UID, rootfs.UID)}
-	}
+	meta := b.meta(pk, bf, guest, cmdline, rootfs)
 	if err := writeMeta(filepath.Join(tmp, MetaFile), meta); err != nil {
 		return nil, err
 	}
@@ -330,9 +231,155 @@ func (b *builder) build(ctx context.Context) (_ *Image, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.log.Info("image built", "dir", dst, "kernel", kpkg.Name, "modules", len(names), "initrd_bytes", initrd.Size, "took", time.Since(start).Round(time.Millisecond))
+	b.log.Info("image built", "dir", dst, "kernel", pk.kernel.Name, "modules", len(bf.modules), "initrd_bytes", bf.initrd.Size, "took", time.Since(start).Round(time.Millisecond))
 	b.progress(Progress{Step: StepDone, Item: dst})
 	return im, nil
+}
+
+// debs are the packages an image is built from, downloaded: the kernel
+// (and the meta-package that chose it) and busybox, with their files.
+type debs struct {
+	kmeta, kernel, busybox *debPackage
+	files                  map[string]string // package name → .deb
+}
+
+// fetch resolves the kernel and busybox packages for the image's arch and
+// downloads them (or finds them in the cache).
+func (b *builder) fetch(ctx context.Context) (debs, error) {
+	arch := b.opts.Arch
+	b.progress(Progress{Step: StepResolve, Item: kernelMetaPackage(arch) + ", " + busyboxPackage})
+	pkgs, err := b.apt.resolve(ctx, arch, kernelMetaPackage(arch), busyboxPackage)
+	if err != nil {
+		return debs{}, err
+	}
+	kmeta, bbpkg := pkgs[kernelMetaPackage(arch)], pkgs[busyboxPackage]
+	b.progress(Progress{Step: StepResolve, Item: kmeta.Name + " " + kmeta.Version})
+	kpkg, err := b.apt.kernelFor(ctx, arch, kmeta)
+	if err != nil {
+		return debs{}, err
+	}
+	b.log.Info("resolved packages", "kernel", kpkg.Name, "kernel_version", kpkg.Version, "busybox", bbpkg.Version)
+
+	files := make(map[string]string)
+	for _, p := range []*debPackage{kpkg, bbpkg} {
+		b.progress(Progress{Step: StepDownload, Item: p.Name, Total: p.Size})
+		file, cached, err := b.apt.download(ctx, p)
+		if err != nil {
+			return debs{}, err
+		}
+		b.log.Info("package", "name", p.Name, "version", p.Version, "file", file, "cached", cached)
+		b.progress(Progress{Step: StepDownload, Item: p.Name, Done: p.Size, Total: p.Size, Cached: cached})
+		files[p.Name] = file
+	}
+	return debs{kmeta: kmeta, kernel: kpkg, busybox: bbpkg, files: files}, nil
+}
+
+// bootFiles is what writeBoot made: the kernel's file and format, its
+// modules and the initramfs.
+type bootFiles struct {
+	kernel  FileMeta
+	format  string
+	release string
+	modules []string // loaded by the initramfs, in order
+	sel     *moduleSelection
+	initrd  FileMeta
+}
+
+// writeBoot extracts the packages under scratch and writes the kernel
+// and the initramfs (the guest agent, busybox and the modules wanted)
+// into tmp.
+func (b *builder) writeBoot(ctx context.Context, pk debs, guest []byte, scratch, tmp string) (bootFiles, error) {
+	arch := b.opts.Arch
+	kpkg, bbpkg := pk.kernel, pk.busybox
+	kdir, bbdir := filepath.Join(scratch, "kernel"), filepath.Join(scratch, "busybox")
+	for _, x := range []struct{ pkg, dir string }{{kpkg.Name, kdir}, {bbpkg.Name, bbdir}} {
+		b.progress(Progress{Step: StepExtract, Item: x.pkg})
+		if err := b.apt.extract(ctx, pk.files[x.pkg], x.dir); err != nil {
+			return bootFiles{}, err
+		}
+	}
+	busybox, err := os.ReadFile(filepath.Join(bbdir, "bin", "busybox"))
+	if err != nil {
+		return bootFiles{}, fmt.Errorf("%s %s has no bin/busybox: %w", bbpkg.Name, bbpkg.Version, err)
+	}
+	if err := checkStaticELF("busybox from "+bbpkg.Name, arch, busybox); err != nil {
+		return bootFiles{}, err
+	}
+
+	b.progress(Progress{Step: StepKernel, Item: kpkg.Name})
+	kfs := os.DirFS(kdir)
+	kernel, format, err := kernelFromPackage(kfs, arch)
+	if err != nil {
+		return bootFiles{}, fmt.Errorf("kernel from %s %s: %w", kpkg.Name, kpkg.Version, err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(tmp, KernelFile), kernel, 0o644); err != nil {
+		return bootFiles{}, err
+	}
+	kernelMeta := hashBytes(kernel)
+	kernel = nil // 50 MB or so; not needed any more
+
+	b.progress(Progress{Step: StepModules, Item: kpkg.Name})
+	km, err := scanModules(kfs)
+	if err != nil {
+		return bootFiles{}, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
+	}
+	sel, err := resolveModules(km, b.wanted)
+	if err != nil {
+		return bootFiles{}, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
+	}
+	files, err := readModules(kfs, sel)
+	if err != nil {
+		return bootFiles{}, err
+	}
+	var names []string
+	for _, m := range sel.order {
+		names = append(names, m.name)
+	}
+	b.progress(Progress{Step: StepModules, Item: kpkg.Name, Done: int64(len(files)), Total: int64(len(files))})
+	if len(sel.builtin) > 0 || len(sel.missing) > 0 {
+		b.log.Info("modules not loaded", "builtin", sel.builtin, "missing", sel.missing)
+	}
+
+	b.progress(Progress{Step: StepInitramfs})
+	initrd, err := writeInitrdFile(filepath.Join(tmp, InitrdFile), initramfsContents{guest: guest, busybox: busybox, modules: files})
+	if err != nil {
+		return bootFiles{}, err
+	}
+	b.progress(Progress{Step: StepInitramfs, Done: initrd.Size, Total: initrd.Size})
+
+	return bootFiles{kernel: kernelMeta, format: format, release: km.release, modules: names, sel: sel, initrd: initrd}, nil
+}
+
+// meta is the image's meta.json.
+func (b *builder) meta(pk debs, bf bootFiles, guest []byte, cmdline string, rootfs *RootfsMeta) Meta {
+	meta := Meta{
+		Format:  MetaFormat,
+		Name:    b.name,
+		Arch:    b.opts.Arch,
+		Created: time.Now().UTC().Truncate(time.Second),
+		Cmdline: cmdline,
+		Kernel: KernelMeta{
+			MetaPackage: pk.kmeta.Name + " " + pk.kmeta.Version,
+			Package:     pk.kernel.Name,
+			Version:     pk.kernel.Version,
+			Release:     bf.release,
+			Format:      bf.format,
+			FileMeta:    bf.kernel,
+		},
+		Initrd:         bf.initrd,
+		Busybox:        PackageMeta{Package: pk.busybox.Name, Version: pk.busybox.Version},
+		Guest:          hashBytes(guest),
+		Modules:        bf.modules,
+		BuiltinModules: bf.sel.builtin,
+		MissingModules: bf.sel.missing,
+		Rootfs:         rootfs,
+	}
+	if rootfs != nil && rootfs.User != "" {
+		// useradd --user-group (debian.go): the user's own group, with
+		// the same number.
+		meta.Users = map[string]string{rootfs.User: ownerString(rootfs.UID, rootfs.UID)}
+	}
+	return meta
 }
 
 // kernelFromPackage finds boot/vmlinuz-* in an extracted kernel package and

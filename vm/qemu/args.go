@@ -175,52 +175,8 @@ func checkSocketPath(what, path, goos string) error {
 // fd 4, the write end of the console pipe as fd 5, and with Memory.Shared
 // the RAM's memfd as fd 6.
 func Args(spec vm.Spec, host Host) ([]string, error) {
-	var errs []error
-	prog, err := Binary(spec.Arch)
+	prog, link, err := checkArgs(spec, host)
 	if err != nil {
-		errs = append(errs, err)
-	}
-	switch host.Accel {
-	case KVM, TCG:
-	default:
-		errs = append(errs, fmt.Errorf("accelerator %q: want kvm or tcg", host.Accel))
-	}
-	if host.Accel == KVM && host.Arch != spec.Arch {
-		errs = append(errs, fmt.Errorf("kvm cannot run a %s guest on a %s host", spec.Arch, host.Arch))
-	}
-	link, err := ResolveLink(spec, host)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if link == vm.LinkVsock && host.CID < 3 {
-		errs = append(errs, fmt.Errorf("vsock guest cid %d: want 3 or more", host.CID))
-	}
-	if link == vm.LinkVsock && spec.Link.Port == 0 {
-		errs = append(errs, errors.New("vsock link: no guest port"))
-	}
-	if spec.StateDir == "" {
-		errs = append(errs, errors.New("no state dir"))
-	}
-	if err := checkSocketPath("qmp", QMPSocket(spec), host.OS); err != nil {
-		errs = append(errs, err)
-	}
-	if link == vm.LinkSerial {
-		if err := checkSocketPath("serial link", LinkSocket(spec), host.OS); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := checkShares(spec); err != nil {
-		errs = append(errs, err)
-	}
-	if host.Memory.File != "" && (host.Memory.Shared || len(spec.Shares) > 0) {
-		errs = append(errs, errors.New("a machine restored from a RAM file maps it private: it cannot share its RAM too"))
-	}
-	for i, sh := range spec.Shares {
-		if err := checkSocketPath("virtiofs share "+sh.Tag, ShareSocket(spec, i), host.OS); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
@@ -312,6 +268,58 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 			"-device", "virtserialport,chardev=link,name="+SerialPortName)
 	}
 	return a, nil
+}
+
+// checkArgs checks spec and host before Args builds a command line from
+// them, reporting every problem at once; it returns the QEMU program and
+// the guest link to use.
+func checkArgs(spec vm.Spec, host Host) (string, vm.LinkKind, error) {
+	var errs []error
+	prog, err := Binary(spec.Arch)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	switch host.Accel {
+	case KVM, TCG:
+	default:
+		errs = append(errs, fmt.Errorf("accelerator %q: want kvm or tcg", host.Accel))
+	}
+	if host.Accel == KVM && host.Arch != spec.Arch {
+		errs = append(errs, fmt.Errorf("kvm cannot run a %s guest on a %s host", spec.Arch, host.Arch))
+	}
+	link, err := ResolveLink(spec, host)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if link == vm.LinkVsock && host.CID < 3 {
+		errs = append(errs, fmt.Errorf("vsock guest cid %d: want 3 or more", host.CID))
+	}
+	if link == vm.LinkVsock && spec.Link.Port == 0 {
+		errs = append(errs, errors.New("vsock link: no guest port"))
+	}
+	if spec.StateDir == "" {
+		errs = append(errs, errors.New("no state dir"))
+	}
+	if err := checkSocketPath("qmp", QMPSocket(spec), host.OS); err != nil {
+		errs = append(errs, err)
+	}
+	if link == vm.LinkSerial {
+		if err := checkSocketPath("serial link", LinkSocket(spec), host.OS); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := checkShares(spec); err != nil {
+		errs = append(errs, err)
+	}
+	if host.Memory.File != "" && (host.Memory.Shared || len(spec.Shares) > 0) {
+		errs = append(errs, errors.New("a machine restored from a RAM file maps it private: it cannot share its RAM too"))
+	}
+	for i, sh := range spec.Shares {
+		if err := checkSocketPath("virtiofs share "+sh.Tag, ShareSocket(spec, i), host.OS); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return prog, link, errors.Join(errs...)
 }
 
 // memoryObject is the -object option of the memory backend "mem" of

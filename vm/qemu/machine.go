@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,23 +108,9 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 			}
 		}
 	}()
-	f, err := listenUnix(m.qmpPath)
+	files, sockets, err := m.listen(spec)
 	if err != nil {
 		return nil, err
-	}
-	files = append(files, f)
-	sockets := []string{m.qmpPath}
-	if link == vm.LinkSerial {
-		m.linkPath = LinkSocket(spec)
-		f, err := listenUnix(m.linkPath)
-		if err != nil {
-			os.Remove(m.qmpPath)
-			return nil, err
-		}
-		files = append(files, f)
-		sockets = append(sockets, m.linkPath)
-	} else {
-		files = append(files, nil) // no fd linkFD: QEMU gets it closed
 	}
 	con, conW, err := openConsole(m.console, m.log)
 	if err != nil {
@@ -138,11 +125,7 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		}
 	}()
 	if host.Memory.Shared {
-		mem := spec.MemoryMiB
-		if mem == 0 {
-			mem = vm.DefaultMemoryMiB
-		}
-		ram, err := newRAM(int64(mem) << 20)
+		ram, err := newRAM(int64(cmp.Or(spec.MemoryMiB, vm.DefaultMemoryMiB)) << 20)
 		if err != nil {
 			removeAll(sockets)
 			return nil, err
@@ -156,25 +139,12 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		m.ram = ram
 	}
 
-	// One virtiofsd per share, each on a socket bound here, before QEMU
-	// connects to it.
-	if len(spec.Shares) > 0 {
-		fsProg, err := b.virtiofsdProgram()
-		if err != nil {
-			removeAll(sockets)
-			return nil, err
-		}
-		for i := range spec.Shares {
-			d, err := startVirtiofsd(fsProg, spec, i)
-			if err != nil {
-				m.killHelpers()
-				removeAll(sockets)
-				return nil, err
-			}
-			m.fsds = append(m.fsds, d)
-			sockets = append(sockets, ShareSocket(spec, i))
-		}
+	shareSockets, err := b.startShares(m, spec)
+	if err != nil {
+		removeAll(sockets)
+		return nil, err
 	}
+	sockets = append(sockets, shareSockets...)
 
 	cmd := exec.Command(prog, qargs...)
 	cmd.ExtraFiles = files // fd 3 = qmpFD, fd 4 = linkFD, fd 5 = consoleFD
@@ -212,6 +182,52 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 		}
 		return nil, m.err
 	}
+}
+
+// listen binds the QMP socket and, for a serial link, the link's: QEMU's
+// fds qmpFD and linkFD (nil for no link socket: QEMU gets it closed),
+// and their paths.
+func (m *machine) listen(spec vm.Spec) ([]*os.File, []string, error) {
+	f, err := listenUnix(m.qmpPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.link != vm.LinkSerial {
+		return []*os.File{f, nil}, []string{m.qmpPath}, nil
+	}
+	m.linkPath = LinkSocket(spec)
+	lf, err := listenUnix(m.linkPath)
+	if err != nil {
+		f.Close()
+		os.Remove(m.qmpPath)
+		return nil, nil, err
+	}
+	return []*os.File{f, lf}, []string{m.qmpPath, m.linkPath}, nil
+}
+
+// startShares starts one virtiofsd per share of spec for m, each on a
+// socket bound here before QEMU connects to it, and returns the sockets.
+// On an error it stops those it started and removes their sockets.
+func (b *Backend) startShares(m *machine, spec vm.Spec) ([]string, error) {
+	if len(spec.Shares) == 0 {
+		return nil, nil
+	}
+	fsProg, err := b.virtiofsdProgram()
+	if err != nil {
+		return nil, err
+	}
+	var sockets []string
+	for i := range spec.Shares {
+		d, err := startVirtiofsd(fsProg, spec, i)
+		if err != nil {
+			m.killHelpers()
+			removeAll(sockets)
+			return nil, err
+		}
+		m.fsds = append(m.fsds, d)
+		sockets = append(sockets, ShareSocket(spec, i))
+	}
+	return sockets, nil
 }
 
 func removeAll(paths []string) {
