@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -26,7 +27,7 @@ func agentRound(t *testing.T, agent, secret string, srv *fakevendor.Server, flag
 	}
 	t.Setenv(secret, "sk-airlock-test-"+randomHex(t, 24))
 	args := append([]string{"--json", "run", "--arch", "amd64", "--project", proj, "--agent", agent, "--prompt", "Write notes/hello.txt and run the shell check."}, flags...)
-	code, out, errOut = agentCLI(t, h, []Option{upstreamHook(srv)}, args...)
+	code, out, errOut = agentCLI(t, h, []cli.Option{upstreamHook(srv)}, args...)
 	st, err := sandbox.Open(h)
 	if err != nil {
 		t.Fatal(err)

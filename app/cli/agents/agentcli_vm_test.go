@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/app/cli"
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/pipeline"
@@ -25,6 +27,8 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // agentCase is one agent CLI's proof: its preset, the fake of its
@@ -70,8 +74,8 @@ const shellOutput = "airlock-shell-42"
 
 // upstreamHook makes every run of a plan reach srv for the vendors'
 // host names (the proxy verifies srv's certificates against its CA).
-func upstreamHook(srv *fakevendor.Server) Option {
-	return WithPlanHook(func(p *plan.Plan) error {
+func upstreamHook(srv *fakevendor.Server) cli.Option {
+	return cli.WithPlanHook(func(p *plan.Plan) error {
 		for i := range p.Runs {
 			if n := p.Runs[i].Network; n != nil {
 				n.Dial, n.RootCAs = srv.Dial, srv.RootCAs
@@ -82,11 +86,17 @@ func upstreamHook(srv *fakevendor.Server) Option {
 }
 
 // agentCLI runs airlock with opts.
-func agentCLI(t *testing.T, home string, opts []Option, args ...string) (code int, stdout, stderr string) {
+func agentCLI(t *testing.T, home string, opts []cli.Option, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = Main(append([]string{"--home", home}, args...), strings.NewReader(""), &out, &errOut, opts...)
-	return code, out.String(), errOut.String()
+	return clitest.Run(t, home, opts, args...)
+}
+
+// fullHome is an Airlock home of its own that shares the test images,
+// with the full image built.
+func fullHome(t testing.TB) (string, *image.Image) {
+	t.Helper()
+	im := testenv.FullImage(t, vm.AMD64)
+	return testenv.VMHome(t), im
 }
 
 // agentCLITest runs c's real CLI from the full image on a small project
@@ -120,7 +130,7 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 		t.Setenv(c.Secret, secret)
 	}
 	srv := fakevendor.Start(t, agentScript, c.Vendor)
-	opts := []Option{upstreamHook(srv)}
+	opts := []cli.Option{upstreamHook(srv)}
 
 	code, out, errOut := agentCLI(t, h, opts, "--json", "run", "--arch", "amd64", "--project", proj,
 		"--agent", c.Agent, "--prompt", "Write notes/hello.txt and run the shell check.")

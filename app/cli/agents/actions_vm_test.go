@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"bytes"
@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 // gitHubAPI is a fake api.github.com: it answers a comment with 201 and
@@ -69,7 +71,7 @@ func TestStagedActionsInVM(t *testing.T) {
 	token := "ghp_airlockTest" + randomHex(t, 16)
 	t.Setenv("GITHUB_TOKEN", token)
 	srv := fakevendor.Start(t, fakevendor.Script{}, gitHubAPI{})
-	opts := []Option{upstreamHook(srv), WithSendNetwork(srv.Dial, srv.RootCAs)}
+	opts := []cli.Option{upstreamHook(srv), cli.WithSendNetwork(srv.Dial, srv.RootCAs)}
 	h := testenv.VMHome(t)
 	project := netclientProject(t)
 	const comment = `{"body":"Fixed in the sandbox: the parser now accepts empty input."}`
@@ -204,4 +206,19 @@ echo done > notes.txt`
 	if got := strings.Join(seen, ","); got != want {
 		t.Fatalf("audit events:\n got %s\nwant %s", got, want)
 	}
+}
+
+// netclientProject is a project holding the guest's test HTTP client,
+// ./netclient (testenv.NetClient), as app/cli's network tests make it.
+func netclientProject(t *testing.T) string {
+	t.Helper()
+	project := t.TempDir()
+	data, err := os.ReadFile(testenv.NetClient(t, vm.AMD64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "netclient"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return project
 }
