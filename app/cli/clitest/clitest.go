@@ -1,12 +1,15 @@
-// Package clitest is the kit that app/cli's tests in other packages share:
-// Run, the command line in-process on a home of the test's, and Main, the
-// TestMain that lets a test binary act as airlock for the VM supervisors
-// it spawns. It holds only what those packages use through app/cli's
-// exported API; the tests that boot VMs live in app/cli's sub-packages by
-// subject, so that go test runs them side by side.
+// Package clitest is the kit that app/cli's test packages share: Run,
+// the command line in-process on a home of the test's; Main, the TestMain
+// that lets a test binary act as airlock for the VM supervisors it spawns;
+// and the agent CLIs' proof (AgentCLITest: a real CLI of the full image
+// against its fake vendor through the egress proxy) that app/cli/agents
+// and app/cli/gemini both run. It reaches app/cli through its exported API
+// only; the tests that boot VMs live in app/cli's sub-packages by subject,
+// so that go test runs them side by side.
 //
-// It must not import app/gui or fyne (like app/cli), nor internal/testenv
-// (no package does: it is imported by tests only).
+// It is for tests only: like internal/testenv and internal/fakevendor,
+// which it imports, no program may import it. It must not import app/gui
+// or fyne (like app/cli).
 package clitest
 
 import (
