@@ -6,8 +6,9 @@
 // rules_test.go: nothing outside app imports app; only app/gui/... and main
 // import fyne; only vm/vz imports vz; guest never imports vm, fyne or vz;
 // the guest agent never links testing; review and sync know nothing of vm,
-// guest or fyne; nothing depends on internal/testenv, internal/fakevendor
-// or this package).
+// guest or fyne; nothing depends on internal/testenv, internal/fakevendor,
+// app/cli/clitest or this package, but app/cli/clitest, itself test
+// harness, on the first two).
 // Every package carries a package comment that says what it must not
 // import, and no function outside tests is over 120 lines save those
 // funclen_test.go allows, each at its length today.

@@ -401,10 +401,10 @@ var globals = []global{
 		cell: "`vm`, `guest`, `fyne.io/fyne`",
 	},
 	{
-		name: "internal/testenv, internal/fakevendor and internal/layout are for tests only",
-		why:  "no program carries the test harness",
-		from: everyPackage,
-		cell: "`internal/testenv`, `internal/fakevendor`, `internal/layout`",
+		name: "internal/testenv, internal/fakevendor, internal/layout and app/cli/clitest are for tests only",
+		why:  "no program carries the test harness; app/cli/clitest is itself test harness (the kit of app/cli's test packages)",
+		from: not(is("app/cli/clitest")),
+		cell: "`internal/testenv`, `internal/fakevendor`, `internal/layout`, `app/cli/clitest`",
 	},
 }
 

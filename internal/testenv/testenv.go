@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -153,16 +154,44 @@ func builderNewer(t testing.TB, built time.Time) bool {
 }
 
 // GuestBinary builds airlock-guest for linux/arch from this tree into the
-// test home and returns its path.
+// test home and returns its path. It is built once per test binary, under
+// a lock: the test binaries that go test runs side by side share it, and
+// hash it for their images.
 func GuestBinary(t testing.TB, arch vm.Arch) string {
 	t.Helper()
-	out := filepath.Join(Home(t), "guest", "airlock-guest-linux-"+string(arch))
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./guest/cmd/airlock-guest")
+	return buildOnce(t, "airlock-guest-linux-"+string(arch), "./guest/cmd/airlock-guest", arch)
+}
+
+// built are the paths buildOnce built in this process, by output name.
+var built struct {
+	sync.Mutex
+	paths map[string]string
+}
+
+// buildOnce builds the package pkg for linux/arch into the test home's
+// guest/name, once per process, holding a lock on the home so no other
+// test binary reads a half-written file.
+func buildOnce(t testing.TB, name, pkg string, arch vm.Arch) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if p, ok := built.paths[name]; ok {
+		return p
+	}
+	h := Home(t)
+	out := filepath.Join(h, "guest", name)
+	unlock := lock(t, filepath.Join(h, ".build-guest.lock"))
+	defer unlock()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = RepoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+string(arch))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build airlock-guest for %s: %v\n%s", arch, err, b)
+		t.Fatalf("build %s for %s: %v\n%s", pkg, arch, err, b)
 	}
+	if built.paths == nil {
+		built.paths = map[string]string{}
+	}
+	built.paths[name] = out
 	return out
 }
 
@@ -202,17 +231,11 @@ func lock(t testing.TB, path string) func() {
 
 // NetClient builds, for a linux guest of arch, the small static HTTP
 // client in testdata/netclient (busybox has no HTTPS client that goes
-// through a proxy) and returns its path.
+// through a proxy) and returns its path, in the test home, built once per
+// test binary (GuestBinary).
 func NetClient(t testing.TB, arch vm.Arch) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "netclient")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./internal/testenv/testdata/netclient")
-	cmd.Dir = RepoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+string(arch))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build netclient: %v\n%s", err, b)
-	}
-	return out
+	return buildOnce(t, "netclient-linux-"+string(arch), "./internal/testenv/testdata/netclient", arch)
 }
 
 // Sbin finds a host tool a test checks its results with (e2fsck,

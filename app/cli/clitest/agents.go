@@ -1,4 +1,4 @@
-package cli
+package clitest
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/pipeline"
@@ -25,11 +26,13 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
-// agentCase is one agent CLI's proof: its preset, the fake of its
+// AgentCase is one agent CLI's proof: its preset, the fake of its
 // vendor's API, and where its credential lives and travels.
-type agentCase struct {
+type AgentCase struct {
 	// Agent is the preset: claude, codex, gemini.
 	Agent string
 	// Vendor is the fake API, reached under the vendor's real host name.
@@ -52,12 +55,12 @@ type agentCase struct {
 	Model func(fakevendor.Request) bool
 }
 
-// agentScript is what every fake has the agent do: write a file with
+// AgentScript is what every fake has the agent do: write a file with
 // the CLI's own tool and run a shell command whose output comes back.
 // The output is not in the command's text, so it comes back only if the
 // command ran; the command has no "$(", which Gemini CLI refuses to run
 // (it takes arithmetic expansion for command substitution).
-var agentScript = fakevendor.Script{
+var AgentScript = fakevendor.Script{
 	Dir:     "/workspace",
 	File:    "notes/hello.txt",
 	Content: "Hello from the scripted model.\nA second line.\n",
@@ -65,13 +68,13 @@ var agentScript = fakevendor.Script{
 	Final:   "I wrote notes/hello.txt and ran the shell check; this is the final message.",
 }
 
-// shellOutput is what agentScript's command prints.
-const shellOutput = "airlock-shell-42"
+// ShellOutput is what AgentScript's command prints.
+const ShellOutput = "airlock-shell-42"
 
-// upstreamHook makes every run of a plan reach srv for the vendors'
+// UpstreamHook makes every run of a plan reach srv for the vendors'
 // host names (the proxy verifies srv's certificates against its CA).
-func upstreamHook(srv *fakevendor.Server) Option {
-	return WithPlanHook(func(p *plan.Plan) error {
+func UpstreamHook(srv *fakevendor.Server) cli.Option {
+	return cli.WithPlanHook(func(p *plan.Plan) error {
 		for i := range p.Runs {
 			if n := p.Runs[i].Network; n != nil {
 				n.Dial, n.RootCAs = srv.Dial, srv.RootCAs
@@ -81,15 +84,15 @@ func upstreamHook(srv *fakevendor.Server) Option {
 	})
 }
 
-// agentCLI runs airlock with opts.
-func agentCLI(t *testing.T, home string, opts []Option, args ...string) (code int, stdout, stderr string) {
+// FullHome is an Airlock home of its own that shares the test images,
+// with the full image built.
+func FullHome(t testing.TB) (string, *image.Image) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	code = Main(append([]string{"--home", home}, args...), strings.NewReader(""), &out, &errOut, opts...)
-	return code, out.String(), errOut.String()
+	im := testenv.FullImage(t, vm.AMD64)
+	return testenv.VMHome(t), im
 }
 
-// agentCLITest runs c's real CLI from the full image on a small project
+// AgentCLITest runs c's real CLI from the full image on a small project
 // through the real egress proxy with secret injection, against its fake
 // vendor, and checks what the issue asks of every CLI: the file and the
 // shell command's output in the changeset, the real credential on every
@@ -97,17 +100,17 @@ func agentCLI(t *testing.T, home string, opts []Option, args ...string) (code in
 // sandbox, the final message as the rationale, and a reply round that
 // continues the conversation. It returns the sandbox and the server for
 // a CLI's own checks.
-func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Server) {
+func AgentCLITest(t *testing.T, c AgentCase) (*sandbox.Sandbox, *fakevendor.Server) {
 	t.Helper()
 	testenv.SkipIfShort(t)
-	h, _ := fullHome(t)
+	h, _ := FullHome(t)
 	proj := t.TempDir()
 	if err := os.WriteFile(filepath.Join(proj, "README.md"), []byte("# A small project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	secret := c.Value
 	if secret == "" {
-		secret = "sk-airlock-test-" + randomHex(t, 24)
+		secret = "sk-airlock-test-" + RandomHex(t, 24)
 	}
 	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CODEX_API_KEY", "GEMINI_API_KEY"} {
 		t.Setenv(k, "")
@@ -119,17 +122,17 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	} else {
 		t.Setenv(c.Secret, secret)
 	}
-	srv := fakevendor.Start(t, agentScript, c.Vendor)
-	opts := []Option{upstreamHook(srv)}
+	srv := fakevendor.Start(t, AgentScript, c.Vendor)
+	opts := []cli.Option{UpstreamHook(srv)}
 
-	code, out, errOut := agentCLI(t, h, opts, "--json", "run", "--arch", "amd64", "--project", proj,
+	code, out, errOut := Run(t, h, opts, "--json", "run", "--arch", "amd64", "--project", proj,
 		"--agent", c.Agent, "--prompt", "Write notes/hello.txt and run the shell check.")
 	if code != 0 {
 		// The CLI's own words (a flag it no longer knows, say) are in
 		// its transcript.
-		t.Fatalf("run --agent %s: exit %d\n%s\n%s\nthe agent's transcript:\n%s\nrequests:\n%s", c.Agent, code, out, errOut, lastTranscript(t, h), requestList(srv))
+		t.Fatalf("run --agent %s: exit %d\n%s\n%s\nthe agent's transcript:\n%s\nrequests:\n%s", c.Agent, code, out, errOut, lastTranscript(t, h), RequestList(srv))
 	}
-	t.Logf("requests of the run:\n%s", requestList(srv))
+	t.Logf("requests of the run:\n%s", RequestList(srv))
 	st, err := sandbox.Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +145,7 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{agentScript.File: agentScript.Content, "shell.out": shellOutput + "\n"} {
+	for path, want := range map[string]string{AgentScript.File: AgentScript.Content, "shell.out": ShellOutput + "\n"} {
 		f := cs.File(path)
 		if f == nil {
 			t.Errorf("the changeset lacks %s (%d files)", path, len(cs.Files))
@@ -150,12 +153,12 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 			t.Errorf("%s in the changeset is %q, want %q", path, got, want)
 		}
 	}
-	if !slices.ContainsFunc(srv.Requests(), func(r fakevendor.Request) bool { return bytes.Contains(r.Body, []byte(shellOutput)) }) {
-		t.Errorf("no request carried the shell command's output %q back to the model", shellOutput)
+	if !slices.ContainsFunc(srv.Requests(), func(r fakevendor.Request) bool { return bytes.Contains(r.Body, []byte(ShellOutput)) }) {
+		t.Errorf("no request carried the shell command's output %q back to the model", ShellOutput)
 	}
 	final, err := sb.FinalMessage()
-	if err != nil || strings.TrimSpace(final) != agentScript.Final {
-		t.Errorf("the rationale shown is %q (%v), want the agent's final message %q", final, err, agentScript.Final)
+	if err != nil || strings.TrimSpace(final) != AgentScript.Final {
+		t.Errorf("the rationale shown is %q (%v), want the agent's final message %q", final, err, AgentScript.Final)
 	}
 	checkCredentials(t, c, srv, secret)
 	checkNoSecret(t, h, sb, append([]string{secret}, c.Hidden...)...)
@@ -164,27 +167,27 @@ func agentCLITest(t *testing.T, c agentCase) (*sandbox.Sandbox, *fakevendor.Serv
 	// earlier turns with the new message.
 	before := len(srv.Requests())
 	const message = "Thanks; now say goodbye in the final message too."
-	code, out, errOut = agentCLI(t, h, opts, "reply", sb.ID, "--message", message)
+	code, out, errOut = Run(t, h, opts, "reply", sb.ID, "--message", message)
 	if code != 0 {
-		t.Fatalf("reply: exit %d\n%s\n%s\nrequests:\n%s", code, out, errOut, requestList(srv))
+		t.Fatalf("reply: exit %d\n%s\n%s\nrequests:\n%s", code, out, errOut, RequestList(srv))
 	}
 	continued := false
 	for _, r := range srv.Requests()[before:] {
-		if bytes.Contains(r.Body, []byte("goodbye in the final message")) && bytes.Contains(r.Body, []byte(agentScript.Final)) {
+		if bytes.Contains(r.Body, []byte("goodbye in the final message")) && bytes.Contains(r.Body, []byte(AgentScript.Final)) {
 			continued = true
 		}
 	}
 	if !continued {
-		t.Errorf("no request of the reply round carried the earlier turns (the first round's final message) with the reply:\n%s", requestList(srv))
+		t.Errorf("no request of the reply round carried the earlier turns (the first round's final message) with the reply:\n%s", RequestList(srv))
 	}
 	checkCredentials(t, c, srv, secret)
 	checkNoSecret(t, h, sb, append([]string{secret}, c.Hidden...)...)
 	return sb, srv
 }
 
-// egressRecords are the proxy's records in sb's audit log (the run's
+// EgressRecords are the proxy's records in sb's audit log (the run's
 // and its rounds'), logged for the reader of the test.
-func egressRecords(t *testing.T, sb *sandbox.Sandbox) []egress.Record {
+func EgressRecords(t *testing.T, sb *sandbox.Sandbox) []egress.Record {
 	t.Helper()
 	evs, err := sb.ReadAudit()
 	if err != nil {
@@ -234,7 +237,7 @@ func lastTranscript(t *testing.T, h string) string {
 
 // checkCredentials: every request reached the fake with the real
 // credential, and no placeholder ever left the host.
-func checkCredentials(t *testing.T, c agentCase, srv *fakevendor.Server, secret string) {
+func checkCredentials(t *testing.T, c AgentCase, srv *fakevendor.Server, secret string) {
 	t.Helper()
 	reqs := srv.Requests()
 	if len(reqs) == 0 {
@@ -246,7 +249,7 @@ func checkCredentials(t *testing.T, c agentCase, srv *fakevendor.Server, secret 
 			models++
 		}
 		if got := c.Credential(r); got != secret {
-			t.Errorf("%s %s%s carried credential %q, want the real one", r.Method, r.Host, r.Path, abbreviate(got))
+			t.Errorf("%s %s%s carried credential %q, want the real one", r.Method, r.Host, r.Path, Abbreviate(got))
 		}
 		var all bytes.Buffer
 		fmt.Fprintf(&all, "%s?%s\n", r.Path, r.Query)
@@ -257,7 +260,7 @@ func checkCredentials(t *testing.T, c agentCase, srv *fakevendor.Server, secret 
 		}
 	}
 	if models == 0 {
-		t.Errorf("no model request among:\n%s", requestList(srv))
+		t.Errorf("no model request among:\n%s", RequestList(srv))
 	}
 }
 
@@ -351,8 +354,8 @@ func sandboxOf(t *testing.T, out string) string {
 	return res.Sandbox
 }
 
-// requestList is the requests the fake saw, a line each.
-func requestList(srv *fakevendor.Server) string {
+// RequestList is the requests the fake saw, a line each.
+func RequestList(srv *fakevendor.Server) string {
 	var b strings.Builder
 	for _, r := range srv.Requests() {
 		fmt.Fprintf(&b, "  %s %s%s?%s → %d (%d bytes)\n", r.Method, r.Host, r.Path, r.Query, r.Status, len(r.Body))
@@ -360,17 +363,32 @@ func requestList(srv *fakevendor.Server) string {
 	return b.String()
 }
 
-func abbreviate(s string) string {
+func Abbreviate(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "…"
 	}
 	return s
 }
 
-func randomHex(t *testing.T, n int) string {
+func RandomHex(t *testing.T, n int) string {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// NetclientProject is a project holding the guest's test HTTP client,
+// ./netclient (testenv.NetClient).
+func NetclientProject(t *testing.T) string {
+	t.Helper()
+	project := t.TempDir()
+	data, err := os.ReadFile(testenv.NetClient(t, vm.AMD64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "netclient"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return project
 }

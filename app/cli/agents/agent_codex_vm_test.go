@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -13,7 +14,7 @@ import (
 // task through the egress proxy against the Responses API's fake, its
 // CODEX_API_KEY injected as Authorization: Bearer.
 func TestCodexCLI(t *testing.T) {
-	_, srv := agentCLITest(t, agentCase{
+	_, srv := clitest.AgentCLITest(t, clitest.AgentCase{
 		Agent:  "codex",
 		Vendor: &fakevendor.OpenAI{},
 		Secret: "CODEX_API_KEY",
@@ -26,17 +27,17 @@ func TestCodexCLI(t *testing.T) {
 	// model over HTTPS with the tools it declares; the answers carry the
 	// CLI's own apply_patch and shell tools (the first request of a
 	// round asks for them, the next carries their output).
-	t.Logf("requests of both rounds:\n%s", requestList(srv))
+	t.Logf("requests of both rounds:\n%s", clitest.RequestList(srv))
 	sawPatch := false
 	for _, r := range srv.Requests() {
 		if ua := r.Header.Get("User-Agent"); !strings.HasPrefix(ua, "codex_exec/") {
 			t.Errorf("%s %s%s came from %q, want codex exec", r.Method, r.Host, r.Path, ua)
 		}
-		if r.Method == http.MethodPost && bytes.Contains(r.Body, []byte(`*** Add File: `+agentScript.File)) {
+		if r.Method == http.MethodPost && bytes.Contains(r.Body, []byte(`*** Add File: `+clitest.AgentScript.File)) {
 			sawPatch = true
 		}
 	}
 	if !sawPatch {
-		t.Errorf("no model request carried the apply_patch call back:\n%s", requestList(srv))
+		t.Errorf("no model request carried the apply_patch call back:\n%s", clitest.RequestList(srv))
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli"
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -16,7 +18,7 @@ import (
 // how it ended and its sandbox (nil when none was made).
 func agentRound(t *testing.T, agent, secret string, srv *fakevendor.Server, flags ...string) (code int, out, errOut string, sb *sandbox.Sandbox) {
 	t.Helper()
-	h, _ := fullHome(t)
+	h, _ := clitest.FullHome(t)
 	proj := t.TempDir()
 	if err := os.WriteFile(filepath.Join(proj, "README.md"), []byte("# A small project\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -24,9 +26,9 @@ func agentRound(t *testing.T, agent, secret string, srv *fakevendor.Server, flag
 	for _, k := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "CODEX_API_KEY", "GEMINI_API_KEY"} {
 		t.Setenv(k, "")
 	}
-	t.Setenv(secret, "sk-airlock-test-"+randomHex(t, 24))
+	t.Setenv(secret, "sk-airlock-test-"+clitest.RandomHex(t, 24))
 	args := append([]string{"--json", "run", "--arch", "amd64", "--project", proj, "--agent", agent, "--prompt", "Write notes/hello.txt and run the shell check."}, flags...)
-	code, out, errOut = agentCLI(t, h, []Option{upstreamHook(srv)}, args...)
+	code, out, errOut = clitest.Run(t, h, []cli.Option{clitest.UpstreamHook(srv)}, args...)
 	st, err := sandbox.Open(h)
 	if err != nil {
 		t.Fatal(err)
@@ -47,17 +49,17 @@ func agentRound(t *testing.T, agent, secret string, srv *fakevendor.Server, flag
 // agent wrote before is in the review.
 func TestAgentCLITimeLimit(t *testing.T) {
 	testenv.SkipIfShort(t)
-	srv := fakevendor.Start(t, agentScript, &fakevendor.OpenAI{})
-	srv.Stall(shellOutput) // the turn carrying the tools' results
+	srv := fakevendor.Start(t, clitest.AgentScript, &fakevendor.OpenAI{})
+	srv.Stall(clitest.ShellOutput) // the turn carrying the tools' results
 	code, out, errOut, sb := agentRound(t, "codex", "CODEX_API_KEY", srv, "--timeout", "90s")
 	if code != sandbox.TimeoutExitCode || sb == nil {
-		t.Fatalf("a stalled agent: exit %d, want %d\n%s\n%s\nrequests:\n%s", code, sandbox.TimeoutExitCode, out, errOut, requestList(srv))
+		t.Fatalf("a stalled agent: exit %d, want %d\n%s\n%s\nrequests:\n%s", code, sandbox.TimeoutExitCode, out, errOut, clitest.RequestList(srv))
 	}
 	cs, err := sb.Changeset(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{agentScript.File: agentScript.Content, "shell.out": shellOutput + "\n"} {
+	for path, want := range map[string]string{clitest.AgentScript.File: clitest.AgentScript.Content, "shell.out": clitest.ShellOutput + "\n"} {
 		if f := cs.File(path); f == nil || string(f.NewContent()) != want {
 			t.Errorf("the work before the time limit: %s is %v, want %q", path, f, want)
 		}
@@ -70,7 +72,7 @@ func TestAgentCLITimeLimit(t *testing.T) {
 // sent it.
 func TestAgentCLIVendorError(t *testing.T) {
 	testenv.SkipIfShort(t)
-	srv := fakevendor.Start(t, agentScript, fakevendor.Anthropic{})
+	srv := fakevendor.Start(t, clitest.AgentScript, fakevendor.Anthropic{})
 	const message = "the scripted vendor is rate limiting you (fake 429)"
 	for range 10 {
 		srv.Fail(429, message)
@@ -84,7 +86,7 @@ func TestAgentCLIVendorError(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(tr), "429") || !strings.Contains(string(tr), message) {
-		t.Errorf("the transcript does not show the vendor's 429 with its message %q:\n%s\nrequests:\n%s", message, tr, requestList(srv))
+		t.Errorf("the transcript does not show the vendor's 429 with its message %q:\n%s\nrequests:\n%s", message, tr, clitest.RequestList(srv))
 	}
 	t.Logf("%d requests; transcript:\n%s", len(srv.Requests()), tr)
 }
@@ -94,7 +96,7 @@ func TestAgentCLIVendorError(t *testing.T) {
 // vendor rejected (not a proxy failure), even with --json.
 func TestAgentCLIRejectedCredential(t *testing.T) {
 	testenv.SkipIfShort(t)
-	srv := fakevendor.Start(t, agentScript, fakevendor.Anthropic{})
+	srv := fakevendor.Start(t, clitest.AgentScript, fakevendor.Anthropic{})
 	const message = "invalid x-api-key (scripted)"
 	for range 10 {
 		srv.Fail(401, message)

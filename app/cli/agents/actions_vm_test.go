@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli"
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -66,19 +68,19 @@ func TestStagedActionsInVM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfg, "airlock", "config.toml"), []byte(stageConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	token := "ghp_airlockTest" + randomHex(t, 16)
+	token := "ghp_airlockTest" + clitest.RandomHex(t, 16)
 	t.Setenv("GITHUB_TOKEN", token)
 	srv := fakevendor.Start(t, fakevendor.Script{}, gitHubAPI{})
-	opts := []Option{upstreamHook(srv), WithSendNetwork(srv.Dial, srv.RootCAs)}
+	opts := []cli.Option{clitest.UpstreamHook(srv), cli.WithSendNetwork(srv.Dial, srv.RootCAs)}
 	h := testenv.VMHome(t)
-	project := netclientProject(t)
+	project := clitest.NetclientProject(t)
 	const comment = `{"body":"Fixed in the sandbox: the parser now accepts empty input."}`
 	script := `set -e
 ./netclient send POST 'https://api.github.com/repos/org/repo/issues/12/comments?via=agent' '` + comment + `' "Authorization: Bearer $GITHUB_TOKEN" 'Content-Type: application/json' 'Cookie: session=abc'
 ./netclient get https://api.github.com/user "Authorization: Bearer $GITHUB_TOKEN"
 ./netclient send POST https://api.github.com/repos/org/repo/issues '{"title":"Spam"}' "Authorization: Bearer $GITHUB_TOKEN"
 echo done > notes.txt`
-	code, out, errOut := agentCLI(t, h, opts, "run", "--arch", "amd64", "--project", project, "--", "sh", "-c", script)
+	code, out, errOut := clitest.Run(t, h, opts, "run", "--arch", "amd64", "--project", project, "--", "sh", "-c", script)
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -108,18 +110,18 @@ echo done > notes.txt`
 	}
 	id := list[0].ID
 
-	code, out, errOut = agentCLI(t, h, opts, "actions", id)
+	code, out, errOut = clitest.Run(t, h, opts, "actions", id)
 	if code != 0 || !strings.Contains(out, "#1   held      Comment on issue #12 of org/repo: “Fixed in the sandbox: the parser now accepts empty input.”") ||
 		!strings.Contains(out, "#2   held      Open an issue in org/repo: “Spam”") {
 		t.Fatalf("actions: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = agentCLI(t, h, opts, "actions", id, "1")
+	code, out, _ = clitest.Run(t, h, opts, "actions", id, "1")
 	if code != 0 || !strings.Contains(out, "Authorization: your GITHUB_TOKEN is put here when it is sent") ||
 		!strings.Contains(out, "left out as credentials, never sent: Cookie") || strings.Contains(out, "airlock-placeholder-") {
 		t.Fatalf("action 1 whole:\n%s", out)
 	}
 	// The diff ends with the actions, and git apply still takes it.
-	code, out, errOut = agentCLI(t, h, opts, "diff", id)
+	code, out, errOut = clitest.Run(t, h, opts, "diff", id)
 	if code != 0 || !strings.Contains(out, "# airlock: 2 actions held for review") || !strings.Contains(out, "# #1   held      Comment on issue #12") {
 		t.Fatalf("diff: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -130,17 +132,17 @@ echo done > notes.txt`
 		t.Fatalf("git apply --check of airlock diff: %v\n%s", err, b)
 	}
 
-	if code, out, errOut = agentCLI(t, h, opts, "actions", id, "--approve", "1", "--reject", "2"); code != 0 || !strings.Contains(out, "#1   approved") || !strings.Contains(out, "#2   rejected") {
+	if code, out, errOut = clitest.Run(t, h, opts, "actions", id, "--approve", "1", "--reject", "2"); code != 0 || !strings.Contains(out, "#1   approved") || !strings.Contains(out, "#2   rejected") {
 		t.Fatalf("decide: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = agentCLI(t, h, opts, "apply", id, "--all", "--dry-run")
+	code, out, _ = clitest.Run(t, h, opts, "apply", id, "--all", "--dry-run")
 	if code != 0 || !strings.Contains(out, "would send   #1 Comment on issue #12") || strings.Contains(out, "#2") || !strings.Contains(out, "cannot unsend") {
 		t.Fatalf("dry run:\n%s", out)
 	}
 	if len(srv.Requests()) != 1 {
 		t.Fatal("the dry run sent something")
 	}
-	code, out, errOut = agentCLI(t, h, opts, "apply", id, "--all")
+	code, out, errOut = clitest.Run(t, h, opts, "apply", id, "--all")
 	if code != 0 || !strings.Contains(out, "undo cannot unsend them") ||
 		!strings.Contains(out, "sent      #1 POST https://api.github.com/repos/org/repo/issues/12/comments?via=agent → 201 Created") {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
@@ -166,13 +168,13 @@ echo done > notes.txt`
 		}
 	}
 	// Again: nothing is sent twice.
-	if code, out, errOut = agentCLI(t, h, opts, "apply", id, "--send", "1"); code != 0 || !strings.Contains(errOut, "action 1 was already sent; it is not sent again") {
+	if code, out, errOut = clitest.Run(t, h, opts, "apply", id, "--send", "1"); code != 0 || !strings.Contains(errOut, "action 1 was already sent; it is not sent again") {
 		t.Fatalf("second apply: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if n := len(srv.Requests()); n != 2 {
 		t.Fatalf("a second apply sent again: %d requests", n)
 	}
-	code, out, _ = agentCLI(t, h, opts, "--json", "actions", id)
+	code, out, _ = clitest.Run(t, h, opts, "--json", "actions", id)
 	var views []sandbox.ActionView
 	if err := json.Unmarshal([]byte(out), &views); err != nil || code != 0 || len(views) != 2 {
 		t.Fatalf("actions --json: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package cli
+package agents
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -23,9 +24,9 @@ import (
 // enough for the run, is not refreshed.
 func TestCodexCLIChatGPT(t *testing.T) {
 	const account = "acct-airlock-test"
-	refresh := "rt-airlock-test-" + randomHex(t, 24)
-	idSignature := "sig-airlock-test-" + randomHex(t, 24)
-	idSubject := "sub-airlock-test-" + randomHex(t, 12)
+	refresh := "rt-airlock-test-" + clitest.RandomHex(t, 24)
+	idSignature := "sig-airlock-test-" + clitest.RandomHex(t, 24)
+	idSubject := "sub-airlock-test-" + clitest.RandomHex(t, 12)
 	enc := base64.RawURLEncoding
 	claims, _ := json.Marshal(map[string]any{
 		"email": "ada@example.com", "sub": idSubject,
@@ -44,7 +45,7 @@ func TestCodexCLIChatGPT(t *testing.T) {
 
 	var authFile string
 	var authData []byte
-	_, srv := agentCLITest(t, agentCase{
+	_, srv := clitest.AgentCLITest(t, clitest.AgentCase{
 		Agent:  "codex",
 		Vendor: &fakevendor.ChatGPT{},
 		Login: func(t *testing.T, home, token string) {
@@ -73,7 +74,7 @@ func TestCodexCLIChatGPT(t *testing.T) {
 			return r.Method == http.MethodPost && r.Path == "/backend-api/codex/responses"
 		},
 	})
-	t.Logf("requests of both rounds:\n%s", requestList(srv))
+	t.Logf("requests of both rounds:\n%s", clitest.RequestList(srv))
 	for _, r := range srv.Requests() {
 		if got := r.Header.Get("ChatGPT-Account-ID"); got != account {
 			t.Errorf("%s %s%s carried ChatGPT-Account-ID %q, want %q", r.Method, r.Host, r.Path, got, account)

@@ -1,9 +1,10 @@
-package cli
+package gemini
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -13,7 +14,7 @@ import (
 // CLI reaches the proxy by HTTPS_PROXY itself: it hands the variable to
 // its own fetch dispatcher (packages/core setGlobalProxy).
 func TestGeminiCLI(t *testing.T) {
-	sb, srv := agentCLITest(t, agentCase{
+	sb, srv := clitest.AgentCLITest(t, clitest.AgentCase{
 		Agent:  "gemini",
 		Vendor: fakevendor.Gemini{},
 		Secret: "GEMINI_API_KEY",
@@ -29,6 +30,6 @@ func TestGeminiCLI(t *testing.T) {
 	})
 	// What the CLI sent, both rounds, and what the proxy let through or
 	// refused (its usage statistics go to play.googleapis.com).
-	t.Logf("requests of both rounds:\n%s", requestList(srv))
-	egressRecords(t, sb)
+	t.Logf("requests of both rounds:\n%s", clitest.RequestList(srv))
+	clitest.EgressRecords(t, sb)
 }

@@ -1,4 +1,4 @@
-package cli
+package gemini
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/internal/fakevendor"
 )
 
@@ -19,10 +20,10 @@ import (
 // vendor with the host's access token as its Bearer, and neither that
 // token nor the refresh token is anywhere in the sandbox.
 func TestGeminiCLIGoogle(t *testing.T) {
-	refresh := "1//airlock-test-refresh-" + randomHex(t, 24)
+	refresh := "1//airlock-test-refresh-" + clitest.RandomHex(t, 24)
 	var credsPath string
 	var written []byte
-	sb, srv := agentCLITest(t, agentCase{
+	sb, srv := clitest.AgentCLITest(t, clitest.AgentCase{
 		Agent:  "gemini",
 		Vendor: fakevendor.CodeAssist{},
 		Login: func(t *testing.T, home, token string) {
@@ -62,7 +63,7 @@ func TestGeminiCLIGoogle(t *testing.T) {
 		hosts[r.Host] = true
 	}
 	if !hosts["cloudcode-pa.googleapis.com"] {
-		t.Errorf("no request reached the Code Assist API:\n%s", requestList(srv))
+		t.Errorf("no request reached the Code Assist API:\n%s", clitest.RequestList(srv))
 	}
-	egressRecords(t, sb)
+	clitest.EgressRecords(t, sb)
 }
