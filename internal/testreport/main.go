@@ -5,18 +5,26 @@
 // package failed, or a package did not build, so the report comes out when
 // it is needed most and the run still fails.
 //
+// With no arguments it reads standard input. Arguments name several
+// streams read at once (files or named pipes, one per `go test` running
+// beside the others), each LABEL=PATH or PATH: a label is added to the
+// names of that stream's packages ("app/cli (without -race)"), so that the
+// same package run two ways is counted twice, apart.
+//
 // It must not import anything outside the standard library.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,7 +32,7 @@ func main() {
 	top := flag.Int("top", 25, "how many of the slowest tests to list")
 	flag.Parse()
 	r := newReport()
-	if err := r.read(os.Stdin, os.Stdout); err != nil {
+	if err := r.readAll(flag.Args(), os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "testreport: %v\n", err)
 		os.Exit(2)
 	}
@@ -56,6 +64,7 @@ type timing struct {
 
 // report adds up the events of one run.
 type report struct {
+	mu        sync.Mutex // held while a line of any stream is added
 	tests     []timing
 	packages  map[string]*timing
 	builds    map[string]bool // import paths whose build failed
@@ -73,21 +82,63 @@ func newReport() *report {
 	}
 }
 
-// read consumes the event stream, writing each event's output to out as
-// it comes. A line that is not an event (a build error go writes to
-// stderr, merged in) is written as it is.
-func (r *report) read(in io.Reader, out io.Writer) error {
+// readAll reads the streams that args name (see the command's comment),
+// or standard input when there are none, all at once, line by line.
+func (r *report) readAll(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return r.read(os.Stdin, "", out)
+	}
+	errs := make(chan error, len(args))
+	for _, arg := range args {
+		label, path, ok := strings.Cut(arg, "=")
+		if !ok {
+			label, path = "", arg
+		}
+		go func() {
+			f, err := os.Open(path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			if err := r.read(f, label, out); err != nil {
+				errs <- fmt.Errorf("%s: %w", path, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var all []error
+	for range args {
+		if err := <-errs; err != nil {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
+}
+
+// read consumes one event stream, writing each event's output to out as
+// it comes; label, when set, is added to the stream's package names. A
+// line that is not an event (a build error go writes to stderr, merged
+// in) is written as it is. Lines of several streams read at once are
+// added one at a time, whole.
+func (r *report) read(in io.Reader, label string, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
 		var e event
+		r.mu.Lock()
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
 			r.nonJSON++
 			fmt.Fprintf(out, "%s\n", line)
-			continue
+		} else {
+			if label != "" && e.Package != "" {
+				e.Package += " (" + label + ")"
+			}
+			r.add(e, out)
 		}
-		r.add(e, out)
+		r.mu.Unlock()
 	}
 	return sc.Err()
 }

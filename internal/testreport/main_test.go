@@ -19,7 +19,7 @@ func readRecorded(t *testing.T, name string) (*report, string) {
 	defer f.Close()
 	r := newReport()
 	var out bytes.Buffer
-	if err := r.read(f, &out); err != nil {
+	if err := r.read(f, "", &out); err != nil {
 		t.Fatal(err)
 	}
 	r.print(&out, 25)
@@ -64,7 +64,7 @@ func TestReportAllPass(t *testing.T) {
 `
 	r := newReport()
 	var out bytes.Buffer
-	if err := r.read(strings.NewReader(in), &out); err != nil {
+	if err := r.read(strings.NewReader(in), "", &out); err != nil {
 		t.Fatal(err)
 	}
 	r.print(&out, 1)
@@ -99,7 +99,7 @@ not json: go's own stderr, passed through
 `
 	r := newReport()
 	var out bytes.Buffer
-	if err := r.read(strings.NewReader(in), &out); err != nil {
+	if err := r.read(strings.NewReader(in), "", &out); err != nil {
 		t.Fatal(err)
 	}
 	r.print(&out, 25)
@@ -118,4 +118,53 @@ not json: go's own stderr, passed through
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// Two streams read at once, one of them labelled: the same package run
+// both ways is counted twice, apart, and a failure in either fails the run.
+func TestReportSeveralStreams(t *testing.T) {
+	dir := t.TempDir()
+	race := `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestUnit"}
+{"Action":"pass","Package":"p","Test":"TestUnit","Elapsed":0.5}
+{"Action":"pass","Package":"p","Elapsed":1}
+`
+	vm := `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestUnit"}
+{"Action":"pass","Package":"p","Test":"TestUnit","Elapsed":0.25}
+{"Action":"run","Package":"p","Test":"TestVM"}
+{"Action":"output","Package":"p","Test":"TestVM","Output":"--- FAIL: TestVM\n"}
+{"Action":"fail","Package":"p","Test":"TestVM","Elapsed":30}
+{"Action":"fail","Package":"p","Elapsed":31}
+`
+	for name, s := range map[string]string{"race.json": race, "vm.json": vm} {
+		if err := os.WriteFile(dir+"/"+name, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newReport()
+	var out bytes.Buffer
+	if err := r.readAll([]string{dir + "/race.json", "without -race=" + dir + "/vm.json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	r.print(&out, 25)
+	if !r.failed() {
+		t.Error("failed() = false with a failed test in the second stream")
+	}
+	for _, want := range []string{
+		"--- FAIL: TestVM",
+		"pass  p\n",
+		"fail  p (without -race)\n",
+		"fail  p (without -race) TestVM\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if last := lastLine(out.String()); last != "2 passed, 1 failed, 0 skipped" {
+		t.Errorf("closing line = %q", last)
+	}
+	if err := newReport().readAll([]string{dir + "/missing.json"}, &out); err == nil {
+		t.Error("readAll of a missing stream: no error")
+	}
 }
