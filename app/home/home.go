@@ -6,6 +6,8 @@
 package home
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -104,6 +106,7 @@ func Tighten(root string) error {
 //	cache/warm/             warm snapshots per image and machine shape
 //	cache/qemu/             QEMU's probe verdicts
 //	cache/guest/            guest agents built from source
+//	cache/stat/<hash>       a project's stat cache for the snapshot walk (app/pipeline)
 //	cache/debs/, cache/npm/ downloaded packages for image builds (vm/image)
 //	oci/blobs/sha256/       pulled OCI blobs, each once (vm/oci)
 //	builds/<image>/         the last provisioning of an image: output.log, audit.jsonl
@@ -146,6 +149,14 @@ func (l Layout) BaseDisks() string { return filepath.Join(l.Cache(), "baselines"
 // QEMUCache holds what the QEMU backend keeps between runs (the KVM
 // probe's verdicts).
 func (l Layout) QEMUCache() string { return filepath.Join(l.Cache(), "qemu") }
+
+// StatCache is the file that remembers, for the project at the absolute
+// path project, the SHA-256 of its files by their stat data, so that a
+// snapshot hashes only what changed.
+func (l Layout) StatCache(project string) string {
+	sum := sha256.Sum256([]byte(project))
+	return filepath.Join(l.Cache(), "stat", hex.EncodeToString(sum[:16]))
+}
 
 // GuestCache holds guest agents built from source for a guest image.
 func (l Layout) GuestCache() string { return filepath.Join(l.Cache(), "guest") }

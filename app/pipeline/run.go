@@ -24,6 +24,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/internal/bytesize"
@@ -378,8 +379,20 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 	at := s.Now().UTC()
 	head := sandbox.HeadCommit(ctx, project)
 	progress(Progress{Step: StepSnapshot, Message: "snapshot " + project})
+	// The stat cache lets the walk hash only the files whose stat data
+	// changed since the last snapshot of this project; a cache that cannot
+	// be read is an empty one, and one that cannot be written is only slower.
+	var cache *manifest.HashCache
+	var cachePath string
+	if abs, err := filepath.Abs(project); err == nil && os.Getenv("AIRLOCK_NO_STAT_CACHE") == "" {
+		project = abs
+		cachePath = home.Layout{Root: filepath.Dir(s.Dir())}.StatCache(project)
+		data, _ := readAtMost(cachePath, manifest.MaxSavedCache)
+		cache = manifest.LoadHashCache(data, project)
+	}
 	base, report, err := manifest.Walk(ctx, project, manifest.WalkOptions{
 		Excludes: cfg.Exclude,
+		Cache:    cache,
 		Logger:   log,
 		Progress: func(p manifest.Progress) {
 			if p.Phase == manifest.PhaseHash {
@@ -390,10 +403,38 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
+	if cache != nil {
+		data, err := cache.Save(project)
+		if err == nil {
+			if err = os.MkdirAll(filepath.Dir(cachePath), 0o700); err == nil {
+				err = atomicfile.WriteFile(cachePath, data, 0o600)
+			}
+		}
+		if err != nil {
+			log.Warn("stat cache not saved", "path", cachePath, "err", err)
+		}
+	}
 	if err := objects.SnapshotTree(ctx, project, base, s.Objects()); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return &Baseline{Manifest: base, Report: report, Time: at, Commit: head}, nil
+}
+
+// readAtMost reads the regular file at path if it holds at most max bytes.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, max)
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
 }
 
 type runner struct {

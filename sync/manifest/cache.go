@@ -13,7 +13,7 @@ import (
 const racyWindow = 2 * time.Second
 
 // HashCache remembers the SHA-256 of the files of one tree by their stat
-// data (size, modification and change times, inode, device), so that a
+// data (size, modification and change times, inode, device, mode), so that a
 // later Walk of the same tree with the same cache reads only the files
 // whose stat data changed, as git's index does. A file changed within
 // two seconds of the walk that recorded it is not remembered: it is
@@ -34,6 +34,7 @@ type fileStat struct {
 	size         int64
 	mtime, ctime int64 // nanoseconds since the epoch
 	ino, dev     uint64
+	mode         uint32 // type and permission bits
 }
 
 type cachedFile struct {

@@ -17,5 +17,6 @@ func statOf(info fs.FileInfo) (fileStat, bool) {
 		ctime: st.Ctimespec.Nano(),
 		ino:   st.Ino,
 		dev:   uint64(st.Dev),
+		mode:  uint32(st.Mode),
 	}, true
 }

@@ -32,7 +32,7 @@ type State struct {
 }
 
 // stateMagic starts a state file; the digit is the format version.
-const stateMagic = "airlock-manifest-state 4\n"
+const stateMagic = "airlock-manifest-state 5\n"
 
 // errState: a state file that is not one, or is cut short.
 var errState = errors.New("not a manifest state file")
@@ -131,6 +131,7 @@ func (s *State) encode(w *bufio.Writer) error {
 				buf = binary.AppendVarint(buf, c.stat.ctime)
 				buf = binary.AppendUvarint(buf, c.stat.ino)
 				buf = binary.AppendUvarint(buf, c.stat.dev)
+				buf = binary.AppendUvarint(buf, uint64(c.stat.mode))
 			} else {
 				buf = append(buf, 0)
 			}
@@ -252,6 +253,7 @@ func decodeState(data string) (*State, error) {
 				st.ctime = r.varint()
 				st.ino = r.uvarint()
 				st.dev = r.uvarint()
+				st.mode = uint32(r.uvarint())
 				s.Cache.files[e.Path] = cachedFile{st, e.SHA256}
 			}
 		case tagDir:
