@@ -32,34 +32,8 @@ func BenchmarkBaseDisk(b *testing.B) {
 	if _, err := exec.LookPath("tar"); err != nil {
 		testenv.Skip(b, testenv.Unix, err.Error())
 	}
-	out, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		testenv.Skip(b, testenv.Go, fmt.Sprintf("go env GOROOT: %v", err))
-	}
-	project := filepath.Join(strings.TrimSpace(string(out)), "src")
-	parent := os.Getenv("AIRLOCK_BENCH_DIR")
-	if parent == "" {
-		parent = b.TempDir()
-	} else {
-		d, err := os.MkdirTemp(parent, "airlock-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer os.RemoveAll(d)
-		parent = d
-	}
 	ctx := context.Background()
-	base, rep, err := manifest.Walk(ctx, project, manifest.WalkOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := objects.Open(filepath.Join(parent, "objects"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := objects.SnapshotTree(ctx, project, base, store); err != nil {
-		b.Fatal(err)
-	}
+	project, parent, base, rep, store := goTreeSnapshot(b)
 	var files int
 	var total int64
 	for _, e := range base.Entries {
@@ -112,34 +86,8 @@ func BenchmarkBaseDisk(b *testing.B) {
 //
 //	go test ./app/pipeline -run '^$' -bench BaseDiskEdit -benchtime 3x
 func BenchmarkBaseDiskEdit(b *testing.B) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		testenv.Skip(b, testenv.Go, fmt.Sprintf("go env GOROOT: %v", err))
-	}
-	project := filepath.Join(strings.TrimSpace(string(out)), "src")
-	parent := os.Getenv("AIRLOCK_BENCH_DIR")
-	if parent == "" {
-		parent = b.TempDir()
-	} else {
-		d, err := os.MkdirTemp(parent, "airlock-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer os.RemoveAll(d)
-		parent = d
-	}
 	ctx := context.Background()
-	base, _, err := manifest.Walk(ctx, project, manifest.WalkOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	store, err := objects.Open(filepath.Join(parent, "objects"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := objects.SnapshotTree(ctx, project, base, store); err != nil {
-		b.Fatal(err)
-	}
+	project, parent, base, _, store := goTreeSnapshot(b)
 	layered := filepath.Join(parent, "layered")
 	req := BaseDiskRequest{Dir: layered, Project: project, Manifest: base, Objects: store, UID: 1000, GID: 1000}
 	if _, err := MakeBaseLayers(ctx, req); err != nil {
@@ -217,4 +165,40 @@ func BenchmarkBaseDiskEdit(b *testing.B) {
 	b.ReportMetric(float64(withoutB)/n, "full-B/op")
 	b.Logf("one-file edit of %d entries: with layers %.0f ms, %.2f MB written (delta disk); without (a full disk) %.0f ms, %.1f MB written; time ratio %.3f, bytes ratio %.4f",
 		len(base.Entries), w*1000, float64(withB)/n/1e6, wo*1000, float64(withoutB)/n/1e6, w/wo, float64(withB)/float64(withoutB))
+}
+
+// goTreeSnapshot snapshots the Go source tree ($(go env GOROOT)/src) into
+// a content store under a new directory (in AIRLOCK_BENCH_DIR when set,
+// to measure on another file system), untimed: the tree, the directory,
+// its manifest and walk report, and the store.
+func goTreeSnapshot(b *testing.B) (project, parent string, base *manifest.Manifest, rep *manifest.Report, store *objects.Store) {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		testenv.Skip(b, testenv.Go, fmt.Sprintf("go env GOROOT: %v", err))
+	}
+	project = filepath.Join(strings.TrimSpace(string(out)), "src")
+	parent = os.Getenv("AIRLOCK_BENCH_DIR")
+	if parent == "" {
+		parent = b.TempDir()
+	} else {
+		d, err := os.MkdirTemp(parent, "airlock-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		parent = d
+	}
+	ctx := context.Background()
+	base, rep, err = manifest.Walk(ctx, project, manifest.WalkOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if store, err = objects.Open(filepath.Join(parent, "objects")); err != nil {
+		b.Fatal(err)
+	}
+	if err := objects.SnapshotTree(ctx, project, base, store); err != nil {
+		b.Fatal(err)
+	}
+	return project, parent, base, rep, store
 }
