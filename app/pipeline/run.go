@@ -382,6 +382,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 	// The stat cache lets the walk hash only the files whose stat data
 	// changed since the last snapshot of this project; a cache that cannot
 	// be read is an empty one, and one that cannot be written is only slower.
+	// It is written again only when the walk changed it.
 	var cache *manifest.HashCache
 	var cachePath string
 	if abs, err := filepath.Abs(project); err == nil && os.Getenv("AIRLOCK_NO_STAT_CACHE") == "" {
@@ -403,7 +404,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	if cache != nil {
+	if cache != nil && cache.Changed() {
 		data, err := cache.Save(project)
 		if err == nil {
 			if err = os.MkdirAll(filepath.Dir(cachePath), 0o700); err == nil {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
@@ -25,8 +26,20 @@ const racyWindow = 2 * time.Second
 type HashCache struct {
 	mu    sync.Mutex
 	files map[string]cachedFile
+	// changed says a walk made the cache remember or forget something
+	// since it was made or loaded: only then is it worth saving again.
+	changed bool
 	// now is the clock, for tests.
 	now func() time.Time
+}
+
+// Changed says whether a walk changed what the cache remembers since it
+// was made or loaded (LoadHashCache): a cache that did not change need
+// not be saved again, since loading the old save gives the same cache.
+func (c *HashCache) Changed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
 }
 
 // fileStat is what identifies a file's content without reading it.
@@ -79,6 +92,9 @@ func (c *HashCache) replace(files map[string]cachedFile, start time.Time) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !maps.Equal(c.files, files) {
+		c.changed = true
+	}
 	c.files = files
 }
 
@@ -93,11 +109,17 @@ func (c *HashCache) update(gone []string, files map[string]cachedFile, start tim
 		c.files = make(map[string]cachedFile, len(files))
 	}
 	for _, p := range gone {
-		delete(c.files, p)
+		if _, ok := c.files[p]; ok {
+			delete(c.files, p)
+			c.changed = true
+		}
 	}
 	for p, f := range files {
 		if f.stat.mtime < limit && f.stat.ctime < limit {
-			c.files[p] = f
+			if old, ok := c.files[p]; !ok || old != f {
+				c.files[p] = f
+				c.changed = true
+			}
 		}
 	}
 }

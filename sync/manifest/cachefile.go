@@ -43,8 +43,14 @@ func LoadHashCache(data []byte, root string) *HashCache {
 	return c
 }
 
+// load takes what data holds for root. Data it refuses, whole or in
+// part, marks the cache changed, so that it is saved again in its place.
 func (c *HashCache) load(data []byte, root string) {
-	if len(data) == 0 || len(data) > MaxSavedCache {
+	if len(data) == 0 {
+		return
+	}
+	c.changed = true
+	if len(data) > MaxSavedCache {
 		return
 	}
 	var sc savedCache
@@ -67,6 +73,7 @@ func (c *HashCache) load(data []byte, root string) {
 	}
 	c.mu.Lock()
 	c.files = files
+	c.changed = len(files) != len(sc.Files)
 	c.mu.Unlock()
 }
 

@@ -55,6 +55,15 @@ func TestSavedHashCacheRoundTrip(t *testing.T) {
 	if c2.Len() != 2 {
 		t.Fatalf("loaded cache remembers %d files, want 2", c2.Len())
 	}
+	// A walk of the unchanged tree leaves the loaded cache as it was, so
+	// it need not be saved again; an edit changes it.
+	if walkCached(t, dir, c2); c2.Changed() {
+		t.Error("Changed() after a walk of the unchanged tree")
+	}
+	writeTree(t, dir, map[string]string{"a.txt": "edited\n"})
+	if walkCached(t, dir, c2); !c2.Changed() {
+		t.Error("Changed() = false after a walk that saw an edit")
+	}
 	// A cache for another project's path is not used.
 	if c3 := loadAt(path, dir+"-other", later); c3.Len() != 0 {
 		t.Errorf("cache of %s used for another path: %d files", dir, c3.Len())
