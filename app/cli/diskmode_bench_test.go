@@ -22,16 +22,7 @@ import (
 // same tree, all in the same run; it reports each and the ratio to tar.
 func BenchmarkProjectReady(b *testing.B) {
 	home := testenv.VMHome(b)
-	src := filepath.Join(runtime.GOROOT(), "src")
-	tarCopy := func() (string, time.Duration) {
-		dst := b.TempDir()
-		start := time.Now()
-		c := exec.Command("sh", "-c", `tar -C "$1" -cf - . | tar -C "$2" -xf -`, "sh", src, dst)
-		if out, err := c.CombinedOutput(); err != nil {
-			b.Fatalf("tar: %v\n%s", err, out)
-		}
-		return dst, time.Since(start)
-	}
+	tarCopy := func() (string, time.Duration) { return tarCopyOf(b, filepath.Join(runtime.GOROOT(), "src")) }
 	tree, _ := tarCopy()
 	empty := b.TempDir()
 	run := func(project, sync string) time.Duration {
@@ -85,16 +76,7 @@ func BenchmarkEditRun(b *testing.B) {
 		b.Skip("boots VMs")
 	}
 	home := testenv.VMHome(b)
-	src := filepath.Join(runtime.GOROOT(), "src")
-	tarCopy := func() (string, time.Duration) {
-		dst := b.TempDir()
-		start := time.Now()
-		c := exec.Command("sh", "-c", `tar -C "$1" -cf - . | tar -C "$2" -xf -`, "sh", src, dst)
-		if out, err := c.CombinedOutput(); err != nil {
-			b.Fatalf("tar: %v\n%s", err, out)
-		}
-		return dst, time.Since(start)
-	}
+	tarCopy := func() (string, time.Duration) { return tarCopyOf(b, filepath.Join(runtime.GOROOT(), "src")) }
 	tree, _ := tarCopy()
 	edited := filepath.Join(tree, "fmt", "print.go")
 	airlock := func(args ...string) time.Duration {
@@ -156,4 +138,18 @@ func BenchmarkEditRun(b *testing.B) {
 	b.Logf("bare %v, tar %v; beyond bare: first %v, unchanged %v (no stat cache %v), after an edit %v (no stat cache %v); ratios to tar: unchanged %.2f (%.2f), edit %.2f (%.2f) (mean of %d)",
 		per(bare), per(tr), extra(first), extra(again), extra(againOff), extra(edit1), extra(edit1Off),
 		ratio(again), ratio(againOff), ratio(edit1), ratio(edit1Off), n)
+}
+
+// tarCopyOf copies the tree src with a local `tar -c | tar -x` into a new
+// directory, the baseline the project benchmarks measure against, and
+// says how long it took.
+func tarCopyOf(b *testing.B, src string) (string, time.Duration) {
+	b.Helper()
+	dst := b.TempDir()
+	start := time.Now()
+	c := exec.Command("sh", "-c", `tar -C "$1" -cf - . | tar -C "$2" -xf -`, "sh", src, dst)
+	if out, err := c.CombinedOutput(); err != nil {
+		b.Fatalf("tar: %v\n%s", err, out)
+	}
+	return dst, time.Since(start)
 }
