@@ -466,7 +466,9 @@ func printExclusions(e *env, id string, ex []manifest.Exclusion) {
 		return
 	}
 	for _, l := range exclusionLines(id, ex) {
-		fmt.Fprintln(e.stderr, "airlock: "+l)
+		// The names are the project's own, which a cloned repository
+		// chose: shown through the safe renderer on a terminal.
+		fmt.Fprintln(e.stderr, "airlock: "+shownLine(e.stderr, l))
 	}
 }
 
