@@ -387,13 +387,16 @@ func TestHugeSparseFileLeftOut(t *testing.T) {
 	})
 }
 
-// TestHostileGuestManyFiles: 200,000 new files come back as a changeset
+// TestHostileGuestManyFiles: 100,000 new files come back as a changeset
 // the host handles (within the default caps) without running out of
-// memory, and nothing is written outside the project.
+// memory, and nothing is written outside the project. (It made 200,000
+// under a 2 GiB bound, peak RSS 414 MiB with -race, in 4.5 minutes: the
+// same bound per file, on half the files, proves the same in half the
+// time.)
 func TestHostileGuestManyFiles(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home, outside, project, before := hostileSetup(t)
-	const n = 200_000
+	const n = 100_000
 	agent := `set -e; mkdir many; cd many; seq 1 ` + strconv.Itoa(n) + ` | xargs touch; ls | wc -l`
 	resetPeakRSS()
 	start := time.Now()
@@ -412,7 +415,7 @@ func TestHostileGuestManyFiles(t *testing.T) {
 	if meta.Status != sandbox.StatusReady || meta.Changes == nil || meta.Changes.Files != n {
 		t.Errorf("sandbox: status %s, changes %+v; want ready with %d files", meta.Status, meta.Changes, n)
 	}
-	if rss > 2<<30 {
+	if rss > 1<<30 {
 		t.Errorf("peak RSS %d MiB for %d files", rss>>20, n)
 	}
 	checkOutside(t, outside, project, before)

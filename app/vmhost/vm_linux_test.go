@@ -388,6 +388,8 @@ func TestStartLatency(t *testing.T) {
 // it answers without waiting to see the host hang up.
 func TestSupervisorRestoreQEMU(t *testing.T) {
 	spec := testSpec(t)
+	// The agent logs its link sessions on the console, shown on failure.
+	spec.Cmdline += " " + guest.DebugArg
 	m := start(t, spec)
 	id, err := client.NewIdentity(spec.Name)
 	if err != nil {
@@ -444,7 +446,10 @@ func TestSupervisorRestoreQEMU(t *testing.T) {
 	}
 	c2, err := client.Connect(cctx, m2.DialLink, client.Config{Identity: id, Resume: true, HostKey: key})
 	if err != nil {
-		t.Fatalf("resume the restored guest: %v", err)
+		// What the restored guest's kernel and agent said, and the
+		// restored supervisor's view of the machine.
+		t.Fatalf("resume the restored guest: %v\nstate: %+v\nconsole:\n%s", err, m2.State(),
+			strings.Join(vm.TailConsole(m2.ConsoleLog(), 40), "\n"))
 	}
 	t.Logf("restored guest answered after %s", time.Since(t1).Round(time.Millisecond))
 	if got := runIn(t, c2, "cat /tmp/saved"); got != "one" {

@@ -254,3 +254,22 @@ func Sbin(t testing.TB, name string) string {
 	t.Fatalf("%s not found: install e2fsprogs (scripts/setup-debian does)", name)
 	return ""
 }
+
+// CopyMinimal puts a copy of the minimal image into home: a home of its
+// own (not sharing the test images), as a new user's.
+func CopyMinimal(t testing.TB, minimal *image.Image, home string) {
+	t.Helper()
+	imgDir := image.Dir(home, image.DefaultName, vm.AMD64)
+	if err := os.MkdirAll(imgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{image.KernelFile, image.InitrdFile, image.MetaFile} {
+		b, err := os.ReadFile(filepath.Join(minimal.Dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(imgDir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
