@@ -98,7 +98,7 @@ func (v *layersVM) check(step string, l pipeline.BaseLayers, want *manifest.Mani
 	v.t.Helper()
 	v.n++
 	upper := filepath.Join(v.t.TempDir(), "upper.img")
-	if err := pipeline.CreateDisk(v.ctx, upper, 256<<20); err != nil {
+	if err := pipeline.CreateDisk(v.ctx, upper, 256<<20, ""); err != nil {
 		v.t.Fatal(err)
 	}
 	m, err := v.boot(v.ctx, pipeline.Attach{ID: fmt.Sprintf("layers%d-%d", os.Getpid(), v.n),
@@ -230,7 +230,7 @@ func TestBaseLayersInVM(t *testing.T) {
 
 	// A delta over another base is refused by the guest.
 	upper := filepath.Join(t.TempDir(), "upper.img")
-	if err := pipeline.CreateDisk(v.ctx, upper, 256<<20); err != nil {
+	if err := pipeline.CreateDisk(v.ctx, upper, 256<<20, ""); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := v.boot(v.ctx, pipeline.Attach{ID: fmt.Sprintf("layers%d-wrong", os.Getpid()),

@@ -57,7 +57,7 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 		return Attach{}, err
 	}
 	path := r.sb.Path(DiskFile)
-	if err := CreateDisk(ctx, path, r.o.DiskSize); err != nil {
+	if err := CreateDisk(ctx, path, r.o.DiskSize, r.o.BaseDisks); err != nil {
 		return Attach{}, err
 	}
 	w.disk = path

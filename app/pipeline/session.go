@@ -325,7 +325,7 @@ func (w *copyWorkspace) prepare(ctx context.Context, _ *manifest.Report) (Attach
 		return Attach{}, nil
 	}
 	path := w.r.sb.Path(DiskFile)
-	if err := CreateDisk(ctx, path, w.r.o.DiskSize); err != nil {
+	if err := CreateDisk(ctx, path, w.r.o.DiskSize, w.r.o.BaseDisks); err != nil {
 		return Attach{}, err
 	}
 	w.disk = path
