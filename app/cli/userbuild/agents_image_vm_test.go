@@ -129,7 +129,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 		// that it is there (its --version takes a minute under QEMU
 		// without KVM), while claude shows node and the layer run on
 		// this base.
-		`claude --version; command -v gemini codex; node --version; command -v git || echo no-git`)
+		`claude --version; command -v gemini; command -v codex; node --version; command -v git || echo no-git`)
 	if err != nil {
 		t.Fatalf("exec on %s: %v\n%s", envAgents, err, out)
 	}
