@@ -391,8 +391,7 @@ func TestHugeSparseFileLeftOut(t *testing.T) {
 // the host handles (within the default caps) without running out of
 // memory, and nothing is written outside the project. (It made 200,000
 // under a 2 GiB bound, peak RSS 414 MiB with -race, in 4.5 minutes: the
-// same bound per file, on half the files, proves the same in half the
-// time.)
+// same bound per file holds on half the files, in less time.)
 func TestHostileGuestManyFiles(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home, outside, project, before := hostileSetup(t)

@@ -51,17 +51,16 @@ func CreateDisk(ctx context.Context, path string, size int64, templates string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var err error
 	if templates == "" {
-		if err := ext4.Format(path, size, "workspace"); err != nil {
-			return fmt.Errorf("create workspace disk: %w", err)
+		err = ext4.Format(path, size, "workspace")
+	} else {
+		var tmpl string
+		if tmpl, err = blankTemplate(templates, size); err == nil {
+			_, err = disk.Keep(ctx, tmpl, path)
 		}
-		return os.Chmod(path, 0o600)
 	}
-	tmpl, err := blankTemplate(templates, size)
 	if err != nil {
-		return fmt.Errorf("create workspace disk: %w", err)
-	}
-	if _, err := disk.Keep(ctx, tmpl, path); err != nil {
 		return fmt.Errorf("create workspace disk: %w", err)
 	}
 	return os.Chmod(path, 0o600)

@@ -32,14 +32,14 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	}
 	minimal := testenv.Image(t, vm.AMD64)
 	reg := ocitest.NewRegistry(t)
-	path := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	base := reg.Push(t, "library/debian:bookworm-slim", ocitest.Image(t, "amd64", path, ocitest.LayerFromFile(t, testenv.DebianBase(t))))
+	path := "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	base := reg.Push(t, "library/debian:bookworm-slim", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianBase(t))))
 	// The agent image's base has its Debian packages already: the build
 	// runs every stage as a user's does (apt in the builder VM finds them
 	// installed), without the half hour dpkg takes to unpack them under
 	// QEMU without KVM. TestGoProjectEnvironment proves apt installing
 	// in a builder VM.
-	tools := reg.Push(t, "library/debian:bookworm-tools", ocitest.Image(t, "amd64", path, ocitest.LayerFromFile(t, testenv.DebianTools(t))))
+	tools := reg.Push(t, "library/debian:bookworm-tools", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianTools(t))))
 
 	// The unprivileged user's own home, with the minimal image (it ships
 	// with the app) and the airlock binary.
@@ -67,7 +67,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	asNobody := func(args ...string) (string, error) {
 		cmd := exec.Command("setpriv", append([]string{"--reuid=" + nobody, "--regid=" + nobody, "--clear-groups", "--",
 			bin, "--home", home}, args...)...)
-		cmd.Env = []string{"HOME=" + dir, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + dir}
+		cmd.Env = []string{"HOME=" + dir, path, "TMPDIR=" + dir}
 		// Each line is logged as it comes, with the time since the
 		// command started: where a slow build spends its time shows in
 		// the test's log.
