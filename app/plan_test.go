@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/vm"
 )
 
 // errPlanned stops a run once its plan has been seen.
@@ -58,6 +60,9 @@ cpus = 1
 timeout = "10m"
 `)
 	home := t.TempDir()
+	for _, name := range []string{"minimal", plan.AgentsImage} {
+		testenv.FakeImage(t, home, name, vm.Arch(runtime.GOARCH), map[string]string{"agent": "1000:1000"})
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -117,8 +122,8 @@ timeout = "10m"
 	}
 }
 
-// planCompare compares plans as data: functions (boot, preflight, the
-// proxy's request line) are the planner's own, and a secret's
+// planCompare compares plans as data: functions (boot, the proxy's
+// request line) are the planner's own, and a secret's
 // placeholder is fresh in every plan.
 var planCompare = []cmp.Option{
 	cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type().Kind() == reflect.Func }, cmp.Ignore()),

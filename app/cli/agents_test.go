@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/lockio"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -136,6 +138,9 @@ func TestRunAgentNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl.Backend = func(time.Duration) (vm.Backend, error) { return nil, nil }
+	for _, name := range []string{"minimal", plan.AgentsImage} {
+		testenv.FakeImage(t, home, name, vm.Arch(runtime.GOARCH), map[string]string{"agent": "1000:1000"})
+	}
 	pn, err := pl.Run(context.Background(), plan.Request{Project: project, Agents: names, Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/lockio"
 )
@@ -23,21 +23,22 @@ type fanOutResult struct {
 	Attempts []runResult `json:"attempts"`
 }
 
-// runFanOut runs each of opts from one baseline, at most parallel at
-// once, each attempt's output prefixed with its number, then compares
-// them. errw is the one writer of everything on stderr (the proxies'
-// request lines too). The exit code is 0 when every attempt ran and
-// exited 0, else 1 (or ExitError when Airlock itself failed for every one).
-func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []pipeline.RunOptions, parallel int, lim config.Limits, errw *lockio.Writer) error {
+// runFanOut runs the plan's attempts from one baseline, at most its
+// Parallel at once, each attempt's output prefixed with its number, then
+// compares them. errw is the one writer of everything on stderr (the
+// proxies' request lines too). The exit code is 0 when every attempt ran
+// and exited 0, else 1 (or ExitError when Airlock itself failed for every
+// one).
+func runFanOut(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, errw *lockio.Writer) error {
+	opts, lim := pn.Runs, pn.Limits
 	n := len(opts)
 	out := lockio.NewWriter(e.stdout)
 	// The runs' progress notes come from several goroutines at once.
 	defer func(w io.Writer) { e.stderr = w }(e.stderr)
 	e.stderr = errw
-	runs := make([]pipeline.RunOptions, n)
 	var flush []func()
-	for i := range runs {
-		o := opts[i]
+	for i := range opts {
+		o := &opts[i]
 		k := i + 1
 		who := ""
 		if o.Agent != "" {
@@ -65,9 +66,9 @@ func runFanOut(ctx context.Context, e *env, store *sandbox.Store, opts []pipelin
 				e.note("[%d] ready for review", k)
 			}
 		}
-		runs[i] = o
 	}
-	group, attempts, err := pipeline.FanOut(ctx, store, runs, parallel)
+	done, err := pipeline.Execute(ctx, store, pn.Job)
+	group, attempts := done.Group, done.Attempts
 	for _, f := range flush {
 		f()
 	}

@@ -232,8 +232,8 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 	if pn.OpenNetwork {
 		e.warnOpenNetwork()
 	}
-	if len(pn.Runs) > 1 {
-		return runFanOut(ctx, e, store, pn.Runs, pn.Parallel, pn.Limits, errw)
+	if pn.FanOut() {
+		return runFanOut(ctx, e, store, pn, errw)
 	}
 	return runOne(ctx, e, store, pn, f.interactive, errw)
 }
@@ -249,12 +249,6 @@ func (f *runFlags) check(agents int) error {
 	}
 	if n > 1 && f.interactive {
 		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
-	}
-	if f.keep && f.fanOut > 1 {
-		return errors.New("--keep and --fan-out do not go together: keep one sandbox's VM at a time")
-	}
-	if _, err := sandbox.ParseSyncMode(f.sync); err != nil {
-		return fmt.Errorf("--sync: %w", err)
 	}
 	return nil
 }
@@ -287,7 +281,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	p := e.newProgress()
 	defer p.Done("")
 	var seen runSeen
-	opts := pn.Runs[0]
+	opts := &pn.Runs[0]
 	opts.Stdout, opts.Stderr, opts.Progress = e.stdout, errw, seen.render(e, p, opts.Sync)
 	if interactive {
 		opts.Stdin = e.stdin
@@ -295,14 +289,12 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	if e.json {
 		opts.Stdout, opts.Stderr = nil, nil // in the transcript (airlock logs ID)
 	}
-	var res *pipeline.RunResult
-	var err error
-	if pn.Reply != "" {
-		res, err = pipeline.Reply(ctx, store, pn.Reply, pn.Message, opts)
-	} else {
-		res, err = pipeline.Run(ctx, store, opts)
-	}
+	out, err := pipeline.Execute(ctx, store, pn.Job)
 	p.Done("")
+	var res *pipeline.RunResult
+	if len(out.Attempts) == 1 {
+		res = out.Attempts[0].Result
+	}
 	if res == nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -93,12 +94,11 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 	var netFor []string
 	svc := &StoreService{
 		Store:   store,
-		Planner: testPlanner(h),
+		Planner: testPlanner(t, h, plan.AgentsImage),
 		OnPlan: func(p *plan.Plan) error {
 			for i := range p.Runs {
 				o := &p.Runs[i]
 				netFor = append(netFor, o.Agent+":"+o.Network.Policy.Allow[0].Host)
-				o.Preflight = nil
 				o.Boot = func(context.Context, pipeline.Attach) (pipeline.Machine, error) {
 					return nil, errors.New("no machines in this test")
 				}
@@ -134,9 +134,13 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 	}
 }
 
-// testPlanner plans runs in home with no user configuration and a
+// testPlanner plans runs in home with no user configuration, made-up
+// images of the names given (their user agent is 1000:1000), and a
 // backend that is never started.
-func testPlanner(home string) *plan.Planner {
+func testPlanner(t *testing.T, home string, images ...string) *plan.Planner {
+	for _, name := range images {
+		testenv.FakeImage(t, home, name, vm.AMD64, map[string]string{"agent": "1000:1000"})
+	}
 	return &plan.Planner{
 		Home: home, Arch: "amd64", Getenv: os.Getenv,
 		Backend: func(time.Duration) (vm.Backend, error) { return nil, nil }, // never started: the tests replace each run's Boot
@@ -150,7 +154,7 @@ func TestStoreServiceChecksTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &StoreService{Store: store, Planner: testPlanner(t.TempDir())}
+	svc := &StoreService{Store: store, Planner: testPlanner(t, t.TempDir())}
 	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}, Image: FullImage}); err == nil || !strings.Contains(err.Error(), "airlock image build --arch amd64 full") {
 		t.Errorf("run on an image that is not built: %v", err)
 	}
@@ -249,5 +253,56 @@ func TestRunViewTitle(t *testing.T) {
 			t.Errorf("title %q, want %q", got, tt.want)
 		}
 		v.Window.Close()
+	}
+}
+
+// TestStoreServicePlansAreComplete: the run dialog's run and Send back
+// reach the executor as plans with nothing left to decide: the sync
+// mode, the image and the verify step (the project's for a run, the
+// sandbox's own for its next round) are in the plan.
+func TestStoreServicePlansAreComplete(t *testing.T) {
+	h := t.TempDir()
+	store, err := sandbox.Open(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []pipeline.RunSpec
+	svc := &StoreService{Store: store, Planner: testPlanner(t, h, MinimalImage), OnPlan: func(p *plan.Plan) error {
+		for i := range p.Runs {
+			got = append(got, p.Runs[i].RunSpec)
+			p.Runs[i].Boot = func(context.Context, pipeline.Attach) (pipeline.Machine, error) {
+				return nil, errors.New("no machines in this test")
+			}
+		}
+		return nil
+	}}
+	project := t.TempDir()
+	if err := os.WriteFile(project+"/airlock.toml", []byte("verify = \"make check\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Run(context.Background(), RunRequest{Project: project, Command: []string{"make"}}); err == nil {
+		t.Fatal("a run with no machine succeeded")
+	}
+	sb, err := store.Create(sandbox.Meta{Project: project, Image: MinimalImage, Arch: "amd64", Command: []string{"make", "fix"}, SyncMode: sandbox.SyncCopy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.Update(func(m *sandbox.Meta) {
+		m.Status, m.Verify = sandbox.StatusReady, &sandbox.VerifyResult{Command: "make old-check"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Reply(context.Background(), ReplyRequest{ID: sb.ID, Message: "again"}); err == nil {
+		t.Fatal("a round with no machine succeeded")
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d plans reached the executor, want 2", len(got))
+	}
+	run, round := got[0], got[1]
+	if run.Project != project || run.Sync != sandbox.SyncDisk || run.Image != MinimalImage || run.Verify != "make check" || run.BaseDisks == "" {
+		t.Errorf("the dialog's run: %+v", run)
+	}
+	if round.Project != project || round.Sync != sandbox.SyncCopy || !slices.Equal(round.Command, []string{"make", "fix"}) || round.Verify != "make old-check" {
+		t.Errorf("Send back's round: %+v", round)
 	}
 }

@@ -281,9 +281,22 @@ func (s *StoreService) Run(ctx context.Context, req RunRequest) (*pipeline.RunRe
 		return nil, err
 	}
 	defer p.Close()
-	o := p.Runs[0]
-	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
-	res, err := pipeline.Run(ctx, s.Store, o)
+	return s.execute(ctx, p, req.Input, req.Output, req.TTY, req.Progress)
+}
+
+// execute carries out p's one run (or reply round) in a terminal: its
+// input, its output and progress.
+func (s *StoreService) execute(ctx context.Context, p *plan.Plan, in io.Reader, out io.Writer, tty *client.TTY, progress func(pipeline.Progress)) (*pipeline.RunResult, error) {
+	if len(p.Runs) != 1 {
+		return nil, fmt.Errorf("the app runs one attempt at a time; this plan has %d", len(p.Runs))
+	}
+	o := &p.Runs[0]
+	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = in, out, out, tty, progress
+	done, err := pipeline.Execute(ctx, s.Store, p.Job)
+	var res *pipeline.RunResult
+	if len(done.Attempts) == 1 {
+		res = done.Attempts[0].Result
+	}
 	return res, appError(err)
 }
 
@@ -501,10 +514,7 @@ func (s *StoreService) Reply(ctx context.Context, req ReplyRequest) (*pipeline.R
 		return nil, err
 	}
 	defer p.Close()
-	o := p.Runs[0]
-	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = req.Input, req.Output, req.Output, req.TTY, req.Progress
-	res, err := pipeline.Reply(ctx, s.Store, p.Reply, p.Message, o)
-	return res, appError(err)
+	return s.execute(ctx, p, req.Input, req.Output, req.TTY, req.Progress)
 }
 
 func (s *StoreService) RoundLog(id string, n int) (sandbox.RoundLog, error) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -28,7 +27,7 @@ func TestSnapshotRecordsHeadCommit(t *testing.T) {
 	}
 	project := t.TempDir()
 	writeTree(t, project, map[string]string{"a.txt": "a\n"})
-	b, err := Snapshot(context.Background(), s, project, config.Project{}, nil, nil)
+	b, err := Snapshot(context.Background(), s, project, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +46,7 @@ func TestSnapshotRecordsHeadCommit(t *testing.T) {
 	git("init", "-q")
 	git("add", "-A")
 	git("commit", "-q", "-m", "first")
-	if b, err = Snapshot(context.Background(), s, project, config.Project{}, nil, nil); err != nil {
+	if b, err = Snapshot(context.Background(), s, project, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := git("rev-parse", "HEAD"); b.Commit != want {

@@ -20,20 +20,10 @@ import (
 // the collect reads the upper layer only.
 type diskWorkspace struct {
 	r        *runner
-	uid, gid int    // the baseline's owner: the command's user (diskOwner)
+	uid, gid int    // the baseline's owner: the command's user (RunSpec.Owner)
 	disk     string // the upper layer's disk
 	base     BaseLayers
 	pushMS   int64
-}
-
-// diskOwner is the uid and gid the baseline disk of r's run is owned by:
-// the command's user's. ok is false when the image does not say, and the
-// run then copies the tree instead.
-func (r *runner) diskOwner() (uid, gid int, ok bool) {
-	if r.o.Owner == nil {
-		return 0, 0, false
-	}
-	return r.o.Owner(r.o.User)
 }
 
 func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (Attach, error) {

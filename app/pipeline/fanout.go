@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
@@ -44,11 +43,7 @@ func FanOut(ctx context.Context, s *sandbox.Store, runs []RunOptions, parallel i
 			return "", nil, fmt.Errorf("fan-out: every attempt must run on one project (%s and %s)", project, p)
 		}
 	}
-	cfg, err := config.Load(project)
-	if err != nil {
-		return "", nil, err
-	}
-	base, err := Snapshot(ctx, s, project, cfg, runs[0].Progress, runs[0].Logger)
+	base, err := Snapshot(ctx, s, project, runs[0].Excludes, runs[0].Progress, runs[0].Logger)
 	if err != nil {
 		return "", nil, err
 	}

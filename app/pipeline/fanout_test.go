@@ -32,10 +32,18 @@ func TestFanOut(t *testing.T) {
 	for range 3 {
 		m := &localMachine{root: t.TempDir()}
 		runs = append(runs, RunOptions{
-			Project: project, Script: []byte(attemptScript), ScriptName: "agent.sh",
-			Image: "minimal", Arch: "amd64",
-			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-			Transfer: localTransfer{},
+			RunSpec: RunSpec{
+				Project:    project,
+				Script:     []byte(attemptScript),
+				ScriptName: "agent.sh",
+				Image:      "minimal",
+				Arch:       "amd64",
+				Sync:       sandbox.SyncCopy,
+			},
+			Hooks: Hooks{
+				Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+				Transfer: localTransfer{},
+			},
 		})
 	}
 	group, attempts, err := FanOut(context.Background(), s, runs, 2)
@@ -122,9 +130,18 @@ sed -i -e "s/^line $a\$/line $a by attempt $AIRLOCK_ATTEMPT/" -e "s/^line $b\$/l
 	for range 2 {
 		m := &localMachine{root: t.TempDir()}
 		runs = append(runs, RunOptions{
-			Project: project, Script: []byte(script), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
-			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-			Transfer: localTransfer{},
+			RunSpec: RunSpec{
+				Project:    project,
+				Script:     []byte(script),
+				ScriptName: "agent.sh",
+				Image:      "minimal",
+				Arch:       "amd64",
+				Sync:       sandbox.SyncCopy,
+			},
+			Hooks: Hooks{
+				Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+				Transfer: localTransfer{},
+			},
 		})
 	}
 	_, attempts, err := FanOut(context.Background(), s, runs, 2)
@@ -196,10 +213,19 @@ func TestFinalMessageKept(t *testing.T) {
 	}
 	m := &localMachine{root: t.TempDir()}
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: project, Script: []byte(`echo '{"result": "Added stop words."}'`), ScriptName: "agent.sh",
-		Image: "minimal", Arch: "amd64", FinalMessage: read,
-		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-		Transfer: localTransfer{},
+		RunSpec: RunSpec{
+			Project:    project,
+			Script:     []byte(`echo '{"result": "Added stop words."}'`),
+			ScriptName: "agent.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			FinalMessage: read,
+			Boot:         func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer:     localTransfer{},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
@@ -27,7 +26,7 @@ func TestSnapshotKeepsFilesPrivate(t *testing.T) {
 	if err := os.Chmod(filepath.Join(project, "config/database.yml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base, err := Snapshot(context.Background(), s, project, config.Project{}, nil, nil)
+	base, err := Snapshot(context.Background(), s, project, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

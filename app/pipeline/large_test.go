@@ -46,18 +46,27 @@ func TestRunLeavesOutLargeFiles(t *testing.T) {
 			var out bytes.Buffer
 			var tr Transfer = guestWalkTransfer{}
 			res, err := Run(context.Background(), s, RunOptions{
-				Project: project, Script: []byte(bigScript), ScriptName: "agent.sh",
-				Image: "minimal", Arch: "amd64", Sync: mode,
-				Limits: manifest.Limits{MaxFileSize: 100},
-				Boot: func(_ context.Context, a Attach) (Machine, error) {
-					if len(a.Shares) == 1 {
-						m.workspace = a.Shares[0].HostPath
-					}
-					return m, nil
+				RunSpec: RunSpec{
+					Project:    project,
+					Script:     []byte(bigScript),
+					ScriptName: "agent.sh",
+					Image:      "minimal",
+					Arch:       "amd64",
+					Sync:       mode,
+					Limits:     manifest.Limits{MaxFileSize: 100},
 				},
-				Transfer: tr,
-				Stdout:   &out, Stderr: &out,
-				Progress: func(p Progress) { events = append(events, p) },
+				Hooks: Hooks{
+					Boot: func(_ context.Context, a Attach) (Machine, error) {
+						if len(a.Shares) == 1 {
+							m.workspace = a.Shares[0].HostPath
+						}
+						return m, nil
+					},
+					Transfer: tr,
+					Stdout:   &out,
+					Stderr:   &out,
+					Progress: func(p Progress) { events = append(events, p) },
+				},
 			})
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())

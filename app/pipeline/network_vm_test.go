@@ -144,8 +144,20 @@ func TestNetworkInVM(t *testing.T) {
 	var out bytes.Buffer
 	bootOpts := launch.Options{Home: home, Arch: vm.AMD64, Backend: qemu.New(qemu.Config{CacheDir: filepath.Join(home, "cache", "qemu")})}
 	res, err := pipeline.Run(ctx, store, pipeline.RunOptions{
-		Project: project, Script: []byte(netScript + dumpScript), ScriptName: "net.sh", Image: "minimal", Arch: "amd64",
-		Boot: pipeline.LaunchBoot(bootOpts), Network: netw, Stdout: &out, Stderr: &out,
+		RunSpec: pipeline.RunSpec{
+			Project:    project,
+			Script:     []byte(netScript + dumpScript),
+			ScriptName: "net.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: pipeline.Hooks{
+			Boot:    pipeline.LaunchBoot(bootOpts),
+			Network: netw,
+			Stdout:  &out,
+			Stderr:  &out,
+		},
 	})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(out.String()))

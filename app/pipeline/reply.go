@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -22,17 +21,19 @@ import (
 // Reply sends a reviewed sandbox back to its agent for another round: a
 // fresh VM gets the sandbox's current tree (the baseline plus every
 // change so far), o.Command runs with the reply prompt in its
-// environment (AIRLOCK_REPLY, AIRLOCK_ROUND; the CLI puts it in an agent
-// preset's continue command), and its changes are collected. The review
-// then shows the total against the baseline, and RoundChangeset what
-// this round changed. The previous round is kept in rounds/N/. o's
-// Project, Baseline, Group and Attempt are ignored.
+// environment (AIRLOCK_REPLY, AIRLOCK_ROUND; the planner puts it in an
+// agent preset's continue command), and its changes are collected. The
+// review then shows the total against the baseline, and RoundChangeset
+// what this round changed. The previous round is kept in rounds/N/. o is
+// planned for this sandbox (app/plan: its project, sync mode, verify, and
+// its first round's command unless an agent continues); its Baseline,
+// Group and Attempt are ignored.
 func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptions) (*RunResult, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, errors.New("reply: say what the agent should do differently (--message)")
 	}
-	if o.Boot == nil {
-		return nil, errors.New("reply: no way to boot a machine")
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("reply: %w", err)
 	}
 	sb, err := s.Get(id)
 	if err != nil {
@@ -49,6 +50,9 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 	}
 	if meta.Status != sandbox.StatusReady && meta.Status != sandbox.StatusApplied {
 		return nil, fmt.Errorf("reply to %s: it is %s; only a sandbox ready for review can be sent back", sb.ID, meta.Status)
+	}
+	if meta.Project != o.Project {
+		return nil, fmt.Errorf("reply to %s: the plan is for %s, the sandbox's project is %s", sb.ID, o.Project, meta.Project)
 	}
 	if meta.SyncMode == sandbox.SyncVirtiofs {
 		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
@@ -74,38 +78,16 @@ func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptio
 	if err := atomicfile.WriteFile(filepath.Join(next, sandbox.PromptFile), []byte(prompt), 0o600); err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(meta.Project)
-	if err != nil {
-		return nil, err
-	}
-	o.Project, o.Baseline, o.Group, o.Attempt, o.Sync = meta.Project, nil, "", 0, sandbox.SyncCopy
-	if meta.SyncMode == sandbox.SyncDisk {
-		// The round's tree becomes a baseline disk of its own.
-		o.Sync = sandbox.SyncDisk
-	}
+	o.Baseline, o.Group, o.Attempt = nil, "", 0
 	o.Env = maps.Clone(o.Env)
 	if o.Env == nil {
 		o.Env = map[string]string{}
 	}
 	o.Env["AIRLOCK_REPLY"], o.Env["AIRLOCK_ROUND"] = prompt, strconv.Itoa(round+1)
-	if len(o.Command) == 0 && o.Script == nil {
-		// The same command as the first round, told about the reply by
-		// its environment.
-		o.Command = meta.Command
-		if meta.ScriptName != "" {
-			if o.Script, err = os.ReadFile(sb.Path(sandbox.ScriptFile)); err != nil {
-				return nil, fmt.Errorf("reply: the first round's script: %w", err)
-			}
-			o.ScriptName = meta.ScriptName
-		}
-	}
 	if o.Transfer == nil {
 		o.Transfer = DefaultTransfer()
 	}
-	if o.Verify == "" && !o.NoVerify && meta.Verify != nil {
-		o.Verify = meta.Verify.Command
-	}
-	r := &runner{s: s, o: o, project: meta.Project, cfg: cfg, progress: o.Progress, log: o.Logger, sb: sb, base: start}
+	r := &runner{s: s, o: o, project: o.Project, progress: o.Progress, log: o.Logger, sb: sb, base: start}
 	if r.progress == nil {
 		r.progress = func(Progress) {}
 	}

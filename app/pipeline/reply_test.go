@@ -44,8 +44,20 @@ func TestReplyRound(t *testing.T) {
 	project := newProject(t)
 	var out bytes.Buffer
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: project, Script: []byte(roundScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
-		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out,
+		RunSpec: RunSpec{
+			Project:    project,
+			Script:     []byte(roundScript),
+			ScriptName: "agent.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     fakeBoot(t),
+			Transfer: localTransfer{},
+			Stdout:   &out,
+			Stderr:   &out,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,10 +70,10 @@ func TestReplyRound(t *testing.T) {
 	if err := sb.SaveDecisions(d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reply(context.Background(), s, sb.ID, "", RunOptions{Boot: fakeBoot(t)}); err == nil {
+	if _, err := Reply(context.Background(), s, sb.ID, "", nextRound(t, sb, Hooks{Boot: fakeBoot(t)})); err == nil {
 		t.Error("a reply without a message was accepted")
 	}
-	res2, err := Reply(context.Background(), s, sb.ID, "Use version two.", RunOptions{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out})
+	res2, err := Reply(context.Background(), s, sb.ID, "Use version two.", nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
 	if err != nil {
 		t.Fatalf("reply: %v\n%s", err, out.String())
 	}
@@ -115,8 +127,20 @@ echo "round ${AIRLOCK_ROUND:-1} ran"
 func roundsSandbox(t *testing.T, s *sandbox.Store, out *bytes.Buffer) *sandbox.Sandbox {
 	t.Helper()
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: newProject(t), Script: []byte(roundsScript), ScriptName: "agent.sh", Image: "minimal", Arch: "amd64",
-		Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: out, Stderr: out,
+		RunSpec: RunSpec{
+			Project:    newProject(t),
+			Script:     []byte(roundsScript),
+			ScriptName: "agent.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     fakeBoot(t),
+			Transfer: localTransfer{},
+			Stdout:   out,
+			Stderr:   out,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +173,7 @@ func TestReplySendsEachCommentOnce(t *testing.T) {
 
 	reply := func(message string) string {
 		t.Helper()
-		res, err := Reply(ctx, s, sb.ID, message, RunOptions{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out})
+		res, err := Reply(ctx, s, sb.ID, message, nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
 		if err != nil {
 			t.Fatalf("reply: %v\n%s", err, out.String())
 		}
@@ -241,7 +265,7 @@ func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	noBoot := func(context.Context, Attach) (Machine, error) { return nil, errors.New("no machine today") }
-	if _, err := Reply(ctx, s, sb.ID, "Again.", RunOptions{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out}); err == nil {
+	if _, err := Reply(ctx, s, sb.ID, "Again.", nextRound(t, sb, Hooks{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out})); err == nil {
 		t.Fatal("a reply without a machine succeeded")
 	}
 	d, err := sb.Decisions(ctx)
@@ -251,4 +275,26 @@ func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
 	if c := d.Files["a.txt"].Comments; len(c) != 1 || c[0].Sent != 0 {
 		t.Errorf("after a reply that never ran: %+v", c)
 	}
+}
+
+// nextRound is sandbox sb's next round as the planner plans it (app/plan
+// decides it; the pipeline only carries it out): the same project,
+// command or script, sync mode and verify, with hooks.
+func nextRound(t *testing.T, sb *sandbox.Sandbox, hooks Hooks) RunOptions {
+	t.Helper()
+	m, err := sb.Meta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := RunOptions{RunSpec: RunSpec{Project: m.Project, Command: m.Command, Image: m.Image, Arch: m.Arch, Agent: m.Agent, Sync: sandbox.SyncCopy}, Hooks: hooks}
+	if m.ScriptName != "" {
+		if o.Script, err = os.ReadFile(sb.Path(sandbox.ScriptFile)); err != nil {
+			t.Fatal(err)
+		}
+		o.ScriptName = m.ScriptName
+	}
+	if m.Verify != nil {
+		o.Verify = m.Verify.Command
+	}
+	return o
 }

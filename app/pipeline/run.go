@@ -71,7 +71,7 @@ type Transfer interface {
 type Step string
 
 const (
-	StepImage    Step = "image"    // the image is fetched first (Preflight: pulled or built), before the sandbox exists
+	StepImage    Step = "image"    // the image is fetched while the run is planned (pulled or built), before the sandbox exists
 	StepCreated  Step = "created"  // the sandbox exists (Progress.Sandbox is its ID)
 	StepSnapshot Step = "snapshot" // walking and copying the project
 	StepExcluded Step = "excluded" // the snapshot is done; Progress.Excluded lists what was left out
@@ -97,9 +97,20 @@ type Progress struct {
 	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
 }
 
-// RunOptions says what to run on which project.
+// RunOptions is one run as the executor receives it: what to run
+// (RunSpec, decided by the planner) and how it runs and shows itself
+// (Hooks). Their fields are promoted: o.Project, o.Boot.
 type RunOptions struct {
-	// Project is the real project directory. It is only read.
+	RunSpec
+	Hooks
+}
+
+// RunSpec is the run's description: plain data, every decision made.
+// The planner (app/plan) resolves each field once; the pipeline carries
+// them out and decides none of them again: it reads no airlock.toml,
+// parses no sync mode and picks no default verify.
+type RunSpec struct {
+	// Project is the real project directory, absolute. It is only read.
 	Project string
 	// Command is the argv run in /workspace. With Script, it is the
 	// script's arguments.
@@ -111,65 +122,42 @@ type RunOptions struct {
 	ScriptName string
 	// Image and Arch are recorded in sandbox.json.
 	Image, Arch string
-	// Sync is how the project reaches the VM; empty means SyncCopy.
+	// Sync is how the project reaches the VM: one of sandbox.SyncModes.
 	Sync sandbox.SyncMode
 	// User runs the command (and the verify step) as that user of the
 	// guest, owner of /workspace; empty means the image's default user
 	// (the full image's "agent"; root on the minimal image).
 	User string
+	// Owner is that user's numeric uid and gid on the image (SyncDisk
+	// writes the baseline owned by them).
+	Owner Owner
 	// BaseDisks is the directory of cached baseline disks (SyncDisk).
 	BaseDisks string
-	// Owner gives the guest's numeric uid and gid of a user of the image
-	// the run boots, before it boots (SyncDisk writes the baseline owned
-	// by the command's user); ok false when the image does not say.
-	Owner func(user string) (uid, gid int, ok bool)
-	// Boot starts the machine of sandbox a.ID; it is called after the
-	// snapshot (and, in virtiofs mode, after the staging clone). The
-	// machine must share every one of a.Shares into the guest, attach
-	// every one of a.Disks, and have each mounted on its Mount before Boot
-	// returns.
-	Boot func(ctx context.Context, a Attach) (Machine, error)
-	// Transfer moves files in copy mode; nil means the default.
-	Transfer Transfer
+	// Excludes are the project's own exclusion rules (airlock.toml's
+	// exclude), for the snapshot and the collect.
+	Excludes []string
 	// Env is added to the command's environment.
 	Env map[string]string
 	// Cache is the project's cache disk (a path under the home's caches/);
 	// the sandbox gets a copy on CacheDir, which becomes the project's
 	// next one when the run's verify passes. Empty: no caches.
 	Cache string
-	// Baseline, if set, is the snapshot to start from (taken once with
-	// Snapshot for several runs); nil snapshots the project.
-	Baseline *Baseline
 	// Group and Attempt mark one run of a fan-out: the runs of one group
 	// start from one baseline, numbered from 1. The command sees
-	// AIRLOCK_ATTEMPT (and AIRLOCK_GROUP).
+	// AIRLOCK_ATTEMPT (and AIRLOCK_GROUP). The executor sets them.
 	Group   string
 	Attempt int
 	// Verify, if set, is a shell command run in /workspace after the
 	// command (the project's airlock.toml verify, or --verify); its
-	// output (verify.log) and exit status are part of the review.
+	// output (verify.log) and exit status are part of the review. Empty:
+	// no verify step.
 	Verify string
-	// NoVerify skips the verify step, even the project's.
-	NoVerify bool
 	// Agent names the agent preset that made Command, if any (a reply
 	// continues the conversation with the same preset).
 	Agent string
 	// Prompt is the user's task, recorded for people (sandbox.Meta's
 	// Prompt); the command or the environment already carries it.
 	Prompt string
-	// Preflight, if set, runs once the options are checked and before the
-	// sandbox is made: its error (an image that is not built) stops the
-	// run with nothing left behind. What it reports (an image pulled or
-	// built first, which takes a while) goes out as StepImage progress.
-	Preflight func(report func(string)) error
-	// FinalMessage, if set, reads the agent's final message from what the
-	// command printed on stdout (up to MaxAgentOutput; nothing is read
-	// from more); the message is kept with the sandbox (final.md) and
-	// shown as the rationale when the agent wrote no summary.
-	FinalMessage func(stdout []byte) (string, bool)
-	// Network, if set, gives the guest its only way out: the egress proxy
-	// (see Network). Nil leaves the guest without any.
-	Network *Network
 	// Timeout, if set, kills the command after this long; what it changed
 	// until then is still collected, and its exit code is TimeoutExitCode.
 	// A guest that does not end the command within KillGrace after that
@@ -179,14 +167,14 @@ type RunOptions struct {
 	// to end before it stops the VM; zero means DefaultKillGrace.
 	KillGrace time.Duration
 	// DiskSize, if positive, gives the VM a disk of its own of this many
-	// bytes for /workspace (copy mode): a sparse ext4 image in the
-	// sandbox directory, which is the workspace's quota, removed once the
-	// changes are collected. Zero keeps /workspace in the guest's memory.
+	// bytes for /workspace: a sparse ext4 image in the sandbox directory,
+	// which is the workspace's quota, removed once the changes are
+	// collected. Zero keeps /workspace in the guest's memory (copy mode).
 	DiskSize int64
-	// Keep leaves the VM running after a successful run (copy mode
-	// only), under its supervisor with its idle TTL, with its workspace
-	// disk: airlock exec ID, checkpoint and rollback work on it. The
-	// network proxy ends with the run.
+	// Keep leaves the VM running after a successful run, under its
+	// supervisor with its idle TTL, with its workspace disk: airlock exec
+	// ID, checkpoint and rollback work on it. The network proxy ends with
+	// the run.
 	Keep bool
 	// OpenNetwork records that Boot gives the machine an unprotected
 	// network device: it is written to sandbox.json and the audit log.
@@ -194,6 +182,36 @@ type RunOptions struct {
 	// Resources are the limits the machine runs with, recorded in
 	// sandbox.json and the audit log.
 	Resources *config.Limits
+	// Limits cap what comes back from the guest; the zero value takes
+	// manifest's defaults.
+	Limits manifest.Limits
+}
+
+// Owner is a guest user's numeric uid and gid.
+type Owner struct{ UID, GID int }
+
+// Hooks are a run's live parts: how its machine boots and its files move
+// (the planner's), and its input, output and progress (the caller's).
+type Hooks struct {
+	// Boot starts the machine of sandbox a.ID; it is called after the
+	// snapshot (and, in virtiofs mode, after the staging clone). The
+	// machine must share every one of a.Shares into the guest, attach
+	// every one of a.Disks, and have each mounted on its Mount before Boot
+	// returns.
+	Boot func(ctx context.Context, a Attach) (Machine, error)
+	// Transfer moves files in copy mode; nil means the default.
+	Transfer Transfer
+	// Baseline, if set, is the snapshot to start from (taken once with
+	// Snapshot for several runs); nil snapshots the project.
+	Baseline *Baseline
+	// FinalMessage, if set, reads the agent's final message from what the
+	// command printed on stdout (up to MaxAgentOutput; nothing is read
+	// from more); the message is kept with the sandbox (final.md) and
+	// shown as the rationale when the agent wrote no summary.
+	FinalMessage func(stdout []byte) (string, bool)
+	// Network, if set, gives the guest its only way out: the egress proxy
+	// (see Network). Nil leaves the guest without any.
+	Network *Network
 	// Stdin, if set, is the command's input. Stdout and Stderr receive its
 	// output live; nil discards it (the transcript keeps it either way).
 	Stdin          io.Reader
@@ -202,9 +220,6 @@ type RunOptions struct {
 	// (resized through its Resize channel), so interactive agents can be
 	// used from a terminal widget; the terminal merges stderr into Stdout.
 	TTY *client.TTY
-	// Limits cap what comes back from the guest; the zero value takes
-	// manifest's defaults.
-	Limits manifest.Limits
 	// Progress receives events from the calling goroutine; nil discards.
 	Progress func(Progress)
 	// Logger receives diagnostics; nil discards.
@@ -249,32 +264,11 @@ const MaxAgentOutput = 8 << 20
 // code is in the result. When a step fails, the sandbox is kept, marked
 // failed with the reason, and returned with the error.
 func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error) {
-	if o.Boot == nil {
-		return nil, errors.New("run: no way to boot a machine")
-	}
-	if len(o.Command) == 0 && o.Script == nil {
-		return nil, errors.New("run: no command given")
-	}
-	project, err := filepath.Abs(o.Project)
-	if err != nil {
+	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	if fi, err := os.Stat(project); err != nil {
-		return nil, fmt.Errorf("run: project: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("run: project %s is not a directory", project)
-	}
-	cfg, err := config.Load(project)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case o.NoVerify:
-		o.Verify = ""
-	case o.Verify == "":
-		o.Verify = cfg.Verify
-	}
-	r := &runner{s: s, o: o, project: project, cfg: cfg, progress: o.Progress, log: o.Logger}
+	project := o.Project
+	r := &runner{s: s, o: o, project: project, progress: o.Progress, log: o.Logger}
 	if r.progress == nil {
 		r.progress = func(Progress) {}
 	}
@@ -284,26 +278,7 @@ func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error
 	if r.o.Transfer == nil {
 		r.o.Transfer = DefaultTransfer()
 	}
-	if r.o.Sync, err = sandbox.ParseSyncMode(string(o.Sync)); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	if o.Keep && (r.o.Sync == sandbox.SyncVirtiofs || o.DiskSize <= 0) {
-		return nil, errors.New("keep: a kept VM needs the copy or disk sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
-	}
-	if r.o.Sync == sandbox.SyncDisk && (o.DiskSize <= 0 || o.BaseDisks == "" || o.Owner == nil) {
-		return nil, errors.New("run: the disk sync mode needs a workspace disk (--disk), a directory of baseline disks and the image's users")
-	}
-	if o.Preflight != nil {
-		report := func(msg string) {
-			if r.progress != nil {
-				r.progress(Progress{Step: StepImage, Message: msg})
-			}
-		}
-		if err := o.Preflight(report); err != nil {
-			return nil, err
-		}
-	}
-	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: r.o.Sync,
+	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: o.Sync,
 		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
@@ -366,10 +341,10 @@ type Baseline struct {
 	Commit string
 }
 
-// Snapshot walks the project with its rules (cfg's excludes, .gitignore,
+// Snapshot walks the project with its rules (its own excludes, .gitignore,
 // the secret deny-list) and puts its files into the content store.
 // Progress and log may be nil.
-func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.Project, progress func(Progress), log *slog.Logger) (*Baseline, error) {
+func Snapshot(ctx context.Context, s *sandbox.Store, project string, excludes []string, progress func(Progress), log *slog.Logger) (*Baseline, error) {
 	if progress == nil {
 		progress = func(Progress) {}
 	}
@@ -392,7 +367,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, cfg config.
 		cache = manifest.LoadHashCache(data, project)
 	}
 	base, report, err := manifest.Walk(ctx, project, manifest.WalkOptions{
-		Excludes: cfg.Exclude,
+		Excludes: excludes,
 		Cache:    cache,
 		Logger:   log,
 		Progress: func(p manifest.Progress) {
@@ -444,7 +419,6 @@ type runner struct {
 	s        *sandbox.Store
 	o        RunOptions
 	project  string
-	cfg      config.Project
 	sb       *sandbox.Sandbox
 	base     *manifest.Manifest // the baseline, once snapshotted
 	res      *RunResult
@@ -474,7 +448,7 @@ func (r *runner) run(ctx context.Context) error {
 	b := r.o.Baseline
 	if b == nil {
 		var err error
-		b, err = Snapshot(ctx, r.s, r.project, r.cfg, r.progress, r.log)
+		b, err = Snapshot(ctx, r.s, r.project, r.o.Excludes, r.progress, r.log)
 		if err != nil {
 			return err
 		}
@@ -741,7 +715,7 @@ func scriptSum(script []byte) string {
 // and pulls every changed file (and the agent's summary) into the content
 // store.
 func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *manifest.Manifest, known transfer.Known) error {
-	k, err := tr.Manifest(ctx, m, sandbox.Workspace, known, r.o.Limits, r.cfg.Exclude)
+	k, err := tr.Manifest(ctx, m, sandbox.Workspace, known, r.o.Limits, r.o.Excludes)
 	if err != nil {
 		return err
 	}

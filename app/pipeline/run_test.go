@@ -172,12 +172,22 @@ func runFake(t *testing.T, s *sandbox.Store, project string, args ...string) (*R
 	var events []Progress
 	var out bytes.Buffer
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: project, Script: []byte(agentScript), ScriptName: "agent.sh", Command: args,
-		Image: "minimal", Arch: "amd64",
-		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-		Transfer: localTransfer{},
-		Stdout:   &out, Stderr: &out,
-		Progress: func(p Progress) { events = append(events, p) },
+		RunSpec: RunSpec{
+			Project:    project,
+			Script:     []byte(agentScript),
+			ScriptName: "agent.sh",
+			Command:    args,
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer: localTransfer{},
+			Stdout:   &out,
+			Stderr:   &out,
+			Progress: func(p Progress) { events = append(events, p) },
+		},
 	})
 	return res, m, events, err
 }
@@ -280,8 +290,14 @@ func mustString(v any) string {
 func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: newProject(t), Command: []string{"true"},
-		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("no hypervisor") },
+		RunSpec: RunSpec{
+			Project: newProject(t),
+			Command: []string{"true"},
+			Sync:    sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("no hypervisor") },
+		},
 	})
 	if err == nil || !strings.Contains(err.Error(), "no hypervisor") {
 		t.Fatalf("err %v", err)
@@ -307,10 +323,17 @@ func TestRunStopped(t *testing.T) {
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	res, err := Run(ctx, s, RunOptions{
-		Project: newProject(t), Command: []string{"true"}, Prompt: "fix it",
-		Boot: func(context.Context, Attach) (Machine, error) {
-			cancel()
-			return nil, context.Canceled
+		RunSpec: RunSpec{
+			Project: newProject(t),
+			Command: []string{"true"},
+			Prompt:  "fix it",
+			Sync:    sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot: func(context.Context, Attach) (Machine, error) {
+				cancel()
+				return nil, context.Canceled
+			},
 		},
 	})
 	if !errors.Is(err, context.Canceled) {
@@ -474,10 +497,16 @@ func TestRunTimeout(t *testing.T) {
 	s := newStore(t)
 	m := &localMachine{root: t.TempDir()}
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: newProject(t), Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
-		Timeout:  300 * time.Millisecond,
-		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-		Transfer: localTransfer{},
+		RunSpec: RunSpec{
+			Project: newProject(t),
+			Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
+			Timeout: 300 * time.Millisecond,
+			Sync:    sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer: localTransfer{},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -510,10 +539,17 @@ func TestRunHardTimeoutStopsTheVM(t *testing.T) {
 	s := newStore(t)
 	m := &hungMachine{localMachine: &localMachine{root: t.TempDir()}, killed: make(chan struct{})}
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: newProject(t), Command: []string{"sleep", "30"},
-		Timeout: 100 * time.Millisecond, KillGrace: 100 * time.Millisecond,
-		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-		Transfer: hungTransfer{m},
+		RunSpec: RunSpec{
+			Project:   newProject(t),
+			Command:   []string{"sleep", "30"},
+			Timeout:   100 * time.Millisecond,
+			KillGrace: 100 * time.Millisecond,
+			Sync:      sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer: hungTransfer{m},
+		},
 	})
 	if err == nil || !strings.Contains(err.Error(), "the host stopped the VM") {
 		t.Fatalf("run of a hung guest: %v; want the host to have stopped the VM", err)

@@ -48,20 +48,7 @@ func (r *runner) workspace() workspace {
 	case sandbox.SyncVirtiofs:
 		return &stagingWorkspace{r: r, dir: r.sb.Path(StagingDir)}
 	case sandbox.SyncDisk:
-		if uid, gid, ok := r.diskOwner(); ok {
-			return &diskWorkspace{r: r, uid: uid, gid: gid}
-		}
-		// The image does not record the user's uid (an image made before
-		// Airlock recorded them): copy, and chown in the guest.
-		user := r.o.User
-		if user == "" {
-			user = "its default user"
-		}
-		r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("copying the project in: the image %s does not record the uid of %s that a baseline disk needs (build or pull it again to start faster)", r.o.Image, user)})
-		r.o.Sync = sandbox.SyncCopy
-		if _, err := r.sb.Update(func(mt *sandbox.Meta) { mt.SyncMode = sandbox.SyncCopy }); err != nil {
-			r.log.Warn("record the sync mode", "sandbox", r.sb.ID, "err", err)
-		}
+		return &diskWorkspace{r: r, uid: r.o.Owner.UID, gid: r.o.Owner.GID}
 	}
 	return &copyWorkspace{r: r}
 }

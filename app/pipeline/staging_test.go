@@ -48,17 +48,25 @@ func runMode(t *testing.T, s *sandbox.Store, project string, mode sandbox.SyncMo
 	m := &localMachine{root: t.TempDir()}
 	var got []launch.Share
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: project, Script: []byte(script), ScriptName: "agent.sh",
-		Image: "minimal", Arch: "amd64", Sync: mode,
-		Boot: func(_ context.Context, a Attach) (Machine, error) {
-			shares := a.Shares
-			got = shares
-			if len(shares) == 1 {
-				m.workspace = shares[0].HostPath
-			}
-			return m, nil
+		RunSpec: RunSpec{
+			Project:    project,
+			Script:     []byte(script),
+			ScriptName: "agent.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       mode,
 		},
-		Transfer: localTransfer{},
+		Hooks: Hooks{
+			Boot: func(_ context.Context, a Attach) (Machine, error) {
+				shares := a.Shares
+				got = shares
+				if len(shares) == 1 {
+					m.workspace = shares[0].HostPath
+				}
+				return m, nil
+			},
+			Transfer: localTransfer{},
+		},
 	})
 	return res, m, got, err
 }
@@ -68,7 +76,7 @@ func TestRunVirtiofsMatchesCopy(t *testing.T) {
 	project := editProject(t)
 	before := snapshotTree(t, project)
 
-	copyRes, _, copyShares, err := runMode(t, s, project, "", editScript)
+	copyRes, _, copyShares, err := runMode(t, s, project, sandbox.SyncCopy, editScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,19 +330,21 @@ func TestCloneBaseline(t *testing.T) {
 	}
 }
 
-func TestParseSyncMode(t *testing.T) {
-	for in, want := range map[string]sandbox.SyncMode{"": sandbox.SyncCopy, "copy": sandbox.SyncCopy, "disk": sandbox.SyncDisk, "virtiofs": sandbox.SyncVirtiofs} {
-		if got, err := sandbox.ParseSyncMode(in); err != nil || got != want {
-			t.Errorf("ParseSyncMode(%q) = %q, %v", in, got, err)
+// TestRunRefusesAnUnplannedSyncMode: the pipeline carries out the
+// plan's sync mode and picks none of its own: an empty or unknown one is
+// refused before anything is made.
+func TestRunRefusesAnUnplannedSyncMode(t *testing.T) {
+	s := newStore(t)
+	for _, mode := range []sandbox.SyncMode{"", "nfs"} {
+		if _, err := Run(context.Background(), s, RunOptions{
+			RunSpec: RunSpec{Project: t.TempDir(), Command: []string{"true"}, Sync: mode},
+			Hooks:   Hooks{Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("not reached") }},
+		}); err == nil || !strings.Contains(err.Error(), "sync mode") {
+			t.Errorf("run with sync mode %q: %v", mode, err)
 		}
 	}
-	if _, err := sandbox.ParseSyncMode("9p"); err == nil || !strings.Contains(err.Error(), "copy, disk or virtiofs") {
-		t.Errorf("ParseSyncMode(9p): %v", err)
-	}
-	s := newStore(t)
-	if _, err := Run(context.Background(), s, RunOptions{Project: t.TempDir(), Command: []string{"true"}, Sync: "nfs",
-		Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("not reached") }}); err == nil {
-		t.Error("run with an unknown sync mode worked")
+	if infos, _ := s.List(); len(infos) != 0 {
+		t.Errorf("sandboxes were made: %+v", infos)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
@@ -30,7 +29,7 @@ func TestSnapshotStatCache(t *testing.T) {
 	}
 	snap := func() string {
 		t.Helper()
-		b, err := Snapshot(context.Background(), s, project, config.Project{}, nil, nil)
+		b, err := Snapshot(context.Background(), s, project, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

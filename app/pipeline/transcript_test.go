@@ -32,11 +32,20 @@ echo
 echo LAST-LINE
 `
 	res, err := Run(context.Background(), s, RunOptions{
-		Project: project, Script: []byte(script), ScriptName: "flood.sh",
-		Image: "minimal", Arch: "amd64",
-		Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
-		Transfer: localTransfer{},
-		Stdout:   &live, Stderr: &live,
+		RunSpec: RunSpec{
+			Project:    project,
+			Script:     []byte(script),
+			ScriptName: "flood.sh",
+			Image:      "minimal",
+			Arch:       "amd64",
+			Sync:       sandbox.SyncCopy,
+		},
+		Hooks: Hooks{
+			Boot:     func(context.Context, Attach) (Machine, error) { return m, nil },
+			Transfer: localTransfer{},
+			Stdout:   &live,
+			Stderr:   &live,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

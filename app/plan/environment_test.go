@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -21,27 +20,7 @@ import (
 // from OCI images take its kernel and initramfs (nothing boots here).
 func fakeMinimal(t *testing.T, h string) *image.Image {
 	t.Helper()
-	dir := image.Dir(h, image.DefaultName, vm.AMD64)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	meta := image.Meta{Format: image.MetaFormat, Name: image.DefaultName, Arch: vm.AMD64}
-	meta.Kernel.Size, meta.Initrd.Size = 6, 6
-	writeFile(t, filepath.Join(dir, image.KernelFile), "kernel")
-	writeFile(t, filepath.Join(dir, image.InitrdFile), "initrd")
-	f, err := os.Create(filepath.Join(dir, image.MetaFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := toml.NewEncoder(f).Encode(meta); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	im, err := image.Load(h, image.DefaultName, vm.AMD64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return im
+	return testenv.FakeImage(t, h, image.DefaultName, vm.AMD64, nil)
 }
 
 // TestAgentOnTheProjectsOwnImage plans an agent preset in a project whose
@@ -52,6 +31,7 @@ func fakeMinimal(t *testing.T, h string) *image.Image {
 func TestAgentOnTheProjectsOwnImage(t *testing.T) {
 	pl, notes := testPlanner(t, "")
 	boot := fakeMinimal(t, pl.Home)
+	os.RemoveAll(image.Dir(pl.Home, AgentsImage, vm.AMD64)) // pulled below
 	reg := ocitest.NewRegistry(t)
 	st := oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()}
 	ctx := context.Background()

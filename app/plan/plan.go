@@ -155,10 +155,13 @@ type Request struct {
 	Message string
 }
 
-// Plan is a complete run: one RunOptions per attempt, ready for
-// pipeline.Run, FanOut or Reply once the caller has added how it
-// shows progress and output (Progress, Stdout, Stderr, Stdin, TTY).
+// Plan is a complete run, every decision taken: the executor's Job
+// (one RunOptions per attempt, the reply round it is, how many attempts
+// at once), ready for pipeline.Execute once the caller has added how
+// each run shows its progress and output (Progress, Stdout, Stderr,
+// Stdin, TTY).
 type Plan struct {
+	pipeline.Job
 	// Project is the project's absolute path.
 	Project string
 	// Limits are the effective limits, every field set.
@@ -166,15 +169,9 @@ type Plan struct {
 	// OpenNetwork gives the VMs an unprotected network device (and no
 	// proxy).
 	OpenNetwork bool
-	// Runs are the attempts, agents × fan-out.
-	Runs []pipeline.RunOptions
 	// Environment is the project's environment the runs use, nil for
 	// none.
 	Environment *Environment
-	// Parallel is how many attempts run at once.
-	Parallel int
-	// Reply and Message make the plan a reply round of that sandbox.
-	Reply, Message string
 
 	closers []func()
 }
@@ -213,13 +210,16 @@ func (e *UntrustedError) Error() string {
 // a hypervisor).
 var ErrNoBackend = errors.New("this build of airlock cannot boot machines")
 
-// Run plans a run (or, with Request.Reply, a reply round). The plan
-// must be closed once its runs are over.
+// Run plans a run (or, with Request.Reply, a reply round): every
+// decision about it is taken here, once, in named steps, and the plan
+// says all of it. The images the runs boot are fetched while planning
+// (a pull or a build, reported through Note and Request.Progress). The
+// plan must be closed once its runs are over.
 func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if pl.Backend == nil {
 		return nil, ErrNoBackend
 	}
-	p := &Plan{Reply: req.Reply, Message: req.Message}
+	p := &Plan{Job: pipeline.Job{Reply: req.Reply, Message: req.Message}}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -234,20 +234,9 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if p.Project, err = projectDir(req.Project); err != nil {
 		return nil, err
 	}
-	fanOut := max(req.FanOut, 1)
-	n := fanOut * max(len(req.Agents), 1)
-	if n > pipeline.MaxFanOut {
-		if len(req.Agents) > 1 {
-			return nil, fmt.Errorf("%d agents × %d attempts each: at most %d attempts in all", len(req.Agents), fanOut, pipeline.MaxFanOut)
-		}
-		return nil, fmt.Errorf("%d attempts: give 1 to %d", fanOut, pipeline.MaxFanOut)
-	}
-	if req.Keep && n > 1 {
-		return nil, errors.New("a kept VM and several attempts do not go together: keep one sandbox's VM at a time")
-	}
-	mode, err := sandbox.ParseSyncMode(cmp.Or(req.Sync, string(sandbox.SyncDisk)))
+	fanOut, err := attempts(req)
 	if err != nil {
-		return nil, fmt.Errorf("sync: %w", err)
+		return nil, err
 	}
 	user, err := pl.user()
 	if err != nil {
@@ -280,50 +269,21 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			}
 		}
 	}
-	base := pipeline.RunOptions{
-		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
-		Timeout: eff.Limits.Timeout.Std(), Limits: ManifestLimits(eff.Limits), OpenNetwork: eff.OpenNetwork,
-		Resources: &p.Limits, Verify: req.Verify, NoVerify: req.NoVerify, Keep: req.Keep,
+	base, err := pl.baseRun(p, req, proj, meta)
+	if err != nil {
+		return nil, err
 	}
-	if eff.Limits.Disk > 0 {
-		base.DiskSize = int64(eff.Limits.Disk)
+	progress := func(s string) {
+		pl.note("%s", s)
+		if req.Progress != nil {
+			req.Progress(s)
+		}
 	}
-	if mode == sandbox.SyncDisk && base.DiskSize <= 0 {
-		// The overlay's upper layer needs a disk of its own.
-		base.Sync = sandbox.SyncCopy
-	}
-	switch {
-	case req.NoVerify:
-		base.Verify = ""
-	case base.Verify == "" && meta != nil && meta.Verify != nil:
-		base.Verify = meta.Verify.Command
-	case base.Verify == "":
-		base.Verify = proj.Verify
-	}
-	// The project's environment, built once (in a VM) when it is not
-	// yet: an explicit image, and a reply's (its sandbox's), win.
-	var env *Environment
 	if req.Image == "" && meta == nil {
-		withAgents := false
-		for _, ps := range presets {
-			withAgents = withAgents || needsAgentCLIs(ps.Image)
-		}
-		progress := func(s string) {
-			pl.note("%s", s)
-			if req.Progress != nil {
-				req.Progress(s)
-			}
-		}
-		env, err = pl.Environment(ctx, EnvironmentRequest{Project: p.Project, Arch: req.Arch, TrustProject: req.TrustProject,
-			Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents})
-		if err != nil {
+		if p.Environment, err = pl.environment(ctx, p.Project, req, presets, progress); err != nil {
 			return nil, err
 		}
-		if env != nil {
-			pl.note("environment: %s, image %s", env.Source, env.Image)
-		}
 	}
-	p.Environment = env
 	variants := make([]pipeline.RunOptions, 0, max(len(presets), 1))
 	for _, ps := range presets {
 		if ps.Name == demoAgent {
@@ -354,73 +314,8 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		variants = append(variants, o)
 	}
 	for i := range variants {
-		o := &variants[i]
-		// The request's image, else the agent preset's (its CLI is on
-		// it), else the minimal one.
-		if req.Image != "" {
-			o.Image = req.Image
-		}
-		if env != nil {
-			// An agent whose CLI is on the agent image runs on the
-			// environment with the agent layer on top (or on the
-			// environment itself when it builds on the agent image).
-			switch {
-			case !needsAgentCLIs(o.Image) || env.Environment.Image == "":
-				o.Image = env.Image
-			case env.AgentsImage != "":
-				o.Image = env.AgentsImage
-			default:
-				pl.note("the environment's image %s lacks the agent CLIs, so the agent runs on its own image %s", env.Image, o.Image)
-			}
-			o.Env = withEnvs(env.Env, o.Env)
-			if env.User != "" && o.User == "" {
-				o.User = env.User
-			}
-		}
-		if o.Image == "" {
-			o.Image = "minimal"
-		}
-		// The agent presets' CLIs are on the full image (built on Linux,
-		// as root) and on the agent image (pulled, or built anywhere):
-		// either does; without both, the agent image is fetched before
-		// the run (Preflight).
-		if req.Image == "" && o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil {
-			o.Image = AgentsImage
-		}
-		// Under the run's own variables: the caches', then the image's
-		// (an OCI image's configuration: its PATH, its toolchain's).
-		if !req.NoCache {
-			o.Cache = filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(p.Project), pipeline.CacheFile)
-			o.Env = pipeline.WithCacheEnv(o.Env)
-		}
-		if im, err := image.Find(pl.imageRoots(), o.Image, vm.Arch(o.Arch)); err == nil && im.Meta.OCI != nil {
-			o.Env = withEnvs(imageEnv(im.Meta.OCI.Config.Env), o.Env)
-		}
-		o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
-		img, arch := o.Image, o.Arch
-		o.BaseDisks = home.Layout{Root: pl.Home}.BaseDisks()
-		o.Owner = func(user string) (uid, gid int, ok bool) {
-			// After Preflight: the image may be fetched first.
-			im, err := image.Find(pl.imageRoots(), img, vm.Arch(arch))
-			if err != nil {
-				return 0, 0, false
-			}
-			if user == "" {
-				user = im.User()
-			}
-			return im.Owner(user)
-		}
-		o.Preflight = func(report func(string)) error {
-			if img == AgentsImage {
-				if err := pl.EnsureAgents(ctx, arch, func(s string) { pl.note("%s", s); report(s) }); err != nil {
-					return err
-				}
-			}
-			err := pl.CheckImage(img, arch)
-			if err != nil && img == image.FullName && errors.Is(err, image.ErrNotFound) {
-				return fmt.Errorf("the agent CLIs need the agent image; build it with `airlock image build agents` (any host, no root; minutes, once), or the full image on Linux with `sudo airlock image build full`: %w", err)
-			}
-			return err
+		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
+			return nil, err
 		}
 	}
 	if eff.OpenNetwork {
@@ -437,6 +332,160 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
 	return p, nil
+}
+
+// attempts is how many times each agent (or the command) runs, within
+// the bound on a fan-out; a kept VM is one attempt's.
+func attempts(req Request) (fanOut int, _ error) {
+	fanOut = max(req.FanOut, 1)
+	n := fanOut * max(len(req.Agents), 1)
+	if n > pipeline.MaxFanOut {
+		if len(req.Agents) > 1 {
+			return 0, fmt.Errorf("%d agents × %d attempts each: at most %d attempts in all", len(req.Agents), fanOut, pipeline.MaxFanOut)
+		}
+		return 0, fmt.Errorf("%d attempts: give 1 to %d", fanOut, pipeline.MaxFanOut)
+	}
+	if req.Keep && n > 1 {
+		return 0, errors.New("a kept VM and several attempts do not go together: keep one sandbox's VM at a time")
+	}
+	return fanOut, nil
+}
+
+// baseRun is what every attempt of the plan shares: the project, the
+// script, how the project gets in (the sync mode, decided here once),
+// the limits, the verify step and the project's excludes. A reply round
+// keeps its sandbox's sync mode and verify.
+func (pl *Planner) baseRun(p *Plan, req Request, proj config.Project, meta *sandbox.Meta) (pipeline.RunOptions, error) {
+	mode, err := sandbox.ParseSyncMode(cmp.Or(req.Sync, string(sandbox.SyncDisk)))
+	if err != nil {
+		return pipeline.RunOptions{}, fmt.Errorf("sync: %w", err)
+	}
+	if meta != nil {
+		// The round's tree becomes a baseline disk of its own in the
+		// disk mode; otherwise it is copied in.
+		mode = sandbox.SyncCopy
+		if meta.SyncMode == sandbox.SyncDisk {
+			mode = sandbox.SyncDisk
+		}
+	}
+	o := pipeline.RunOptions{RunSpec: pipeline.RunSpec{
+		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
+		Timeout: p.Limits.Timeout.Std(), Limits: ManifestLimits(p.Limits), OpenNetwork: p.OpenNetwork,
+		Resources: &p.Limits, Verify: req.Verify, Keep: req.Keep, Excludes: proj.Exclude,
+		BaseDisks: home.Layout{Root: pl.Home}.BaseDisks(),
+	}}
+	if p.Limits.Disk > 0 {
+		o.DiskSize = int64(p.Limits.Disk)
+	}
+	if o.Sync == sandbox.SyncDisk && o.DiskSize <= 0 {
+		// The overlay's upper layer needs a disk of its own.
+		o.Sync = sandbox.SyncCopy
+	}
+	if o.Keep && (o.Sync == sandbox.SyncVirtiofs || o.DiskSize <= 0) {
+		return o, errors.New("keep: a kept VM needs the copy or disk sync mode with a workspace disk (a machine with a virtio-fs share cannot be checkpointed)")
+	}
+	switch {
+	case req.NoVerify:
+		o.Verify = ""
+	case o.Verify == "" && meta != nil && meta.Verify != nil:
+		o.Verify = meta.Verify.Command
+	case o.Verify == "":
+		o.Verify = proj.Verify
+	}
+	return o, nil
+}
+
+// environment is the project's environment the plan's runs use, built
+// once (in a VM) when it is not yet; nil for a project without one.
+func (pl *Planner) environment(ctx context.Context, project string, req Request, presets []agent.Preset, progress func(string)) (*Environment, error) {
+	withAgents := false
+	for _, ps := range presets {
+		withAgents = withAgents || needsAgentCLIs(ps.Image)
+	}
+	env, err := pl.Environment(ctx, EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
+		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents})
+	if err == nil && env != nil {
+		pl.note("environment: %s, image %s", env.Source, env.Image)
+	}
+	return env, err
+}
+
+// machine decides what attempt o boots: its image (the request's, else
+// the environment's or the agent preset's, else the minimal one),
+// fetched now if it must be; the variables of the caches and the image;
+// the uid its baseline disk is owned by; and how it boots.
+func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Request, p *Plan, eff config.Effective, backend vm.Backend, progress func(string)) error {
+	if req.Image != "" {
+		o.Image = req.Image
+	}
+	if env := p.Environment; env != nil {
+		// An agent whose CLI is on the agent image runs on the
+		// environment with the agent layer on top (or on the environment
+		// itself when it builds on the agent image).
+		switch {
+		case !needsAgentCLIs(o.Image) || env.Environment.Image == "":
+			o.Image = env.Image
+		case env.AgentsImage != "":
+			o.Image = env.AgentsImage
+		default:
+			pl.note("the environment's image %s lacks the agent CLIs, so the agent runs on its own image %s", env.Image, o.Image)
+		}
+		o.Env = withEnvs(env.Env, o.Env)
+		if env.User != "" && o.User == "" {
+			o.User = env.User
+		}
+	}
+	if o.Image == "" {
+		o.Image = "minimal"
+	}
+	// The agent presets' CLIs are on the full image (built on Linux, as
+	// root) and on the agent image (pulled, or built anywhere): either
+	// does; without both, the agent image is fetched now.
+	if req.Image == "" && o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil {
+		o.Image = AgentsImage
+	}
+	im, err := pl.image(ctx, o.Image, o.Arch, progress)
+	if err != nil {
+		return err
+	}
+	// Under the run's own variables: the caches', then the image's (an
+	// OCI image's configuration: its PATH, its toolchain's).
+	if !req.NoCache {
+		o.Cache = filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(p.Project), pipeline.CacheFile)
+		o.Env = pipeline.WithCacheEnv(o.Env)
+	}
+	if im.Meta.OCI != nil {
+		o.Env = withEnvs(imageEnv(im.Meta.OCI.Config.Env), o.Env)
+	}
+	if o.Sync == sandbox.SyncDisk {
+		user := cmp.Or(o.User, im.User())
+		uid, gid, ok := im.Owner(user)
+		if ok {
+			o.Owner = pipeline.Owner{UID: uid, GID: gid}
+		} else {
+			// An image made before Airlock recorded its users' uids:
+			// copy, and chown in the guest.
+			pl.note("copying the project in: the image %s does not record the uid of %s that a baseline disk needs (build or pull it again to start faster)", o.Image, cmp.Or(user, "its default user"))
+			o.Sync = sandbox.SyncCopy
+		}
+	}
+	o.Boot = pipeline.LaunchBoot(pl.launchOptions(req, eff, backend, o.Image, o.Arch))
+	return nil
+}
+
+// image is image name for arch, fetched first when it is the agent
+// image and not here yet.
+func (pl *Planner) image(ctx context.Context, name, arch string, progress func(string)) (*image.Image, error) {
+	if name == AgentsImage {
+		if err := pl.EnsureAgents(ctx, arch, progress); err != nil {
+			return nil, err
+		}
+	}
+	im, err := image.Find(pl.imageRoots(), name, vm.Arch(pl.arch(arch)))
+	if err != nil && name == image.FullName && errors.Is(err, image.ErrNotFound) {
+		return nil, fmt.Errorf("the agent CLIs need the agent image; build it with `airlock image build agents` (any host, no root; minutes, once), or the full image on Linux with `sudo airlock image build full`: %w", err)
+	}
+	return im, err
 }
 
 // needsAgentCLIs says whether an agent preset's image is there for the
@@ -475,7 +524,8 @@ func withEnvs(base, over map[string]string) map[string]string {
 
 // reply fills req from the sandbox it replies to: its project, image
 // and architecture (unless the request names them), and for an agent
-// preset its continue command on the reply prompt.
+// preset its continue command on the reply prompt, else the first
+// round's command or script.
 func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, error) {
 	if strings.TrimSpace(req.Message) == "" {
 		return nil, errors.New("reply: say what the agent should do differently")
@@ -500,13 +550,29 @@ func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, erro
 	if req.Arch == "" {
 		req.Arch = m.Arch
 	}
-	req.Agents, req.Prompt, req.FanOut = nil, "", 1
+	if m.SyncMode == sandbox.SyncVirtiofs {
+		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
+	}
+	req.Agents, req.Prompt, req.FanOut, req.Keep = nil, "", 1, false
 	if m.Agent != "" {
 		prompt, err := sb.ReplyPrompt(ctx, req.Message)
 		if err != nil {
 			return nil, err
 		}
 		req.Agents, req.Prompt = []string{m.Agent}, prompt
+		return &m, nil
+	}
+	if len(req.Command) > 0 || req.Script != nil {
+		return &m, nil
+	}
+	// The same command as the first round, told about the reply by its
+	// environment (AIRLOCK_REPLY).
+	req.Command = m.Command
+	if m.ScriptName != "" {
+		if req.Script, err = os.ReadFile(sb.Path(sandbox.ScriptFile)); err != nil {
+			return nil, fmt.Errorf("reply: the first round's script: %w", err)
+		}
+		req.ScriptName = m.ScriptName
 	}
 	return &m, nil
 }

@@ -12,11 +12,15 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
 )
 
 // testPlanner plans in a fresh home with the user's config.toml holding
-// userConfig ("" for none), and a backend that is never started.
+// userConfig ("" for none), made-up minimal, agent and "mine" images
+// (their user agent is 1000:1000), and a backend that is never started.
 func testPlanner(t *testing.T, userConfig string) (*Planner, *[]string) {
 	t.Helper()
 	pl := &Planner{Home: t.TempDir(), Arch: "amd64", Getenv: func(k string) string {
@@ -25,6 +29,9 @@ func testPlanner(t *testing.T, userConfig string) (*Planner, *[]string) {
 		}
 		return ""
 	}}
+	for _, name := range []string{image.DefaultName, AgentsImage, "mine"} {
+		testenv.FakeImage(t, pl.Home, name, vm.AMD64, map[string]string{"agent": "1000:1000"})
+	}
 	var notes []string
 	pl.Note = func(s string) { notes = append(notes, s) }
 	pl.Backend = func(time.Duration) (vm.Backend, error) { return nil, nil }
@@ -54,10 +61,10 @@ func TestPlanRun(t *testing.T) {
 		{name: "defaults", req: Request{Command: []string{"true"}}, check: func(t *testing.T, p *Plan, _ []string) {
 			d := config.DefaultLimits()
 			o := p.Runs[0]
-			if len(p.Runs) != 1 || p.Limits != d || o.Timeout != time.Hour || o.DiskSize != int64(d.Disk) || o.Image != "minimal" || o.Arch != "amd64" || o.Sync != "disk" || o.BaseDisks == "" || o.Owner == nil {
+			if len(p.Runs) != 1 || p.Limits != d || o.Timeout != time.Hour || o.DiskSize != int64(d.Disk) || o.Image != "minimal" || o.Arch != "amd64" || o.Sync != "disk" || o.BaseDisks == "" || o.Owner != (pipeline.Owner{}) {
 				t.Errorf("plan %+v, run %+v", p, o)
 			}
-			if o.Network == nil || len(o.Network.Policy.Allow) != 0 || o.Preflight == nil || o.Boot == nil {
+			if o.Network == nil || len(o.Network.Policy.Allow) != 0 || o.Boot == nil {
 				t.Errorf("network %+v", o.Network)
 			}
 		}},

@@ -39,12 +39,9 @@ const (
 // SyncModes lists the modes, the planner's default first.
 var SyncModes = []SyncMode{SyncDisk, SyncCopy, SyncVirtiofs}
 
-// ParseSyncMode reads a --sync value; empty means SyncCopy, the
-// pipeline's default (the planner's is SyncDisk).
+// ParseSyncMode reads a --sync value. Only the planner (app/plan) reads
+// one, once per run; the modes it decides are trusted downstream.
 func ParseSyncMode(s string) (SyncMode, error) {
-	if s == "" {
-		return SyncCopy, nil
-	}
 	if m := SyncMode(s); slices.Contains(SyncModes, m) {
 		return m, nil
 	}

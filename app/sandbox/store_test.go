@@ -299,3 +299,16 @@ func TestStatusTextStopped(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSyncMode(t *testing.T) {
+	for in, want := range map[string]SyncMode{"copy": SyncCopy, "disk": SyncDisk, "virtiofs": SyncVirtiofs} {
+		if got, err := ParseSyncMode(in); err != nil || got != want {
+			t.Errorf("ParseSyncMode(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "9p"} {
+		if _, err := ParseSyncMode(in); err == nil || !strings.Contains(err.Error(), "copy, disk or virtiofs") {
+			t.Errorf("ParseSyncMode(%q): %v", in, err)
+		}
+	}
+}
