@@ -95,10 +95,11 @@ func TestGUIRunWithATTY(t *testing.T) {
 	}
 	defer pn.Close()
 	var term bytes.Buffer
-	o := pn.Runs[0]
+	o := &pn.Runs[0]
 	o.Stdin, o.Stdout, o.Stderr = strings.NewReader("hello\r"), &term, &term
 	o.TTY = &client.TTY{Term: "xterm-256color", Rows: 20, Cols: 70}
-	res, err := pipeline.Run(context.Background(), setup.Store, o)
+	done, err := pipeline.Execute(context.Background(), setup.Store, pn.Job)
+	res := done.Result()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}
@@ -139,9 +140,10 @@ func TestGUIAgentDemo(t *testing.T) {
 	}
 	defer pn.Close()
 	var term bytes.Buffer
-	o := pn.Runs[0]
+	o := &pn.Runs[0]
 	o.Stdout, o.Stderr = &term, &term
-	res, err := pipeline.Run(context.Background(), setup.Store, o)
+	done, err := pipeline.Execute(context.Background(), setup.Store, pn.Job)
+	res := done.Result()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, term.String())
 	}

@@ -291,10 +291,7 @@ func runOne(ctx context.Context, e *env, store *sandbox.Store, pn *plan.Plan, in
 	}
 	out, err := pipeline.Execute(ctx, store, pn.Job)
 	p.Done("")
-	var res *pipeline.RunResult
-	if len(out.Attempts) == 1 {
-		res = out.Attempts[0].Result
-	}
+	res := out.Result()
 	if res == nil {
 		return err
 	}

@@ -293,11 +293,7 @@ func (s *StoreService) execute(ctx context.Context, p *plan.Plan, in io.Reader, 
 	o := &p.Runs[0]
 	o.Stdin, o.Stdout, o.Stderr, o.TTY, o.Progress = in, out, out, tty, progress
 	done, err := pipeline.Execute(ctx, s.Store, p.Job)
-	var res *pipeline.RunResult
-	if len(done.Attempts) == 1 {
-		res = done.Attempts[0].Result
-	}
-	return res, appError(err)
+	return done.Result(), appError(err)
 }
 
 // plan plans r and shows the plan to OnPlan.

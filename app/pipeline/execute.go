@@ -34,8 +34,17 @@ type Outcome struct {
 	Attempts []Attempt
 }
 
-// Execute carries out a job: a reply round with Reply, the attempts of a
-// fan-out with FanOut, or the one run with Run. It is the one way a
+// Result is the sandbox a job of one run (or a reply round) made, nil if
+// none was made or the job was a fan-out.
+func (o Outcome) Result() *RunResult {
+	if len(o.Attempts) != 1 {
+		return nil
+	}
+	return o.Attempts[0].Result
+}
+
+// Execute carries out a job: a reply round (replyRound), the attempts of
+// a fan-out from one baseline (fanOut), or the one run (runOnce). It is the one way a
 // planned run starts, whether the CLI, the app or any other front end
 // asked for it. The error is the job's: for one attempt, that attempt's
 // (its sandbox, if one was made, is in the outcome); for a fan-out, only
@@ -48,13 +57,13 @@ func Execute(ctx context.Context, s *sandbox.Store, j Job) (Outcome, error) {
 		if len(j.Runs) != 1 {
 			return Outcome{}, fmt.Errorf("execute: a reply round is one run, the plan has %d", len(j.Runs))
 		}
-		res, err := Reply(ctx, s, j.Reply, j.Message, j.Runs[0])
+		res, err := replyRound(ctx, s, j.Reply, j.Message, j.Runs[0])
 		return Outcome{Attempts: []Attempt{{Result: res, Err: err}}}, err
 	case j.FanOut():
-		group, attempts, err := FanOut(ctx, s, j.Runs, j.Parallel)
+		group, attempts, err := fanOut(ctx, s, j.Runs, j.Parallel)
 		return Outcome{Group: group, Attempts: attempts}, err
 	default:
-		res, err := Run(ctx, s, j.Runs[0])
+		res, err := runOnce(ctx, s, j.Runs[0])
 		return Outcome{Attempts: []Attempt{{Result: res, Err: err}}}, err
 	}
 }

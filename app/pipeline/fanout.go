@@ -20,14 +20,14 @@ type Attempt struct {
 	Err    error
 }
 
-// FanOut runs several attempts on one project from one baseline: the
+// fanOut runs several attempts on one project from one baseline: the
 // project is snapshotted once, then every RunOptions in runs (all of the
 // same project) runs in its own sandbox and VM, at most parallel at once
 // (0: all at once). Each sandbox records the group's ID and its attempt
 // number, and its command sees AIRLOCK_GROUP and AIRLOCK_ATTEMPT. A
 // failed attempt does not stop the others; the error returned is only
 // for what stops them all (no runs, a bad project, the snapshot).
-func FanOut(ctx context.Context, s *sandbox.Store, runs []RunOptions, parallel int) (group string, _ []Attempt, _ error) {
+func fanOut(ctx context.Context, s *sandbox.Store, runs []RunOptions, parallel int) (group string, _ []Attempt, _ error) {
 	if len(runs) == 0 {
 		return "", nil, errors.New("fan-out: no runs")
 	}
@@ -67,7 +67,7 @@ func FanOut(ctx context.Context, s *sandbox.Store, runs []RunOptions, parallel i
 				return
 			}
 			defer func() { <-slots }()
-			out[i].Result, out[i].Err = Run(ctx, s, o)
+			out[i].Result, out[i].Err = runOnce(ctx, s, o)
 		})
 	}
 	wg.Wait()

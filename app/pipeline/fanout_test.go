@@ -46,7 +46,7 @@ func TestFanOut(t *testing.T) {
 			},
 		})
 	}
-	group, attempts, err := FanOut(context.Background(), s, runs, 2)
+	group, attempts, err := fanOut(context.Background(), s, runs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ sed -i -e "s/^line $a\$/line $a by attempt $AIRLOCK_ATTEMPT/" -e "s/^line $b\$/l
 			},
 		})
 	}
-	_, attempts, err := FanOut(context.Background(), s, runs, 2)
+	_, attempts, err := fanOut(context.Background(), s, runs, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestFinalMessageKept(t *testing.T) {
 		return v.Result, v.Result != ""
 	}
 	m := &localMachine{root: t.TempDir()}
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:    project,
 			Script:     []byte(`echo '{"result": "Added stop words."}'`),

@@ -45,7 +45,7 @@ func TestRunLeavesOutLargeFiles(t *testing.T) {
 			var events []Progress
 			var out bytes.Buffer
 			var tr Transfer = guestWalkTransfer{}
-			res, err := Run(context.Background(), s, RunOptions{
+			res, err := runOnce(context.Background(), s, RunOptions{
 				RunSpec: RunSpec{
 					Project:    project,
 					Script:     []byte(bigScript),

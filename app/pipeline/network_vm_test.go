@@ -143,7 +143,7 @@ func TestNetworkInVM(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	bootOpts := launch.Options{Home: home, Arch: vm.AMD64, Backend: qemu.New(qemu.Config{CacheDir: filepath.Join(home, "cache", "qemu")})}
-	res, err := pipeline.Run(ctx, store, pipeline.RunOptions{
+	done, err := pipeline.Execute(ctx, store, pipeline.Job{Runs: []pipeline.RunOptions{{
 		RunSpec: pipeline.RunSpec{
 			Project:    project,
 			Script:     []byte(netScript + dumpScript),
@@ -158,7 +158,8 @@ func TestNetworkInVM(t *testing.T) {
 			Stdout:  &out,
 			Stderr:  &out,
 		},
-	})
+	}}})
+	res := done.Result()
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, tail(out.String()))
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
-// Reply sends a reviewed sandbox back to its agent for another round: a
+// replyRound sends a reviewed sandbox back to its agent for another round: a
 // fresh VM gets the sandbox's current tree (the baseline plus every
 // change so far), o.Command runs with the reply prompt in its
 // environment (AIRLOCK_REPLY, AIRLOCK_ROUND; the planner puts it in an
@@ -28,7 +28,7 @@ import (
 // planned for this sandbox (app/plan: its project, sync mode, verify, and
 // its first round's command unless an agent continues); its Baseline,
 // Group and Attempt are ignored.
-func Reply(ctx context.Context, s *sandbox.Store, id, message string, o RunOptions) (*RunResult, error) {
+func replyRound(ctx context.Context, s *sandbox.Store, id, message string, o RunOptions) (*RunResult, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, errors.New("reply: say what the agent should do differently (--message)")
 	}

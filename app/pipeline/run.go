@@ -254,7 +254,7 @@ const (
 // MaxAgentOutput caps the command's stdout kept for its final message.
 const MaxAgentOutput = 8 << 20
 
-// Run makes a new sandbox from the project and runs the command in it:
+// runOnce makes a new sandbox from the project and runs the command in it:
 // snapshot (walk + content store), boot, push into /workspace, run with
 // live output and a transcript, collect (the guest's manifest, diffed
 // against the baseline, changed files pulled into the content store), stop.
@@ -263,7 +263,7 @@ const MaxAgentOutput = 8 << 20
 // A command that exits non-zero still has its changes collected; its
 // code is in the result. When a step fails, the sandbox is kept, marked
 // failed with the reason, and returned with the error.
-func Run(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error) {
+func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, error) {
 	if err := o.check(); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}

@@ -171,7 +171,7 @@ func runFake(t *testing.T, s *sandbox.Store, project string, args ...string) (*R
 	m := &localMachine{root: t.TempDir()}
 	var events []Progress
 	var out bytes.Buffer
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:    project,
 			Script:     []byte(agentScript),
@@ -289,7 +289,7 @@ func mustString(v any) string {
 
 func TestRunBootFails(t *testing.T) {
 	s := newStore(t)
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project: newProject(t),
 			Command: []string{"true"},
@@ -322,7 +322,7 @@ func TestRunBootFails(t *testing.T) {
 func TestRunStopped(t *testing.T) {
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err := Run(ctx, s, RunOptions{
+	res, err := runOnce(ctx, s, RunOptions{
 		RunSpec: RunSpec{
 			Project: newProject(t),
 			Command: []string{"true"},
@@ -496,7 +496,7 @@ func TestApplyUndoRecover(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	s := newStore(t)
 	m := &localMachine{root: t.TempDir()}
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project: newProject(t),
 			Command: []string{"sh", "-c", "echo more >> a.txt; exec sleep 30"},
@@ -538,7 +538,7 @@ func (h *hungMachine) Kill() { h.once.Do(func() { close(h.killed) }) }
 func TestRunHardTimeoutStopsTheVM(t *testing.T) {
 	s := newStore(t)
 	m := &hungMachine{localMachine: &localMachine{root: t.TempDir()}, killed: make(chan struct{})}
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:   newProject(t),
 			Command:   []string{"sleep", "30"},

@@ -47,7 +47,7 @@ func runMode(t *testing.T, s *sandbox.Store, project string, mode sandbox.SyncMo
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
 	var got []launch.Share
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:    project,
 			Script:     []byte(script),
@@ -336,7 +336,7 @@ func TestCloneBaseline(t *testing.T) {
 func TestRunRefusesAnUnplannedSyncMode(t *testing.T) {
 	s := newStore(t)
 	for _, mode := range []sandbox.SyncMode{"", "nfs"} {
-		if _, err := Run(context.Background(), s, RunOptions{
+		if _, err := runOnce(context.Background(), s, RunOptions{
 			RunSpec: RunSpec{Project: t.TempDir(), Command: []string{"true"}, Sync: mode},
 			Hooks:   Hooks{Boot: func(context.Context, Attach) (Machine, error) { return nil, errors.New("not reached") }},
 		}); err == nil || !strings.Contains(err.Error(), "sync mode") {

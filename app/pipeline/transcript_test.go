@@ -31,7 +31,7 @@ yes 'guest output that goes on and on and on' | head -c ` + "200000000" + `
 echo
 echo LAST-LINE
 `
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:    project,
 			Script:     []byte(script),

@@ -15,7 +15,7 @@ func runVerify(t *testing.T, s *sandbox.Store, project, verify string) *RunResul
 	t.Helper()
 	m := &localMachine{root: t.TempDir()}
 	var out bytes.Buffer
-	res, err := Run(context.Background(), s, RunOptions{
+	res, err := runOnce(context.Background(), s, RunOptions{
 		RunSpec: RunSpec{
 			Project:    project,
 			Script:     []byte(agentScript),

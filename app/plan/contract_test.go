@@ -29,8 +29,8 @@ func TestPlansAreComplete(t *testing.T) {
 	want := pipeline.RunSpec{
 		Project: project, Command: []string{"make"}, Image: "minimal", Arch: "amd64", Sync: sandbox.SyncDisk,
 		BaseDisks: home.Layout{Root: pl.Home}.BaseDisks(), Excludes: []string{"build/"},
-		Env:   pipeline.WithCacheEnv(nil),
-		Cache: filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(project), pipeline.CacheFile),
+		Env:    pipeline.WithCacheEnv(nil),
+		Cache:  filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(project), pipeline.CacheFile),
 		Verify: "make check", Timeout: time.Hour, DiskSize: int64(lim.Disk), Resources: &lim, Limits: ManifestLimits(lim),
 	}
 	complete := func(t *testing.T, kind string, p *Plan, n int, want pipeline.RunSpec) {
