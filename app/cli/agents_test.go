@@ -89,7 +89,7 @@ func TestRunAgentFlags(t *testing.T) {
 		{[]string{"run", "--agent", "nope", "--prompt", "x"}, []string{`no agent "nope"`, "claude, codex, demo, gemini"}},
 		{[]string{"run", "--agent", "claude,nope", "--prompt", "x"}, []string{`no agent "nope"`}},
 		{[]string{"run", "--agent", "claude", "--agent", "claude", "--prompt", "x"}, []string{"given twice", "--fan-out"}},
-		{[]string{"run", "--agent", "claude,codex,gemini", "--fan-out", "6", "--prompt", "x"}, []string{"3 agents × --fan-out 6", "at most 16"}},
+		{[]string{"run", "--agent", "claude,codex,gemini", "--fan-out", "6", "--prompt", "x"}, []string{"3 agents × 6 attempts each", "at most 16"}},
 		{[]string{"run", "--agent", "claude,codex", "--prompt", "x", "-i"}, []string{"cannot share standard input"}},
 		{[]string{"run", "--agent", "codex"}, []string{"--prompt TEXT or --prompt-file FILE"}},
 		{[]string{"run", "--agent", "codex", "--prompt-file", "/nonexistent/task.md"}, []string{"--prompt-file"}},

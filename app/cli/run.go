@@ -239,15 +239,12 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 }
 
 // check refuses flags that do not go together, in the flags' words.
+// The planner bounds the attempts and refuses a kept VM beside others.
 func (f *runFlags) check(agents int) error {
-	n := max(f.fanOut, 1) * max(agents, 1)
-	if f.fanOut < 1 || n > pipeline.MaxFanOut {
-		if agents > 1 {
-			return fmt.Errorf("%d agents × --fan-out %d: give at most %d attempts in all", agents, f.fanOut, pipeline.MaxFanOut)
-		}
+	if f.fanOut < 1 {
 		return fmt.Errorf("--fan-out %d: give 1 to %d attempts", f.fanOut, pipeline.MaxFanOut)
 	}
-	if n > 1 && f.interactive {
+	if f.fanOut*max(agents, 1) > 1 && f.interactive {
 		return errors.New("several attempts (--fan-out, several --agent) run side by side: they cannot share standard input (-i)")
 	}
 	return nil

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -34,13 +34,13 @@ func fanOut(ctx context.Context, s *sandbox.Store, runs []RunOptions, parallel i
 	if len(runs) > MaxFanOut {
 		return "", nil, fmt.Errorf("fan-out: %d attempts asked, at most %d", len(runs), MaxFanOut)
 	}
-	project, err := filepath.Abs(runs[0].Project)
-	if err != nil {
-		return "", nil, fmt.Errorf("fan-out: %w", err)
-	}
-	for _, o := range runs[1:] {
-		if p, _ := filepath.Abs(o.Project); p != project {
-			return "", nil, fmt.Errorf("fan-out: every attempt must run on one project (%s and %s)", project, p)
+	project := runs[0].Project
+	for _, o := range runs {
+		if err := o.check(); err != nil {
+			return "", nil, fmt.Errorf("fan-out: %w", err)
+		}
+		if o.Project != project || !slices.Equal(o.Excludes, runs[0].Excludes) {
+			return "", nil, fmt.Errorf("fan-out: every attempt must run on one project with one snapshot (%s and %s)", project, o.Project)
 		}
 	}
 	base, err := Snapshot(ctx, s, project, runs[0].Excludes, runs[0].Progress, runs[0].Logger)

@@ -284,34 +284,9 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			return nil, err
 		}
 	}
-	variants := make([]pipeline.RunOptions, 0, max(len(presets), 1))
-	for _, ps := range presets {
-		if ps.Name == demoAgent {
-			stop, err := pl.startFakeModel(&ps)
-			if err != nil {
-				return nil, err
-			}
-			p.closers = append(p.closers, stop)
-		}
-		o, err := pl.agentRun(base, ps, req)
-		if err != nil {
-			return nil, err
-		}
-		if o.Network, err = pl.network(ctx, user, proj, p, &ps, signed[ps.Name], req); err != nil {
-			return nil, err
-		}
-		variants = append(variants, o)
-	}
-	if len(presets) == 0 {
-		o := base
-		o.Command, o.Env, o.Prompt = req.Command, maps.Clone(req.Env), req.Prompt
-		if req.Prompt != "" {
-			o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
-		}
-		if o.Network, err = pl.network(ctx, user, proj, p, nil, nil, req); err != nil {
-			return nil, err
-		}
-		variants = append(variants, o)
+	variants, err := pl.variants(ctx, p, req, user, proj, base, presets, signed)
+	if err != nil {
+		return nil, err
 	}
 	for i := range variants {
 		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
@@ -332,6 +307,43 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}
 	p.Parallel = Parallel(req.Parallel, len(p.Runs), eff.Limits)
 	return p, nil
+}
+
+// variants are the plan's attempts before the fan-out: one per agent
+// preset (its command, environment and network; the demo agent's fake
+// model started for the plan's life), or the request's command.
+func (pl *Planner) variants(ctx context.Context, p *Plan, req Request, user config.User, proj config.Project, base pipeline.RunOptions, presets []agent.Preset, signed map[string]*signedIn) ([]pipeline.RunOptions, error) {
+	var out []pipeline.RunOptions
+	for _, ps := range presets {
+		if ps.Name == demoAgent {
+			stop, err := pl.startFakeModel(&ps)
+			if err != nil {
+				return nil, err
+			}
+			p.closers = append(p.closers, stop)
+		}
+		o, err := pl.agentRun(base, ps, req)
+		if err != nil {
+			return nil, err
+		}
+		if o.Network, err = pl.network(ctx, user, proj, p, &ps, signed[ps.Name], req); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	if len(presets) > 0 {
+		return out, nil
+	}
+	o := base
+	o.Command, o.Env, o.Prompt = req.Command, maps.Clone(req.Env), req.Prompt
+	if req.Prompt != "" {
+		o.Env = withEnv(o.Env, "AIRLOCK_PROMPT", req.Prompt)
+	}
+	var err error
+	if o.Network, err = pl.network(ctx, user, proj, p, nil, nil, req); err != nil {
+		return nil, err
+	}
+	return append(out, o), nil
 }
 
 // attempts is how many times each agent (or the command) runs, within
