@@ -87,7 +87,7 @@ func replyRound(ctx context.Context, s *sandbox.Store, id, message string, o Run
 	if o.Transfer == nil {
 		o.Transfer = DefaultTransfer()
 	}
-	r := &runner{s: s, o: o, project: o.Project, progress: o.Progress, log: o.Logger, sb: sb, base: start}
+	r := &runner{s: s, o: o, project: o.Project, progress: o.Progress, log: o.Logger, sb: sb, base: start, round: true}
 	if r.progress == nil {
 		r.progress = func(Progress) {}
 	}

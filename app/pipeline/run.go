@@ -420,7 +420,9 @@ type runner struct {
 	o        RunOptions
 	project  string
 	sb       *sandbox.Sandbox
-	base     *manifest.Manifest // the baseline, once snapshotted
+	base     *manifest.Manifest // the baseline, once snapshotted (a reply round's: the round's start)
+	round    bool               // a reply round: base is not the baseline
+	changes  []manifest.Change  // the collect's diff of the guest's tree against base
 	res      *RunResult
 	progress func(Progress)
 	log      *slog.Logger
@@ -737,6 +739,7 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 		return fmt.Errorf("store guest manifest: %w", err)
 	}
 	changes := manifest.Diff(sandbox.WithoutMeta(base), sandbox.WithoutMeta(gm))
+	r.changes = changes
 	var pull []manifest.Change
 	for _, c := range changes {
 		if c.New != nil && c.New.Type == manifest.File && !r.s.Objects().Has(c.New.SHA256) {

@@ -255,6 +255,11 @@ func TestRunPipeline(t *testing.T) {
 	if got := strings.Join(paths, ", "); got != "modified a.txt, modified b.txt, added c.txt, deleted gone.txt" {
 		t.Errorf("changeset: %s", got)
 	}
+	// The run's counts, from the collect's own diff, are the stored
+	// manifests'.
+	if stats := sandbox.StatsOf(cs); res.Meta.Changes == nil || stats != *res.Meta.Changes {
+		t.Errorf("the run counted %+v, the stored manifests give %+v", res.Meta.Changes, stats)
+	}
 	// Progress: created, snapshot, excluded, boot, push, run, collect, stop, ready.
 	seen := map[Step]bool{}
 	for _, e := range events {

@@ -88,7 +88,7 @@ func (sb *Sandbox) roundTotal(ctx context.Context, n int) *review.Changeset {
 	if err != nil {
 		return nil
 	}
-	cs, err := sb.changesetOf(ctx, manifest.Diff(WithoutMeta(base), WithoutMeta(gm)))
+	cs, err := sb.ChangesetOf(ctx, manifest.Diff(WithoutMeta(base), WithoutMeta(gm)))
 	if err != nil {
 		return nil
 	}

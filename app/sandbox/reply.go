@@ -183,5 +183,5 @@ func (sb *Sandbox) RoundChangeset(ctx context.Context, n int) (*review.Changeset
 	if err != nil {
 		return nil, err
 	}
-	return sb.changesetOf(ctx, manifest.Diff(WithoutMeta(prev), WithoutMeta(now)))
+	return sb.ChangesetOf(ctx, manifest.Diff(WithoutMeta(prev), WithoutMeta(now)))
 }

@@ -72,13 +72,14 @@ func (sb *Sandbox) Changeset(ctx context.Context) (*review.Changeset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sb.changesetOf(ctx, changes)
+	return sb.ChangesetOf(ctx, changes)
 }
 
-// changesetOf builds a review.Changeset of changes from the content store.
-// Files that run on the user's machine are flagged from the built-in list
-// and the store's HostExec patterns.
-func (sb *Sandbox) changesetOf(ctx context.Context, changes []manifest.Change) (*review.Changeset, error) {
+// ChangesetOf builds a review.Changeset of changes (of this sandbox's tree
+// against its baseline) from the content store. Files that run on the
+// user's machine are flagged from the built-in list and the store's
+// HostExec patterns.
+func (sb *Sandbox) ChangesetOf(ctx context.Context, changes []manifest.Change) (*review.Changeset, error) {
 	var opts review.Options
 	if sb.store.HostExec != nil {
 		pats, err := sb.store.HostExec()
