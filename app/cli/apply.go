@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -340,7 +341,7 @@ func printDryRun(e *env, id string, cs *review.Changeset, d review.Decisions, le
 		fmt.Fprintf(w, "left out     %s (%s)\n", displayPath(f.Path), f.FlagReason(review.FlagHostExec))
 	}
 	for _, a := range actions {
-		fmt.Fprintf(w, "would send   #%d %s\n             %s %s\n", a.ID, a.Describe(), safetext.Line(a.Method), safetext.Line(a.URL()))
+		fmt.Fprintf(w, "would send   #%d %s\n             %s %s\n", a.ID, heldreq.Describe(a.Held), safetext.Line(a.Method), safetext.Line(a.URL()))
 	}
 	fmt.Fprintf(w, "Dry run: nothing was written or sent. %d %s, %d %s.", len(files), plural(len(files), "file", "files"), len(actions), plural(len(actions), "action", "actions"))
 	if len(actions) > 0 {
