@@ -45,6 +45,7 @@ func TestPlantedImports(t *testing.T) {
 		{"app/promote", "`app/launch`", "row app/promote"},
 		{"app/heldreq", "`app/sandbox`", "row app/heldreq"},
 		{"app/vmhost", "`vm/qemu`", "row app/vmhost"},
+		{"app/pipeline", "`app/vmhost`", "row app/pipeline"}, // directly: through app/launch it may
 		{"app/gui", "`app/cli`", "row app/gui"},
 		{"app/cli", "`fyne.io/fyne/v2`", "row app/cli"},
 		{"app/cli", "`fyne.io/fyne/v2`", "only app/gui/... and main import fyne"},
