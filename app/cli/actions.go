@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
@@ -185,7 +186,7 @@ func writeActionList(w io.Writer, views []sandbox.ActionView) {
 		if v.Send != nil && v.Send.Status != 0 {
 			state += fmt.Sprintf(" (%d %s)", v.Send.Status, http.StatusText(v.Send.Status))
 		}
-		fmt.Fprintf(w, "#%-3d %-9s %s\n", v.ID, state, v.Describe())
+		fmt.Fprintf(w, "#%-3d %-9s %s\n", v.ID, state, heldreq.Describe(v.Held))
 		fmt.Fprintf(w, "     %s %s", safetext.Line(safetext.Cut(v.Method, 20)), safetext.Line(safetext.Cut(v.URL(), 200)))
 		if len(v.Body) > 0 {
 			fmt.Fprintf(w, " (%s body)", bytesize.Format(int64(len(v.Body))))
@@ -197,7 +198,7 @@ func writeActionList(w io.Writer, views []sandbox.ActionView) {
 // writeActionWhole writes an action as a person reads it before saying
 // yes: sentence, request line, headers, what was left out, and body.
 func writeActionWhole(w io.Writer, v sandbox.ActionView) {
-	fmt.Fprintf(w, "Action #%d (%s): %s\n", v.ID, v.State(), v.Describe())
+	fmt.Fprintf(w, "Action #%d (%s): %s\n", v.ID, v.State(), heldreq.Describe(v.Held))
 	fmt.Fprintf(w, "  %s %s\n", safetext.Line(v.Method), safetext.Line(v.URL()))
 	fmt.Fprintf(w, "  made by round %d's agent at %s, held by the stage %s\n", v.Round, v.Time.Local().Format("2006-01-02 15:04:05"), safetext.Line(v.Rule))
 	for _, k := range slices.Sorted(maps.Keys(v.Header)) {
@@ -211,7 +212,7 @@ func writeActionWhole(w io.Writer, v sandbox.ActionView) {
 	if len(v.Dropped) > 0 {
 		fmt.Fprintf(w, "  left out as credentials, never sent: %s\n", safetext.Line(strings.Join(v.Dropped, ", ")))
 	}
-	if body := v.PrettyBody(64 << 10); body != "" {
+	if body := heldreq.PrettyBody(v.Held, 64<<10); body != "" {
 		fmt.Fprintln(w)
 		for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
 			fmt.Fprintln(w, "  "+l)

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -251,11 +253,11 @@ type applyPlan struct {
 // applyFiles writes the approved files (and commits them with --commit),
 // then sends the actions unless a conflict held the apply.
 func applyFiles(ctx context.Context, e *env, sb *sandbox.Sandbox, f *applyFlags, ap applyPlan) error {
-	var cr *sandbox.CommitResult
+	var cr *promote.CommitResult
 	var res *sandbox.ApplyResult
 	var err error
 	if f.commit {
-		res, cr, err = sb.ApplyCommit(ctx, ap.d, ap.opts, sandbox.CommitOptions{Message: f.message})
+		res, cr, err = promote.ApplyCommit(ctx, sb, ap.d, ap.opts, promote.CommitOptions{Message: f.message})
 	} else {
 		res, err = sb.ApplyWith(ctx, ap.d, ap.opts)
 	}
@@ -303,12 +305,12 @@ func applyFiles(ctx context.Context, e *env, sb *sandbox.Sandbox, f *applyFlags,
 
 // printApplyJSON prints what airlock apply --json prints: the apply's
 // result with the actions sent, the commit made and the sandbox's verify.
-func printApplyJSON(e *env, sb *sandbox.Sandbox, res *sandbox.ApplyResult, sent []sandbox.ActionResult, cr *sandbox.CommitResult) error {
+func printApplyJSON(e *env, sb *sandbox.Sandbox, res *sandbox.ApplyResult, sent []sandbox.ActionResult, cr *promote.CommitResult) error {
 	m, _ := sb.Meta()
 	return e.printJSON(struct {
 		*sandbox.ApplyResult
 		Actions []sandbox.ActionResult `json:"actions,omitempty"`
-		Commit  *sandbox.CommitResult  `json:"commit,omitempty"`
+		Commit  *promote.CommitResult  `json:"commit,omitempty"`
 		// Verify is what the sandbox's verify found (null: none ran).
 		Verify *sandbox.VerifyResult `json:"verify"`
 	}{res, sent, cr, m.Verify})
@@ -340,7 +342,7 @@ func printDryRun(e *env, id string, cs *review.Changeset, d review.Decisions, le
 		fmt.Fprintf(w, "left out     %s (%s)\n", displayPath(f.Path), f.FlagReason(review.FlagHostExec))
 	}
 	for _, a := range actions {
-		fmt.Fprintf(w, "would send   #%d %s\n             %s %s\n", a.ID, a.Describe(), safetext.Line(a.Method), safetext.Line(a.URL()))
+		fmt.Fprintf(w, "would send   #%d %s\n             %s %s\n", a.ID, heldreq.Describe(a.Held), safetext.Line(a.Method), safetext.Line(a.URL()))
 	}
 	fmt.Fprintf(w, "Dry run: nothing was written or sent. %d %s, %d %s.", len(files), plural(len(files), "file", "files"), len(actions), plural(len(actions), "action", "actions"))
 	if len(actions) > 0 {

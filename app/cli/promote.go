@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/internal/safetext"
@@ -16,7 +17,7 @@ import (
 // applyBranch is apply --branch: the approved changes as a commit on a
 // new branch, the working tree and index left alone.
 func applyBranch(ctx context.Context, e *env, sb *sandbox.Sandbox, cs *review.Changeset, d review.Decisions, sel sandbox.Selection, message, branch string, actions int) error {
-	cr, err := sb.Branch(ctx, d, sandbox.CommitOptions{Message: message, Branch: branch})
+	cr, err := promote.Branch(ctx, sb, d, promote.CommitOptions{Message: message, Branch: branch})
 	if err != nil {
 		return err
 	}
@@ -34,7 +35,7 @@ func applyBranch(ctx context.Context, e *env, sb *sandbox.Sandbox, cs *review.Ch
 }
 
 // printCommit says what commit was made, if any.
-func printCommit(e *env, id string, cr *sandbox.CommitResult) {
+func printCommit(e *env, id string, cr *promote.CommitResult) {
 	if cr == nil {
 		return
 	}
@@ -94,7 +95,7 @@ standard error. With --json it prints {"format", "output", "bytes",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if format != sandbox.FormatPatch && format != sandbox.FormatMbox {
+			if format != promote.FormatPatch && format != promote.FormatMbox {
 				return fmt.Errorf("--format %q: want patch or mbox", format)
 			}
 			sel, err := selectionOf(all, args[1:], hunks, includeHostExec)
@@ -119,7 +120,7 @@ standard error. With --json it prints {"format", "output", "bytes",
 					return err
 				}
 			}
-			data, skips, err := sb.Export(ctx, d, format, message, dest)
+			data, skips, err := promote.Export(ctx, sb, d, format, message, dest)
 			if err != nil {
 				return err
 			}
@@ -146,14 +147,14 @@ standard error. With --json it prints {"format", "output", "bytes",
 				return err
 			}
 			next := "git apply " + shellArg(output)
-			if format == sandbox.FormatMbox {
+			if format == promote.FormatMbox {
 				next = "git am " + shellArg(output)
 			}
 			fmt.Fprintf(e.stdout, "exported  %s (%s, %d bytes). Apply it with: %s\n", output, format, len(data), next)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", sandbox.FormatPatch, "patch (for git apply) or mbox (for git am)")
+	cmd.Flags().StringVar(&format, "format", promote.FormatPatch, "patch (for git apply) or mbox (for git am)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of standard output")
 	cmd.Flags().StringVarP(&message, "message", "m", "", "the mbox's commit message (default: the agent's summary)")
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "export every change")
@@ -190,7 +191,7 @@ push is recorded in its audit log.`,
 			if err != nil {
 				return err
 			}
-			res, err := sb.Push(cmd.Context(), sandbox.PushOptions{Branch: branch, Remote: remote, Stdin: e.stdin, Stderr: e.stderr})
+			res, err := promote.Push(cmd.Context(), sb, promote.PushOptions{Branch: branch, Remote: remote, Stdin: e.stdin, Stderr: e.stderr})
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -578,7 +579,7 @@ func TestApplyBranchNotesUncommittedBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := airlockCLI(t, home, "apply", sb.ID, "login.go", "--branch", "u", "--json")
-	var v struct{ Commit sandbox.CommitResult }
+	var v struct{ Commit promote.CommitResult }
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
 		t.Fatalf("apply --branch --json: exit %d: %s\n%s", code, errOut, out)
 	}

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 )
@@ -47,7 +48,7 @@ func sendForm(sends []sandbox.ActionView, files bool) fyne.CanvasObject {
 	intro := wrapLabel(fmt.Sprintf("%d approved %s will be sent from this computer:", n, plural(n, "action", "actions")), fyne.TextStyle{})
 	list := container.NewVBox()
 	for _, v := range sends {
-		list.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.MailSendIcon()), nil, wrapLabel(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true})))
+		list.Add(container.NewBorder(nil, nil, widget.NewIcon(theme.MailSendIcon()), nil, wrapLabel(safetext.Cut(heldreq.Describe(v.Held), actionSentenceMax), fyne.TextStyle{Bold: true})))
 	}
 	var shown fyne.CanvasObject = list
 	if n > 4 {
@@ -180,7 +181,7 @@ func (r *ReviewWindow) showSendResults(pending []sandbox.ActionView, results []s
 			good = false
 		}
 		list.Add(container.NewBorder(nil, nil, container.NewVBox(widget.NewIcon(icon)), nil,
-			container.NewVBox(wrapLabel(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextStyle{Bold: true}), wrapLabel(what, fyne.TextStyle{}))))
+			container.NewVBox(wrapLabel(safetext.Cut(heldreq.Describe(v.Held), actionSentenceMax), fyne.TextStyle{Bold: true}), wrapLabel(what, fyne.TextStyle{}))))
 	}
 	var shown fyne.CanvasObject = list
 	if len(pending) > 3 {

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
@@ -160,7 +161,7 @@ func (r *ReviewWindow) actionHeader(v sandbox.ActionView) fyne.CanvasObject {
 		reject.Disable()
 	}
 	row := container.NewBorder(nil, nil, widget.NewIcon(actionIcon(v)), container.NewHBox(state, approve, reject), title)
-	sentence := widget.NewLabelWithStyle(safetext.Cut(v.Describe(), actionSentenceMax), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	sentence := widget.NewLabelWithStyle(safetext.Cut(heldreq.Describe(v.Held), actionSentenceMax), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	sentence.SizeName = theme.SizeNameSubHeadingText
 	sentence.Wrapping = fyne.TextWrapWord
 	return container.NewVBox(row, sentence, widget.NewSeparator())
@@ -213,7 +214,7 @@ func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
 	if len(v.Body) == 0 {
 		out = append(out, heading("Body"), wrapLabel("None.", fyne.TextStyle{Italic: true}))
 	} else {
-		out = append(out, heading("Body ("+bytesize.Format(int64(len(v.Body)))+")"), wrapLabel(v.PrettyBody(actionBodyMax), fyne.TextStyle{Monospace: true}))
+		out = append(out, heading("Body ("+bytesize.Format(int64(len(v.Body)))+")"), wrapLabel(heldreq.PrettyBody(v.Held, actionBodyMax), fyne.TextStyle{Monospace: true}))
 	}
 
 	if s := v.Send; s != nil && (s.Status != 0 || s.Error != "") {
@@ -345,7 +346,7 @@ func (w *fileRow) updateAction(row listRow) {
 		}
 		// A sentence that is only the request starts with its method,
 		// shown before it already.
-		w.setName(safetext.Cut(strings.TrimPrefix(v.Describe(), w.letter.Text+" "), actionSentenceMax))
+		w.setName(safetext.Cut(strings.TrimPrefix(heldreq.Describe(v.Held), w.letter.Text+" "), actionSentenceMax))
 		w.verdict.Resource = actionIcon(*v)
 		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
 			w.partly.Text = st

@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -386,7 +387,7 @@ func (w *ConflictWindow) runTool() {
 		fyne.Do(func() {
 			w.toolBtn.Enable()
 			switch {
-			case errors.Is(err, sandbox.ErrNoMergeTool):
+			case errors.Is(err, promote.ErrNoMergeTool):
 				w.status.SetText("No merge tool is set: see [review] merge_tool in config.toml.")
 				dialog.ShowInformation("No merge tool", err.Error(), w.Window)
 				return

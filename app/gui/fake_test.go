@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
@@ -65,7 +66,7 @@ type fakeService struct {
 	// commits records each ApplyCommit and Branch (its options: a branch
 	// named for Branch); commitErr, if set, fails them as git would;
 	// commitMsg is CommitMessage's answer.
-	commits   []sandbox.CommitOptions
+	commits   []promote.CommitOptions
 	commitErr error
 	commitMsg string
 }
@@ -74,7 +75,7 @@ func (s *fakeService) CommitMessage(string) (string, error) { return s.commitMsg
 
 // ApplyCommit applies as ApplyWith does and records the commit; with
 // commitErr nothing is written.
-func (s *fakeService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error) {
+func (s *fakeService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts promote.CommitOptions) (*sandbox.ApplyResult, *promote.CommitResult, error) {
 	s.mu.Lock()
 	s.commits = append(s.commits, copts)
 	err := s.commitErr
@@ -86,13 +87,13 @@ func (s *fakeService) ApplyCommit(ctx context.Context, id string, d review.Decis
 	if err != nil || res.Held {
 		return res, nil, err
 	}
-	cr := &sandbox.CommitResult{Promotion: sandbox.Promotion{Commit: "c0ffee1234567890", Branch: "main"}, Message: sandbox.Message{Subject: firstLine(copts.Message)}}
+	cr := &promote.CommitResult{Promotion: sandbox.Promotion{Commit: "c0ffee1234567890", Branch: "main"}, Message: promote.Message{Subject: firstLine(copts.Message)}}
 	s.promote(id, cr.Promotion)
 	return res, cr, nil
 }
 
 // Branch records the commit on a new branch; nothing is applied.
-func (s *fakeService) Branch(_ context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error) {
+func (s *fakeService) Branch(_ context.Context, id string, d review.Decisions, copts promote.CommitOptions) (*promote.CommitResult, error) {
 	s.mu.Lock()
 	s.commits = append(s.commits, copts)
 	err := s.commitErr
@@ -100,7 +101,7 @@ func (s *fakeService) Branch(_ context.Context, id string, d review.Decisions, c
 	if err != nil {
 		return nil, err
 	}
-	cr := &sandbox.CommitResult{Promotion: sandbox.Promotion{Commit: "beef001234567890", Parent: "abc", Branch: copts.Branch, NewBranch: true}, Message: sandbox.Message{Subject: firstLine(copts.Message)}}
+	cr := &promote.CommitResult{Promotion: sandbox.Promotion{Commit: "beef001234567890", Parent: "abc", Branch: copts.Branch, NewBranch: true}, Message: promote.Message{Subject: firstLine(copts.Message)}}
 	s.promote(id, cr.Promotion)
 	return cr, nil
 }
@@ -233,7 +234,7 @@ func (s *fakeService) ApplyWith(ctx context.Context, id string, d review.Decisio
 
 func (s *fakeService) MergeTool(_ context.Context, _ string, c *review.ConflictError) ([]byte, error) {
 	if s.mergeTool == nil {
-		return nil, sandbox.ErrNoMergeTool
+		return nil, promote.ErrNoMergeTool
 	}
 	return s.mergeTool(c)
 }

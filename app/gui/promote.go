@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
@@ -131,7 +132,7 @@ func (r *ReviewWindow) commitDecided(d review.Decisions, leftOut []string, send 
 		r.status.SetText("Nothing committed: no approved file is left." + left)
 		return
 	}
-	copts := sandbox.CommitOptions{Message: p.message, Branch: p.branch}
+	copts := promote.CommitOptions{Message: p.message, Branch: p.branch}
 	if p.branch != "" {
 		r.status.SetText("Committing on " + safetext.Line(p.branch) + "…")
 	} else {
@@ -139,7 +140,7 @@ func (r *ReviewWindow) commitDecided(d review.Decisions, leftOut []string, send 
 	}
 	r.async(func() {
 		var res *sandbox.ApplyResult
-		var cr *sandbox.CommitResult
+		var cr *promote.CommitResult
 		var err error
 		if p.branch != "" {
 			cr, err = r.svc.Branch(context.Background(), r.id, d, copts)
@@ -155,7 +156,7 @@ func (r *ReviewWindow) commitDecided(d review.Decisions, leftOut []string, send 
 
 // committed shows how a commit went: the commit made, or why none was and
 // what to do.
-func (r *ReviewWindow) committed(res *sandbox.ApplyResult, cr *sandbox.CommitResult, err error, left string, send bool) {
+func (r *ReviewWindow) committed(res *sandbox.ApplyResult, cr *promote.CommitResult, err error, left string, send bool) {
 	changed := res != nil && len(res.Applied)+len(res.Merged) > 0
 	defer func() {
 		if (changed || cr != nil) && r.onChange != nil {
@@ -191,14 +192,14 @@ func (r *ReviewWindow) committed(res *sandbox.ApplyResult, cr *sandbox.CommitRes
 // the store's errors already say it for a dirty index and an existing
 // branch.
 func commitAdvice(err error) error {
-	if errors.Is(err, sandbox.ErrNotGitRepo) {
+	if errors.Is(err, promote.ErrNotGitRepo) {
 		return fmt.Errorf("%w\n(a commit needs the project in a git repository: make it one, or choose Apply to the working tree)", err)
 	}
 	return err
 }
 
 // commitSummary says what commit was made.
-func commitSummary(cr *sandbox.CommitResult) string {
+func commitSummary(cr *promote.CommitResult) string {
 	if cr == nil || cr.Commit == "" {
 		return "No commit was made."
 	}

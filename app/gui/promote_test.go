@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -270,8 +271,8 @@ func TestCommitRefused(t *testing.T) {
 		want string
 	}{
 		{"dirty index", fmt.Errorf("commit: nothing was applied: the index holds changes you staged (a.go), which the commit would take along with the sandbox's: commit or unstage them first (git commit, or git restore --staged PATH), or use --branch, which leaves the index alone"), "unstage them first"},
-		{"not a repository", fmt.Errorf("commit: /home/dev/src/wordfreq is %w (git init makes it one, with a first commit)", sandbox.ErrNotGitRepo), "choose Apply to the working tree"},
-		{"branch exists", fmt.Errorf("branch agent/x: %w: choose another name, or delete it (git branch -D agent/x)", sandbox.ErrBranchExists), "choose another name"},
+		{"not a repository", fmt.Errorf("commit: /home/dev/src/wordfreq is %w (git init makes it one, with a first commit)", promote.ErrNotGitRepo), "choose Apply to the working tree"},
+		{"branch exists", fmt.Errorf("branch agent/x: %w: choose another name, or delete it (git branch -D agent/x)", promote.ErrBranchExists), "choose another name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := reviewService(t)

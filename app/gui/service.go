@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/review"
@@ -77,7 +78,7 @@ type Service interface {
 	// resolutions of files in conflict (written in the apply's journal).
 	ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
 	// MergeTool runs the user's merge tool on a file in conflict and
-	// returns its result, not written (sandbox.ErrNoMergeTool when none
+	// returns its result, not written (promote.ErrNoMergeTool when none
 	// is set).
 	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
 	// Actions are the sandbox's staged actions (requests its agent made
@@ -100,11 +101,11 @@ type Service interface {
 	// written, on the current branch (airlock apply --commit): nothing is
 	// written when the project is not in a git repository or its index
 	// holds staged changes. The commit is nil when nothing was written.
-	ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error)
+	ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts promote.CommitOptions) (*sandbox.ApplyResult, *promote.CommitResult, error)
 	// Branch commits what d approves on the new branch copts.Branch from
 	// the baseline's commit, leaving the working tree and the index alone
 	// (airlock apply --branch); an existing branch is refused.
-	Branch(ctx context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error)
+	Branch(ctx context.Context, id string, d review.Decisions, copts promote.CommitOptions) (*promote.CommitResult, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -373,7 +374,7 @@ func (s *StoreService) MergeTool(ctx context.Context, id string, c *review.Confl
 	if err != nil {
 		return nil, err
 	}
-	return sb.MergeTool(ctx, c)
+	return promote.MergeTool(ctx, sb, c)
 }
 
 func (s *StoreService) Actions(id string) ([]sandbox.ActionView, error) {
@@ -424,7 +425,7 @@ func (s *StoreService) CommitMessage(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	msg, err := sb.CommitMessage(m, "")
+	msg, err := promote.CommitMessage(sb, m, "")
 	if err != nil {
 		return "", err
 	}
@@ -434,21 +435,21 @@ func (s *StoreService) CommitMessage(id string) (string, error) {
 	return msg.Subject + "\n\n" + msg.Body, nil
 }
 
-func (s *StoreService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts sandbox.CommitOptions) (*sandbox.ApplyResult, *sandbox.CommitResult, error) {
+func (s *StoreService) ApplyCommit(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions, copts promote.CommitOptions) (*sandbox.ApplyResult, *promote.CommitResult, error) {
 	sb, err := s.sandbox(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	res, cr, err := sb.ApplyCommit(ctx, d, opts, copts)
+	res, cr, err := promote.ApplyCommit(ctx, sb, d, opts, copts)
 	return res, cr, appError(err)
 }
 
-func (s *StoreService) Branch(ctx context.Context, id string, d review.Decisions, copts sandbox.CommitOptions) (*sandbox.CommitResult, error) {
+func (s *StoreService) Branch(ctx context.Context, id string, d review.Decisions, copts promote.CommitOptions) (*promote.CommitResult, error) {
 	sb, err := s.sandbox(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	cr, err := sb.Branch(ctx, d, copts)
+	cr, err := promote.Branch(ctx, sb, d, copts)
 	return cr, appError(err)
 }
 

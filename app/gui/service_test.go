@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -51,10 +52,10 @@ func TestStoreService(t *testing.T) {
 	if msg, err := svc.CommitMessage(sb.ID); err != nil || msg != "Changes from Airlock sandbox "+sb.ID {
 		t.Errorf("CommitMessage = %q, %v", msg, err)
 	}
-	if _, _, err := svc.ApplyCommit(context.Background(), sb.ID, d, sandbox.ApplyOptions{AllOrNothing: true}, sandbox.CommitOptions{}); !errors.Is(err, sandbox.ErrNotGitRepo) {
+	if _, _, err := svc.ApplyCommit(context.Background(), sb.ID, d, sandbox.ApplyOptions{AllOrNothing: true}, promote.CommitOptions{}); !errors.Is(err, promote.ErrNotGitRepo) {
 		t.Errorf("ApplyCommit outside git: %v, want ErrNotGitRepo", err)
 	}
-	if _, err := svc.Branch(context.Background(), sb.ID, d, sandbox.CommitOptions{Branch: "agent/x"}); !errors.Is(err, sandbox.ErrNotGitRepo) {
+	if _, err := svc.Branch(context.Background(), sb.ID, d, promote.CommitOptions{Branch: "agent/x"}); !errors.Is(err, promote.ErrNotGitRepo) {
 		t.Errorf("Branch outside git: %v, want ErrNotGitRepo", err)
 	}
 	if _, err := svc.Run(context.Background(), RunRequest{Project: t.TempDir(), Command: []string{"true"}}); err == nil {

@@ -3,7 +3,10 @@
 // GUI share. It restores the image's warm snapshot instead of booting when
 // a current one exists, and saves one on a cold boot's way (warm.go). It
 // reports typed progress events and turns a guest that never answers into
-// a vm.BootError carrying the last console lines.
+// a vm.BootError carrying the last console lines. Attach reaches a machine
+// a supervisor kept running; Supervised, Kill and ReadSpec are what a kept
+// machine's checkpoints and rollbacks ask of its supervisor, so that
+// app/pipeline never speaks to app/vmhost itself.
 //
 // It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
 // backend is handed in.

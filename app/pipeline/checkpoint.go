@@ -8,14 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 
-	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/disk"
@@ -66,16 +65,12 @@ func checkpoint(ctx context.Context, sb *sandbox.Sandbox, name string) (sandbox.
 		return cp, err
 	}
 	defer unlock()
-	c, err := vmhost.Dial(ctx, sb.RunDir())
+	c, err := launch.DialSupervised(ctx, sb.RunDir())
 	if err != nil {
 		return cp, fmt.Errorf("%w: %w", sandbox.ErrNoVM, err)
 	}
-	st, err := c.State(ctx)
-	if err != nil {
+	if err := c.CanSave(ctx); err != nil {
 		return cp, err
-	}
-	if !slices.Contains(st.Can, vmhost.OpSave) {
-		return cp, fmt.Errorf("the %s backend cannot save this machine: %w", st.Backend, vm.ErrNotSupported)
 	}
 	spec, err := readSpec(sb.RunDir())
 	if err != nil {
@@ -196,10 +191,8 @@ func rollback(ctx context.Context, sb *sandbox.Sandbox, name string, restorer vm
 		return 0, err
 	}
 	t0 := time.Now()
-	if c, err := vmhost.Dial(ctx, run); err == nil {
-		if _, err := c.Kill(ctx); err != nil && !errors.Is(err, vmhost.ErrNoSupervisor) {
-			return 0, fmt.Errorf("stop the running VM: %w", err)
-		}
+	if err := launch.Kill(ctx, run); err != nil {
+		return 0, fmt.Errorf("stop the running VM: %w", err)
 	}
 	for i, d := range spec.Disks {
 		if d.ReadOnly {
@@ -249,15 +242,11 @@ func checkpointDisk(i int) string {
 
 // readSpec reads the machine spec a supervisor was started with.
 func readSpec(run string) (vm.Spec, error) {
-	var spec vm.Spec
-	b, err := os.ReadFile(filepath.Join(run, vmhost.SpecFile))
-	if err != nil {
+	spec, err := launch.ReadSpec(run)
+	if _, unread := errors.AsType[*fs.PathError](err); unread {
 		return spec, fmt.Errorf("%w: no machine spec in %s", sandbox.ErrNoVM, run)
 	}
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return spec, fmt.Errorf("machine spec %s: %w", filepath.Join(run, vmhost.SpecFile), err)
-	}
-	return spec, nil
+	return spec, err
 }
 
 // copyFileIfExists copies a small file, replacing dst.

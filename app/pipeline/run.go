@@ -25,6 +25,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/internal/bytesize"
@@ -352,7 +353,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, excludes []
 		log = slog.New(slog.DiscardHandler)
 	}
 	at := s.Now().UTC()
-	head := sandbox.HeadCommit(ctx, project)
+	head := promote.HeadCommit(ctx, project)
 	progress(Progress{Step: StepSnapshot, Message: "snapshot " + project})
 	// The stat cache lets the walk hash only the files whose stat data
 	// changed since the last snapshot of this project; a cache that cannot

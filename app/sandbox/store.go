@@ -5,13 +5,14 @@
 // final message, the verify log, a kept VM's checkpoint records), the
 // review kept with a sandbox (review.json), and review on a stored
 // sandbox: changeset, apply, undo, recover, staleness, compare, a reply
-// round's prompt and what each round changed; and promotion of the
-// approved changes with the host's git (a commit, a branch, a patch or an
-// mbox, a push and a pull request; the stage). app/pipeline runs
-// sandboxes and records them here; the CLI and the GUI render both.
+// round's prompt and what each round changed; and what promotion did (the
+// stage, Promotion): the promotion itself, with the host's git, is
+// app/promote's. app/pipeline runs sandboxes and records them here; the
+// CLI and the GUI render both.
 //
 // It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
-// app/cli, app/gui or fyne: a stored sandbox needs no VM.
+// app/promote, app/cli, app/gui or fyne: a stored sandbox needs no VM,
+// and promotion builds on the store, not the store on it.
 package sandbox
 
 import (
@@ -226,7 +227,8 @@ type Store struct {
 	HostExec func() ([]string, error)
 	// MergeTool, if set, returns the user's merge tool, config.toml's
 	// [review] merge_tool split into words (placeholders left in them;
-	// nil when none is set), read each time one is run. Nil: none.
+	// nil when none is set), read each time promote.MergeTool runs one.
+	// Nil: none.
 	MergeTool func() ([]string, error)
 
 	home    home.Layout
@@ -449,6 +451,9 @@ type Sandbox struct {
 	Dir   string
 	store *Store
 }
+
+// Store is the store the sandbox is in.
+func (sb *Sandbox) Store() *Store { return sb.store }
 
 // Path returns the path of a file in the sandbox directory.
 func (sb *Sandbox) Path(name string) string { return filepath.Join(sb.Dir, name) }

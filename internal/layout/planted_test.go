@@ -42,7 +42,10 @@ func TestPlantedImports(t *testing.T) {
 		{"guest/cmd/airlock-guest", "`sync/objects`", ""}, // its row allows it
 		{"guest/client", "`vm`", "guest never imports vm, fyne or vz"},
 		{"app/config", "`app/launch`", "row app/config"},
+		{"app/promote", "`app/launch`", "row app/promote"},
+		{"app/heldreq", "`app/sandbox`", "row app/heldreq"},
 		{"app/vmhost", "`vm/qemu`", "row app/vmhost"},
+		{"app/pipeline", "`app/vmhost`", "row app/pipeline"}, // directly: through app/launch it may
 		{"app/gui", "`app/cli`", "row app/gui"},
 		{"app/cli", "`fyne.io/fyne/v2`", "row app/cli"},
 		{"app/cli", "`fyne.io/fyne/v2`", "only app/gui/... and main import fyne"},

@@ -1,4 +1,4 @@
-package sandbox
+package promote
 
 import (
 	"bytes"
@@ -111,7 +111,7 @@ func (g *gitRepo) head(ctx context.Context) (string, error) {
 // HeadCommit is the commit the project's repository has checked out
 // (HEAD), or "" when the project is not in a git repository, the
 // repository has no commit yet, or git is not installed. Runs record it
-// with the baseline (Meta.BaselineCommit).
+// with the baseline (sandbox.Meta.BaselineCommit): Branch starts there.
 func HeadCommit(ctx context.Context, project string) string {
 	g, err := openGit(ctx, project)
 	if err != nil {

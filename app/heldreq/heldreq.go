@@ -1,4 +1,15 @@
-package sandbox
+// Package heldreq says what a held request would do, for someone who
+// does not read HTTP: a staged action of a sandbox (an egress.Held the
+// proxy held for review) as one sentence (Describe: a GitHub comment, a
+// GraphQL mutation's fields, a Slack post, a mail and its recipients, else
+// the method, host and path) and its body laid out for reading
+// (PrettyBody). The request is hostile input: whatever it holds, what
+// comes out is safe to show (internal/safetext) and short.
+//
+// It must not import anything of the module but app/egress (the held
+// request), internal/safetext and internal/bytesize, nor fyne: app/sandbox
+// keeps the requests, app/cli and app/gui show them.
+package heldreq
 
 import (
 	"bytes"
@@ -13,6 +24,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
 )
@@ -23,8 +35,8 @@ import (
 // alice@example.com: subject …" for the common mail APIs, and the method,
 // host and path otherwise. Every part taken from the request is made
 // safe to show on one line (safetext.Line) and cut.
-func (a Action) Describe() string {
-	return safetext.Cut(safetext.Line(a.describe()), sentenceMax)
+func Describe(h egress.Held) string {
+	return safetext.Cut(safetext.Line(describe(h)), sentenceMax)
 }
 
 // sentenceMax is the longest sentence Describe makes, escapes included;
@@ -34,10 +46,10 @@ const (
 	quoteMax    = 120
 )
 
-func (a Action) describe() string {
-	host := strings.ToLower(a.Host)
-	segs := a.segments()
-	fields := a.fields()
+func describe(h egress.Held) string {
+	host := strings.ToLower(h.Host)
+	segs := segments(h)
+	fields := fieldsOf(h)
 	// A sentence is said only of a path the server reads one way: no
 	// empty, "." or ".." segment, no "/" escaped within one.
 	if slices.ContainsFunc(segs, func(s string) bool { return s == "" || s == "." || s == ".." || strings.Contains(s, "/") }) {
@@ -46,11 +58,11 @@ func (a Action) describe() string {
 	switch {
 	case segs == nil:
 	case host == "api.github.com":
-		if s := describeGitHub(a.Method, segs, fields); s != "" {
+		if s := describeGitHub(h.Method, segs, fields); s != "" {
 			return s
 		}
 	case host == "slack.com" || host == "api.slack.com":
-		if a.Method == "POST" && len(segs) == 2 && segs[0] == "api" {
+		if h.Method == "POST" && len(segs) == 2 && segs[0] == "api" {
 			channel := slackChannel(fields.str("channel"))
 			switch segs[1] {
 			case "chat.postMessage":
@@ -62,7 +74,7 @@ func (a Action) describe() string {
 			}
 		}
 	case host == "hooks.slack.com":
-		if a.Method == "POST" {
+		if h.Method == "POST" {
 			if p := fields.str("payload"); p != "" {
 				// A form with the message as JSON in payload.
 				var m map[string]any
@@ -72,7 +84,7 @@ func (a Action) describe() string {
 			return "Post to a Slack channel (incoming webhook)" + slackAs(fields) + ": " + quote(fields.str("text")) + slackRich(fields)
 		}
 	case host == "api.sendgrid.com":
-		if a.Method == "POST" && slices.Equal(segs, []string{"v3", "mail", "send"}) {
+		if h.Method == "POST" && slices.Equal(segs, []string{"v3", "mail", "send"}) {
 			var to []string
 			subject := fields.str("subject")
 			for _, p := range fields.list("personalizations") {
@@ -88,21 +100,21 @@ func (a Action) describe() string {
 			return mailSentence(to, subject)
 		}
 	case host == "api.mailgun.net" || host == "api.eu.mailgun.net":
-		if a.Method == "POST" && len(segs) == 3 && segs[2] == "messages" {
+		if h.Method == "POST" && len(segs) == 3 && segs[2] == "messages" {
 			return mailSentence(fields.recipients("to", "cc", "bcc"), fields.str("subject"))
 		}
 	case host == "api.postmarkapp.com":
-		if a.Method == "POST" && (slices.Equal(segs, []string{"email"}) || slices.Equal(segs, []string{"email", "withTemplate"})) {
+		if h.Method == "POST" && (slices.Equal(segs, []string{"email"}) || slices.Equal(segs, []string{"email", "withTemplate"})) {
 			return mailSentence(fields.recipients("To", "Cc", "Bcc"), fields.str("Subject"))
 		}
 	case host == "api.resend.com":
-		if a.Method == "POST" && slices.Equal(segs, []string{"emails"}) {
+		if h.Method == "POST" && slices.Equal(segs, []string{"emails"}) {
 			return mailSentence(fields.recipients("to", "cc", "bcc"), fields.str("subject"))
 		}
 	}
-	what := safetext.Cut(a.Method, 20) + " " + safetext.Cut(a.Host, 80) + safetext.Cut(a.displayPath(), 160)
-	if len(a.Body) > 0 {
-		what += fmt.Sprintf(" (%s %s)", bytesize.Format(int64(len(a.Body))), a.bodyKind())
+	what := safetext.Cut(h.Method, 20) + " " + safetext.Cut(h.Host, 80) + safetext.Cut(displayPath(h), 160)
+	if len(h.Body) > 0 {
+		what += fmt.Sprintf(" (%s %s)", bytesize.Format(int64(len(h.Body))), bodyKind(h))
 	}
 	return what
 }
@@ -239,8 +251,8 @@ func quote(s string) string {
 
 // segments are the URL path's segments, each unescaped: a "/" escaped
 // within one stays in it, as the server reads it.
-func (a Action) segments() []string {
-	segs := strings.Split(strings.TrimPrefix(a.Path, "/"), "/")
+func segments(h egress.Held) []string {
+	segs := strings.Split(strings.TrimPrefix(h.Path, "/"), "/")
 	if len(segs) > 1 && segs[len(segs)-1] == "" {
 		segs = segs[:len(segs)-1] // a trailing slash
 	}
@@ -254,8 +266,8 @@ func (a Action) segments() []string {
 
 // displayPath is the path for people: unescaped, but for a "/" within a
 // segment.
-func (a Action) displayPath() string {
-	segs := strings.Split(a.Path, "/")
+func displayPath(h egress.Held) string {
+	segs := strings.Split(h.Path, "/")
 	for i, s := range segs {
 		if u, err := url.PathUnescape(s); err == nil {
 			segs[i] = strings.ReplaceAll(strings.ReplaceAll(u, "%", "%25"), "/", "%2F")
@@ -265,16 +277,16 @@ func (a Action) displayPath() string {
 }
 
 // bodyKind names the body's type: JSON, form, text, or bytes.
-func (a Action) bodyKind() string {
-	ct, _, _ := mime.ParseMediaType(a.Header.Get("Content-Type"))
+func bodyKind(h egress.Held) string {
+	ct, _, _ := mime.ParseMediaType(h.Header.Get("Content-Type"))
 	switch {
-	case ct == "application/json" || strings.HasSuffix(ct, "+json") || json.Valid(a.Body):
+	case ct == "application/json" || strings.HasSuffix(ct, "+json") || json.Valid(h.Body):
 		return "JSON"
 	case ct == "application/x-www-form-urlencoded":
 		return "form"
 	case strings.HasPrefix(ct, "text/"):
 		return "text"
-	case utf8.Valid(a.Body) && bytes.IndexByte(a.Body, 0) < 0:
+	case utf8.Valid(h.Body) && bytes.IndexByte(h.Body, 0) < 0:
 		// No text has a NUL byte.
 		return "text"
 	}
@@ -284,15 +296,17 @@ func (a Action) bodyKind() string {
 // fields is a request body read as JSON or as a form, for Describe.
 type fields map[string]any
 
-func (a Action) fields() fields {
+// fieldsOf reads h's body as JSON, a multipart form or a form; empty
+// when it is none of them.
+func fieldsOf(h egress.Held) fields {
 	var m map[string]any
-	if json.Unmarshal(a.Body, &m) == nil && m != nil {
+	if json.Unmarshal(h.Body, &m) == nil && m != nil {
 		return m
 	}
-	if v, ok := a.multipartForm(); ok {
+	if v, ok := multipartForm(h); ok {
 		return formFields(v)
 	}
-	if v, err := url.ParseQuery(string(a.Body)); err == nil && bytes.IndexByte(a.Body, '=') >= 0 {
+	if v, err := url.ParseQuery(string(h.Body)); err == nil && bytes.IndexByte(h.Body, '=') >= 0 {
 		return formFields(v)
 	}
 	return fields{}
@@ -316,13 +330,13 @@ func formFields(v url.Values) fields {
 
 // multipartForm reads the text fields of a multipart/form-data body
 // (curl -F), leaving its files out.
-func (a Action) multipartForm() (url.Values, bool) {
-	ct, params, err := mime.ParseMediaType(a.Header.Get("Content-Type"))
+func multipartForm(h egress.Held) (url.Values, bool) {
+	ct, params, err := mime.ParseMediaType(h.Header.Get("Content-Type"))
 	if err != nil || ct != "multipart/form-data" || params["boundary"] == "" {
 		return nil, false
 	}
 	v := url.Values{}
-	r := multipart.NewReader(bytes.NewReader(a.Body), params["boundary"])
+	r := multipart.NewReader(bytes.NewReader(h.Body), params["boundary"])
 	for {
 		part, err := r.NextPart()
 		if err != nil {
@@ -394,17 +408,17 @@ func (f fields) list(k string) []fields {
 	return out
 }
 
-// PrettyBody is the body for reading: JSON indented, a form one field a
+// PrettyBody is h's body for reading: JSON indented, a form one field a
 // line, text as it is, bytes as their size; safe for a terminal or a
 // widget (safetext.Text), at most limit bytes of it.
-func (a Action) PrettyBody(limit int) string {
-	if len(a.Body) == 0 {
+func PrettyBody(h egress.Held, limit int) string {
+	if len(h.Body) == 0 {
 		return ""
 	}
-	body := a.Body
+	body := h.Body
 	var out string
 	var buf bytes.Buffer
-	switch a.bodyKind() {
+	switch bodyKind(h) {
 	case "JSON":
 		if json.Indent(&buf, body, "", "  ") == nil {
 			out = buf.String()

@@ -1,4 +1,4 @@
-package sandbox
+package heldreq
 
 import (
 	"bytes"
@@ -13,12 +13,12 @@ import (
 )
 
 // action is a held request to host.
-func action(method, host, path, contentType, body string) Action {
+func action(method, host, path, contentType, body string) egress.Held {
 	h := http.Header{}
 	if contentType != "" {
 		h.Set("Content-Type", contentType)
 	}
-	return Action{ID: 1, Held: egress.Held{Scheme: "https", Host: host, Port: 443, Method: method, Path: path, Header: h, Body: []byte(body)}}
+	return egress.Held{Scheme: "https", Host: host, Port: 443, Method: method, Path: path, Header: h, Body: []byte(body)}
 }
 
 const (
@@ -29,7 +29,7 @@ const (
 func TestDescribe(t *testing.T) {
 	tests := []struct {
 		name string
-		a    Action
+		a    egress.Held
 		want string
 	}{
 		// GitHub's REST API.
@@ -123,14 +123,14 @@ func TestDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.a.Describe(); got != tt.want {
+			if got := Describe(tt.a); got != tt.want {
 				t.Errorf("Describe() =\n%q\nwant\n%q", got, tt.want)
 			}
 		})
 	}
 }
 
-func multipartAction(t *testing.T, host, path string, fields map[string]string) Action {
+func multipartAction(t *testing.T, host, path string, fields map[string]string) egress.Held {
 	t.Helper()
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
@@ -160,7 +160,7 @@ func TestDescribeHostile(t *testing.T) {
 		long,
 		"\x00\x07\x7f\u0085",
 	}
-	var actions []Action
+	var actions []egress.Held
 	for _, s := range hostile {
 		j := func(v string) string {
 			var b strings.Builder
@@ -195,7 +195,7 @@ func TestDescribeHostile(t *testing.T) {
 		)
 	}
 	for _, a := range actions {
-		got := a.Describe()
+		got := Describe(a)
 		if safetext.Suspicious(got) || strings.ContainsAny(got, "\n\r") {
 			t.Errorf("Describe() of %s %s is not safe on one line: %q", a.Method, a.Path[:min(len(a.Path), 40)], got)
 		}
@@ -204,11 +204,11 @@ func TestDescribeHostile(t *testing.T) {
 		}
 	}
 	// What the hostile text is, is still visible.
-	got := action("POST", "api.github.com", "/repos/org/repo/issues/12/comments", jsonType, `{"body": "\u001b[2Jok \u202efdp.exe"}`).Describe()
+	got := Describe(action("POST", "api.github.com", "/repos/org/repo/issues/12/comments", jsonType, `{"body": "\u001b[2Jok \u202efdp.exe"}`))
 	if want := `Comment on issue #12 of org/repo: “\x1b[2Jok <U+202E>fdp.exe”`; got != want {
 		t.Errorf("Describe() = %q, want %q", got, want)
 	}
-	got = action("POST", "api.github.com", "/repos/org/repo/issues/12/comments", jsonType, `{"body": "`+long+`"}`).Describe()
+	got = Describe(action("POST", "api.github.com", "/repos/org/repo/issues/12/comments", jsonType, `{"body": "`+long+`"}`))
 	if !strings.HasPrefix(got, "Comment on issue #12 of org/repo: “A very long text. A very") || !strings.HasSuffix(got, "…”") {
 		t.Errorf("a long comment: %q", got)
 	}
@@ -238,7 +238,7 @@ func escapeSeg(s string) string {
 func TestPrettyBody(t *testing.T) {
 	tests := []struct {
 		name  string
-		a     Action
+		a     egress.Held
 		limit int
 		want  string
 	}{
@@ -263,7 +263,7 @@ func TestPrettyBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.a.PrettyBody(tt.limit)
+			got := PrettyBody(tt.a, tt.limit)
 			if got != tt.want {
 				t.Errorf("PrettyBody(%d) =\n%q\nwant\n%q", tt.limit, got, tt.want)
 			}
@@ -274,7 +274,7 @@ func TestPrettyBody(t *testing.T) {
 	}
 	// A large JSON body is indented and capped.
 	big := `{"items": [` + strings.Repeat(`{"a": 1},`, 10000) + `{"a": 1}]}`
-	got := action("POST", "h", "/", jsonType, big).PrettyBody(64 << 10)
+	got := PrettyBody(action("POST", "h", "/", jsonType, big), 64<<10)
 	if !strings.HasPrefix(got, "{\n  \"items\": [\n    {\n      \"a\": 1\n    },") || !strings.HasSuffix(got, "(87.9 KiB in all)") || len(got) > 64<<10+100 {
 		t.Errorf("a large JSON body: %d bytes, starts %q, ends %q", len(got), got[:min(40, len(got))], got[max(0, len(got)-40):])
 	}
@@ -292,11 +292,11 @@ func FuzzDescribe(f *testing.F) {
 	f.Add("POST", "api.mailgun.net", "/v3/d/messages", "multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"to\"\r\n\r\na@b\r\n--x--\r\n")
 	f.Fuzz(func(t *testing.T, method, host, path, contentType, body string) {
 		a := action(method, host, path, contentType, body)
-		got := a.Describe()
+		got := Describe(a)
 		if safetext.Suspicious(got) || strings.ContainsAny(got, "\n\r") || utf8.RuneCountInString(got) > sentenceMax {
 			t.Fatalf("Describe() = %q", got)
 		}
-		if p := a.PrettyBody(1000); safetext.Suspicious(p) {
+		if p := PrettyBody(a, 1000); safetext.Suspicious(p) {
 			t.Fatalf("PrettyBody = %q", p)
 		}
 	})

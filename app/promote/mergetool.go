@@ -1,4 +1,4 @@
-package sandbox
+package promote
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -22,14 +23,15 @@ var ErrNoMergeTool = errors.New(`no merge tool is set: add one to [review] in co
 // maxMergeOutput caps what is read back from a merge tool's $OUTPUT.
 const maxMergeOutput = 256 << 20
 
-// MergeTool runs the user's merge tool (Store.MergeTool) on conflict c of
-// the sandbox and returns the result it saved, to be shown before it is
-// written (a review.UseContent resolution).
-func (sb *Sandbox) MergeTool(ctx context.Context, c *review.ConflictError) ([]byte, error) {
-	if sb.store.MergeTool == nil {
+// MergeTool runs the user's merge tool (sandbox.Store.MergeTool) on
+// conflict c of sandbox sb and returns the result it saved, to be shown
+// before it is written (a review.UseContent resolution).
+func MergeTool(ctx context.Context, sb *sandbox.Sandbox, c *review.ConflictError) ([]byte, error) {
+	tool := sb.Store().MergeTool
+	if tool == nil {
 		return nil, ErrNoMergeTool
 	}
-	argv, err := sb.store.MergeTool()
+	argv, err := tool()
 	if err != nil {
 		return nil, fmt.Errorf("merge tool: %w", err)
 	}

@@ -1,21 +1,36 @@
-package sandbox
+package promote
 
 import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/sandbox"
 )
 
+// newSandbox makes a sandbox in a store of the test's own.
+func newSandbox(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	s, err := sandbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := s.Create(sandbox.Meta{Project: t.TempDir(), Command: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
 func TestCommitMessage(t *testing.T) {
-	passed := &VerifyResult{Command: "make test", Passed: true}
+	passed := &sandbox.VerifyResult{Command: "make test", Passed: true}
 	tests := []struct {
 		name            string
 		summary, final  string
 		override, agent string
-		verify          *VerifyResult
+		verify          *sandbox.VerifyResult
 		want            Message
 	}{
 		{
@@ -26,7 +41,7 @@ func TestCommitMessage(t *testing.T) {
 		},
 		{
 			name:  "the final message when there is no summary",
-			final: "Fixed the typo.", verify: &VerifyResult{ExitCode: 2},
+			final: "Fixed the typo.", verify: &sandbox.VerifyResult{ExitCode: 2},
 			want: Message{Subject: "Fixed the typo.", Trailers: []string{"Airlock-Sandbox: ID", "Airlock-Agent: sh -c make", "Airlock-Verify: failed"}},
 		},
 		{
@@ -36,7 +51,7 @@ func TestCommitMessage(t *testing.T) {
 		{
 			name:    "the user's message wins, kept as typed",
 			summary: "ignored", override: "Mine\n\nbody",
-			verify: &VerifyResult{Error: "guest went away"},
+			verify: &sandbox.VerifyResult{Error: "guest went away"},
 			want:   Message{Subject: "Mine", Body: "body", Trailers: []string{"Airlock-Sandbox: ID", "Airlock-Agent: sh -c make", "Airlock-Verify: not run"}},
 		},
 		{
@@ -47,15 +62,14 @@ func TestCommitMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
-			sb := mkSandbox(t, s, "0123abcd")
-			for name, text := range map[string]string{SummaryFile: tt.summary, FinalFile: tt.final} {
+			sb := newSandbox(t)
+			for name, text := range map[string]string{sandbox.SummaryFile: tt.summary, sandbox.FinalFile: tt.final} {
 				if err := os.WriteFile(sb.Path(name), []byte(text), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			m := Meta{Agent: tt.agent, Command: []string{"sh", "-c", "make"}, Verify: tt.verify}
-			got, err := sb.CommitMessage(m, tt.override)
+			m := sandbox.Meta{Agent: tt.agent, Command: []string{"sh", "-c", "make"}, Verify: tt.verify}
+			got, err := CommitMessage(sb, m, tt.override)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,22 +81,5 @@ func TestCommitMessage(t *testing.T) {
 				t.Errorf("message (-want +got):\n%s", d)
 			}
 		})
-	}
-}
-
-func TestStage(t *testing.T) {
-	for _, tt := range []struct {
-		m    Meta
-		want Stage
-	}{
-		{Meta{Status: StatusReady}, StageSandbox},
-		{Meta{Status: StatusApplied}, StageApplied},
-		{Meta{Status: StatusReady, Promotion: &Promotion{Commit: "c", NewBranch: true}}, StageCommitted},
-		{Meta{Status: StatusApplied, Promotion: &Promotion{Commit: "c"}}, StageCommitted},
-		{Meta{Status: StatusReady, Promotion: &Promotion{Commit: "c", Pushed: time.Unix(1, 0)}}, StagePushed},
-	} {
-		if got := tt.m.stageOf(); got != tt.want {
-			t.Errorf("%+v: stage %q, want %q", tt.m, got, tt.want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package promote
 
 import (
 	"context"
@@ -84,8 +84,7 @@ func TestRunMergeToolRefuses(t *testing.T) {
 	if _, err := RunMergeTool(context.Background(), []string{"true", "$OUTPUT"}, link); err == nil || !strings.Contains(err.Error(), "choose mine or theirs") {
 		t.Errorf("a link: %v", err)
 	}
-	sb := &Sandbox{store: &Store{}}
-	if _, err := sb.MergeTool(context.Background(), c); !errors.Is(err, ErrNoMergeTool) {
+	if _, err := MergeTool(context.Background(), newSandbox(t), c); !errors.Is(err, ErrNoMergeTool) {
 		t.Errorf("no tool: %v", err)
 	}
 }

@@ -1,4 +1,19 @@
-package sandbox
+// Package promote takes the changes a sandbox's review approved into the
+// project's history with the host's git, run as the user, never through
+// a shell: a commit on the current branch (ApplyCommit: the apply, then
+// a commit of exactly the paths it wrote), a commit on a new branch from
+// the baseline's commit built in a temporary index (Branch), a patch or
+// an mbox (Export), and a push of that branch with a pull request that
+// gh opens (Push); CommitMessage makes their message from the agent's
+// summary or final message. It runs the user's merge tool on a
+// conflict of an apply (MergeTool), and reads the commit a baseline was
+// taken at (HeadCommit). What it did is kept in the sandbox store:
+// Meta.Promotion, the stage, the audit log.
+//
+// It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
+// app/plan, app/cli, app/gui or fyne: promotion works on a stored sandbox
+// and needs no VM. app/sandbox, the store, must not import it.
+package promote
 
 import (
 	"context"
@@ -20,65 +35,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
-// Stage is how far a sandbox's changes have climbed towards the project's
-// history: from the sandbox into the working tree, into a commit, and
-// pushed for review.
-type Stage string
-
-const (
-	StageSandbox   Stage = "sandbox"   // the changes are only in the sandbox
-	StageApplied   Stage = "applied"   // written into the working tree
-	StageCommitted Stage = "committed" // in a commit (apply --commit or --branch)
-	StagePushed    Stage = "pushed"    // that commit's branch was pushed (airlock push)
-)
-
-// Audit events of promotion.
-const (
-	EventCommitted EventKind = "committed" // a commit of the approved changes: its id, branch and parent
-	EventExported  EventKind = "exported"  // the approved changes written as a patch or an mbox
-	// EventBranchPushed is a push of the sandbox's branch to a remote
-	// (airlock push); "pushed" already names the baseline reaching the VM.
-	EventBranchPushed EventKind = "branch_pushed"
-)
-
-// Promotion is the commit made of a sandbox's changes, and where it went.
-type Promotion struct {
-	Commit string `json:"commit"`
-	// Parent is the commit it was made on: the baseline's commit for a
-	// new branch, HEAD for a commit in the working tree.
-	Parent string `json:"parent,omitempty"`
-	// Branch is the branch the commit is on; NewBranch is set when
-	// apply --branch made it (and only such a branch is pushed).
-	Branch    string    `json:"branch,omitempty"`
-	NewBranch bool      `json:"new_branch,omitempty"`
-	Time      time.Time `json:"time"`
-	// Remote, Pushed and PullRequest are filled in by Push.
-	Remote      string    `json:"remote,omitempty"`
-	Pushed      time.Time `json:"pushed,omitzero"`
-	PullRequest string    `json:"pull_request,omitempty"`
-}
-
-// stageOf works out the stage from the status and the promotion.
-func (m Meta) stageOf() Stage {
-	switch {
-	case m.Promotion != nil && !m.Promotion.Pushed.IsZero():
-		return StagePushed
-	case m.Promotion != nil:
-		return StageCommitted
-	case m.Status == StatusApplied:
-		return StageApplied
-	}
-	return StageSandbox
-}
-
-// VerifyWord is the verify step's result for a trailer: passed, failed,
+// verifyWord is the verify step's result for a trailer: passed, failed,
 // or not run.
-func (m Meta) VerifyWord() string {
+func verifyWord(m sandbox.Meta) string {
 	switch {
 	case m.Verify == nil || m.Verify.Error != "":
 		return "not run"
@@ -127,7 +92,7 @@ var trailerLike = regexp.MustCompile(`(?i)^airlock-[a-z-]*:`)
 // words are made safe to show on a terminal (safetext), since git log
 // prints them as they are, and a line of theirs that looks like one of
 // Airlock's trailers is indented so that it is not read as one.
-func (sb *Sandbox) CommitMessage(m Meta, override string) (Message, error) {
+func CommitMessage(sb *sandbox.Sandbox, m sandbox.Meta, override string) (Message, error) {
 	text, guest := override, false
 	if strings.TrimSpace(text) == "" {
 		s, err := sb.Summary()
@@ -164,7 +129,7 @@ func (sb *Sandbox) CommitMessage(m Meta, override string) (Message, error) {
 		agent = m.CommandLine()
 	}
 	agent = safetext.Cut(safetext.Line(agent), 200)
-	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}
+	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + verifyWord(m)}
 	return msg, nil
 }
 
@@ -181,7 +146,7 @@ type CommitOptions struct {
 
 // CommitResult is a commit made of a sandbox's changes.
 type CommitResult struct {
-	Promotion
+	sandbox.Promotion
 	Message Message `json:"message"`
 	// Paths are the project paths the commit changes.
 	Paths []string `json:"paths"`
@@ -213,7 +178,7 @@ func (g *gitRepo) checkIndex(ctx context.Context) error {
 // repository, or whose index holds staged changes, is refused before
 // anything is written. The result is nil (and the apply's result says
 // why) when nothing was written.
-func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts ApplyOptions, copts CommitOptions) (*ApplyResult, *CommitResult, error) {
+func ApplyCommit(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions, opts sandbox.ApplyOptions, copts CommitOptions) (*sandbox.ApplyResult, *CommitResult, error) {
 	m, err := sb.Meta()
 	if err != nil {
 		return nil, nil, err
@@ -225,7 +190,7 @@ func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts App
 	if err := g.checkIndex(ctx); err != nil {
 		return nil, nil, fmt.Errorf("commit: nothing was applied: %w", err)
 	}
-	msg, err := sb.CommitMessage(m, copts.Message)
+	msg, err := CommitMessage(sb, m, copts.Message)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,14 +276,14 @@ func (sb *Sandbox) ApplyCommit(ctx context.Context, d review.Decisions, opts App
 		return res, nil, err
 	}
 	branch, _ := g.line(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
-	cr.Promotion = Promotion{Commit: commit, Parent: parent, Branch: branch, Time: sb.store.now().UTC()}
-	return res, cr, sb.recordCommit(cr)
+	cr.Promotion = sandbox.Promotion{Commit: commit, Parent: parent, Branch: branch, Time: sb.Store().Now().UTC()}
+	return res, cr, recordCommit(sb, cr)
 }
 
 // uncommitted returns which of the paths d touches differ between the
 // working tree and HEAD before the apply: a commit of the file takes the
 // user's changes to it too. Nothing in a repository without commits.
-func (g *gitRepo) uncommitted(ctx context.Context, sb *Sandbox, d review.Decisions) (map[string]bool, error) {
+func (g *gitRepo) uncommitted(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions) (map[string]bool, error) {
 	cs, err := sb.Changeset(ctx)
 	if err != nil {
 		return nil, err
@@ -346,15 +311,15 @@ func (g *gitRepo) uncommitted(ctx context.Context, sb *Sandbox, d review.Decisio
 }
 
 // recordCommit writes the commit into sandbox.json and the audit log.
-func (sb *Sandbox) recordCommit(cr *CommitResult) error {
-	if err := sb.Audit(Event{Event: EventCommitted, Data: map[string]any{
+func recordCommit(sb *sandbox.Sandbox, cr *CommitResult) error {
+	if err := sb.Audit(sandbox.Event{Event: sandbox.EventCommitted, Data: map[string]any{
 		"commit": cr.Commit, "parent": cr.Parent, "branch": cr.Branch, "new_branch": cr.NewBranch,
 		"paths": cr.Paths, "subject": cr.Message.Subject,
 	}}); err != nil {
 		return err
 	}
 	p := cr.Promotion
-	_, err := sb.Update(func(m *Meta) { m.Promotion = &p })
+	_, err := sb.Update(func(m *sandbox.Meta) { m.Promotion = &p })
 	return err
 }
 
@@ -385,13 +350,13 @@ var ErrBranchExists = errors.New("branch exists already")
 // and the branch created with git update-ref. An existing branch is
 // refused. Nothing is written to the project; the sandbox's status stays
 // as it was.
-func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitOptions) (*CommitResult, error) {
+func Branch(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions, copts CommitOptions) (*CommitResult, error) {
 	m, err := sb.Meta()
 	if err != nil {
 		return nil, err
 	}
-	if m.Status != StatusReady && m.Status != StatusApplied {
-		return nil, fmt.Errorf("branch %s: it is %s: %w", sb.ID, m.Status, ErrNotReady)
+	if m.Status != sandbox.StatusReady && m.Status != sandbox.StatusApplied {
+		return nil, fmt.Errorf("branch %s: it is %s: %w", sb.ID, m.Status, sandbox.ErrNotReady)
 	}
 	g, err := openGit(ctx, m.Project)
 	if err != nil {
@@ -422,7 +387,7 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	if err != nil {
 		return nil, err
 	}
-	if cr.Message, err = sb.CommitMessage(m, copts.Message); err != nil {
+	if cr.Message, err = CommitMessage(sb, m, copts.Message); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "airlock-index-")
@@ -435,7 +400,7 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	if _, err := ig.run(ctx, nil, "read-tree", base); err != nil {
 		return nil, err
 	}
-	outs, err := sb.branchOutcomes(ctx, g, base, cs, d, cr)
+	outs, err := branchOutcomes(ctx, g, base, cs, d, cr)
 	if err != nil {
 		return nil, err
 	}
@@ -483,9 +448,9 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 	if _, err := g.run(ctx, nil, "update-ref", "-m", "airlock: branch from sandbox "+sb.ID, "refs/heads/"+name, cr.Commit, ""); err != nil {
 		return nil, fmt.Errorf("branch %s: %w", name, err)
 	}
-	cr.Parent, cr.Branch, cr.NewBranch, cr.Time = base, name, true, sb.store.now().UTC()
+	cr.Parent, cr.Branch, cr.NewBranch, cr.Time = base, name, true, sb.Store().Now().UTC()
 	slices.Sort(cr.Paths)
-	return cr, sb.recordCommit(cr)
+	return cr, recordCommit(sb, cr)
 }
 
 // branchOutcomes are what the paths d approves become on a branch from
@@ -493,7 +458,7 @@ func (sb *Sandbox) Branch(ctx context.Context, d review.Decisions, copts CommitO
 // leaves out (review.Decisions.Needs), and a symbolic link that leads out
 // of the project in the tree of the branch (review.LinkEscape, the links
 // of base included) are not taken, each with a note in cr.
-func (sb *Sandbox) branchOutcomes(ctx context.Context, g *gitRepo, base string, cs *review.Changeset, d review.Decisions, cr *CommitResult) ([]review.Outcome, error) {
+func branchOutcomes(ctx context.Context, g *gitRepo, base string, cs *review.Changeset, d review.Decisions, cr *CommitResult) ([]review.Outcome, error) {
 	needs := map[string]string{}
 	for _, n := range d.Needs(cs) {
 		needs[n.Path] = n.Error()
@@ -680,7 +645,7 @@ const (
 // user's git identity when the project is in a repository), the message
 // of CommitMessage with its trailers, "---" and the patch. It records an
 // "exported" audit event naming output (where the caller writes it).
-func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, message, output string) ([]byte, []review.Skip, error) {
+func Export(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions, format, message, output string) ([]byte, []review.Skip, error) {
 	if format != FormatPatch && format != FormatMbox {
 		return nil, nil, fmt.Errorf("export: format %q: want patch or mbox", format)
 	}
@@ -692,7 +657,7 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 	if err != nil {
 		return nil, nil, err
 	}
-	d, linkSkips, err := sb.withoutEscapingLinks(cs, d)
+	d, linkSkips, err := withoutEscapingLinks(sb, cs, d)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -700,11 +665,11 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 	skips = append(linkSkips, skips...)
 	out := patch
 	if format == FormatMbox {
-		msg, err := sb.CommitMessage(m, message)
+		msg, err := CommitMessage(sb, m, message)
 		if err != nil {
 			return nil, nil, err
 		}
-		out = mbox(author(ctx, m.Project), sb.store.now(), msg, patch)
+		out = mbox(author(ctx, m.Project), sb.Store().Now(), msg, patch)
 	}
 	var files []string
 	for _, f := range cs.Files {
@@ -712,7 +677,7 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 			files = append(files, f.Path)
 		}
 	}
-	if err := sb.Audit(Event{Event: EventExported, Data: map[string]any{"format": format, "files": files, "output": output, "skipped": skips}}); err != nil {
+	if err := sb.Audit(sandbox.Event{Event: sandbox.EventExported, Data: map[string]any{"format": format, "files": files, "output": output, "skipped": skips}}); err != nil {
 		return nil, nil, err
 	}
 	return out, skips, nil
@@ -721,7 +686,7 @@ func (sb *Sandbox) Export(ctx context.Context, d review.Decisions, format, messa
 // withoutEscapingLinks is d without the symbolic links that would lead
 // out of the project once the baseline took d's changes (the export of a
 // branch's commit, git am, would make them), each named in a skip.
-func (sb *Sandbox) withoutEscapingLinks(cs *review.Changeset, d review.Decisions) (review.Decisions, []review.Skip, error) {
+func withoutEscapingLinks(sb *sandbox.Sandbox, cs *review.Changeset, d review.Decisions) (review.Decisions, []review.Skip, error) {
 	var outs []review.Outcome
 	for _, f := range cs.Files {
 		outs = append(outs, d.Resolve(f)...)
@@ -729,11 +694,11 @@ func (sb *Sandbox) withoutEscapingLinks(cs *review.Changeset, d review.Decisions
 	if !slices.ContainsFunc(outs, func(o review.Outcome) bool { return o.Exists && o.Type == manifest.Symlink }) {
 		return d, nil, nil
 	}
-	base, err := sb.ReadManifest(BaselineFile, true)
+	base, err := sb.ReadManifest(sandbox.BaselineFile, true)
 	if err != nil {
 		return d, nil, err
 	}
-	refused := escapingLinks(manifestTree(WithoutMeta(base)), outs)
+	refused := escapingLinks(manifestTree(sandbox.WithoutMeta(base)), outs)
 	if len(refused) == 0 {
 		return d, nil, nil
 	}
@@ -812,7 +777,7 @@ type PushResult struct {
 // its title and body. Without gh, the result's Hint says where to open
 // one. A failure of gh after the push is reported in Hint, not as an
 // error: the branch is pushed.
-func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, error) {
+func Push(ctx context.Context, sb *sandbox.Sandbox, opts PushOptions) (*PushResult, error) {
 	m, err := sb.Meta()
 	if err != nil {
 		return nil, err
@@ -823,7 +788,7 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 	}
 	name := opts.Branch
 	if name == "" {
-		if name = sb.lastBranch(m); name == "" {
+		if name = lastBranch(sb, m); name == "" {
 			return nil, fmt.Errorf("push: sandbox %s has no branch to push: make one with airlock apply %s --all --branch NAME", sb.ID, sb.ID)
 		}
 	}
@@ -848,11 +813,11 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 	push := exec.CommandContext(ctx, "git", "push", remote, "refs/heads/"+name+":refs/heads/"+name)
 	push.Dir, push.Stdin, push.Stdout, push.Stderr = m.Project, opts.Stdin, stderr, stderr
 	if err := push.Run(); err != nil {
-		_ = sb.Audit(Event{Event: EventFailed, Data: map[string]any{"push": err.Error(), "branch": name, "remote": remote}})
+		_ = sb.Audit(sandbox.Event{Event: sandbox.EventFailed, Data: map[string]any{"push": err.Error(), "branch": name, "remote": remote}})
 		return nil, fmt.Errorf("push: git push %s %s: %w (git printed why above)", remote, name, err)
 	}
 	res := &PushResult{Branch: name, Remote: remote, Commit: commit}
-	msg, err := sb.CommitMessage(m, "")
+	msg, err := CommitMessage(sb, m, "")
 	if err != nil {
 		return nil, err
 	}
@@ -884,27 +849,27 @@ func (sb *Sandbox) Push(ctx context.Context, opts PushOptions) (*PushResult, err
 	} else {
 		res.Hint = "gh (GitHub's command line) is not installed, so no pull request was opened. " + compareHint(ctx, g, remote, name)
 	}
-	if err := sb.Audit(Event{Event: EventBranchPushed, Data: map[string]any{"branch": name, "remote": remote, "commit": commit, "pull_request": res.PullRequest}}); err != nil {
+	if err := sb.Audit(sandbox.Event{Event: sandbox.EventBranchPushed, Data: map[string]any{"branch": name, "remote": remote, "commit": commit, "pull_request": res.PullRequest}}); err != nil {
 		return nil, err
 	}
-	_, err = sb.Update(func(m *Meta) {
+	_, err = sb.Update(func(m *sandbox.Meta) {
 		if m.Promotion == nil || m.Promotion.Branch != name {
-			m.Promotion = &Promotion{Commit: commit, Branch: name, Time: sb.store.now().UTC()}
+			m.Promotion = &sandbox.Promotion{Commit: commit, Branch: name, Time: sb.Store().Now().UTC()}
 		}
-		m.Promotion.Remote, m.Promotion.Pushed, m.Promotion.PullRequest = remote, sb.store.now().UTC(), res.PullRequest
+		m.Promotion.Remote, m.Promotion.Pushed, m.Promotion.PullRequest = remote, sb.Store().Now().UTC(), res.PullRequest
 	})
 	return res, err
 }
 
 // lastBranch is the last branch apply --branch made of the sandbox
 // (a later apply --commit on the current branch does not hide it), or "".
-func (sb *Sandbox) lastBranch(m Meta) string {
+func lastBranch(sb *sandbox.Sandbox, m sandbox.Meta) string {
 	if m.Promotion != nil && m.Promotion.NewBranch {
 		return m.Promotion.Branch
 	}
 	evs, _ := sb.ReadAudit()
 	for _, ev := range slices.Backward(evs) {
-		if d, ok := ev.Data.(map[string]any); ok && ev.Event == EventCommitted && d["new_branch"] == true {
+		if d, ok := ev.Data.(map[string]any); ok && ev.Event == sandbox.EventCommitted && d["new_branch"] == true {
 			if b, ok := d["branch"].(string); ok {
 				return b
 			}
