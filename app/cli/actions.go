@@ -20,12 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-func newActionsCmd(e *env) *cobra.Command {
-	var approve, reject, undecide []string
-	cmd := &cobra.Command{
-		Use:   "actions ID [N...] [--approve N[,N...]] [--reject N[,N...]] [--undecide N[,N...]]",
-		Short: "List, show and decide the requests a sandbox's agent made that were held for review",
-		Long: `actions lists the staged actions of a sandbox: requests its agent made to an
+const actionsLong = `actions lists the staged actions of a sandbox: requests its agent made to an
 API that a [[network.stage]] entry of your configuration holds (a comment
 on an issue, a message to a chat, a mail). The agent got an answer at once,
 but nothing left this computer. Each is shown with a sentence saying what it
@@ -41,92 +36,124 @@ computer, in the order they were made, with your real credential where
 the agent had its placeholder; airlock undo cannot unsend them.
 
 With --json the actions are printed whole (the body base64), with their
-verdicts and the record of their sending.`,
+verdicts and the record of their sending.`
+
+// actionsFlags are airlock actions' flags: the verdicts to record.
+type actionsFlags struct {
+	approve, reject, undecide []string
+}
+
+// verdicts are the flags' verdicts by action number; an action given two
+// is refused.
+func (f *actionsFlags) verdicts() (map[int]review.Verdict, error) {
+	verdicts := map[int]review.Verdict{}
+	for _, fl := range []struct {
+		list []string
+		v    review.Verdict
+		name string
+	}{{f.approve, review.Approve, "--approve"}, {f.reject, review.Reject, "--reject"}, {f.undecide, review.Undecided, "--undecide"}} {
+		ids, err := actionNumbers(fl.list)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fl.name, err)
+		}
+		for _, id := range ids {
+			if v, ok := verdicts[id]; ok && v != fl.v {
+				return nil, fmt.Errorf("action %d is given two verdicts", id)
+			}
+			verdicts[id] = fl.v
+		}
+	}
+	return verdicts, nil
+}
+
+func newActionsCmd(e *env) *cobra.Command {
+	var f actionsFlags
+	cmd := &cobra.Command{
+		Use:   "actions ID [N...] [--approve N[,N...]] [--reject N[,N...]] [--undecide N[,N...]]",
+		Short: "List, show and decide the requests a sandbox's agent made that were held for review",
+		Long:  actionsLong,
 		Example: `  airlock actions 3f2a
   airlock actions 3f2a 2
   airlock actions 3f2a --approve 1,2 --reject 3
   airlock apply 3f2a --dry-run`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			sb, err := e.openSandbox(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			show, err := actionNumbers(args[1:])
-			if err != nil {
-				return err
-			}
-			verdicts := map[int]review.Verdict{}
-			for _, f := range []struct {
-				list []string
-				v    review.Verdict
-				name string
-			}{{approve, review.Approve, "--approve"}, {reject, review.Reject, "--reject"}, {undecide, review.Undecided, "--undecide"}} {
-				ids, err := actionNumbers(f.list)
-				if err != nil {
-					return fmt.Errorf("%s: %w", f.name, err)
-				}
-				for _, id := range ids {
-					if v, ok := verdicts[id]; ok && v != f.v {
-						return fmt.Errorf("action %d is given two verdicts", id)
-					}
-					verdicts[id] = f.v
-				}
-			}
-			if len(verdicts) > 0 {
-				if err := decideActions(ctx, sb, verdicts); err != nil {
-					return err
-				}
-			}
-			d, err := sb.Decisions(ctx)
-			if err != nil {
-				return err
-			}
-			views, err := sb.ActionViews(d)
-			if err != nil {
-				return err
-			}
-			if len(show) > 0 {
-				var keep []sandbox.ActionView
-				for _, id := range show {
-					i := slices.IndexFunc(views, func(v sandbox.ActionView) bool { return v.ID == id })
-					if i < 0 {
-						_, err := sb.Action(id)
-						return err
-					}
-					keep = append(keep, views[i])
-				}
-				views = keep
-			}
-			if e.json {
-				if views == nil {
-					views = []sandbox.ActionView{}
-				}
-				return e.printJSON(views)
-			}
-			if len(views) == 0 {
-				fmt.Fprintf(e.stdout, "%s has no held actions: its agent made no request that a [[network.stage]] entry holds.\n", sb.ID)
-				return nil
-			}
-			if len(show) > 0 {
-				for i, v := range views {
-					if i > 0 {
-						fmt.Fprintln(e.stdout)
-					}
-					writeActionWhole(e.stdout, v)
-				}
-				return nil
-			}
-			writeActionList(e.stdout, views)
-			fmt.Fprintf(e.stdout, "\nSee one whole with: airlock actions %s N. Decide with --approve N or --reject N; airlock apply %s sends the approved ones.\n", sb.ID, sb.ID)
-			return nil
+			return runActions(cmd.Context(), e, &f, args[0], args[1:])
 		},
 	}
-	cmd.Flags().StringArrayVar(&approve, "approve", nil, "approve actions N[,N...] (repeatable): airlock apply sends them")
-	cmd.Flags().StringArrayVar(&reject, "reject", nil, "reject actions N[,N...] (repeatable): they are never sent")
-	cmd.Flags().StringArrayVar(&undecide, "undecide", nil, "take back the verdict on actions N[,N...] (repeatable)")
+	cmd.Flags().StringArrayVar(&f.approve, "approve", nil, "approve actions N[,N...] (repeatable): airlock apply sends them")
+	cmd.Flags().StringArrayVar(&f.reject, "reject", nil, "reject actions N[,N...] (repeatable): they are never sent")
+	cmd.Flags().StringArrayVar(&f.undecide, "undecide", nil, "take back the verdict on actions N[,N...] (repeatable)")
 	return cmd
+}
+
+// runActions records f's verdicts on sandbox id's held actions, then
+// lists them, or shows whole the ones numbered in args.
+func runActions(ctx context.Context, e *env, f *actionsFlags, id string, args []string) error {
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	show, err := actionNumbers(args)
+	if err != nil {
+		return err
+	}
+	verdicts, err := f.verdicts()
+	if err != nil {
+		return err
+	}
+	if len(verdicts) > 0 {
+		if err := decideActions(ctx, sb, verdicts); err != nil {
+			return err
+		}
+	}
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		return err
+	}
+	views, err := sb.ActionViews(d)
+	if err != nil {
+		return err
+	}
+	if len(show) > 0 {
+		var keep []sandbox.ActionView
+		for _, n := range show {
+			i := slices.IndexFunc(views, func(v sandbox.ActionView) bool { return v.ID == n })
+			if i < 0 {
+				_, err := sb.Action(n)
+				return err
+			}
+			keep = append(keep, views[i])
+		}
+		views = keep
+	}
+	if e.json {
+		if views == nil {
+			views = []sandbox.ActionView{}
+		}
+		return e.printJSON(views)
+	}
+	printActions(e.stdout, sb.ID, views, len(show) > 0)
+	return nil
+}
+
+// printActions writes views for people: whole when they were named, else
+// as a list with what to do next.
+func printActions(w io.Writer, id string, views []sandbox.ActionView, whole bool) {
+	switch {
+	case len(views) == 0:
+		fmt.Fprintf(w, "%s has no held actions: its agent made no request that a [[network.stage]] entry holds.\n", id)
+	case whole:
+		for i, v := range views {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			writeActionWhole(w, v)
+		}
+	default:
+		writeActionList(w, views)
+		fmt.Fprintf(w, "\nSee one whole with: airlock actions %s N. Decide with --approve N or --reject N; airlock apply %s sends the approved ones.\n", id, id)
+	}
 }
 
 // actionNumbers reads action numbers given as N, N,M or several

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -26,83 +26,110 @@ exit, collected, decisions, applies with before/after hashes, undo).
 --audit prints the audit log as it is stored, one JSON object per line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sb, err := e.openSandbox(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if auditOnly {
-				raw, err := sb.AuditRaw()
-				if err != nil {
-					return err
-				}
-				// As stored; on a terminal, the paths and messages it holds
-				// from the guest are shown safely.
-				_, err = io.WriteString(e.stdout, shown(e.stdout, string(raw)))
-				return err
-			}
-			transcript, err := sb.Transcript()
-			if err != nil {
-				return err
-			}
-			summary, err := sb.Summary()
-			if err != nil {
-				return err
-			}
-			events, err := sb.ReadAudit()
-			if err != nil {
-				return err
-			}
-			verifyLog, err := sb.VerifyLog()
-			if err != nil {
-				return err
-			}
-			final, err := sb.FinalMessage()
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(map[string]any{"sandbox": sb.ID, "transcript": string(transcript), "summary": summary, "final_message": final, "verify": string(verifyLog), "audit": events})
-			}
-			// Everything below but the headings came from the guest: on a
-			// terminal it is shown safely (the transcript's own control
-			// sequences as visible escapes, not replayed), else as it is.
-			w := e.stdout
-			fmt.Fprintf(w, "== transcript (%s)\n", sb.Path(sandbox.TranscriptFile))
-			io.WriteString(w, shown(w, string(transcript)))
-			if len(transcript) > 0 && !bytes.HasSuffix(transcript, []byte("\n")) {
-				fmt.Fprintln(w)
-			}
-			if summary != "" {
-				fmt.Fprintln(w, "== the agent's summary")
-				fmt.Fprint(w, shown(w, summary))
-				if !strings.HasSuffix(summary, "\n") {
-					fmt.Fprintln(w)
-				}
-			}
-			if final != "" {
-				fmt.Fprintln(w, "== the agent's final message")
-				fmt.Fprint(w, shown(w, final))
-				if !strings.HasSuffix(final, "\n") {
-					fmt.Fprintln(w)
-				}
-			}
-			if verifyLog != nil {
-				m, _ := sb.Meta()
-				fmt.Fprintf(w, "== verify: %s (%s)\n", m.Verify.String(), sb.Path(sandbox.VerifyFile))
-				io.WriteString(w, shown(w, string(verifyLog)))
-				if len(verifyLog) > 0 && !bytes.HasSuffix(verifyLog, []byte("\n")) {
-					fmt.Fprintln(w)
-				}
-			}
-			fmt.Fprintln(w, "== audit")
-			for _, ev := range events {
-				fmt.Fprintf(w, "%s  %-10s %s\n", ev.Time.Local().Format("2006-01-02 15:04:05"), ev.Event, shownLine(w, auditDetail(ev)))
-			}
-			return nil
+			return runLogs(cmd.Context(), e, args[0], auditOnly)
 		},
 	}
 	cmd.Flags().BoolVar(&auditOnly, "audit", false, "print only the audit log, as JSON lines")
 	return cmd
+}
+
+// sandboxLogs is what airlock logs shows of a sandbox (and prints with
+// --json).
+type sandboxLogs struct {
+	Sandbox      string          `json:"sandbox"`
+	Transcript   string          `json:"transcript"`
+	Summary      string          `json:"summary"`
+	FinalMessage string          `json:"final_message"`
+	Verify       string          `json:"verify"`
+	Audit        []sandbox.Event `json:"audit"`
+
+	hasVerify bool
+	verifyRes string // the verify step's result, for its heading
+}
+
+// runLogs shows sandbox id's logs, or with auditOnly its audit log as
+// stored.
+func runLogs(ctx context.Context, e *env, id string, auditOnly bool) error {
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if auditOnly {
+		raw, err := sb.AuditRaw()
+		if err != nil {
+			return err
+		}
+		// As stored; on a terminal, the paths and messages it holds from
+		// the guest are shown safely.
+		_, err = io.WriteString(e.stdout, shown(e.stdout, string(raw)))
+		return err
+	}
+	l, err := readLogs(sb)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(l)
+	}
+	printLogs(e.stdout, sb, l)
+	return nil
+}
+
+func readLogs(sb *sandbox.Sandbox) (sandboxLogs, error) {
+	l := sandboxLogs{Sandbox: sb.ID}
+	transcript, err := sb.Transcript()
+	if err != nil {
+		return l, err
+	}
+	if l.Summary, err = sb.Summary(); err != nil {
+		return l, err
+	}
+	if l.Audit, err = sb.ReadAudit(); err != nil {
+		return l, err
+	}
+	verifyLog, err := sb.VerifyLog()
+	if err != nil {
+		return l, err
+	}
+	if l.FinalMessage, err = sb.FinalMessage(); err != nil {
+		return l, err
+	}
+	l.Transcript, l.Verify, l.hasVerify = string(transcript), string(verifyLog), verifyLog != nil
+	if l.hasVerify {
+		m, _ := sb.Meta()
+		l.verifyRes = m.Verify.String()
+	}
+	return l, nil
+}
+
+// printLogs writes l for people. Everything but the headings came from
+// the guest: on a terminal it is shown safely (the transcript's own
+// control sequences as visible escapes, not replayed), else as it is.
+func printLogs(w io.Writer, sb *sandbox.Sandbox, l sandboxLogs) {
+	section := func(text string) {
+		io.WriteString(w, shown(w, text))
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintf(w, "== transcript (%s)\n", sb.Path(sandbox.TranscriptFile))
+	section(l.Transcript)
+	if l.Summary != "" {
+		fmt.Fprintln(w, "== the agent's summary")
+		section(l.Summary)
+	}
+	if l.FinalMessage != "" {
+		fmt.Fprintln(w, "== the agent's final message")
+		section(l.FinalMessage)
+	}
+	if l.hasVerify {
+		fmt.Fprintf(w, "== verify: %s (%s)\n", l.verifyRes, sb.Path(sandbox.VerifyFile))
+		section(l.Verify)
+	}
+	fmt.Fprintln(w, "== audit")
+	for _, ev := range l.Audit {
+		fmt.Fprintf(w, "%s  %-10s %s\n", ev.Time.Local().Format("2006-01-02 15:04:05"), ev.Event, shownLine(w, auditDetail(ev)))
+	}
 }
 
 // auditDetail renders an event's data on one line for people.
