@@ -25,7 +25,6 @@ var longFuncs = map[string]int{
 	"sync/manifest/ignore.go:dowild": 166, // git's wildmatch.c
 
 	// Not split yet.
-	"guest/agent/init_linux.go:Init":       148,
 	"vm/image/full.go:builder.buildRootfs": 135,
 	"vm/vz/build.go:build":                 144,
 }
