@@ -30,19 +30,8 @@ import (
 // kernel would panic), so the caller should log and hang in a way the
 // runtime does not mistake for a deadlock.
 func Init(ctx context.Context) error {
-	mountErr := mountAll()
-	console := openConsole()
-	cmdline, _ := os.ReadFile("/proc/cmdline")
-	level := slog.LevelInfo
-	if cmdlineHas(string(cmdline), guest.DebugArg) {
-		level = slog.LevelDebug
-	}
-	log := ConsoleLogger(console, level)
-	if mountErr != nil {
-		log.Warn("mount", "err", mountErr)
-	}
-
-	if cmdlineHas(string(cmdline), guest.ProbeArg) {
+	cmdline, console, log := mountAndOpenConsole()
+	if cmdlineHas(cmdline, guest.ProbeArg) {
 		fmt.Fprintln(console, guest.ProbeOK)
 		unix.Sync()
 		return unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
@@ -51,31 +40,95 @@ func Init(ctx context.Context) error {
 	if err := os.MkdirAll("/root", 0o700); err != nil {
 		log.Warn("home", "err", err)
 	}
+	reaper, stopReaper := startReaper(log)
+	later, commandsReady := bringUp(cmdline, reaper, log)
 
+	// Closed once the deferred modules (the power button's among them)
+	// are loaded.
+	buttonsLoaded := make(chan struct{})
+	off := make(offRequests, 1)
+	a := New(Config{
+		Logger:         log,
+		SetHostname:    SetHostname,
+		SetClock:       SetClock,
+		AddEntropy:     AddEntropy,
+		MountDisks:     MountDisks,
+		BeforeSnapshot: func() { DropCaches(log) },
+		PowerOff:       func() error { off.request("requested by host"); return nil },
+		Reaper:         reaper,
+		Ready:          commandsReady,
+		AfterFirstCommand: func() {
+			n := loadModules(later, presentVirtioDevices, log)
+			log.Debug("deferred modules loaded", "count", n)
+			close(buttonsLoaded)
+		},
+	})
+	stopServing := serve(ctx, a, buttonsLoaded, off, log)
+
+	why := waitForPowerOff(ctx, off)
+	log.Info("shutting down", "reason", why)
+	stopServing()
+	stopReaper()
+	return powerOff(reaper, log)
+}
+
+// mountAndOpenConsole mounts the system file systems, opens the console
+// and returns the kernel command line and a logger to the console at the
+// level it asks for. A failed mount is logged, not fatal.
+func mountAndOpenConsole() (cmdline string, console io.Writer, log *slog.Logger) {
+	mountErr := mountAll()
+	console = openConsole()
+	b, _ := os.ReadFile("/proc/cmdline")
+	cmdline = string(b)
+	level := slog.LevelInfo
+	if cmdlineHas(cmdline, guest.DebugArg) {
+		level = slog.LevelDebug
+	}
+	log = ConsoleLogger(console, level)
+	if mountErr != nil {
+		log.Warn("mount", "err", mountErr)
+	}
+	return cmdline, console, log
+}
+
+// startReaper starts reaping zombies; stop ends it and waits for it.
+func startReaper(log *slog.Logger) (_ *Reaper, stop func()) {
 	reaper := &Reaper{Logger: log}
-	reaperCtx, stopReaper := context.WithCancel(context.Background())
-	var reaperDone sync.WaitGroup
-	reaperDone.Go(func() { _ = reaper.Run(reaperCtx) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	done.Go(func() { _ = reaper.Run(ctx) })
+	return reaper, func() {
+		cancel()
+		done.Wait()
+	}
+}
 
-	// Boot is on the critical path of every sandbox: only what the link
-	// needs happens before serving it. Busybox's applet links are made
-	// meanwhile (commands wait for them), modules for devices this machine
-	// lacks are not loaded at all, and the power button's are loaded once
-	// the first command runs.
-	//
-	// A machine with a root disk (guest.RootArg) switches to it once the
-	// modules are loaded; nothing may start a process before then, since
-	// the switch changes the whole process's root.
-	rootDev, badRoot := rootDevice(string(cmdline))
+// bringUp readies the machine for the link: it loads the modules needed
+// now, switches to the root disk if there is one, mounts the shares and
+// disks and brings lo up. It returns the modules left for after the first
+// command, and commandsReady, closed once busybox's applets and the
+// network (both set up in the background) are ready.
+//
+// Boot is on the critical path of every sandbox: only what the link
+// needs happens before serving it. Busybox's applet links are made
+// meanwhile (commands wait for them), modules for devices this machine
+// lacks are not loaded at all, and the power button's are loaded once
+// the first command runs.
+//
+// A machine with a root disk (guest.RootArg) switches to it once the
+// modules are loaded; nothing may start a process before then, since
+// the switch changes the whole process's root.
+func bringUp(cmdline string, reaper *Reaper, log *slog.Logger) (later []string, commandsReady <-chan struct{}) {
+	rootDev, badRoot := rootDevice(cmdline)
 	if badRoot != "" {
 		log.Warn("root: ignored malformed kernel argument", "arg", badRoot)
 	}
-	lowerDev, badLower := lowerDevice(string(cmdline))
+	lowerDev, badLower := lowerDevice(cmdline)
 	if badLower != "" {
 		log.Warn("root: ignored malformed kernel argument", "arg", badLower)
 	}
 	busybox := "/bin/busybox"
-	busyboxReady, commandsReady := make(chan struct{}), make(chan struct{})
+	busyboxReady, ready := make(chan struct{}), make(chan struct{})
 	installApplets := func() {
 		defer close(busyboxReady)
 		if err := installBusybox(reaper); err != nil {
@@ -86,13 +139,7 @@ func Init(ctx context.Context) error {
 	if rootDev == "" {
 		go installApplets()
 	}
-	mods, err := readModuleList(guest.ModulesOrder)
-	if err != nil {
-		log.Warn("modules", "err", err)
-	}
-	now, later := splitModules(mods, deferredModules)
-	n := loadModules(now, presentVirtioDevices, log)
-	log.Info("modules loaded", "count", n)
+	later = loadModulesNow(log)
 	if rootDev != "" {
 		// A failed switch leaves the initramfs as the root: the host
 		// finds no root disk mounted on / and says so.
@@ -105,77 +152,81 @@ func Init(ctx context.Context) error {
 			close(busyboxReady) // a root disk brings its own tools
 		}
 	}
-	mountShares(string(cmdline), log)
-	mountDisks(string(cmdline), log)
+	mountShares(cmdline, log)
+	mountDisks(cmdline, log)
 	// The open network (if asked for) is up before the first command.
 	go func() {
-		defer close(commandsReady)
+		defer close(ready)
 		<-busyboxReady
-		configureNetwork(string(cmdline), busybox, reaper, log)
+		configureNetwork(cmdline, busybox, reaper, log)
 	}()
 	if err := loopbackUp(); err != nil {
 		log.Warn("loopback", "err", err)
 	}
+	return later, ready
+}
 
-	// Closed once the deferred modules (the power button's among them)
-	// are loaded.
-	buttonsLoaded := make(chan struct{})
-	shutdown := make(chan string, 1)
-	requestOff := func(why string) {
-		select {
-		case shutdown <- why:
-		default:
-		}
+// loadModulesNow loads the modules of guest.ModulesOrder the link needs,
+// for the devices this machine has, and returns the deferred ones.
+func loadModulesNow(log *slog.Logger) (later []string) {
+	mods, err := readModuleList(guest.ModulesOrder)
+	if err != nil {
+		log.Warn("modules", "err", err)
 	}
-	a := New(Config{
-		Logger:         log,
-		SetHostname:    SetHostname,
-		SetClock:       SetClock,
-		AddEntropy:     AddEntropy,
-		MountDisks:     MountDisks,
-		BeforeSnapshot: func() { DropCaches(log) },
-		PowerOff:       func() error { requestOff("requested by host"); return nil },
-		Reaper:         reaper,
-		Ready:          commandsReady,
-		AfterFirstCommand: func() {
-			n := loadModules(later, presentVirtioDevices, log)
-			log.Debug("deferred modules loaded", "count", n)
-			close(buttonsLoaded)
-		},
-	})
+	now, later := splitModules(mods, deferredModules)
+	n := loadModules(now, presentVirtioDevices, log)
+	log.Info("modules loaded", "count", n)
+	return later
+}
 
-	serveCtx, stopServing := context.WithCancel(ctx)
+// offRequests carries the first reason given to power off; later ones
+// are dropped.
+type offRequests chan string
+
+func (r offRequests) request(why string) {
+	select {
+	case r <- why:
+	default:
+	}
+}
+
+// serve serves the link and, once its module is loaded, watches the
+// power button, until stop is called; stop waits for both.
+func serve(ctx context.Context, a *Agent, buttonsLoaded <-chan struct{}, off offRequests, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	var serving sync.WaitGroup
-	serving.Go(func() { serveLinks(serveCtx, a, log) })
+	serving.Go(func() { serveLinks(ctx, a, log) })
 	serving.Go(func() {
 		// The button's input device exists once its module is loaded.
 		select {
 		case <-buttonsLoaded:
-		case <-serveCtx.Done():
+		case <-ctx.Done():
 			return
 		}
-		watchPowerButton(serveCtx, log, func() { requestOff("power button") })
+		watchPowerButton(ctx, log, func() { off.request("power button") })
 	})
+	return func() {
+		cancel()
+		serving.Wait()
+	}
+}
 
+// waitForPowerOff waits for a reason to power off: a request, SIGTERM,
+// SIGINT or SIGPWR, or the end of ctx.
+func waitForPowerOff(ctx context.Context, off offRequests) string {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPWR)
+	defer signal.Stop(sigs)
 	// The reaper's ticker keeps a timer alive, so this wait is never seen
 	// by the runtime as every goroutine asleep (which would kill PID 1).
-	var why string
 	select {
-	case why = <-shutdown:
+	case why := <-off:
+		return why
 	case sig := <-sigs:
-		why = sig.String()
+		return sig.String()
 	case <-ctx.Done():
-		why = "context ended"
+		return "context ended"
 	}
-	signal.Stop(sigs)
-	log.Info("shutting down", "reason", why)
-	stopServing()
-	serving.Wait()
-	stopReaper()
-	reaperDone.Wait()
-	return powerOff(reaper, log)
 }
 
 // serveLinks serves the link on vsock and on the virtio-serial port,

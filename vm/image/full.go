@@ -110,20 +110,65 @@ const (
 	StepHash       Step = "hash"       // hashing the root disk
 )
 
-// buildRootfs makes the root disk file (sparse raw ext4) from spec.
+// buildRootfs makes the root disk file (sparse raw ext4) from spec: the
+// Debian tree, node and npm in it, the agent CLIs installed with them,
+// then the file system image of the tree.
 func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, work, file string) (*RootfsMeta, error) {
-	arch := b.opts.Arch
-	cacheRoot := filepath.Join(b.opts.Home, "cache")
-	debCache := filepath.Join(cacheRoot, "debs", "full-"+string(arch))
-	npmCache := filepath.Join(cacheRoot, "npm")
-	for _, d := range []string{debCache, npmCache} {
-		if err := os.MkdirAll(d, 0o700); err != nil { // cache/ is the user's: private
-			return nil, err
-		}
+	debCache, npmCache, err := b.rootfsCaches()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
+	tree := filepath.Join(work, "tree")
+	meta, err := b.debianTree(ctx, h, spec, tree, debCache)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tree)
+
+	n, err := b.installNode(ctx, h, spec, tree, work, npmCache)
+	if err != nil {
+		return nil, err
+	}
+	meta.Node = n.version
+	npmPkgs, err := b.installAgents(ctx, spec, n, work, npmCache)
+	if err != nil {
+		return nil, err
+	}
+	meta.Npm = append([]NpmPackage{spec.Node}, npmPkgs...)
+	debs, err := installedDebs(ctx, tree)
+	if err != nil {
+		return nil, err
+	}
+	meta.Debian = debs
+
+	meta.FileMeta, meta.Allocated, err = b.writeRootfs(ctx, h, spec, tree, file)
+	if err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// rootfsCaches makes the root disk build's caches (of .debs for the
+// arch, and of npm) and returns their paths.
+func (b *builder) rootfsCaches() (debCache, npmCache string, err error) {
+	cacheRoot := filepath.Join(b.opts.Home, "cache")
+	debCache = filepath.Join(cacheRoot, "debs", "full-"+string(b.opts.Arch))
+	npmCache = filepath.Join(cacheRoot, "npm")
+	for _, d := range []string{debCache, npmCache} {
+		if err := os.MkdirAll(d, 0o700); err != nil { // cache/ is the user's: private
+			return "", "", err
+		}
+	}
+	return debCache, npmCache, nil
+}
+
+// debianTree installs spec's Debian packages into tree with mmdebstrap,
+// from the Debian mirror the host's apt uses, and starts the root disk's
+// meta with where they came from.
+func (b *builder) debianTree(ctx context.Context, h fullHost, spec RootfsSpec, tree, debCache string) (*RootfsMeta, error) {
 	srcs, err := readAptSources("/")
 	if err != nil {
 		return nil, fmt.Errorf("read the host's apt sources: %w", err)
@@ -132,21 +177,33 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 	if err != nil {
 		return nil, err
 	}
-	tree := filepath.Join(work, "tree")
 	ver, _ := runCommand(ctx, "", h.mmdebstrap, "--version")
 	meta := &RootfsMeta{Suite: spec.Suite, Mirror: mirror, Builder: strings.TrimSpace(string(ver)), User: spec.User, UID: spec.UID}
 
 	b.progress(Progress{Step: StepDebian, Item: fmt.Sprintf("Debian %s from %s: %s", spec.Suite, mirror, strings.Join(spec.Packages, " "))})
-	if out, err := runCommand(ctx, "", h.mmdebstrap, mmdebstrapArgs(spec, arch, tree, debCache, lines)...); err != nil {
+	if out, err := runCommand(ctx, "", h.mmdebstrap, mmdebstrapArgs(spec, b.opts.Arch, tree, debCache, lines)...); err != nil {
 		return nil, fmt.Errorf("mmdebstrap: %w%s", err, outputTail(out))
 	}
-	defer os.RemoveAll(tree)
+	return meta, nil
+}
 
+// treeNode is node and npm installed in a Debian tree.
+type treeNode struct {
+	local   string   // the tree's usr/local
+	node    string   // local's bin/node
+	npmDir  string   // npm's package, under local's lib/node_modules
+	env     []string // added to the environment of every run of node (foreignNodeEnv)
+	version string   // `node --version`
+}
+
+// installNode installs spec's node and npm from the npm registry (through
+// npmCache) into tree's usr/local, and runs that node for its version.
+func (b *builder) installNode(ctx context.Context, h fullHost, spec RootfsSpec, tree, work, npmCache string) (treeNode, error) {
 	b.progress(Progress{Step: StepNode, Item: spec.Node.String() + ", " + spec.NPM.String()})
 	local := filepath.Join(tree, "usr", "local")
 	nodeTgz, err := npmPack(ctx, h.npm, spec.Node, filepath.Join(npmCache, "packs"))
 	if err != nil {
-		return nil, err
+		return treeNode{}, err
 	}
 	// bin/node, and include/node: native addons (gemini's node-pty) are
 	// built against these headers, not the host's.
@@ -159,92 +216,105 @@ func (b *builder) buildRootfs(ctx context.Context, h fullHost, spec RootfsSpec, 
 		}
 		return "", false
 	}); err != nil {
-		return nil, fmt.Errorf("node from %s: %w", spec.Node, err)
+		return treeNode{}, fmt.Errorf("node from %s: %w", spec.Node, err)
 	}
 	npmTgz, err := npmPack(ctx, h.npm, spec.NPM, filepath.Join(npmCache, "packs"))
 	if err != nil {
-		return nil, err
+		return treeNode{}, err
 	}
 	npmDir := filepath.Join(local, "lib", "node_modules", "npm")
 	if err := extractNpmTarball(npmTgz, func(name string) (string, bool) {
 		rel, ok := strings.CutPrefix(name, "package/")
 		return filepath.Join(npmDir, filepath.FromSlash(rel)), ok && rel != ""
 	}); err != nil {
-		return nil, fmt.Errorf("extract %s: %w", spec.NPM, err)
+		return treeNode{}, fmt.Errorf("extract %s: %w", spec.NPM, err)
 	}
 	for name, target := range map[string]string{"npm": "../lib/node_modules/npm/bin/npm-cli.js", "npx": "../lib/node_modules/npm/bin/npx-cli.js"} {
 		if err := os.Symlink(target, filepath.Join(local, "bin", name)); err != nil {
-			return nil, err
+			return treeNode{}, err
 		}
 	}
-	node := filepath.Join(local, "bin", "node")
-	// A foreign arch's node runs through qemu-user, which must find its
-	// dynamic linker and libraries in the tree (QEMU_LD_PREFIX).
-	var foreign []string
-	if string(arch) != runtime.GOARCH {
-		foreign = []string{"QEMU_LD_PREFIX=" + tree}
-		// qemu-user looks every absolute path up in the tree first, so a
-		// CA bundle the host adds for node (NODE_EXTRA_CA_CERTS) would be
-		// the tree's file of the same name: hand node a copy outside it.
-		if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
-			if data, err := os.ReadFile(ca); err == nil {
-				hostCA := filepath.Join(work, "host-extra-ca.pem")
-				if err := os.WriteFile(hostCA, data, 0o644); err != nil {
-					return nil, err
-				}
-				foreign = append(foreign, "NODE_EXTRA_CA_CERTS="+hostCA)
-			}
-		}
+	n := treeNode{local: local, node: filepath.Join(local, "bin", "node"), npmDir: npmDir}
+	if n.env, err = b.foreignNodeEnv(tree, work); err != nil {
+		return treeNode{}, err
 	}
-	vcmd := exec.CommandContext(ctx, node, "--version")
-	vcmd.Env = append(os.Environ(), foreign...)
+	vcmd := exec.CommandContext(ctx, n.node, "--version")
+	vcmd.Env = append(os.Environ(), n.env...)
 	nv, err := vcmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("run the image's node: %w%s", err, outputTail(nv))
+		return treeNode{}, fmt.Errorf("run the image's node: %w%s", err, outputTail(nv))
 	}
-	meta.Node = strings.TrimSpace(string(nv))
+	n.version = strings.TrimSpace(string(nv))
+	return n, nil
+}
 
+// foreignNodeEnv is what running the tree's node adds to the
+// environment: nothing for the host's arch. A foreign arch's node runs
+// through qemu-user, which must find its dynamic linker and libraries in
+// the tree (QEMU_LD_PREFIX).
+func (b *builder) foreignNodeEnv(tree, work string) ([]string, error) {
+	if string(b.opts.Arch) == runtime.GOARCH {
+		return nil, nil
+	}
+	foreign := []string{"QEMU_LD_PREFIX=" + tree}
+	// qemu-user looks every absolute path up in the tree first, so a
+	// CA bundle the host adds for node (NODE_EXTRA_CA_CERTS) would be
+	// the tree's file of the same name: hand node a copy outside it.
+	if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
+		if data, err := os.ReadFile(ca); err == nil {
+			hostCA := filepath.Join(work, "host-extra-ca.pem")
+			if err := os.WriteFile(hostCA, data, 0o644); err != nil {
+				return nil, err
+			}
+			foreign = append(foreign, "NODE_EXTRA_CA_CERTS="+hostCA)
+		}
+	}
+	return foreign, nil
+}
+
+// installAgents installs spec's agent CLIs into the tree with its node
+// and npm, and returns the npm packages installed there, checked against
+// spec.
+func (b *builder) installAgents(ctx context.Context, spec RootfsSpec, n treeNode, work, npmCache string) ([]NpmPackage, error) {
 	b.progress(Progress{Step: StepAgents, Item: agentList(spec.Agents)})
 	// The tree's own node and npm install the CLIs, so the host's node
 	// version does not matter and their install scripts run under the
 	// node they will run on.
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(npmDir, "bin", "npm-cli.js")}, npmInstallArgs(spec, local, npmCache)...)...)
-	cmd.Env = append(npmEnv(os.Environ(), local, filepath.Join(work, "npmrc")), foreign...)
+	cmd := exec.CommandContext(ctx, n.node, append([]string{filepath.Join(n.npmDir, "bin", "npm-cli.js")}, npmInstallArgs(spec, n.local, npmCache)...)...)
+	cmd.Env = append(npmEnv(os.Environ(), n.local, filepath.Join(work, "npmrc")), n.env...)
 	if err := os.WriteFile(filepath.Join(work, "npmrc"), nil, 0o644); err != nil {
 		return nil, err
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("npm install %s: %w%s", agentList(spec.Agents), err, outputTail(out))
 	}
-	npmPkgs, err := installedNpm(filepath.Join(local, "lib", "node_modules"))
+	npmPkgs, err := installedNpm(filepath.Join(n.local, "lib", "node_modules"))
 	if err != nil {
 		return nil, err
 	}
-	meta.Npm = append([]NpmPackage{spec.Node}, npmPkgs...)
-	if err := checkAgents(spec, arch, npmPkgs); err != nil {
+	if err := checkAgents(spec, b.opts.Arch, npmPkgs); err != nil {
 		return nil, err
 	}
+	return npmPkgs, nil
+}
 
-	debs, err := installedDebs(ctx, tree)
-	if err != nil {
-		return nil, err
-	}
-	meta.Debian = debs
-
+// writeRootfs makes file, the root disk, from tree, and returns its hash
+// and the bytes of the host's disk it takes.
+func (b *builder) writeRootfs(ctx context.Context, h fullHost, spec RootfsSpec, tree, file string) (FileMeta, int64, error) {
 	b.progress(Progress{Step: StepFilesystem, Item: RootfsFile, Total: spec.SizeBytes})
 	if err := makeRootfs(ctx, h.mkfs, tree, file, spec.SizeBytes); err != nil {
-		return nil, err
+		return FileMeta{}, 0, err
 	}
 	b.progress(Progress{Step: StepHash, Item: RootfsFile})
 	fm, err := hashFile(file)
 	if err != nil {
-		return nil, err
+		return FileMeta{}, 0, err
 	}
-	meta.FileMeta = fm
+	var allocated int64
 	if fi, err := os.Stat(file); err == nil {
-		meta.Allocated = allocatedBytes(fi)
+		allocated = allocatedBytes(fi)
 	}
-	return meta, nil
+	return fm, allocated, nil
 }
 
 // guestRootArg is guest.RootArg (this package does not import the guest

@@ -18,33 +18,70 @@ import (
 // be kept here too: vz v3.7.1 does not dup it, so its finalizer would
 // close the descriptor under the running VM.
 type built struct {
-	cfg  *vz.VirtualMachineConfiguration
-	keep []any
+	cfg     *vz.VirtualMachineConfiguration
+	objects []any
 }
+
+// keep keeps o referenced for the machine's life.
+func (b *built) keep(o any) { b.objects = append(b.objects, o) }
 
 // build makes the vz configuration c describes. It does not validate it.
 func build(c vzconfig.Config) (*built, error) {
 	b := &built{}
-	keep := func(o any) { b.keep = append(b.keep, o) }
+	if err := b.boot(c); err != nil {
+		return nil, err
+	}
+	if err := b.platform(c.MachineIDPath); err != nil {
+		return nil, err
+	}
+	if err := b.disks(c.Disks); err != nil {
+		return nil, err
+	}
+	if err := b.shares(c.Shares); err != nil {
+		return nil, err
+	}
+	if err := b.network(c); err != nil {
+		return nil, err
+	}
+	if err := b.console(c.ConsoleLog); err != nil {
+		return nil, err
+	}
+	if c.Entropy {
+		if err := b.entropy(); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.vsock(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
 
+// boot makes the configuration: the Linux boot loader of c's kernel,
+// initramfs and command line, with c's CPUs and memory.
+func (b *built) boot(c vzconfig.Config) error {
 	opts := []vz.LinuxBootLoaderOption{vz.WithCommandLine(c.Cmdline)}
 	if c.Initrd != "" { // WithInitrd("") fails
 		opts = append(opts, vz.WithInitrd(c.Initrd))
 	}
 	boot, err := vz.NewLinuxBootLoader(c.Kernel, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("boot loader: %w", err)
+		return fmt.Errorf("boot loader: %w", err)
 	}
-	keep(boot)
+	b.keep(boot)
 	cfg, err := vz.NewVirtualMachineConfiguration(boot, c.CPUs, c.Memory)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+		return fmt.Errorf("configuration: %w", err)
 	}
 	b.cfg = cfg
+	return nil
+}
 
-	// The generic platform with a persisted machine identifier: restoring
-	// saved state needs the identifier the state was saved with.
-	idData, err := vzconfig.LoadOrCreate(c.MachineIDPath, func() ([]byte, error) {
+// platform sets the generic platform with the machine identifier
+// persisted at idPath (created there the first time): restoring saved
+// state needs the identifier the state was saved with.
+func (b *built) platform(idPath string) error {
+	idData, err := vzconfig.LoadOrCreate(idPath, func() ([]byte, error) {
 		id, err := vz.NewGenericMachineIdentifier()
 		if err != nil {
 			return nil, err
@@ -52,120 +89,142 @@ func build(c vzconfig.Config) (*built, error) {
 		return id.DataRepresentation(), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("machine identifier: %w", err)
+		return fmt.Errorf("machine identifier: %w", err)
 	}
 	id, err := vz.NewGenericMachineIdentifierWithData(idData)
 	if err != nil {
-		return nil, fmt.Errorf("machine identifier %s: %w", c.MachineIDPath, err)
+		return fmt.Errorf("machine identifier %s: %w", idPath, err)
 	}
-	keep(id)
+	b.keep(id)
 	platform, err := vz.NewGenericPlatformConfiguration(vz.WithGenericMachineIdentifier(id))
 	if err != nil {
-		return nil, fmt.Errorf("platform: %w", err)
+		return fmt.Errorf("platform: %w", err)
 	}
-	keep(platform)
-	cfg.SetPlatformVirtualMachineConfiguration(platform)
+	b.keep(platform)
+	b.cfg.SetPlatformVirtualMachineConfiguration(platform)
+	return nil
+}
 
+// disks sets a virtio-blk device for each disk image, in order.
+func (b *built) disks(ds []vzconfig.Disk) error {
 	var disks []vz.StorageDeviceConfiguration
-	for _, d := range c.Disks {
+	for _, d := range ds {
 		att, err := vz.NewDiskImageStorageDeviceAttachmentWithCacheAndSync(d.Path, d.ReadOnly, caching(d.Caching), syncMode(d.Sync))
 		if err != nil {
-			return nil, fmt.Errorf("disk %s: %w", d.Path, err)
+			return fmt.Errorf("disk %s: %w", d.Path, err)
 		}
-		keep(att)
+		b.keep(att)
 		blk, err := vz.NewVirtioBlockDeviceConfiguration(att)
 		if err != nil {
-			return nil, fmt.Errorf("disk %s: %w", d.Path, err)
+			return fmt.Errorf("disk %s: %w", d.Path, err)
 		}
-		keep(blk)
+		b.keep(blk)
 		disks = append(disks, blk)
 	}
-	cfg.SetStorageDevicesVirtualMachineConfiguration(disks)
+	b.cfg.SetStorageDevicesVirtualMachineConfiguration(disks)
+	return nil
+}
 
+// shares sets a virtio-fs device for each share: one host directory
+// under its tag.
+func (b *built) shares(ss []vzconfig.Share) error {
 	var shares []vz.DirectorySharingDeviceConfiguration
-	for _, sh := range c.Shares {
+	for _, sh := range ss {
 		dir, err := vz.NewSharedDirectory(sh.HostPath, sh.ReadOnly)
 		if err != nil {
-			return nil, fmt.Errorf("share %s: %w", sh.Tag, err)
+			return fmt.Errorf("share %s: %w", sh.Tag, err)
 		}
-		keep(dir)
+		b.keep(dir)
 		single, err := vz.NewSingleDirectoryShare(dir)
 		if err != nil {
-			return nil, fmt.Errorf("share %s: %w", sh.Tag, err)
+			return fmt.Errorf("share %s: %w", sh.Tag, err)
 		}
-		keep(single)
+		b.keep(single)
 		dev, err := vz.NewVirtioFileSystemDeviceConfiguration(sh.Tag)
 		if err != nil {
-			return nil, fmt.Errorf("share %s: %w", sh.Tag, err)
+			return fmt.Errorf("share %s: %w", sh.Tag, err)
 		}
 		dev.SetDirectoryShare(single)
-		keep(dev)
+		b.keep(dev)
 		shares = append(shares, dev)
 	}
-	cfg.SetDirectorySharingDevicesVirtualMachineConfiguration(shares)
+	b.cfg.SetDirectorySharingDevicesVirtualMachineConfiguration(shares)
+	return nil
+}
 
+// network sets the network devices: one NAT device with the MAC address
+// persisted at c.MACPath when c asks for NAT, none otherwise.
+func (b *built) network(c vzconfig.Config) error {
 	var nets []*vz.VirtioNetworkDeviceConfiguration
 	if c.NAT {
 		mac, err := vzconfig.LoadOrCreateMAC(c.MACPath, nil)
 		if err != nil {
-			return nil, fmt.Errorf("network: %w", err)
+			return fmt.Errorf("network: %w", err)
 		}
 		nat, err := vz.NewNATNetworkDeviceAttachment()
 		if err != nil {
-			return nil, fmt.Errorf("network: %w", err)
+			return fmt.Errorf("network: %w", err)
 		}
-		keep(nat)
+		b.keep(nat)
 		dev, err := vz.NewVirtioNetworkDeviceConfiguration(nat)
 		if err != nil {
-			return nil, fmt.Errorf("network: %w", err)
+			return fmt.Errorf("network: %w", err)
 		}
 		addr, err := vz.NewMACAddress(mac)
 		if err != nil {
-			return nil, fmt.Errorf("network: MAC %s: %w", mac, err)
+			return fmt.Errorf("network: MAC %s: %w", mac, err)
 		}
-		keep(addr)
+		b.keep(addr)
 		dev.SetMACAddress(addr)
-		keep(dev)
+		b.keep(dev)
 		nets = append(nets, dev)
 	}
-	cfg.SetNetworkDevicesVirtualMachineConfiguration(nets)
+	b.cfg.SetNetworkDevicesVirtualMachineConfiguration(nets)
+	return nil
+}
 
-	// The console: hvc0 to the log file, created (and truncated) here so it
-	// exists even before the guest writes.
-	if f, err := os.OpenFile(c.ConsoleLog, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err != nil {
-		return nil, fmt.Errorf("console log: %w", err)
+// console sets the console: hvc0 to logFile, created (and truncated)
+// here so it exists even before the guest writes.
+func (b *built) console(logFile string) error {
+	if f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err != nil {
+		return fmt.Errorf("console log: %w", err)
 	} else {
 		f.Close()
 	}
-	consoleAtt, err := vz.NewFileSerialPortAttachment(c.ConsoleLog, false)
+	att, err := vz.NewFileSerialPortAttachment(logFile, false)
 	if err != nil {
-		return nil, fmt.Errorf("console log %s: %w", c.ConsoleLog, err)
+		return fmt.Errorf("console log %s: %w", logFile, err)
 	}
-	keep(consoleAtt)
-	console, err := vz.NewVirtioConsoleDeviceSerialPortConfiguration(consoleAtt)
+	b.keep(att)
+	console, err := vz.NewVirtioConsoleDeviceSerialPortConfiguration(att)
 	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
+		return fmt.Errorf("console: %w", err)
 	}
-	keep(console)
-	cfg.SetSerialPortsVirtualMachineConfiguration([]*vz.VirtioConsoleDeviceSerialPortConfiguration{console})
+	b.keep(console)
+	b.cfg.SetSerialPortsVirtualMachineConfiguration([]*vz.VirtioConsoleDeviceSerialPortConfiguration{console})
+	return nil
+}
 
-	if c.Entropy {
-		rng, err := vz.NewVirtioEntropyDeviceConfiguration()
-		if err != nil {
-			return nil, fmt.Errorf("entropy: %w", err)
-		}
-		keep(rng)
-		cfg.SetEntropyDevicesVirtualMachineConfiguration([]*vz.VirtioEntropyDeviceConfiguration{rng})
+// entropy sets a virtio entropy device.
+func (b *built) entropy() error {
+	rng, err := vz.NewVirtioEntropyDeviceConfiguration()
+	if err != nil {
+		return fmt.Errorf("entropy: %w", err)
 	}
+	b.keep(rng)
+	b.cfg.SetEntropyDevicesVirtualMachineConfiguration([]*vz.VirtioEntropyDeviceConfiguration{rng})
+	return nil
+}
 
-	// Exactly one vsock device: the framework allows no more.
+// vsock sets the vsock device, exactly one: the framework allows no more.
+func (b *built) vsock() error {
 	sock, err := vz.NewVirtioSocketDeviceConfiguration()
 	if err != nil {
-		return nil, fmt.Errorf("vsock: %w", err)
+		return fmt.Errorf("vsock: %w", err)
 	}
-	keep(sock)
-	cfg.SetSocketDevicesVirtualMachineConfiguration([]vz.SocketDeviceConfiguration{sock})
-	return b, nil
+	b.keep(sock)
+	b.cfg.SetSocketDevicesVirtualMachineConfiguration([]vz.SocketDeviceConfiguration{sock})
+	return nil
 }
 
 func caching(c vzconfig.Caching) vz.DiskImageCachingMode {
