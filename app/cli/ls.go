@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -21,70 +23,79 @@ that started it dies; airlock stop ID stops it). With --quiet it prints only
 their IDs, one per line, for scripts: airlock ls -q | head -1 is the newest.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			list, err := st.List()
-			if err != nil {
-				return err
-			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			// Each sandbox's VM, as its supervisor (if one runs) says.
-			rows := make([]lsRow, len(list))
-			for i, s := range list {
-				rows[i] = lsRow{Info: s, VM: vmState(cmd.Context(), h, s.ID)}
-				if sb, err := st.Get(s.ID); err == nil {
-					cps, _ := sb.Checkpoints()
-					rows[i].Checkpoints = len(cps)
-				}
-			}
-			if e.json {
-				return e.printJSON(rows)
-			}
-			if e.quiet {
-				for _, s := range list {
-					fmt.Fprintln(e.stdout, s.ID)
-				}
-				return nil
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(e.stdout, "No sandboxes. Make one with: airlock run --project DIR -- COMMAND")
-				return nil
-			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tVM\tAGE\tSYNC\tNETWORK\tCHANGED\tPROJECT\tCOMMAND")
-			for _, s := range rows {
-				changed := "-"
-				if s.Changes != nil {
-					changed = fmt.Sprint(s.Changes.Files)
-				}
-				status := s.StatusText()
-				if s.Stage == sandbox.StageCommitted || s.Stage == sandbox.StagePushed {
-					status = string(s.Stage)
-				}
-				if !s.Live && s.Status.Active() {
-					status += " (interrupted)"
-				}
-				vmCol := s.VM
-				if vmCol == "" {
-					vmCol = "-"
-				}
-				if s.Checkpoints > 0 {
-					vmCol += fmt.Sprintf(" (%d checkpoints)", s.Checkpoints)
-				}
-				network := "none"
-				if s.Network.Open() {
-					network = "OPEN (unprotected)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, shownLine(e.stdout, s.Project), shownLine(e.stdout, clip(s.CommandLine(), 40)))
-			}
-			return tw.Flush()
+			return runLs(cmd.Context(), e)
 		},
 	}
+}
+
+// runLs lists the sandboxes with their VMs' states.
+func runLs(ctx context.Context, e *env) error {
+	st, err := e.sandboxes()
+	if err != nil {
+		return err
+	}
+	list, err := st.List()
+	if err != nil {
+		return err
+	}
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	// Each sandbox's VM, as its supervisor (if one runs) says.
+	rows := make([]lsRow, len(list))
+	for i, s := range list {
+		rows[i] = lsRow{Info: s, VM: vmState(ctx, h, s.ID)}
+		if sb, err := st.Get(s.ID); err == nil {
+			cps, _ := sb.Checkpoints()
+			rows[i].Checkpoints = len(cps)
+		}
+	}
+	switch {
+	case e.json:
+		return e.printJSON(rows)
+	case e.quiet:
+		for _, s := range list {
+			fmt.Fprintln(e.stdout, s.ID)
+		}
+		return nil
+	case len(list) == 0:
+		fmt.Fprintln(e.stdout, "No sandboxes. Make one with: airlock run --project DIR -- COMMAND")
+		return nil
+	}
+	return printLs(e.stdout, rows)
+}
+
+// printLs writes the sandboxes as a table for people.
+func printLs(w io.Writer, rows []lsRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tVM\tAGE\tSYNC\tNETWORK\tCHANGED\tPROJECT\tCOMMAND")
+	for _, s := range rows {
+		changed := "-"
+		if s.Changes != nil {
+			changed = fmt.Sprint(s.Changes.Files)
+		}
+		status := s.StatusText()
+		if s.Stage == sandbox.StageCommitted || s.Stage == sandbox.StagePushed {
+			status = string(s.Stage)
+		}
+		if !s.Live && s.Status.Active() {
+			status += " (interrupted)"
+		}
+		vmCol := s.VM
+		if vmCol == "" {
+			vmCol = "-"
+		}
+		if s.Checkpoints > 0 {
+			vmCol += fmt.Sprintf(" (%d checkpoints)", s.Checkpoints)
+		}
+		network := "none"
+		if s.Network.Open() {
+			network = "OPEN (unprotected)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, status, vmCol, age(time.Since(s.Created)), syncMode(s.SyncMode), network, changed, shownLine(w, s.Project), shownLine(w, clip(s.CommandLine(), 40)))
+	}
+	return tw.Flush()
 }
 
 // lsRow is a sandbox as airlock ls shows it.

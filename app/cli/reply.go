@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -40,34 +41,10 @@ The limits and network flags are those of airlock run.`,
   airlock reply 3f2a --message-file notes.md`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			switch {
-			case f.message != "" && messageFile != "":
-				return errors.New("give --message or --message-file, not both")
-			case messageFile != "":
-				b, err := os.ReadFile(messageFile)
-				if err != nil {
-					return fmt.Errorf("read --message-file: %w", err)
-				}
-				f.message = string(b)
-			}
-			if strings.TrimSpace(f.message) == "" {
-				return errors.New("say what the agent should do differently: --message TEXT or --message-file FILE")
-			}
-			sb, err := e.openSandbox(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if r, err := sb.PrepareReply(ctx, f.message); err == nil {
-				e.note("%s", replyNote(r.Feedback))
-			}
-			// The round runs on the sandbox's project, image and arch
-			// (its root disk clone too) unless a flag says otherwise.
-			f.replyTo = sb.ID
 			if !cmd.Flags().Changed("image") {
-				f.image = ""
+				f.image = "" // the sandbox's image
 			}
-			return runRun(ctx, e, &f, plan.Request{})
+			return runReply(cmd.Context(), e, &f, messageFile, args[0])
 		},
 	}
 	f.bootFlags.register(cmd)
@@ -82,6 +59,34 @@ The limits and network flags are those of airlock run.`,
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration")
 	f.fanOut = 1
 	return cmd
+}
+
+// runReply sends sandbox id back to its agent with the message of f (or
+// of messageFile): the round is planned and run as airlock run's, on the
+// sandbox's project, image and arch unless a flag says otherwise.
+func runReply(ctx context.Context, e *env, f *runFlags, messageFile, id string) error {
+	switch {
+	case f.message != "" && messageFile != "":
+		return errors.New("give --message or --message-file, not both")
+	case messageFile != "":
+		b, err := os.ReadFile(messageFile)
+		if err != nil {
+			return fmt.Errorf("read --message-file: %w", err)
+		}
+		f.message = string(b)
+	}
+	if strings.TrimSpace(f.message) == "" {
+		return errors.New("say what the agent should do differently: --message TEXT or --message-file FILE")
+	}
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r, err := sb.PrepareReply(ctx, f.message); err == nil {
+		e.note("%s", replyNote(r.Feedback))
+	}
+	f.replyTo = sb.ID
+	return runRun(ctx, e, f, plan.Request{})
 }
 
 // replyNote says what goes to the agent with the message.
