@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -66,14 +67,7 @@ func shortID(id string) string {
 	return id
 }
 
-func newExportCmd(e *env) *cobra.Command {
-	var all, includeHostExec bool
-	var hunks []string
-	var format, output, message string
-	cmd := &cobra.Command{
-		Use:   "export ID --format patch|mbox [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [-o FILE] [-m MSG]",
-		Short: "Write the approved changes of a sandbox as a git patch or an mbox for git am",
-		Long: `export writes the changes you approve (chosen as for airlock apply: --all,
+const exportLong = `export writes the changes you approve (chosen as for airlock apply: --all,
 files or folders, --hunks PATH:N) without touching the project:
 
   --format patch  a git patch: git apply FILE writes it, binary files
@@ -88,79 +82,115 @@ It goes to FILE with -o, else to standard output (on a terminal, control
 characters in it are shown as escapes; redirect it to get the exact
 bytes). Files git cannot show in a patch (a directory's mode) are named on
 standard error. With --json it prints {"format", "output", "bytes",
-"skipped"} (and the text itself as "patch" without -o).`,
+"skipped"} (and the text itself as "patch" without -o).`
+
+// exportFlags are airlock export's flags.
+type exportFlags struct {
+	all, includeHostExec    bool
+	hunks                   []string
+	format, output, message string
+}
+
+func (f *exportFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.format, "format", promote.FormatPatch, "patch (for git apply) or mbox (for git am)")
+	fs.StringVarP(&f.output, "output", "o", "", "write to FILE instead of standard output")
+	fs.StringVarP(&f.message, "message", "m", "", "the mbox's commit message (default: the agent's summary)")
+	fs.BoolVarP(&f.all, "all", "a", false, "export every change")
+	fs.StringArrayVar(&f.hunks, "hunks", nil, "export hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
+	fs.BoolVar(&f.includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too")
+}
+
+func newExportCmd(e *env) *cobra.Command {
+	var f exportFlags
+	cmd := &cobra.Command{
+		Use:   "export ID --format patch|mbox [--all [--include-host-exec] | PATH... | --hunks PATH:N[,N...]] [-o FILE] [-m MSG]",
+		Short: "Write the approved changes of a sandbox as a git patch or an mbox for git am",
+		Long:  exportLong,
 		Example: `  airlock export 3f2a --all --format patch -o agent.patch
   airlock export 3f2a --all --format mbox -o agent.mbox && git am agent.mbox
   airlock export 3f2a src/main.go --hunks README.md:2 --format patch | git apply --check`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if format != promote.FormatPatch && format != promote.FormatMbox {
-				return fmt.Errorf("--format %q: want patch or mbox", format)
-			}
-			sel, err := selectionOf(all, args[1:], hunks, includeHostExec)
-			if err != nil {
-				return err
-			}
-			sb, err := e.openSandbox(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			cs, err := sb.Changeset(ctx)
-			if err != nil {
-				return err
-			}
-			d, err := sel.Decisions(cs)
-			if err != nil {
-				return err
-			}
-			dest := output
-			if dest != "" {
-				if dest, err = filepath.Abs(dest); err != nil {
-					return err
-				}
-			}
-			data, skips, err := promote.Export(ctx, sb, d, format, message, dest)
-			if err != nil {
-				return err
-			}
-			for _, f := range sel.LeftOut(cs) {
-				skips = append(skips, review.Skip{Path: f.Path, Reason: f.FlagReason(review.FlagHostExec) + "; name it to take it"})
-			}
-			if output != "" {
-				if err := atomicfile.WriteFile(dest, data, 0o644); err != nil {
-					return fmt.Errorf("export: %w", err)
-				}
-			}
-			if e.json {
-				v := map[string]any{"format": format, "output": dest, "bytes": len(data), "skipped": skips}
-				if output == "" {
-					v["patch"] = string(data)
-				}
-				return e.printJSON(v)
-			}
-			for _, s := range skips {
-				e.note("left out %s: %s", safetext.Line(s.Path), s.Reason)
-			}
-			if output == "" {
-				_, err := fmt.Fprint(e.stdout, shown(e.stdout, string(data)))
-				return err
-			}
-			next := "git apply " + shellArg(output)
-			if format == promote.FormatMbox {
-				next = "git am " + shellArg(output)
-			}
-			fmt.Fprintf(e.stdout, "exported  %s (%s, %d bytes). Apply it with: %s\n", output, format, len(data), next)
-			return nil
+			return runExport(cmd.Context(), e, &f, args[0], args[1:])
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", promote.FormatPatch, "patch (for git apply) or mbox (for git am)")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of standard output")
-	cmd.Flags().StringVarP(&message, "message", "m", "", "the mbox's commit message (default: the agent's summary)")
-	cmd.Flags().BoolVarP(&all, "all", "a", false, "export every change")
-	cmd.Flags().StringArrayVar(&hunks, "hunks", nil, "export hunks of a file, PATH:N[,N...] numbered from 1 (repeatable)")
-	cmd.Flags().BoolVar(&includeHostExec, "include-host-exec", false, "let --all and folders take files that run on your machine too")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+// exported is what an export made: its bytes, where they went ("" for
+// standard output) and the files left out.
+type exported struct {
+	data  []byte
+	dest  string
+	skips []review.Skip
+}
+
+// runExport writes the changes of sandbox id that f and paths select as
+// a patch or an mbox.
+func runExport(ctx context.Context, e *env, f *exportFlags, id string, paths []string) error {
+	if f.format != promote.FormatPatch && f.format != promote.FormatMbox {
+		return fmt.Errorf("--format %q: want patch or mbox", f.format)
+	}
+	sel, err := selectionOf(f.all, paths, f.hunks, f.includeHostExec)
+	if err != nil {
+		return err
+	}
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	cs, err := sb.Changeset(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := sel.Decisions(cs)
+	if err != nil {
+		return err
+	}
+	var x exported
+	if f.output != "" {
+		if x.dest, err = filepath.Abs(f.output); err != nil {
+			return err
+		}
+	}
+	if x.data, x.skips, err = promote.Export(ctx, sb, d, f.format, f.message, x.dest); err != nil {
+		return err
+	}
+	for _, lf := range sel.LeftOut(cs) {
+		x.skips = append(x.skips, review.Skip{Path: lf.Path, Reason: lf.FlagReason(review.FlagHostExec) + "; name it to take it"})
+	}
+	if f.output != "" {
+		if err := atomicfile.WriteFile(x.dest, x.data, 0o644); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	if e.json {
+		v := map[string]any{"format": f.format, "output": x.dest, "bytes": len(x.data), "skipped": x.skips}
+		if f.output == "" {
+			v["patch"] = string(x.data)
+		}
+		return e.printJSON(v)
+	}
+	return printExport(e, f, x)
+}
+
+// printExport says what was left out, then writes the export to
+// standard output or says where it went and how to apply it.
+func printExport(e *env, f *exportFlags, x exported) error {
+	for _, s := range x.skips {
+		e.note("left out %s: %s", safetext.Line(s.Path), s.Reason)
+	}
+	if f.output == "" {
+		_, err := fmt.Fprint(e.stdout, shown(e.stdout, string(x.data)))
+		return err
+	}
+	next := "git apply " + shellArg(f.output)
+	if f.format == promote.FormatMbox {
+		next = "git am " + shellArg(f.output)
+	}
+	fmt.Fprintf(e.stdout, "exported  %s (%s, %d bytes). Apply it with: %s\n", f.output, f.format, len(x.data), next)
+	return nil
 }
 
 func newPushCmd(e *env) *cobra.Command {
