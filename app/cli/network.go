@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,69 +112,88 @@ runs setup commands (airlock env), trust confirms that exact environment too:
 its setup runs in a builder VM, through the egress proxy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			abs, err := filepath.Abs(args[0])
-			if err != nil {
-				return err
-			}
-			proj, err := config.Load(abs)
-			if err != nil {
-				return err
-			}
-			spec, err := envspec.Find(abs)
-			if err != nil {
-				return err
-			}
-			if spec != nil && !spec.NeedsNetwork() {
-				spec = nil
-			}
-			if proj.SHA256 == "" && spec == nil {
-				return fmt.Errorf("%s has no %s and no environment to build: nothing to trust", abs, config.FileName)
-			}
-			user, _, err := userConfig()
-			if err != nil {
-				return err
-			}
-			trust := config.Trust{Path: home.Layout{Root: h}.TrustFile()}
-			var asks []string
-			if proj.SHA256 != "" {
-				asks = config.Widening(user.Network, proj.Network, nil)
-				if err := trust.Confirm(abs, proj.SHA256); err != nil {
-					return err
-				}
-			}
-			if spec != nil {
-				if err := trust.Confirm(plan.TrustKey(abs), spec.Key()); err != nil {
-					return err
-				}
-			}
-			if e.json {
-				out := map[string]any{"project": abs, "sha256": proj.SHA256, "widens": append([]string{}, asks...)}
-				if spec != nil {
-					out["environment"] = map[string]any{"source": spec.Source, "key": spec.Key(), "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
-				}
-				return e.printJSON(out)
-			}
-			if proj.SHA256 != "" {
-				fmt.Fprintf(e.stdout, "Trusted %s (SHA-256 %s).\n", filepath.Join(abs, config.FileName), proj.SHA256)
-				if len(asks) == 0 {
-					fmt.Fprintln(e.stdout, "It asks for nothing beyond your own configuration.")
-				}
-				for _, a := range asks {
-					fmt.Fprintf(e.stdout, "  %s\n", a)
-				}
-			}
-			if spec != nil {
-				fmt.Fprintf(e.stdout, "Trusted the environment of %s: %d Debian packages, %d setup commands, built in a VM through the egress proxy", spec.Source, len(spec.Apt), len(spec.Setup))
-				if len(spec.Hosts) > 0 {
-					fmt.Fprintf(e.stdout, " (hosts: %s)", strings.Join(spec.Hosts, ", "))
-				}
-				fmt.Fprintln(e.stdout, ".")
-			}
-			return nil
+			return runTrust(e, args[0])
 		},
+	}
+}
+
+// trusted is what airlock trust confirmed: the project's airlock.toml
+// (its hash and what it widens) and the environment whose setup it lets
+// build (nil for none).
+type trusted struct {
+	project, sha256 string
+	widens          []string
+	env             *envspec.Environment
+}
+
+// runTrust confirms what the project in dir asks for beyond the user's
+// configuration, and its environment's setup.
+func runTrust(e *env, dir string) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	t := trusted{}
+	if t.project, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	proj, err := config.Load(t.project)
+	if err != nil {
+		return err
+	}
+	if t.env, err = envspec.Find(t.project); err != nil {
+		return err
+	}
+	if t.env != nil && !t.env.NeedsNetwork() {
+		t.env = nil
+	}
+	if proj.SHA256 == "" && t.env == nil {
+		return fmt.Errorf("%s has no %s and no environment to build: nothing to trust", t.project, config.FileName)
+	}
+	user, _, err := userConfig()
+	if err != nil {
+		return err
+	}
+	trust := config.Trust{Path: home.Layout{Root: h}.TrustFile()}
+	t.sha256 = proj.SHA256
+	if proj.SHA256 != "" {
+		t.widens = config.Widening(user.Network, proj.Network, nil)
+		if err := trust.Confirm(t.project, proj.SHA256); err != nil {
+			return err
+		}
+	}
+	if t.env != nil {
+		if err := trust.Confirm(plan.TrustKey(t.project), t.env.Key()); err != nil {
+			return err
+		}
+	}
+	if e.json {
+		out := map[string]any{"project": t.project, "sha256": t.sha256, "widens": append([]string{}, t.widens...)}
+		if spec := t.env; spec != nil {
+			out["environment"] = map[string]any{"source": spec.Source, "key": spec.Key(), "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
+		}
+		return e.printJSON(out)
+	}
+	printTrusted(e.stdout, t)
+	return nil
+}
+
+// printTrusted says what was confirmed, for people.
+func printTrusted(w io.Writer, t trusted) {
+	if t.sha256 != "" {
+		fmt.Fprintf(w, "Trusted %s (SHA-256 %s).\n", filepath.Join(t.project, config.FileName), t.sha256)
+		if len(t.widens) == 0 {
+			fmt.Fprintln(w, "It asks for nothing beyond your own configuration.")
+		}
+		for _, a := range t.widens {
+			fmt.Fprintf(w, "  %s\n", a)
+		}
+	}
+	if spec := t.env; spec != nil {
+		fmt.Fprintf(w, "Trusted the environment of %s: %d Debian packages, %d setup commands, built in a VM through the egress proxy", spec.Source, len(spec.Apt), len(spec.Setup))
+		if len(spec.Hosts) > 0 {
+			fmt.Fprintf(w, " (hosts: %s)", strings.Join(spec.Hosts, ", "))
+		}
+		fmt.Fprintln(w, ".")
 	}
 }
