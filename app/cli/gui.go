@@ -88,49 +88,66 @@ review window of a sandbox, at --file PATH if given.`,
   airlock gui --review 1a2b --file src/main.go`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if e.gui == nil {
-				return errors.New("this build of airlock has no desktop app (it was built without cgo); the commands work as usual")
-			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			store, err := sandbox.Open(h)
-			if err != nil {
-				return err
-			}
-			store.HostExec, store.MergeTool = userHostExec, userMergeTool
-			// The app's VMs outlive a restart of the app, for the idle TTL.
-			pl, err := e.planner(h, lockio.NewWriter(e.stderr))
-			if err != nil {
-				return err
-			}
-			setup := GUISetup{Store: store, Planner: pl, DemoScript: findDemoScript(), Start: start, File: file}
-			if setup.Agents, setup.AgentsErr = loadAgents(); setup.AgentsErr != nil {
-				// The app still opens, with the built-in presets; it says why.
-				e.note("%v; the desktop app offers the built-in agents only", setup.AgentsErr)
-				setup.Agents, _ = agent.Load("")
-				pl.Agents = func() (map[string]agent.Preset, error) { return setup.Agents, nil }
-			}
+			var project string
 			if len(args) == 1 {
-				if setup.Project, err = filepath.Abs(args[0]); err != nil {
-					return err
-				}
-			} else if start {
-				return errors.New("--start needs a PROJECT folder")
+				project = args[0]
 			}
-			if reviewID != "" {
-				if setup.Review, err = store.Resolve(reviewID); err != nil {
-					return err
-				}
-			}
-			return e.gui(cmd.Context(), setup)
+			return runGUI(cmd.Context(), e, guiFlags{start: start, review: reviewID, file: file}, project)
 		},
 	}
 	cmd.Flags().BoolVar(&start, "start", false, "start the run on PROJECT at once (first agent, default settings)")
 	cmd.Flags().StringVar(&reviewID, "review", "", "open the review window of this sandbox")
 	cmd.Flags().StringVar(&file, "file", "", "with --review: the file to show first")
 	return cmd
+}
+
+// guiFlags are airlock gui's flags.
+type guiFlags struct {
+	start        bool
+	review, file string
+}
+
+// runGUI opens the desktop app on the store and planner of the home, at
+// project's run dialog or a sandbox's review if f or project say so.
+func runGUI(ctx context.Context, e *env, f guiFlags, project string) error {
+	if e.gui == nil {
+		return errors.New("this build of airlock has no desktop app (it was built without cgo); the commands work as usual")
+	}
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	store, err := sandbox.Open(h)
+	if err != nil {
+		return err
+	}
+	store.HostExec, store.MergeTool = userHostExec, userMergeTool
+	// The app's VMs outlive a restart of the app, for the idle TTL.
+	pl, err := e.planner(h, lockio.NewWriter(e.stderr))
+	if err != nil {
+		return err
+	}
+	setup := GUISetup{Store: store, Planner: pl, DemoScript: findDemoScript(), Start: f.start, File: f.file}
+	if setup.Agents, setup.AgentsErr = loadAgents(); setup.AgentsErr != nil {
+		// The app still opens, with the built-in presets; it says why.
+		e.note("%v; the desktop app offers the built-in agents only", setup.AgentsErr)
+		setup.Agents, _ = agent.Load("")
+		pl.Agents = func() (map[string]agent.Preset, error) { return setup.Agents, nil }
+	}
+	switch {
+	case project != "":
+		if setup.Project, err = filepath.Abs(project); err != nil {
+			return err
+		}
+	case f.start:
+		return errors.New("--start needs a PROJECT folder")
+	}
+	if f.review != "" {
+		if setup.Review, err = store.Resolve(f.review); err != nil {
+			return err
+		}
+	}
+	return e.gui(ctx, setup)
 }
 
 // findDemoScript looks for examples/demo-agent.sh in the working

@@ -142,51 +142,55 @@ ID may be any unique prefix of a sandbox's ID.`,
   airlock stop --kill 3f2a`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			var stopped []string
-			var errs []error
-			for _, a := range args {
-				name, err := st.Resolve(a)
-				if errors.Is(err, sandbox.ErrNotFound) && filepath.Base(a) == a && a != "." && a != ".." {
-					name, err = a, nil // an exec VM's run directory
-				}
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				ran, err := stopVM(cmd.Context(), h, name, timeout, kill)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				if !ran {
-					errs = append(errs, fmt.Errorf("%s: %w", name, vmhost.ErrNoSupervisor))
-					continue
-				}
-				stopped = append(stopped, name)
-				if !e.json {
-					fmt.Fprintf(e.stdout, "stopped %s\n", name)
-				}
-			}
-			if e.json {
-				if stopped == nil {
-					stopped = []string{}
-				}
-				if err := e.printJSON(map[string]any{"stopped": stopped}); err != nil {
-					return err
-				}
-			}
-			return errors.Join(errs...)
+			return runStop(cmd.Context(), e, args, timeout, kill)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", vmhost.DefaultStopTimeout, "how long the guest has to power off before it is forced off")
 	cmd.Flags().BoolVar(&kill, "kill", false, "force the VM off at once")
 	return cmd
+}
+
+// runStop stops the VMs of the sandboxes (or exec VMs) named, each
+// through its supervisor, and says which it stopped; an error for one
+// does not stop the others.
+func runStop(ctx context.Context, e *env, names []string, timeout time.Duration, kill bool) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	st, err := e.sandboxes()
+	if err != nil {
+		return err
+	}
+	stopped := []string{}
+	var errs []error
+	for _, a := range names {
+		name, err := st.Resolve(a)
+		if errors.Is(err, sandbox.ErrNotFound) && filepath.Base(a) == a && a != "." && a != ".." {
+			name, err = a, nil // an exec VM's run directory
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ran, err := stopVM(ctx, h, name, timeout, kill)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ran {
+			errs = append(errs, fmt.Errorf("%s: %w", name, vmhost.ErrNoSupervisor))
+			continue
+		}
+		stopped = append(stopped, name)
+		if !e.json {
+			fmt.Fprintf(e.stdout, "stopped %s\n", name)
+		}
+	}
+	if e.json {
+		if err := e.printJSON(map[string]any{"stopped": stopped}); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
