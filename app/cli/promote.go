@@ -217,30 +217,36 @@ push is recorded in its audit log.`,
   airlock push 3f2a --branch agent/rate-limit --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sb, err := e.openSandbox(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			res, err := promote.Push(cmd.Context(), sb, promote.PushOptions{Branch: branch, Remote: remote, Stdin: e.stdin, Stderr: e.stderr})
-			if err != nil {
-				return err
-			}
-			if e.json {
-				return e.printJSON(res)
-			}
-			fmt.Fprintf(e.stdout, "pushed    %s (%s) to %s\n", res.Branch, shortID(res.Commit), res.Remote)
-			if res.PullRequest != "" {
-				fmt.Fprintf(e.stdout, "pull request %s\n", res.PullRequest)
-			}
-			if res.Hint != "" {
-				fmt.Fprintln(e.stdout, res.Hint)
-			}
-			return nil
+			return runPush(cmd.Context(), e, args[0], promote.PushOptions{Branch: branch, Remote: remote, Stdin: e.stdin, Stderr: e.stderr})
 		},
 	}
 	cmd.Flags().StringVar(&branch, "branch", "", "the branch to push (default: the one airlock apply --branch made)")
 	cmd.Flags().StringVar(&remote, "remote", "origin", "the remote to push to")
 	return cmd
+}
+
+// runPush pushes sandbox id's branch with the user's git and opens a
+// pull request where gh can.
+func runPush(ctx context.Context, e *env, id string, opts promote.PushOptions) error {
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	res, err := promote.Push(ctx, sb, opts)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(res)
+	}
+	fmt.Fprintf(e.stdout, "pushed    %s (%s) to %s\n", res.Branch, shortID(res.Commit), res.Remote)
+	if res.PullRequest != "" {
+		fmt.Fprintf(e.stdout, "pull request %s\n", res.PullRequest)
+	}
+	if res.Hint != "" {
+		fmt.Fprintln(e.stdout, res.Hint)
+	}
+	return nil
 }
 
 // stageText is a sandbox's stage for people, with its commit, branch and

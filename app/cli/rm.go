@@ -22,43 +22,46 @@ unless --force, which stops the VM first. The removal is recorded in
 sandboxes/audit.jsonl.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			st, err := e.sandboxes()
-			if err != nil {
-				return err
-			}
-			var removed []string
-			var errs []error
-			for _, a := range args {
-				sb, err := e.openSandbox(cmd.Context(), a)
-				if err == nil {
-					err = removeSandbox(cmd.Context(), h, st, sb.ID, force)
-				}
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				removed = append(removed, sb.ID)
-				if !e.json {
-					fmt.Fprintf(e.stdout, "removed %s\n", sb.ID)
-				}
-			}
-			if e.json {
-				if removed == nil {
-					removed = []string{}
-				}
-				if err := e.printJSON(map[string]any{"removed": removed}); err != nil {
-					return err
-				}
-			}
-			return errors.Join(errs...)
+			return runRm(cmd.Context(), e, args, force)
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "remove even a sandbox that is still running")
 	return cmd
+}
+
+// runRm removes the sandboxes named and says which it removed; an error
+// for one does not stop the others.
+func runRm(ctx context.Context, e *env, names []string, force bool) error {
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	st, err := e.sandboxes()
+	if err != nil {
+		return err
+	}
+	removed := []string{}
+	var errs []error
+	for _, a := range names {
+		sb, err := e.openSandbox(ctx, a)
+		if err == nil {
+			err = removeSandbox(ctx, h, st, sb.ID, force)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, sb.ID)
+		if !e.json {
+			fmt.Fprintf(e.stdout, "removed %s\n", sb.ID)
+		}
+	}
+	if e.json {
+		if err := e.printJSON(map[string]any{"removed": removed}); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // removeSandbox removes sandbox id; one whose VM still runs is refused
