@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
@@ -67,7 +67,7 @@ func buildProvisioned(cmd *cobra.Command, e *env, name, arch string, f provision
 	}
 	req := plan.BuildRequest{Name: name, Base: f.from, Arch: arch, Apt: f.apt, Allow: f.allow, Source: "image build"}
 	for i, r := range f.run {
-		req.Steps = append(req.Steps, pipeline.SetupStep{Name: fmt.Sprintf("run %d", i+1), Shell: r})
+		req.Steps = append(req.Steps, images.SetupStep{Name: fmt.Sprintf("run %d", i+1), Shell: r})
 	}
 	prov, err := pl.Build(req)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -57,7 +57,7 @@ func ToolsRequest(base string, arch vm.Arch) BuildRequest {
 		spec.UID, spec.User, spec.UID, spec.UID)
 	return BuildRequest{
 		Name: toolsImage, Base: base, Arch: string(arch), Apt: spec.Packages,
-		Steps:  []pipeline.SetupStep{{Name: "user " + spec.User, Shell: user}},
+		Steps:  []images.SetupStep{{Name: "user " + spec.User, Shell: user}},
 		Source: "agent image", User: spec.User, Label: "the agent image's Debian packages and user",
 	}
 }
@@ -104,7 +104,7 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 	}, "\n")
 	return BuildRequest{
 		Name: AgentsImage, Base: tools, Arch: string(arch),
-		Steps: []pipeline.SetupStep{
+		Steps: []images.SetupStep{
 			{Name: "node " + spec.Node.Version + ", npm " + spec.NPM.Version, Shell: node},
 			{Name: "agent CLIs", Shell: install},
 		},

@@ -12,7 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -84,7 +84,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 // stepText is a setup step as people read it (safetext: the project's
 // files are untrusted).
 func stepText(s envspec.Step) string {
-	return pipeline.SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
+	return images.SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
 }
 
 // TrustKey is the trust store's entry for a project's environment: the
@@ -165,7 +165,7 @@ func (pl *Planner) buildEnvironment(ctx context.Context, project string, spec *e
 		if n == "" {
 			n = fmt.Sprintf("setup %d", i+1)
 		}
-		br.Steps = append(br.Steps, pipeline.SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
+		br.Steps = append(br.Steps, images.SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
 	}
 	prov, err := pl.Build(br)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/launch"
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -25,7 +25,7 @@ type BuildRequest struct {
 	Key, Label string
 	// Apt are Debian packages installed first; Steps run after, in order.
 	Apt   []string
-	Steps []pipeline.SetupStep
+	Steps []images.SetupStep
 	Env   map[string]string
 	// User is the image's user for commands (empty: root).
 	User string
@@ -45,31 +45,31 @@ type BuildRequest struct {
 
 // Build plans the provisioning of an image: the builder VM on this host's
 // backend, the network its steps may use, where the build's record goes.
-func (pl *Planner) Build(req BuildRequest) (pipeline.Provision, error) {
+func (pl *Planner) Build(req BuildRequest) (images.Provision, error) {
 	arch := vm.Arch(pl.arch(req.Arch))
 	base, err := image.Find(pl.imageRoots(), req.Base, arch)
 	if err != nil {
-		return pipeline.Provision{}, err
+		return images.Provision{}, err
 	}
 	if base.Meta.OCI == nil {
-		return pipeline.Provision{}, fmt.Errorf("image %s is not made from an OCI image: provisioning starts from one (airlock image pull REF)", req.Base)
+		return images.Provision{}, fmt.Errorf("image %s is not made from an OCI image: provisioning starts from one (airlock image pull REF)", req.Base)
 	}
 	boot, err := image.Find(pl.imageRoots(), image.DefaultName, arch)
 	if err != nil {
-		return pipeline.Provision{}, fmt.Errorf("the minimal image boots provisioned images: %w", err)
+		return images.Provision{}, fmt.Errorf("the minimal image boots provisioned images: %w", err)
 	}
 	allow := req.Allow
-	var steps []pipeline.SetupStep
+	var steps []images.SetupStep
 	if len(req.Apt) > 0 {
 		allow = append([]string{"@debian"}, allow...)
-		steps = append(steps, pipeline.AptStep(req.Apt))
+		steps = append(steps, images.AptStep(req.Apt))
 	}
 	steps = append(steps, req.Steps...)
 	pol := &egress.Policy{}
 	for _, a := range allow {
 		rules, err := egress.ParseRules(a)
 		if err != nil {
-			return pipeline.Provision{}, fmt.Errorf("%s: allow %q: %w", req.Source, a, err)
+			return images.Provision{}, fmt.Errorf("%s: allow %q: %w", req.Source, a, err)
 		}
 		for i := range rules {
 			if rules[i].Source == "" {
@@ -80,7 +80,7 @@ func (pl *Planner) Build(req BuildRequest) (pipeline.Provision, error) {
 	}
 	eff, err := pl.Limits("", config.Limits{})
 	if err != nil {
-		return pipeline.Provision{}, err
+		return images.Provision{}, err
 	}
 	cpus, mem := eff.Limits.CPUs, eff.Limits.Memory.MiB()
 	if req.CPUs > 0 {
@@ -91,13 +91,13 @@ func (pl *Planner) Build(req BuildRequest) (pipeline.Provision, error) {
 	}
 	backend, err := pl.Backend(0)
 	if err != nil {
-		return pipeline.Provision{}, err
+		return images.Provision{}, err
 	}
 	timeout := req.BootTimeout
 	if timeout <= 0 {
 		timeout = launch.DefaultBootTimeout
 	}
-	return pipeline.Provision{
+	return images.Provision{
 		Launch: launch.Options{Home: pl.Home, ImageRoots: pl.ImageRoots, Arch: arch, CPUs: cpus, MemoryMiB: mem,
 			Link: req.Link, Network: vm.NetworkNone, Backend: backend, BootTimeout: timeout,
 			Progress: func(launch.Event) {}, Notice: func(s string) { pl.note("%s", s) }},
