@@ -13,8 +13,8 @@ import (
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
-	"github.com/airlock-dev/airlock/app/plan"
 )
 
 // netFlags are the network flags of run and exec.
@@ -146,7 +146,7 @@ its setup runs in a builder VM, through the egress proxy.`,
 				}
 			}
 			if spec != nil {
-				if err := trust.Confirm(plan.TrustKey(abs), spec.Key()); err != nil {
+				if err := trust.Confirm(images.TrustKey(abs), spec.Key()); err != nil {
 					return err
 				}
 			}
