@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/gui"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -60,7 +61,7 @@ cpus = 1
 timeout = "10m"
 `)
 	home := t.TempDir()
-	for _, name := range []string{"minimal", plan.AgentsImage} {
+	for _, name := range []string{"minimal", images.AgentsImage} {
 		testenv.FakeImage(t, home, name, vm.Arch(runtime.GOARCH), map[string]string{"agent": "1000:1000"})
 	}
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/ocitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -32,17 +32,17 @@ func TestAgentImagePulledOnFirstUse(t *testing.T) {
 		t.Fatalf("pull: %d %s%s", code, out, errOut)
 	}
 	code, out, errOut := airlockCLI(t, pub, "image", "push", "--arch", "amd64", "agents")
-	if code != 0 || !strings.Contains(out, "pushed agents as "+plan.AgentsRef(repo, vm.AMD64)) {
+	if code != 0 || !strings.Contains(out, "pushed agents as "+images.AgentsRef(repo, vm.AMD64)) {
 		t.Fatalf("image push agents: exit %d\n%s%s", code, out, errOut)
 	}
 
 	home := t.TempDir()
 	testenv.CopyMinimal(t, minimal, home)
 	code, out, errOut = airlockCLI(t, home, "run", "--arch", "amd64", "--project", t.TempDir(), "--disk", "none", "--agent", "claude", "--prompt", "x")
-	if !strings.Contains(errOut, "pulling "+plan.AgentsRef(repo, vm.AMD64)) {
+	if !strings.Contains(errOut, "pulling "+images.AgentsRef(repo, vm.AMD64)) {
 		t.Errorf("the agent image was not pulled on first use: exit %d\n%s%s", code, out, errOut)
 	}
-	im, err := image.Load(home, plan.AgentsImage, vm.AMD64)
+	im, err := image.Load(home, images.AgentsImage, vm.AMD64)
 	if err != nil || im.Meta.OCI == nil || !strings.HasPrefix(im.Meta.OCI.Ref, repo) {
 		t.Fatalf("the agent image in the new home: %v %+v", err, im)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -138,7 +139,7 @@ func TestRunAgentNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl.Backend = func(time.Duration) (vm.Backend, error) { return nil, nil }
-	for _, name := range []string{"minimal", plan.AgentsImage} {
+	for _, name := range []string{"minimal", images.AgentsImage} {
 		testenv.FakeImage(t, home, name, vm.Arch(runtime.GOARCH), map[string]string{"agent": "1000:1000"})
 	}
 	pn, err := pl.Run(context.Background(), plan.Request{Project: project, Agents: names, Prompt: prompt})

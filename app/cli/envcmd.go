@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
@@ -79,18 +79,18 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 				dir = args[0]
 			}
 			lines := lockio.NewWriter(e.stderr)
-			pl, err := e.openPlanner(lines)
+			src, err := e.openImages(lines)
 			if err != nil {
 				return err
 			}
 			p := e.newProgress()
 			defer p.Done("")
-			req := plan.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust,
+			req := images.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust,
 				Progress: func(s string) { p.Step(s) }, WithAgents: agents}
 			if !e.json {
 				req.Output = lines
 			}
-			env, err := pl.Environment(cmd.Context(), req)
+			env, err := src.Environment(cmd.Context(), req)
 			p.Done("")
 			if err != nil {
 				return err
@@ -99,7 +99,7 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 				abs, _ := filepath.Abs(dir)
 				return fmt.Errorf("%s describes no environment (no [environment] in airlock.toml, no .devcontainer/devcontainer.json or .devcontainer.json): its sandboxes use the agent image", abs)
 			}
-			im, err := image.Find(home.ImageRoots(pl.Home), env.Image, vmArch(arch))
+			im, err := image.Find(home.ImageRoots(src.Home), env.Image, vmArch(arch))
 			if err != nil {
 				return err
 			}

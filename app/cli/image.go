@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -155,14 +155,14 @@ keeps nothing.`,
 			if pf.from != "" {
 				return buildProvisioned(cmd, e, args[0], arch, pf)
 			}
-			if args[0] == plan.AgentsImage {
+			if args[0] == images.AgentsImage {
 				return buildAgents(cmd, e, arch, pf.base)
 			}
 			if cmd.Flags().Changed("apt") || cmd.Flags().Changed("run") || cmd.Flags().Changed("allow") {
 				return errors.New("--apt, --run and --allow build on an image: name it with --from IMAGE (see airlock image ls)")
 			}
 			if args[0] != image.DefaultName && args[0] != image.FullName {
-				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s, %s; or build one on a pulled image with --from", args[0], image.DefaultName, plan.AgentsImage, image.FullName)
+				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s, %s; or build one on a pulled image with --from", args[0], image.DefaultName, images.AgentsImage, image.FullName)
 			}
 			if arch == "" {
 				arch = runtime.GOARCH

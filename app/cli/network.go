@@ -14,8 +14,8 @@ import (
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
-	"github.com/airlock-dev/airlock/app/plan"
 )
 
 // netFlags are the network flags of run and exec.
@@ -163,7 +163,7 @@ func runTrust(e *env, dir string) error {
 		}
 	}
 	if t.env != nil {
-		if err := trust.Confirm(plan.TrustKey(t.project), t.env.Key()); err != nil {
+		if err := trust.Confirm(images.TrustKey(t.project), t.env.Key()); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -25,6 +26,17 @@ func (e *env) openPlanner(lines *lockio.Writer) (*plan.Planner, error) {
 		return nil, err
 	}
 	return e.planner(h, lines)
+}
+
+// openImages is where this command's Airlock home gets its images: the
+// planner's Source (its backend for builders, sized by the user's
+// limits; its notes), for the image and env commands, which plan no run.
+func (e *env) openImages(lines *lockio.Writer) (*images.Source, error) {
+	pl, err := e.openPlanner(lines)
+	if err != nil {
+		return nil, err
+	}
+	return pl.Images(), nil
 }
 
 // planner is how every command (and the desktop app) plans a run on this
@@ -69,7 +81,7 @@ func (l *limitFlags) request(b *bootFlags) config.Limits {
 // about it on the command line; every command's error goes through it.
 func cliError(err error) error {
 	var untrusted *plan.UntrustedError
-	var untrustedEnv *plan.UntrustedEnvironmentError
+	var untrustedEnv *images.UntrustedEnvironmentError
 	switch {
 	case errors.As(err, &untrusted), errors.As(err, &untrustedEnv):
 		return fmt.Errorf("%w\n(or run again with --trust-project)", err)

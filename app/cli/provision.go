@@ -6,8 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
-	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
 )
@@ -24,7 +23,7 @@ type provisionFlags struct {
 
 func (f *provisionFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.base, "base", plan.AgentsBase, "the agent image's Debian base, an OCI image reference (image build agents)")
+	fl.StringVar(&f.base, "base", images.AgentsBase, "the agent image's Debian base, an OCI image reference (image build agents)")
 	fl.StringVar(&f.from, "from", "", "build on this image (made by airlock image pull), with the setup steps below")
 	fl.StringSliceVar(&f.apt, "apt", nil, "Debian packages to install first (repeatable, or comma-separated)")
 	fl.StringArrayVar(&f.run, "run", nil, "a setup command, run by /bin/sh -c as root after the packages (repeatable, in order)")
@@ -35,7 +34,7 @@ func (f *provisionFlags) register(cmd *cobra.Command) {
 // image on it, in two stages (packages and user; node and the agent CLIs).
 func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 	lines := lockio.NewWriter(e.stderr)
-	pl, err := e.openPlanner(lines)
+	src, err := e.openImages(lines)
 	if err != nil {
 		return err
 	}
@@ -45,7 +44,7 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 	if !e.json {
 		output = lines
 	}
-	im, dir, err := pl.BuildAgents(cmd.Context(), base, arch, func(s string) { p.Step(s) }, output)
+	im, dir, err := src.BuildAgents(cmd.Context(), base, arch, func(s string) { p.Step(s) }, output)
 	p.Done("")
 	if err != nil {
 		return err
@@ -61,15 +60,15 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 // buildProvisioned makes image name from a pulled image and setup steps.
 func buildProvisioned(cmd *cobra.Command, e *env, name, arch string, f provisionFlags) error {
 	lines := lockio.NewWriter(e.stderr)
-	pl, err := e.openPlanner(lines)
+	src, err := e.openImages(lines)
 	if err != nil {
 		return err
 	}
-	req := plan.BuildRequest{Name: name, Base: f.from, Arch: arch, Apt: f.apt, Allow: f.allow, Source: "image build"}
+	req := images.BuildRequest{Name: name, Base: f.from, Arch: arch, Apt: f.apt, Allow: f.allow, Source: "image build"}
 	for i, r := range f.run {
-		req.Steps = append(req.Steps, pipeline.SetupStep{Name: fmt.Sprintf("run %d", i+1), Shell: r})
+		req.Steps = append(req.Steps, images.SetupStep{Name: fmt.Sprintf("run %d", i+1), Shell: r})
 	}
-	prov, err := pl.Build(req)
+	prov, err := src.Build(req)
 	if err != nil {
 		return err
 	}

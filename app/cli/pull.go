@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/plan"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm/image"
@@ -50,13 +50,13 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
 			if name == "" {
 				name = imageNameOf(args[0])
 			}
-			pl, err := e.openPlanner(lockio.NewWriter(e.stderr))
+			src, err := e.openImages(lockio.NewWriter(e.stderr))
 			if err != nil {
 				return err
 			}
 			p := e.newProgress()
 			defer p.Done("")
-			im, err := pl.Pull(cmd.Context(), plan.PullRequest{Ref: args[0], Name: name, Arch: arch, Insecure: insecure,
+			im, err := src.Pull(cmd.Context(), images.PullRequest{Ref: args[0], Name: name, Arch: arch, Insecure: insecure,
 				Progress: func(s string) { p.Update(s) }})
 			p.Done("")
 			if err != nil {
@@ -118,7 +118,7 @@ func newImagePushCmd(e *env) *cobra.Command {
 		Long: `push publishes image NAME, its layers and the layers its setup steps added,
 as an OCI image: another machine pulls it instead of building it. Without
 REFERENCE, the agent image goes where Airlock pulls it from on first use
-(` + plan.AgentsRepo + `, or $AIRLOCK_AGENTS_REPO), tagged with a hash of its
+(` + images.AgentsRepo + `, or $AIRLOCK_AGENTS_REPO), tagged with a hash of its
 pins and the architecture. Credentials come from docker's config.`,
 		Example: `  airlock image push agents
   airlock image push go registry.example.com/team/go-env:1`,
@@ -140,8 +140,8 @@ pins and the architecture. Credentials come from docker's config.`,
 			switch {
 			case len(args) == 2:
 				ref = args[1]
-			case args[0] == plan.AgentsImage:
-				ref = plan.AgentsRef(os.Getenv("AIRLOCK_AGENTS_REPO"), a)
+			case args[0] == images.AgentsImage:
+				ref = images.AgentsRef(os.Getenv("AIRLOCK_AGENTS_REPO"), a)
 			default:
 				return fmt.Errorf("name where to push %s: airlock image push %s REGISTRY/REPOSITORY:TAG", args[0], args[0])
 			}

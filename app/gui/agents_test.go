@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
@@ -94,7 +95,7 @@ func TestStoreServiceRunsAgentPresets(t *testing.T) {
 	var netFor []string
 	svc := &StoreService{
 		Store:   store,
-		Planner: testPlanner(t, h, plan.AgentsImage),
+		Planner: testPlanner(t, h, images.AgentsImage),
 		OnPlan: func(p *plan.Plan) error {
 			for i := range p.Runs {
 				o := &p.Runs[i]

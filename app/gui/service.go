@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/app/agent"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/envspec"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/promote"
@@ -319,7 +320,7 @@ func (s *StoreService) plan(ctx context.Context, r plan.Request) (*plan.Plan, er
 // words.
 func appError(err error) error {
 	var untrusted *plan.UntrustedError
-	var untrustedEnv *plan.UntrustedEnvironmentError
+	var untrustedEnv *images.UntrustedEnvironmentError
 	switch {
 	case err == nil:
 	case errors.As(err, &untrusted), errors.As(err, &untrustedEnv):

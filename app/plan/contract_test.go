@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 )
@@ -68,7 +69,7 @@ func TestPlansAreComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := agent.Runs[0]; o.Sync != sandbox.SyncDisk || o.User != "agent" || o.Owner != (pipeline.Owner{UID: 1000, GID: 1000}) || o.Image != AgentsImage {
+	if o := agent.Runs[0]; o.Sync != sandbox.SyncDisk || o.User != "agent" || o.Owner != (pipeline.Owner{UID: 1000, GID: 1000}) || o.Image != images.AgentsImage {
 		t.Errorf("agent run: sync %s, user %q, owner %+v, image %s", o.Sync, o.User, o.Owner, o.Image)
 	}
 

@@ -35,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/launch"
 	"github.com/airlock-dev/airlock/app/login"
 	"github.com/airlock-dev/airlock/app/pipeline"
@@ -79,14 +80,15 @@ type Planner struct {
 	// when a run builds it; nil keeps it in the build's record only.
 	BuildOutput io.Writer
 	// AgentsRepo is where the published agent image is pulled from
-	// (empty: AgentsRepo).
+	// (empty: images.AgentsRepo).
 	AgentsRepo string
 	// SendDial and SendRootCAs replace the host's DNS and roots for the
 	// actions an apply sends (tests; Sender).
 	SendDial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	SendRootCAs *x509.CertPool
 
-	agentsMu sync.Mutex // one fetch of the agent image at a time
+	imagesOnce sync.Once
+	src        *images.Source // see Images
 }
 
 // Request is what a person asked for. Zero fields are not given: the
@@ -171,7 +173,7 @@ type Plan struct {
 	OpenNetwork bool
 	// Environment is the project's environment the runs use, nil for
 	// none.
-	Environment *Environment
+	Environment *images.Environment
 
 	closers []func()
 }
@@ -409,12 +411,12 @@ func (pl *Planner) baseRun(p *Plan, req Request, proj config.Project, meta *sand
 
 // environment is the project's environment the plan's runs use, built
 // once (in a VM) when it is not yet; nil for a project without one.
-func (pl *Planner) environment(ctx context.Context, project string, req Request, presets []agent.Preset, progress func(string)) (*Environment, error) {
+func (pl *Planner) environment(ctx context.Context, project string, req Request, presets []agent.Preset, progress func(string)) (*images.Environment, error) {
 	withAgents := false
 	for _, ps := range presets {
 		withAgents = withAgents || needsAgentCLIs(ps.Image)
 	}
-	env, err := pl.Environment(ctx, EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
+	env, err := pl.Images().Environment(ctx, images.EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
 		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents})
 	if err == nil && env != nil {
 		pl.note("environment: %s, image %s", env.Source, env.Image)
@@ -454,7 +456,7 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 	// root) and on the agent image (pulled, or built anywhere): either
 	// does; without both, the agent image is fetched now.
 	if req.Image == "" && o.Image == image.FullName && pl.CheckImage(image.FullName, o.Arch) != nil {
-		o.Image = AgentsImage
+		o.Image = images.AgentsImage
 	}
 	im, err := pl.image(ctx, o.Image, o.Arch, progress)
 	if err != nil {
@@ -488,8 +490,8 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 // image is image name for arch, fetched first when it is the agent
 // image and not here yet.
 func (pl *Planner) image(ctx context.Context, name, arch string, progress func(string)) (*image.Image, error) {
-	if name == AgentsImage {
-		if err := pl.EnsureAgents(ctx, arch, progress); err != nil {
+	if name == images.AgentsImage {
+		if err := pl.Images().EnsureAgents(ctx, arch, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -502,7 +504,7 @@ func (pl *Planner) image(ctx context.Context, name, arch string, progress func(s
 
 // needsAgentCLIs says whether an agent preset's image is there for the
 // agent CLIs on it (the full image or the agent image).
-func needsAgentCLIs(img string) bool { return img == image.FullName || img == AgentsImage }
+func needsAgentCLIs(img string) bool { return img == image.FullName || img == images.AgentsImage }
 
 // imageEnv is an OCI image configuration's KEY=VALUE list as a map.
 func imageEnv(kvs []string) map[string]string {

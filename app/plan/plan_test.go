@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -29,7 +30,7 @@ func testPlanner(t *testing.T, userConfig string) (*Planner, *[]string) {
 		}
 		return ""
 	}}
-	for _, name := range []string{image.DefaultName, AgentsImage, "mine"} {
+	for _, name := range []string{image.DefaultName, images.AgentsImage, "mine"} {
 		testenv.FakeImage(t, pl.Home, name, vm.AMD64, map[string]string{"agent": "1000:1000"})
 	}
 	var notes []string

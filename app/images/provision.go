@@ -1,4 +1,4 @@
-package pipeline
+package images
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -163,12 +164,13 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 		return nil, fmt.Errorf("provision: boot the builder: %w", err)
 	}
 	defer g.Kill()
-	m := guestMachine{g}
 	pol := p.Policy
 	if pol == nil {
 		pol = &egress.Policy{}
 	}
-	env, stopNet, err := StartNetwork(ctx, m, &Network{Policy: pol, Builder: true}, "build-"+p.Name, audit)
+	// The builder's network is a run's: pipeline's proxy over the guest's
+	// link, with the CA kept out of the image.
+	env, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), &pipeline.Network{Policy: pol, Builder: true}, "build-"+p.Name, audit)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}

@@ -1,4 +1,4 @@
-package plan
+package images
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -22,7 +21,7 @@ import (
 // or an environment without an image, starts from.
 const AgentsImage = "agents"
 
-// Environment is a project's environment as planned: the image its runs
+// Environment is a project's environment made an image: the image its runs
 // boot and what every command gets.
 type Environment struct {
 	*envspec.Environment
@@ -84,7 +83,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 // stepText is a setup step as people read it (safetext: the project's
 // files are untrusted).
 func stepText(s envspec.Step) string {
-	return pipeline.SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
+	return SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
 }
 
 // TrustKey is the trust store's entry for a project's environment: the
@@ -94,7 +93,7 @@ func TrustKey(project string) string { return project + "#environment" }
 // Environment finds the project's environment and returns the image its
 // runs boot, pulling the base and building (in a VM) what is missing.
 // A project without one gives nil.
-func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*Environment, error) {
+func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*Environment, error) {
 	project, err := projectDir(req.Project)
 	if err != nil {
 		return nil, err
@@ -104,9 +103,9 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		return nil, err
 	}
 	for _, w := range spec.Warnings {
-		pl.note("%s", w) // each names its file
+		src.note("%s", w) // each names its file
 	}
-	arch := vm.Arch(pl.arch(req.Arch))
+	arch := vm.Arch(src.arch(req.Arch))
 	progress := func(s string) {
 		if req.Progress != nil {
 			req.Progress(s)
@@ -115,13 +114,13 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	base := AgentsImage
 	if spec.Image != "" {
 		base = envBaseName(spec.Image)
-		if _, err := image.Find(pl.imageRoots(), base, arch); err != nil || req.Rebuild {
-			if _, err := pl.Pull(ctx, PullRequest{Ref: spec.Image, Name: base, Arch: string(arch), Progress: progress}); err != nil {
+		if _, err := image.Find(src.imageRoots(), base, arch); err != nil || req.Rebuild {
+			if _, err := src.Pull(ctx, PullRequest{Ref: spec.Image, Name: base, Arch: string(arch), Progress: progress}); err != nil {
 				return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
 			}
 		}
 	}
-	baseImg, err := image.Find(pl.imageRoots(), base, arch)
+	baseImg, err := image.Find(src.imageRoots(), base, arch)
 	if err != nil {
 		if base == AgentsImage {
 			return nil, fmt.Errorf("environment %s names no image, so it builds on the agent image, which is not here: build it with `airlock image build agents`: %w", spec.Source, err)
@@ -130,12 +129,12 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	}
 	env := &Environment{Environment: spec, Image: base}
 	if spec.NeedsNetwork() {
-		if err := pl.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
+		if err := src.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
 			return nil, err
 		}
 	}
 	if req.WithAgents && spec.Image != "" {
-		if env.AgentsImage, err = pl.withAgentLayer(ctx, env.Image, string(arch), progress); err != nil {
+		if env.AgentsImage, err = src.withAgentLayer(ctx, env.Image, string(arch), progress); err != nil {
 			return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
 		}
 	}
@@ -144,14 +143,14 @@ func (pl *Planner) Environment(ctx context.Context, req EnvironmentRequest) (*En
 
 // buildEnvironment builds what the environment installs on its base, once
 // (env-<key>), after the user's confirmation.
-func (pl *Planner) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
+func (src *Source) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
 	arch, base := baseImg.Arch, baseImg.Name
-	if err := pl.trustEnvironment(project, spec, req.TrustProject); err != nil {
+	if err := src.trustEnvironment(project, spec, req.TrustProject); err != nil {
 		return err
 	}
 	key := environmentKey(spec, baseImg)
 	name := "env-" + key[:12]
-	if im, err := image.Load(pl.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
+	if im, err := image.Load(src.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
 		env.Image = name
 		return nil
 	}
@@ -165,9 +164,9 @@ func (pl *Planner) buildEnvironment(ctx context.Context, project string, spec *e
 		if n == "" {
 			n = fmt.Sprintf("setup %d", i+1)
 		}
-		br.Steps = append(br.Steps, pipeline.SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
+		br.Steps = append(br.Steps, SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
 	}
-	prov, err := pl.Build(br)
+	prov, err := src.Build(br)
 	if err != nil {
 		return err
 	}
@@ -183,8 +182,8 @@ func (pl *Planner) buildEnvironment(ctx context.Context, project string, spec *e
 // withAgentLayer is image name with the agent layer on top
 // (<name>-agents, made once per agent layer): the agent CLIs on a project's
 // own image, without running anything. The image must have glibc.
-func (pl *Planner) withAgentLayer(ctx context.Context, name, arch string, progress func(string)) (string, error) {
-	im, err := image.Find(pl.imageRoots(), name, vm.Arch(arch))
+func (src *Source) withAgentLayer(ctx context.Context, name, arch string, progress func(string)) (string, error) {
+	im, err := image.Find(src.imageRoots(), name, vm.Arch(arch))
 	if err != nil {
 		return "", err
 	}
@@ -194,10 +193,10 @@ func (pl *Planner) withAgentLayer(ctx context.Context, name, arch string, progre
 	if im.Meta.OCI.Libc != "glibc" {
 		return "", fmt.Errorf("the agent CLIs need glibc, and image %s (%s) has %s (a musl image, such as Alpine, cannot run them): base the environment on a Debian- or Ubuntu-based image", name, im.Meta.OCI.Ref, orNone(im.Meta.OCI.Libc))
 	}
-	if err := pl.EnsureAgents(ctx, arch, progress); err != nil {
+	if err := src.EnsureAgents(ctx, arch, progress); err != nil {
 		return "", err
 	}
-	agents, err := image.Find(pl.imageRoots(), AgentsImage, vm.Arch(arch))
+	agents, err := image.Find(src.imageRoots(), AgentsImage, vm.Arch(arch))
 	if err != nil {
 		return "", err
 	}
@@ -215,15 +214,15 @@ func (pl *Planner) withAgentLayer(ctx context.Context, name, arch string, progre
 	if len(out) > 64 {
 		out = "env-" + key[:12] + "-agents"
 	}
-	if have, err := image.Load(pl.Home, out, vm.Arch(arch)); err == nil && have.Meta.OCI != nil && have.Meta.OCI.Key == key {
+	if have, err := image.Load(src.Home, out, vm.Arch(arch)); err == nil && have.Meta.OCI != nil && have.Meta.OCI.Key == key {
 		return out, nil
 	}
-	boot, err := image.Find(pl.imageRoots(), image.DefaultName, vm.Arch(arch))
+	boot, err := image.Find(src.imageRoots(), image.DefaultName, vm.Arch(arch))
 	if err != nil {
 		return "", err
 	}
 	progress("adding the agent CLIs to " + name + " (" + out + ")")
-	_, err = image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: out, Boot: boot, Store: oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()},
+	_, err = image.FromOCI(ctx, src.Home, image.OCIOptions{Name: out, Boot: boot, Store: oci.Store{Dir: home.Layout{Root: src.Home}.OCI()},
 		Image: &im.Meta.OCI.Image, Extra: append(slices.Clone(im.Meta.OCI.Extra), layer), Key: key, User: im.User(),
 		Label: im.Meta.OCI.Label + ", with the agent CLIs"})
 	return out, err
@@ -238,8 +237,8 @@ func orNone(s string) string {
 
 // trustEnvironment makes sure the user confirmed this environment's
 // setup (or confirms it now).
-func (pl *Planner) trustEnvironment(project string, spec *envspec.Environment, confirm bool) error {
-	trust := config.Trust{Path: home.Layout{Root: pl.Home}.TrustFile()}
+func (src *Source) trustEnvironment(project string, spec *envspec.Environment, confirm bool) error {
+	trust := config.Trust{Path: home.Layout{Root: src.Home}.TrustFile()}
 	ok, err := trust.Trusted(TrustKey(project), spec.Key())
 	if err != nil || ok {
 		return err
@@ -250,51 +249,8 @@ func (pl *Planner) trustEnvironment(project string, spec *envspec.Environment, c
 	if err := trust.Confirm(TrustKey(project), spec.Key()); err != nil {
 		return err
 	}
-	pl.note("confirmed the environment of %s (%s)", project, spec.Source)
+	src.note("confirmed the environment of %s (%s)", project, spec.Source)
 	return nil
-}
-
-// PullRequest asks for an OCI image made a guest image.
-type PullRequest struct {
-	// Ref is the reference; Name the guest image to make; Arch the
-	// guest's (empty: the Planner's).
-	Ref, Name, Arch string
-	// Insecure allows a registry served over plain HTTP.
-	Insecure bool
-	// Progress receives each step and the download's progress.
-	Progress func(string)
-}
-
-// Pull fetches an OCI image for the guest's platform into the content
-// store and makes it a guest image (image.FromOCI), booted by the minimal
-// image. An image without glibc is noted: its own commands run, the
-// agent CLIs do not.
-func (pl *Planner) Pull(ctx context.Context, req PullRequest) (*image.Image, error) {
-	arch := vm.Arch(pl.arch(req.Arch))
-	progress := req.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	boot, err := image.Find(pl.imageRoots(), image.DefaultName, arch)
-	if err != nil {
-		return nil, fmt.Errorf("the minimal image boots pulled images: %w", err)
-	}
-	store := oci.Store{Dir: home.Layout{Root: pl.Home}.OCI()}
-	progress("pulling " + req.Ref + " for linux/" + string(arch))
-	pulled, err := store.Pull(ctx, req.Ref, oci.PullOptions{Arch: arch, Insecure: req.Insecure,
-		Progress: func(p oci.Progress) { progress(p.String()) }})
-	if err != nil {
-		return nil, err
-	}
-	progress("writing " + req.Ref + " as a disk")
-	im, err := image.FromOCI(ctx, pl.Home, image.OCIOptions{Name: req.Name, Boot: boot, Store: store, Image: pulled, Label: "pulled " + req.Ref})
-	if err != nil {
-		return nil, err
-	}
-	if libc := im.Meta.OCI.Libc; libc != "glibc" {
-		pl.note("warning: %s has no glibc loader (%s): commands of its own run, but the agent CLIs Airlock adds need glibc; use a Debian- or Ubuntu-based image for them", pulled.Name, orNone(libc))
-	}
-	return im, nil
 }
 
 // envBaseName is the guest image a pulled environment base is kept as.

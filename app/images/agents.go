@@ -1,4 +1,4 @@
-package plan
+package images
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )
@@ -57,7 +56,7 @@ func ToolsRequest(base string, arch vm.Arch) BuildRequest {
 		spec.UID, spec.User, spec.UID, spec.UID)
 	return BuildRequest{
 		Name: toolsImage, Base: base, Arch: string(arch), Apt: spec.Packages,
-		Steps:  []pipeline.SetupStep{{Name: "user " + spec.User, Shell: user}},
+		Steps:  []SetupStep{{Name: "user " + spec.User, Shell: user}},
 		Source: "agent image", User: spec.User, Label: "the agent image's Debian packages and user",
 	}
 }
@@ -104,7 +103,7 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 	}, "\n")
 	return BuildRequest{
 		Name: AgentsImage, Base: tools, Arch: string(arch),
-		Steps: []pipeline.SetupStep{
+		Steps: []SetupStep{
 			{Name: "node " + spec.Node.Version + ", npm " + spec.NPM.Version, Shell: node},
 			{Name: "agent CLIs", Shell: install},
 		},
@@ -121,16 +120,16 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 // BuildAgents builds the agent image here: base (an OCI reference) pulled,
 // then its two stages in builder VMs. It returns the image and where the
 // last stage's record is.
-func (pl *Planner) BuildAgents(ctx context.Context, base, archName string, progress func(string), output io.Writer) (*image.Image, string, error) {
-	arch := vm.Arch(pl.arch(archName))
+func (src *Source) BuildAgents(ctx context.Context, base, archName string, progress func(string), output io.Writer) (*image.Image, string, error) {
+	arch := vm.Arch(src.arch(archName))
 	baseName := AgentsImage + "-base"
-	if _, err := pl.Pull(ctx, PullRequest{Ref: base, Name: baseName, Arch: string(arch), Progress: progress}); err != nil {
+	if _, err := src.Pull(ctx, PullRequest{Ref: base, Name: baseName, Arch: string(arch), Progress: progress}); err != nil {
 		return nil, "", err
 	}
 	var im *image.Image
 	var dir string
 	for _, req := range []BuildRequest{ToolsRequest(baseName, arch), AgentsRequest(toolsImage, arch)} {
-		prov, err := pl.Build(req)
+		prov, err := src.Build(req)
 		if err != nil {
 			return nil, "", err
 		}
@@ -161,19 +160,19 @@ func AgentLayer(im *image.Image) (string, error) {
 // EnsureAgents makes sure the agent image is here for arch: it pulls the
 // published one (AgentsRef), and when that fails builds it here
 // (BuildAgents on AgentsBase, minutes), saying why.
-func (pl *Planner) EnsureAgents(ctx context.Context, archName string, progress func(string)) error {
-	arch := vm.Arch(pl.arch(archName))
-	pl.agentsMu.Lock() // fan-out: the other attempts find it here
-	defer pl.agentsMu.Unlock()
-	if pl.CheckImage(AgentsImage, string(arch)) == nil {
+func (src *Source) EnsureAgents(ctx context.Context, archName string, progress func(string)) error {
+	arch := vm.Arch(src.arch(archName))
+	src.agentsMu.Lock() // fan-out: the other attempts find it here
+	defer src.agentsMu.Unlock()
+	if src.check(AgentsImage, string(arch)) == nil {
 		return nil
 	}
-	if err := pl.CheckImage(image.DefaultName, string(arch)); err != nil {
+	if err := src.check(image.DefaultName, string(arch)); err != nil {
 		return fmt.Errorf("the agent image boots with the minimal image's kernel, and that is missing too: %w", err)
 	}
-	ref := AgentsRef(pl.AgentsRepo, arch)
+	ref := AgentsRef(src.AgentsRepo, arch)
 	progress("the agent CLIs need the agent image: pulling " + ref)
-	_, perr := pl.Pull(ctx, PullRequest{Ref: ref, Name: AgentsImage, Arch: string(arch), Progress: progress})
+	_, perr := src.Pull(ctx, PullRequest{Ref: ref, Name: AgentsImage, Arch: string(arch), Progress: progress})
 	if perr == nil {
 		return nil
 	}
@@ -181,7 +180,7 @@ func (pl *Planner) EnsureAgents(ctx context.Context, archName string, progress f
 		return ctx.Err()
 	}
 	progress("could not pull the agent image (" + oneLine(perr.Error()) + "); building it here instead, once (minutes)")
-	if _, _, err := pl.BuildAgents(ctx, AgentsBase, string(arch), progress, pl.BuildOutput); err != nil {
+	if _, _, err := src.BuildAgents(ctx, AgentsBase, string(arch), progress, src.BuildOutput); err != nil {
 		return fmt.Errorf("the agent image: the published one did not pull (%v), and building it failed: %w", perr, err)
 	}
 	return nil

@@ -1,0 +1,110 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/airlock-dev/airlock/app/config"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// Source gets the guest images this host's runs boot: it pulls OCI images
+// (Pull), builds images in builder VMs (Build, BuildAgents), fetches the
+// agent image (EnsureAgents) and makes a project's environment an image
+// (Environment). Its fields are what it takes from the host; app/plan's
+// Planner holds one made of its own.
+type Source struct {
+	// Home is Airlock's state directory: the images it makes, the OCI
+	// content store, the builds' records and the trust store.
+	Home string
+	// ImageRoots are read-only places with built images, after Home (the
+	// app bundle's).
+	ImageRoots []string
+	// Arch is the guest architecture when a request names none; empty
+	// means the host's.
+	Arch string
+	// Backend starts builder VMs; nil cannot build (pulling still works).
+	Backend func() (vm.Backend, error)
+	// Limits sizes a builder whose request does not (its CPUs and
+	// memory), read at each build; nil means Airlock's defaults.
+	Limits func() (config.Limits, error)
+	// AgentsRepo is where the published agent image is pulled from
+	// (empty: AgentsRepo).
+	AgentsRepo string
+	// BuildOutput receives the setup steps' output when EnsureAgents
+	// builds the agent image; nil keeps it in the build's record only.
+	BuildOutput io.Writer
+	// Note receives, for people, what they should know (an image without
+	// glibc, an environment's warnings, an environment confirmed, a
+	// builder's notices); nil discards.
+	Note func(string)
+
+	agentsMu sync.Mutex // one fetch of the agent image at a time
+}
+
+// errNoBackend is a Source that cannot boot a builder.
+var errNoBackend = errors.New("this build of airlock cannot boot machines")
+
+func (src *Source) backend() (vm.Backend, error) {
+	if src.Backend == nil {
+		return nil, errNoBackend
+	}
+	return src.Backend()
+}
+
+func (src *Source) limits() (config.Limits, error) {
+	if src.Limits == nil {
+		return config.DefaultLimits(), nil
+	}
+	return src.Limits()
+}
+
+func (src *Source) imageRoots() []string { return append([]string{src.Home}, src.ImageRoots...) }
+
+// check says why image name cannot boot here for arch (empty: the
+// Source's), or nil.
+func (src *Source) check(name, arch string) error {
+	_, err := image.Find(src.imageRoots(), name, vm.Arch(src.arch(arch)))
+	return err
+}
+
+func (src *Source) arch(a string) string {
+	switch {
+	case a != "":
+		return a
+	case src.Arch != "":
+		return src.Arch
+	}
+	return runtime.GOARCH
+}
+
+func (src *Source) note(format string, args ...any) {
+	if src.Note != nil {
+		src.Note(fmt.Sprintf(format, args...))
+	}
+}
+
+// projectDir is dir as an absolute path to an existing directory.
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no project directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("project: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("project %s is not a directory", abs)
+	}
+	return abs, nil
+}
