@@ -6,7 +6,7 @@
 // agents.
 //
 // It is plain data: it must not import vm, guest, sync, review, fyne, or
-// the app packages that run things (app/sandbox, app/launch, app/cli).
+// the app packages that run things (app/sandbox, app/machine/launch, app/cli).
 package agent
 
 import (

@@ -14,8 +14,8 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/app/machine/vmhost"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/app/vmhost"
 	"github.com/airlock-dev/airlock/internal/lockio"
 	"github.com/airlock-dev/airlock/vm"
 )
@@ -56,7 +56,7 @@ func supervisedBackend(e *env, h string, idleTTL time.Duration) (vm.Backend, err
 	}, nil
 }
 
-// newVMHostCmd is the supervisor of one VM (see app/vmhost). airlock starts
+// newVMHostCmd is the supervisor of one VM (see app/machine/vmhost). airlock starts
 // it itself, detached; people never do.
 func newVMHostCmd(e *env) *cobra.Command {
 	var idleTTL time.Duration

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/testenv"

@@ -11,7 +11,7 @@
 // and every value is checked before anything is built from it.
 //
 // It is plain data, built before any VM: it must not import vm, guest,
-// review, sync, app/launch, app/pipeline, app/sandbox, app/vmhost or
+// review, sync, app/machine/launch, app/pipeline, app/sandbox, app/machine/vmhost or
 // fyne; it uses app/config to decode airlock.toml and app/egress for the
 // syntax of host patterns.
 package envspec

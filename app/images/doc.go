@@ -12,7 +12,7 @@
 // app/plan's Planner holds one and calls it while it plans, and the
 // image and env commands call it directly.
 //
-// It boots builders through app/launch and serves their network with
+// It boots builders through app/machine/launch and serves their network with
 // app/pipeline's (GuestMachine, StartNetwork), the same proxy a run has;
 // app/pipeline must not import it. It must not import fyne, a
 // hypervisor package (vm/qemu, vm/vz: the backend is handed in),

@@ -9,7 +9,7 @@
 // token, and cannot refresh one: the hosts that refresh are not allowed.
 //
 // It must not import vm, guest, sync, review, fyne, or the app packages
-// that run things (app/sandbox, app/launch, app/pipeline, app/plan,
+// that run things (app/sandbox, app/machine/launch, app/pipeline, app/plan,
 // app/cli, app/gui).
 package login
 

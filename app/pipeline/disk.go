@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/ext4"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/sync/manifest"

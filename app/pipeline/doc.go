@@ -4,7 +4,7 @@
 // a fan-out of attempts from one baseline, and a kept VM's checkpoints
 // and rollback. It owns the session and its workspace per sync mode (a
 // copy onto the VM's disk, or a virtio-fs staging clone), the machine
-// adapter over app/launch, transfers, the workspace disk, the sandbox's
+// adapter over app/machine/launch, transfers, the workspace disk, the sandbox's
 // network (the egress proxy, its control socket) and typed progress
 // events. It records everything in app/sandbox's store and prints
 // nothing itself.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"github.com/airlock-dev/airlock/app/launch"
+	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/guest/client"
 )
 

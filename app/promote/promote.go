@@ -10,7 +10,7 @@
 // taken at (HeadCommit). What it did is kept in the sandbox store:
 // Meta.Promotion, the stage, the audit log.
 //
-// It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
+// It must not import vm, guest, app/machine/launch, app/machine/vmhost, app/pipeline,
 // app/plan, app/cli, app/gui or fyne: promotion works on a stored sandbox
 // and needs no VM. app/sandbox, the store, must not import it.
 package promote

@@ -10,7 +10,7 @@
 // app/promote's. app/pipeline runs sandboxes and records them here; the
 // CLI and the GUI render both.
 //
-// It must not import vm, guest, app/launch, app/vmhost, app/pipeline,
+// It must not import vm, guest, app/machine/launch, app/machine/vmhost, app/pipeline,
 // app/promote, app/cli, app/gui or fyne: a stored sandbox needs no VM,
 // and promotion builds on the store, not the store on it.
 package sandbox

@@ -27,7 +27,7 @@ var deciders = map[string][]string{
 
 // executors are the folders that carry out a plan: no decider may be
 // called there, whatever the table above allows.
-var executors = []string{"app/pipeline", "app/launch", "app/vmhost", "app/idle"}
+var executors = []string{"app/pipeline", "app/machine/launch", "app/machine/vmhost", "app/machine/idle"}
 
 // TestOneRunContract: the run's decisions are taken in app/plan only;
 // nothing downstream re-reads a configuration or re-parses a sync mode.

@@ -30,7 +30,7 @@ func TestPlantedImports(t *testing.T) {
 		plant  string // what it imports, written as in the table
 		broken string // the rule that must report it; "" when none may
 	}{
-		{"app/launch", "`vm/qemu`", "row app/launch"},
+		{"app/machine/launch", "`vm/qemu`", "row app/machine/launch"},
 		{"vm/vz/vzconfig", "`github.com/Code-Hex/vz/v3`", "row vm/vz/vzconfig"},
 		{"app/egress", "`review`", "row app/egress"},
 		{"app/home", "`vm`", "row app/home"},
@@ -41,16 +41,16 @@ func TestPlantedImports(t *testing.T) {
 		{"guest/cmd/airlock-guest", "`review`", "row guest/cmd/airlock-guest"},
 		{"guest/cmd/airlock-guest", "`sync/objects`", ""}, // its row allows it
 		{"guest/client", "`vm`", "guest never imports vm, fyne or vz"},
-		{"app/config", "`app/launch`", "row app/config"},
-		{"app/promote", "`app/launch`", "row app/promote"},
+		{"app/config", "`app/machine/launch`", "row app/config"},
+		{"app/promote", "`app/machine/launch`", "row app/promote"},
 		{"app/heldreq", "`app/sandbox`", "row app/heldreq"},
-		{"app/vmhost", "`vm/qemu`", "row app/vmhost"},
-		{"app/pipeline", "`app/vmhost`", "row app/pipeline"}, // directly: through app/launch it may
+		{"app/machine/vmhost", "`vm/qemu`", "row app/machine/vmhost"},
+		{"app/pipeline", "`app/machine/vmhost`", "row app/pipeline"}, // directly: through app/machine/launch it may
 		{"app/gui", "`app/cli`", "row app/gui"},
 		{"app/cli", "`fyne.io/fyne/v2`", "row app/cli"},
 		{"app/cli", "`fyne.io/fyne/v2`", "only app/gui/... and main import fyne"},
 		{"app", "`vm/qemu`", "row app"}, // main is thin: directly, only the CLI and the GUI
-		{"app/idle", "`github.com/Code-Hex/vz/v3`", "only vm/vz imports vz"},
+		{"app/machine/idle", "`github.com/Code-Hex/vz/v3`", "only vm/vz imports vz"},
 		{"sync/manifest", "`fyne.io/fyne/v2`", "row sync/manifest"},
 		{"sync/transfer", "`guest/client`", "row sync/transfer"},
 		{"vm/disk", "`app/home`", "nothing outside app imports app"},

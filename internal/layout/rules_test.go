@@ -330,7 +330,7 @@ func readTable(folders map[string]bool) ([]row, error) {
 
 // A rule forbids the packages it applies to some dependencies.
 type rule struct {
-	name    string // "row app/launch", or a global rule's own
+	name    string // "row app/machine/launch", or a global rule's own
 	applies func(path string) bool
 	forbid  []clause
 	why     string // how a violation names it

@@ -21,7 +21,7 @@ import (
 
 // autoMode is what ModeAuto means, for Push and Pull.
 //
-// Measured with BenchmarkPush and BenchmarkPull in app/launch on the
+// Measured with BenchmarkPush and BenchmarkPull in app/machine/launch on the
 // build machines (QEMU under TCG on 2 host CPUs, virtio-serial link
 // carrying yamux, 1.5 GiB guest, another VM test running alongside):
 // pushing 10,000 files / 100 MB into /workspace, the link alone (host tar

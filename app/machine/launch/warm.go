@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/app/machine/vmhost"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm"

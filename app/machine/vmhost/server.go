@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/airlock-dev/airlock/app/idle"
+	"github.com/airlock-dev/airlock/app/machine/idle"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/vm"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/airlock-dev/airlock/app/launch"
-	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/app/machine/launch"
+	"github.com/airlock-dev/airlock/app/machine/vmhost"
 	"github.com/airlock-dev/airlock/vm"
 )
 

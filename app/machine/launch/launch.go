@@ -6,7 +6,7 @@
 // a vm.BootError carrying the last console lines. Attach reaches a machine
 // a supervisor kept running; Supervised, Kill and ReadSpec are what a kept
 // machine's checkpoints and rollbacks ask of its supervisor, so that
-// app/pipeline never speaks to app/vmhost itself.
+// app/pipeline never speaks to app/machine/vmhost itself.
 //
 // It must not import fyne or a hypervisor package (vm/qemu, vm/vz): the
 // backend is handed in.
@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/app/machine/vmhost"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
 	"github.com/airlock-dev/airlock/internal/atomicfile"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/app/idle"
+	"github.com/airlock-dev/airlock/app/machine/idle"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/airlock-dev/airlock/app/vmhost"
+	"github.com/airlock-dev/airlock/app/machine/vmhost"
 	"github.com/airlock-dev/airlock/vm"
 )
 
