@@ -13,7 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/internal/lockio"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 

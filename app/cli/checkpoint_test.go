@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 func TestCheckpointCommandsHelp(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // TestDemoAgentLoop runs the whole loop with the demo preset in a real

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // TestDiskModeLayers runs a project in the disk sync mode, replies to

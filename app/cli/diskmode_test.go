@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // randomProject writes a project of random files, directories, links and

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // BenchmarkFanOut times `airlock run --fan-out N --parallel N` of a

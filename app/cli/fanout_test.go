@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // TestFanOutInVMs runs three attempts of one script from one baseline in

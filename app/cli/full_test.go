@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/pipeline"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 )

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // hostileSetup is a project two levels below a directory whose every

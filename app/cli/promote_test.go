@@ -14,7 +14,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/promote"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // gitEnv makes every git of the test (ours and Airlock's) hermetic: no

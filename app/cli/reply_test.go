@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // TestReplyInVM: run, review (a rejected hunk with a comment), reply with

@@ -14,9 +14,9 @@ import (
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // The attack: a file that shows on a terminal as a harmless script but

@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // airlockCLI runs the command line in-process with home as Airlock's home.

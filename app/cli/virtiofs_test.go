@@ -12,8 +12,8 @@ import (
 
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/review"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // runJSON runs `airlock run --json` and decodes its result.

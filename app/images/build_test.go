@@ -7,7 +7,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/home"
-	"github.com/airlock-dev/airlock/internal/ocitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/ocitest"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"

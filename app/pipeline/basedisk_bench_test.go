@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // BenchmarkBaseDisk measures MakeBaseDisk of the Go source tree

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 
 	"github.com/google/go-cmp/cmp"
 

@@ -16,10 +16,10 @@ import (
 	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/guest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/qemu"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // TestSnapshotRecordsHeadCommit: the baseline keeps the commit the

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"

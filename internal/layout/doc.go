@@ -6,12 +6,13 @@
 // rules_test.go: nothing outside app imports app; only app/gui/... and main
 // import fyne; only vm/vz imports vz; guest never imports vm, fyne or vz;
 // the guest agent never links testing; review and sync know nothing of vm,
-// guest or fyne; nothing depends on internal/testenv, internal/fakevendor,
-// app/cli/clitest or this package, but app/cli/clitest, itself test
-// harness, on the first two).
+// guest or fyne; nothing depends on testkit/..., app/cli/clitest or this
+// package, but test harness itself (testkit, app/cli/clitest); internal/...
+// imports nothing of the module outside internal).
 // Every package carries a package comment that says what it must not
 // import, and no function outside tests is over 120 lines save those
-// funclen_test.go allows, each at its length today.
+// funclen_test.go allows, each at its length today, and a run is decided
+// once, in app/plan (contract_test.go).
 //
 // It must not import anything outside the standard library, and nothing
 // may import it.

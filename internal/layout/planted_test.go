@@ -57,7 +57,8 @@ func TestPlantedImports(t *testing.T) {
 		{"vm/qemu", "`guest/client`", "row vm/qemu"},
 		{"packaging", "`sync/manifest`", "row packaging"},
 		{"internal/atomicfile", "`golang.org/x/sys/unix`", "row internal/atomicfile"},
-		{"app/home", "`internal/testenv`", "internal/testenv, internal/fakevendor, internal/layout and app/cli/clitest are for tests only"},
+		{"app/home", "`testkit/testenv`", "testkit, internal/layout and app/cli/clitest are for tests only"},
+		{"internal/safetext", "`vm`", "internal holds small utilities that import nothing of the module outside internal"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s→%s", tt.pkg, strings.Trim(tt.plant, "`")), func(t *testing.T) {

@@ -401,10 +401,16 @@ var globals = []global{
 		cell: "`vm`, `guest`, `fyne.io/fyne`",
 	},
 	{
-		name: "internal/testenv, internal/fakevendor, internal/layout and app/cli/clitest are for tests only",
-		why:  "no program carries the test harness; app/cli/clitest is itself test harness (the kit of app/cli's test packages)",
-		from: not(is("app/cli/clitest")),
-		cell: "`internal/testenv`, `internal/fakevendor`, `internal/layout`, `app/cli/clitest`",
+		name: "testkit, internal/layout and app/cli/clitest are for tests only",
+		why:  "no program carries the test harness; testkit and app/cli/clitest are themselves test harness (the kits of every package's tests and of app/cli's test packages)",
+		from: not(either(within("testkit"), is("app/cli/clitest"))),
+		cell: "`testkit`, `internal/layout`, `app/cli/clitest`",
+	},
+	{
+		name: "internal holds small utilities that import nothing of the module outside internal",
+		why:  "vm, guest, sync and app build on them, so no arrow may run back up from them (the test kit that boots VMs is testkit)",
+		from: within("internal"),
+		cell: "anything in the module except `internal`",
 	},
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // The per-file cap of these tests: small, so a sparse file goes over it.

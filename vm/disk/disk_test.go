@@ -11,7 +11,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 
 	"github.com/google/go-cmp/cmp"
 )

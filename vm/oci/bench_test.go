@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/airlock-dev/airlock/internal/ocitest"
+	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 
 // Real-VM tests boot the minimal image's kernel and initramfs (built once
-// per run by internal/testenv), or AIRLOCK_TEST_KERNEL (an uncompressed
+// per run by testkit/testenv), or AIRLOCK_TEST_KERNEL (an uncompressed
 // amd64 vmlinux) with AIRLOCK_TEST_INITRD when set, plus an appended cpio
 // holding the test's own /init. The initrd must provide /bin/busybox and, for the link and
 // power-button tests, the virtio_pci, virtio_console, button and evdev

@@ -14,8 +14,8 @@ import (
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // gitHubAPI is a fake api.github.com: it answers a comment with 201 and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 )
 
 // claudeModel says whether r is a call of Claude Code's model (the

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/cli/clitest"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 )
 
 // TestCodexCLIChatGPT: the real Codex CLI from the full image, signed

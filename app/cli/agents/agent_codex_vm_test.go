@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/cli/clitest"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 )
 
 // TestCodexCLI: the real Codex CLI from the full image completes the

@@ -9,8 +9,8 @@ import (
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
 // agentRound runs one round of agent's real CLI from the full image

@@ -7,7 +7,7 @@
 // only; the tests that boot VMs live in app/cli's sub-packages by subject,
 // so that go test runs them side by side.
 //
-// It is for tests only: like internal/testenv and internal/fakevendor,
+// It is for tests only: like testkit/testenv and testkit/fakevendor,
 // which it imports, no program may import it. It must not import app/gui
 // or fyne (like app/cli).
 package clitest

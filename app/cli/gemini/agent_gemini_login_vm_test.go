@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/cli/clitest"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 )
 
 // TestGeminiCLIGoogle: the real Gemini CLI from the full image, signed in

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/app/cli/clitest"
-	"github.com/airlock-dev/airlock/internal/fakevendor"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 )
 
 // TestGeminiCLI: the real Gemini CLI from the full image completes the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cavaliergopher/cpio"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 

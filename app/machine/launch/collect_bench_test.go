@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/machine/launch"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/qemu"
 )

@@ -235,7 +235,7 @@ func lock(t testing.TB, path string) func() {
 // test binary (GuestBinary).
 func NetClient(t testing.TB, arch vm.Arch) string {
 	t.Helper()
-	return buildOnce(t, "netclient-linux-"+string(arch), "./internal/testenv/testdata/netclient", arch)
+	return buildOnce(t, "netclient-linux-"+string(arch), "./testkit/testenv/testdata/netclient", arch)
 }
 
 // Sbin finds a host tool a test checks its results with (e2fsck,
