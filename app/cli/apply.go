@@ -167,11 +167,7 @@ func runApply(ctx context.Context, e *env, f *applyFlags, id string, paths []str
 	if err != nil {
 		return err
 	}
-	sb, err := e.openSandbox(ctx, id)
-	if err != nil {
-		return err
-	}
-	cs, err := sb.Changeset(ctx)
+	sb, cs, err := e.openChangeset(ctx, id)
 	if err != nil {
 		return err
 	}

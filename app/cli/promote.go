@@ -136,11 +136,7 @@ func runExport(ctx context.Context, e *env, f *exportFlags, id string, paths []s
 	if err != nil {
 		return err
 	}
-	sb, err := e.openSandbox(ctx, id)
-	if err != nil {
-		return err
-	}
-	cs, err := sb.Changeset(ctx)
+	sb, cs, err := e.openChangeset(ctx, id)
 	if err != nil {
 		return err
 	}

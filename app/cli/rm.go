@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -40,28 +39,13 @@ func runRm(ctx context.Context, e *env, names []string, force bool) error {
 	if err != nil {
 		return err
 	}
-	removed := []string{}
-	var errs []error
-	for _, a := range names {
-		sb, err := e.openSandbox(ctx, a)
-		if err == nil {
-			err = removeSandbox(ctx, h, st, sb.ID, force)
-		}
+	return e.forEach(names, "removed", func(name string) (string, error) {
+		sb, err := e.openSandbox(ctx, name)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return "", err
 		}
-		removed = append(removed, sb.ID)
-		if !e.json {
-			fmt.Fprintf(e.stdout, "removed %s\n", sb.ID)
-		}
-	}
-	if e.json {
-		if err := e.printJSON(map[string]any{"removed": removed}); err != nil {
-			return err
-		}
-	}
-	return errors.Join(errs...)
+		return sb.ID, removeSandbox(ctx, h, st, sb.ID, force)
+	})
 }
 
 // removeSandbox removes sandbox id; one whose VM still runs is refused

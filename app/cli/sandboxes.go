@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 
 	"github.com/airlock-dev/airlock/app/config"
-
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/review"
 )
 
 func (e *env) sandboxes() (*sandbox.Store, error) {
@@ -64,6 +66,41 @@ func (e *env) openSandbox(ctx context.Context, id string) (*sandbox.Sandbox, err
 		e.note("finished an apply of %s that was interrupted (journal %s)", sb.ID, j)
 	}
 	return sb, err
+}
+
+// openChangeset opens sandbox id and builds its changes for review.
+func (e *env) openChangeset(ctx context.Context, id string) (*sandbox.Sandbox, *review.Changeset, error) {
+	sb, err := e.openSandbox(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := sb.Changeset(ctx)
+	return sb, cs, err
+}
+
+// forEach does do for each name given, in order, saying "VERB ID" for each
+// done (with --json, {"VERB": [IDs]} at the end); an error for one does
+// not stop the others, and they are returned together.
+func (e *env) forEach(names []string, verb string, do func(name string) (id string, err error)) error {
+	done := []string{}
+	var errs []error
+	for _, name := range names {
+		id, err := do(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, id)
+		if !e.json {
+			fmt.Fprintf(e.stdout, "%s %s\n", verb, id)
+		}
+	}
+	if e.json {
+		if err := e.printJSON(map[string]any{verb: done}); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // syncMode names a sandbox's sync mode; sandboxes from before the mode was

@@ -162,35 +162,18 @@ func runStop(ctx context.Context, e *env, names []string, timeout time.Duration,
 	if err != nil {
 		return err
 	}
-	stopped := []string{}
-	var errs []error
-	for _, a := range names {
+	return e.forEach(names, "stopped", func(a string) (string, error) {
 		name, err := st.Resolve(a)
 		if errors.Is(err, sandbox.ErrNotFound) && filepath.Base(a) == a && a != "." && a != ".." {
 			name, err = a, nil // an exec VM's run directory
 		}
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			return "", err
 		}
 		ran, err := stopVM(ctx, h, name, timeout, kill)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if err == nil && !ran {
+			err = fmt.Errorf("%s: %w", name, vmhost.ErrNoSupervisor)
 		}
-		if !ran {
-			errs = append(errs, fmt.Errorf("%s: %w", name, vmhost.ErrNoSupervisor))
-			continue
-		}
-		stopped = append(stopped, name)
-		if !e.json {
-			fmt.Fprintf(e.stdout, "stopped %s\n", name)
-		}
-	}
-	if e.json {
-		if err := e.printJSON(map[string]any{"stopped": stopped}); err != nil {
-			return err
-		}
-	}
-	return errors.Join(errs...)
+		return name, err
+	})
 }
