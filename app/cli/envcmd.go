@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,47 +79,7 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			lines := lockio.NewWriter(e.stderr)
-			src, err := e.openImages(lines)
-			if err != nil {
-				return err
-			}
-			p := e.newProgress()
-			defer p.Done("")
-			req := images.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust,
-				Progress: func(s string) { p.Step(s) }, WithAgents: agents}
-			if !e.json {
-				req.Output = lines
-			}
-			env, err := src.Environment(cmd.Context(), req)
-			p.Done("")
-			if err != nil {
-				return err
-			}
-			if env == nil {
-				abs, _ := filepath.Abs(dir)
-				return fmt.Errorf("%s describes no environment (no [environment] in airlock.toml, no .devcontainer/devcontainer.json or .devcontainer.json): its sandboxes use the agent image", abs)
-			}
-			im, err := image.Find(home.ImageRoots(src.Home), env.Image, vmArch(arch))
-			if err != nil {
-				return err
-			}
-			if e.json {
-				info := envInfoOf(im)
-				return e.printJSON(struct {
-					envInfo
-					AgentsImage string `json:"agents_image,omitempty"`
-				}{info, env.AgentsImage})
-			}
-			verb := "is built"
-			if env.Built {
-				verb = "built"
-			}
-			fmt.Fprintf(e.stdout, "environment of %s %s: image %s (%s)\n", env.Source, verb, env.Image, bytesize.Format(im.Meta.Lower.Size))
-			if env.AgentsImage != "" {
-				fmt.Fprintf(e.stdout, "  with the agent CLIs: image %s\n", env.AgentsImage)
-			}
-			return nil
+			return runEnvBuild(cmd.Context(), e, images.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust, WithAgents: agents})
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
@@ -126,6 +87,50 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&trust, "trust-project", false, "confirm the environment's setup now (as airlock trust DIR does)")
 	cmd.Flags().BoolVar(&agents, "with-agents", false, "also make the environment's image with the agent CLIs on top (what agent presets run on; airlock run makes it when needed)")
 	return cmd
+}
+
+// runEnvBuild builds the environment req's project describes, unless
+// it is built, and says which image it is.
+func runEnvBuild(ctx context.Context, e *env, req images.EnvironmentRequest) error {
+	lines := lockio.NewWriter(e.stderr)
+	src, err := e.openImages(lines)
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	req.Progress = func(s string) { p.Step(s) }
+	if !e.json {
+		req.Output = lines
+	}
+	env, err := src.Environment(ctx, req)
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	if env == nil {
+		abs, _ := filepath.Abs(req.Project)
+		return fmt.Errorf("%s describes no environment (no [environment] in airlock.toml, no .devcontainer/devcontainer.json or .devcontainer.json): its sandboxes use the agent image", abs)
+	}
+	im, err := image.Find(home.ImageRoots(src.Home), env.Image, vmArch(req.Arch))
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(struct {
+			envInfo
+			AgentsImage string `json:"agents_image,omitempty"`
+		}{envInfoOf(im), env.AgentsImage})
+	}
+	verb := "is built"
+	if env.Built {
+		verb = "built"
+	}
+	fmt.Fprintf(e.stdout, "environment of %s %s: image %s (%s)\n", env.Source, verb, env.Image, bytesize.Format(im.Meta.Lower.Size))
+	if env.AgentsImage != "" {
+		fmt.Fprintf(e.stdout, "  with the agent CLIs: image %s\n", env.AgentsImage)
+	}
+	return nil
 }
 
 // envImages are the images environments made: their bases (envbase-…)

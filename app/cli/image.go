@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -103,13 +105,7 @@ func allocatedBytes(fi os.FileInfo) int64 {
 	return fi.Size()
 }
 
-func newImageBuildCmd(e *env) *cobra.Command {
-	var arch string
-	var pf provisionFlags
-	cmd := &cobra.Command{
-		Use:   "build [--arch amd64|arm64] NAME | build NAME --from IMAGE [--apt PKG]... [--run CMD]... [--allow HOST]...",
-		Short: "Build a guest image: from Debian packages, or from a pulled image and setup steps run in a VM",
-		Long: `build makes a guest image from Debian packages. Two images can be built:
+const imageBuildLong = `build makes a guest image from Debian packages. Two images can be built:
 
   minimal  the cloud kernel, busybox and the Airlock guest agent, in an
            initramfs the VM boots straight into (seconds to build).
@@ -143,7 +139,15 @@ reach the network only through Airlock's egress proxy, and only the hosts
 builds/NAME/audit.jsonl, the steps' output in builds/NAME/output.log. What
 the steps changed is kept as a layer on top of IMAGE's. Nothing runs on
 the host and nothing needs root, on macOS as on Linux. A failing step
-keeps nothing.`,
+keeps nothing.`
+
+func newImageBuildCmd(e *env) *cobra.Command {
+	var arch string
+	var pf provisionFlags
+	cmd := &cobra.Command{
+		Use:   "build [--arch amd64|arm64] NAME | build NAME --from IMAGE [--apt PKG]... [--run CMD]... [--allow HOST]...",
+		Short: "Build a guest image: from Debian packages, or from a pulled image and setup steps run in a VM",
+		Long:  imageBuildLong,
 		Example: `  airlock image build minimal
   airlock image build --arch arm64 minimal
   sudo airlock image build full
@@ -161,59 +165,70 @@ keeps nothing.`,
 			if cmd.Flags().Changed("apt") || cmd.Flags().Changed("run") || cmd.Flags().Changed("allow") {
 				return errors.New("--apt, --run and --allow build on an image: name it with --from IMAGE (see airlock image ls)")
 			}
-			if args[0] != image.DefaultName && args[0] != image.FullName {
-				return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s, %s; or build one on a pulled image with --from", args[0], image.DefaultName, images.AgentsImage, image.FullName)
-			}
-			if arch == "" {
-				arch = runtime.GOARCH
-			}
-			h, err := e.home()
-			if err != nil {
-				return err
-			}
-			p := e.newProgress()
-			defer p.Done("")
-			p.Step("building airlock-guest for linux/" + arch)
-			guestBin, err := e.guestFinder(h).Find(cmd.Context(), arch)
-			if err != nil {
-				return err
-			}
-			im, err := image.Build(cmd.Context(), image.BuildOptions{
-				Home: h, Name: args[0], Arch: vm.Arch(arch), GuestBinary: guestBin,
-				Progress: func(ev image.Progress) {
-					// The full image's slow steps (minutes) get a line
-					// of their own, on a terminal or not.
-					if slowBuildStep(ev.Step) {
-						if p.enabled {
-							p.Step(buildMessage(ev))
-						} else {
-							e.note("%s", buildMessage(ev))
-						}
-						return
-					}
-					p.Update(buildMessage(ev))
-				},
-			})
-			p.Done("")
-			if err != nil {
-				return err
-			}
-			info := infoOf(im)
-			if e.json {
-				return e.printJSON(info)
-			}
-			fmt.Fprintf(e.stdout, "built image %s (%s) in %s\n  kernel  %s, %s\n  initrd  %s, %d modules\n",
-				im.Name, im.Arch, im.Dir, info.Kernel, bytesize.Format(info.KernelBytes), bytesize.Format(info.InitrdBytes), info.Modules)
-			if im.Rootfs != "" {
-				fmt.Fprintf(e.stdout, "  rootfs  %s (%s on disk), %d Debian packages, node %s, user %s\n",
-					bytesize.Format(info.RootfsBytes), bytesize.Format(info.RootfsAllocated), info.DebianPackages, info.Node, info.User)
-			}
-			return nil
+			return runImageBuild(cmd.Context(), e, args[0], arch)
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	pf.register(cmd)
 	return cmd
+}
+
+// runImageBuild builds image name (minimal or full) for arch ("" for the
+// host's) from Debian packages, with progress.
+func runImageBuild(ctx context.Context, e *env, name, arch string) error {
+	if name != image.DefaultName && name != image.FullName {
+		return fmt.Errorf("unknown image %q: the images Airlock can build are: %s, %s, %s; or build one on a pulled image with --from", name, image.DefaultName, images.AgentsImage, image.FullName)
+	}
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	h, err := e.home()
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	p.Step("building airlock-guest for linux/" + arch)
+	guestBin, err := e.guestFinder(h).Find(ctx, arch)
+	if err != nil {
+		return err
+	}
+	im, err := image.Build(ctx, image.BuildOptions{
+		Home: h, Name: name, Arch: vm.Arch(arch), GuestBinary: guestBin,
+		Progress: func(ev image.Progress) {
+			// The full image's slow steps (minutes) get a line of their
+			// own, on a terminal or not.
+			if slowBuildStep(ev.Step) {
+				if p.enabled {
+					p.Step(buildMessage(ev))
+				} else {
+					e.note("%s", buildMessage(ev))
+				}
+				return
+			}
+			p.Update(buildMessage(ev))
+		},
+	})
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	info := infoOf(im)
+	if e.json {
+		return e.printJSON(info)
+	}
+	printBuilt(e.stdout, im, info)
+	return nil
+}
+
+// printBuilt says what an image build made, for people.
+func printBuilt(w io.Writer, im *image.Image, info imageInfo) {
+	fmt.Fprintf(w, "built image %s (%s) in %s\n  kernel  %s, %s\n  initrd  %s, %d modules\n",
+		im.Name, im.Arch, im.Dir, info.Kernel, bytesize.Format(info.KernelBytes), bytesize.Format(info.InitrdBytes), info.Modules)
+	if im.Rootfs != "" {
+		fmt.Fprintf(w, "  rootfs  %s (%s on disk), %d Debian packages, node %s, user %s\n",
+			bytesize.Format(info.RootfsBytes), bytesize.Format(info.RootfsAllocated), info.DebianPackages, info.Node, info.User)
+	}
 }
 
 // slowBuildStep reports whether a build step takes long enough to be shown

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -44,39 +46,41 @@ otherwise; run with it: airlock run --image NAME -- CMD.`,
   airlock run --image py -- python3 --version`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if arch == "" {
-				arch = runtime.GOARCH
-			}
-			if name == "" {
-				name = imageNameOf(args[0])
-			}
-			src, err := e.openImages(lockio.NewWriter(e.stderr))
-			if err != nil {
-				return err
-			}
-			p := e.newProgress()
-			defer p.Done("")
-			im, err := src.Pull(cmd.Context(), images.PullRequest{Ref: args[0], Name: name, Arch: arch, Insecure: insecure,
-				Progress: func(s string) { p.Update(s) }})
-			p.Done("")
-			if err != nil {
-				return err
-			}
-			info := infoOf(im)
-			if e.json {
-				return e.printJSON(info)
-			}
-			o := im.Meta.OCI
-			fmt.Fprintf(e.stdout, "pulled %s as image %s (%s)\n  digest  %s\n  disk    %s, %d layers\n",
-				o.Name, im.Name, o.Platform, o.Digest, bytesize.Format(im.Meta.Lower.Size), len(o.Layers))
-			fmt.Fprintf(e.stdout, "run with: airlock run --image %s -- CMD\n", im.Name)
-			return nil
+			return runImagePull(cmd.Context(), e, images.PullRequest{Ref: args[0], Name: name, Arch: arch, Insecure: insecure})
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	cmd.Flags().StringVar(&name, "name", "", "the guest image's name (default: from the repository and tag)")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow a registry served over plain HTTP (a local one)")
 	return cmd
+}
+
+// runImagePull pulls req's image and makes it a guest image, named after
+// its repository and tag unless req names it, for the host's
+// architecture unless req says.
+func runImagePull(ctx context.Context, e *env, req images.PullRequest) error {
+	req.Arch = cmp.Or(req.Arch, runtime.GOARCH)
+	req.Name = cmp.Or(req.Name, imageNameOf(req.Ref))
+	src, err := e.openImages(lockio.NewWriter(e.stderr))
+	if err != nil {
+		return err
+	}
+	p := e.newProgress()
+	defer p.Done("")
+	req.Progress = func(s string) { p.Update(s) }
+	im, err := src.Pull(ctx, req)
+	p.Done("")
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.printJSON(infoOf(im))
+	}
+	o := im.Meta.OCI
+	fmt.Fprintf(e.stdout, "pulled %s as image %s (%s)\n  digest  %s\n  disk    %s, %d layers\n",
+		o.Name, im.Name, o.Platform, o.Digest, bytesize.Format(im.Meta.Lower.Size), len(o.Layers))
+	fmt.Fprintf(e.stdout, "run with: airlock run --image %s -- CMD\n", im.Name)
+	return nil
 }
 
 // imageNameOf makes a guest image name of a reference: its repository's
