@@ -20,7 +20,7 @@ import (
 )
 
 // Sending the approved actions: Apply asks once before any leaves this
-// computer (undo cannot unsend), sends them through the Service after
+// computer (undo cannot unsend), sends them through the ActionService after
 // the files are written, and shows what each one's service answered.
 
 // sendWidth is the width of the dialogs about sending: their sentences

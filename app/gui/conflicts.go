@@ -51,7 +51,7 @@ var choiceHelp = map[review.Choice]string{
 // writes the files that do not conflict, if the user wants that instead.
 type ConflictWindow struct {
 	Window fyne.Window
-	svc    Service
+	svc    ConflictService
 	id     string
 	// d is the apply's decisions; written is set once the files that do
 	// not conflict were written, so that Apply takes the conflicting
@@ -92,7 +92,7 @@ type ConflictWindow struct {
 // NewConflictWindow builds the window for the conflicts of res, an apply
 // of sandbox id with decisions d (not shown). res.Held says whether
 // nothing was written yet.
-func NewConflictWindow(a fyne.App, svc Service, id string, d review.Decisions, res *sandbox.ApplyResult) *ConflictWindow {
+func NewConflictWindow(a fyne.App, svc ConflictService, id string, d review.Decisions, res *sandbox.ApplyResult) *ConflictWindow {
 	w := &ConflictWindow{svc: svc, id: id, d: d, written: !res.Held, chosen: map[string]review.Resolution{}, tool: map[string][]byte{}, async: goAsync}
 	w.conflicts, w.withheld = res.Conflicts, len(res.Withheld)
 	w.Window = a.NewWindow("Conflicts: sandbox " + id)

@@ -28,7 +28,7 @@ import (
 type MainWindow struct {
 	Window  fyne.Window
 	app     fyne.App
-	svc     Service
+	svc     AppService
 	presets []Preset
 	now     func() time.Time
 
@@ -97,7 +97,7 @@ const minFlexWidth = 100
 const demoPrompt = "Plan stop words for the counter"
 
 // NewMainWindow builds the main window (not shown) and loads the list.
-func NewMainWindow(a fyne.App, svc Service, presets []Preset) *MainWindow {
+func NewMainWindow(a fyne.App, svc AppService, presets []Preset) *MainWindow {
 	w := &MainWindow{
 		Window: a.NewWindow("Airlock"), app: a, svc: svc, presets: presets, now: time.Now,
 		runs: map[string]*runState{}, reviews: map[string]*ReviewWindow{}, async: goAsync, openURL: a.OpenURL,

@@ -22,7 +22,7 @@ import (
 // / undo.
 type ReviewWindow struct {
 	Window fyne.Window
-	svc    Service
+	svc    ReviewService
 	id     string
 	m      *reviewModel
 
@@ -95,7 +95,7 @@ type ReviewWindow struct {
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
 // through svc and builds its review window (not shown).
-func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow, error) {
+func NewReviewWindow(a fyne.App, svc ReviewService, info sandbox.Info) (*ReviewWindow, error) {
 	cs, err := svc.Changeset(context.Background(), info.ID)
 	if err != nil {
 		return nil, err
@@ -480,7 +480,7 @@ func (r *ReviewWindow) undoState() {
 // moved on from ("" when it has not), and the paths the user changed
 // since (their rows are marked). The review goes on when the project
 // cannot be compared (moved away, unreadable): the line says so.
-func staleNote(svc Service, id string) (string, map[string]bool) {
+func staleNote(svc ReviewService, id string) (string, map[string]bool) {
 	st, err := svc.Staleness(context.Background(), id)
 	if err != nil {
 		return "Cannot compare the project with the baseline: " + err.Error(), nil
