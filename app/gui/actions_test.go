@@ -64,7 +64,7 @@ func TestActionsListedAfterTheFiles(t *testing.T) {
 		t.Error("the folded group still lists its actions")
 	}
 	r.selectAction(2)
-	if r.tree.index(actionRowID(2)) < 0 || r.action != 2 {
+	if r.tree.index(actionRowID(2)) < 0 || r.m.action != 2 {
 		t.Error("selecting an action in a folded group does not show it")
 	}
 
@@ -78,8 +78,8 @@ func TestActionsListedAfterTheFiles(t *testing.T) {
 func TestActionViewShowsTheRequest(t *testing.T) {
 	r := newTestReview(t, actionsService(t))
 	r.tree.Select(actionRowID(1))
-	if r.action != 1 {
-		t.Fatalf("selecting the action's row shows action %d", r.action)
+	if r.m.action != 1 {
+		t.Fatalf("selecting the action's row shows action %d", r.m.action)
 	}
 	text := allText(r.dv.pane)
 	for _, want := range []string{
@@ -110,7 +110,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 	}
 	// Back to a file: its diff again.
 	r.tree.Select("src/main.go")
-	if r.action != 0 || len(r.dv.bars) == 0 {
+	if r.m.action != 0 || len(r.dv.bars) == 0 {
 		t.Error("selecting a file after an action does not show its diff")
 	}
 }
@@ -166,16 +166,16 @@ func TestActionKeysWalkOnFromTheFiles(t *testing.T) {
 	last := r.m.files[len(r.m.files)-1]
 	r.ShowFile(last.Path)
 	typeKeys(r.Window.Canvas(), "n")
-	if r.action != 1 {
-		t.Fatalf("n on the last file shows action %d, want 1", r.action)
+	if r.m.action != 1 {
+		t.Fatalf("n on the last file shows action %d, want 1", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "nn")
-	if r.action != 3 {
-		t.Errorf("n n shows action %d, want 3 (the last)", r.action)
+	if r.m.action != 3 {
+		t.Errorf("n n shows action %d, want 3 (the last)", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "ppp")
-	if r.action != 0 || r.m.current() != last {
-		t.Errorf("p from the first action shows action %d, file %v; want the last file", r.action, r.m.current())
+	if r.m.action != 0 || r.m.current() != last {
+		t.Errorf("p from the first action shows action %d, file %v; want the last file", r.m.action, r.m.current())
 	}
 }
 
@@ -257,7 +257,7 @@ func TestApplySendsApprovedActionsAfterTheFiles(t *testing.T) {
 		t.Errorf("status %q", r.status.Text)
 	}
 	// The view follows: the action is sent, and takes no verdict.
-	if v := r.m.action(1); v == nil || v.State() != "sent" {
+	if v := r.m.actionView(1); v == nil || v.State() != "sent" {
 		t.Errorf("action 1 is %v after sending", v)
 	}
 	if got := r.applyBtn.Text; got != "Apply selected (1 file)" {
@@ -339,7 +339,7 @@ func TestSendFailureSaysWhatToDo(t *testing.T) {
 			t.Errorf("the results do not say %q:\n%s", want, text)
 		}
 	}
-	if v := r.m.action(1); v.State() != "failed, not sent" {
+	if v := r.m.actionView(1); v.State() != "failed, not sent" {
 		t.Errorf("the failed action is %q", v.State())
 	}
 	if r.applyBtn.Disabled() {
@@ -434,15 +434,15 @@ func TestRowClickSelects(t *testing.T) {
 		t.Fatal("a row takes right clicks but not left ones: a click on it would select nothing")
 	}
 	tap.Tapped(&fyne.PointEvent{})
-	if r.action != 2 {
-		t.Errorf("a click on action 2's row shows action %d", r.action)
+	if r.m.action != 2 {
+		t.Errorf("a click on action 2's row shows action %d", r.m.action)
 	}
 	if r.Window.Canvas().Focused() != r.tree {
 		t.Error("the list does not take the focus when its row is clicked")
 	}
 	r.rowOf(t, "src/new.go").Tapped(&fyne.PointEvent{})
-	if r.action != 0 || r.m.current().Path != "src/new.go" {
-		t.Errorf("a click on a file's row shows action %d, file %s", r.action, r.m.current().Path)
+	if r.m.action != 0 || r.m.current().Path != "src/new.go" {
+		t.Errorf("a click on a file's row shows action %d, file %s", r.m.action, r.m.current().Path)
 	}
 }
 
@@ -452,12 +452,12 @@ func TestActionsWithoutFiles(t *testing.T) {
 	svc := actionsService(t)
 	svc.changesets["1a2b3c4d"] = testObjects{}.changeset(t, nil)
 	r := newTestReview(t, svc)
-	if r.action != 1 {
-		t.Fatalf("the review opens on action %d, want 1", r.action)
+	if r.m.action != 1 {
+		t.Fatalf("the review opens on action %d, want 1", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "pan")
-	if got := savedActions(svc); got[1] != review.Approve || r.action != 2 {
-		t.Errorf("p, a, n: actions %v, shown %d", got, r.action)
+	if got := savedActions(svc); got[1] != review.Approve || r.m.action != 2 {
+		t.Errorf("p, a, n: actions %v, shown %d", got, r.m.action)
 	}
 }
 

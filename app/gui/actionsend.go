@@ -114,7 +114,7 @@ func (r *ReviewWindow) reloadActions() {
 	r.tree.fill()
 	r.tree.Refresh()
 	r.redraw()
-	if r.action != 0 {
+	if r.m.action != 0 {
 		r.render(false)
 	}
 }

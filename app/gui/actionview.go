@@ -44,7 +44,7 @@ const (
 
 // showAction shows action id in the diff pane's place.
 func (r *ReviewWindow) showAction(id int) {
-	r.action = id
+	r.m.action = id
 	r.setFolder("") // no file is selected: the folder buttons act on all
 	r.showFile()
 }
@@ -54,7 +54,7 @@ func (r *ReviewWindow) showAction(id int) {
 func (r *ReviewWindow) selectAction(id int) {
 	r.tree.Select(actionRowID(id)) // OnSelected shows it
 	r.tree.ScrollTo(actionRowID(id))
-	if r.action != id {
+	if r.m.action != id {
 		r.showAction(id)
 	}
 }
@@ -66,7 +66,7 @@ func (r *ReviewWindow) setActionVerdict(id int, approve bool) {
 		return
 	}
 	if !r.m.setAction(id, approve) {
-		if v := r.m.action(id); v != nil {
+		if v := r.m.actionView(id); v != nil {
 			r.status.SetText(fmt.Sprintf("Action %d is %s: a verdict changes nothing now.", id, actionState(*v)))
 		}
 		return
@@ -81,13 +81,13 @@ func (r *ReviewWindow) setActionVerdict(id int, approve bool) {
 // is one of them.
 func (r *ReviewWindow) actionKey(ch rune) bool {
 	vs := r.m.actionViews()
-	i := slices.IndexFunc(vs, func(v sandbox.ActionView) bool { return v.ID == r.action })
+	i := slices.IndexFunc(vs, func(v sandbox.ActionView) bool { return v.ID == r.m.action })
 	if i < 0 {
 		return false
 	}
 	switch ch {
 	case 'a', 'A', 'r', 'R':
-		r.setActionVerdict(r.action, ch == 'a' || ch == 'A')
+		r.setActionVerdict(r.m.action, ch == 'a' || ch == 'A')
 	case 'n', 'j':
 		if i+1 < len(vs) {
 			r.selectAction(vs[i+1].ID)
@@ -101,7 +101,7 @@ func (r *ReviewWindow) actionKey(ch rune) bool {
 			return true
 		}
 		// Back to the last file, at its last hunk for k.
-		r.action = 0
+		r.m.action = 0
 		r.m.file, r.m.hunk = len(r.m.files)-1, 0
 		if f := r.m.current(); ch == 'k' && len(f.Hunks) > 0 {
 			r.m.hunk = len(f.Hunks) - 1
@@ -330,7 +330,7 @@ func (w *fileRow) updateAction(row listRow) {
 	} else {
 		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep)+rowIcon+rowGap, 1))
 		w.fold.Hide()
-		v := r.m.action(row.action)
+		v := r.m.actionView(row.action)
 		if v == nil {
 			return
 		}

@@ -61,12 +61,12 @@ func newFileList(r *ReviewWindow) *fileList {
 		id := l.rows[i].id
 		switch {
 		case l.rows[i].action != 0:
-			if r.action != l.rows[i].action {
+			if r.m.action != l.rows[i].action {
 				r.showAction(l.rows[i].action)
 			}
 			return
 		case id == actionsGroup:
-			if r.action == 0 && len(r.m.actions) > 0 {
+			if r.m.action == 0 && len(r.m.actions) > 0 {
 				r.showAction(r.m.actions[0].ID)
 			}
 			return
@@ -76,11 +76,11 @@ func newFileList(r *ReviewWindow) *fileList {
 			return
 		}
 		r.setFolder(parentFolder(id))
-		if f := r.m.current(); f != nil && f.Path == id && r.action == 0 {
+		if f := r.m.current(); f != nil && f.Path == id && r.m.action == 0 {
 			return // already shown (the keys moved here)
 		}
 		if r.m.selectPath(id) {
-			r.action = 0
+			r.m.action = 0
 			r.showFile()
 		}
 	}
@@ -166,7 +166,7 @@ func (l *fileList) ScrollTo(id string) {
 func (l *fileList) toggle(folder string) {
 	l.closed[folder] = !l.closed[folder]
 	l.rebuild()
-	if a := l.r.action; a != 0 && l.index(actionRowID(a)) >= 0 {
+	if a := l.r.m.action; a != 0 && l.index(actionRowID(a)) >= 0 {
 		l.List.Select(l.index(actionRowID(a)))
 	} else if f := l.r.m.current(); f != nil && a == 0 {
 		if i := l.index(f.Path); i >= 0 {

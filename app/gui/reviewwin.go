@@ -59,9 +59,6 @@ type ReviewWindow struct {
 	stopBtn   *widget.Button
 	stopRound context.CancelFunc
 	tabs      *container.AppTabs
-	// action is the staged action shown in the diff pane's place (0:
-	// the file under the cursor is shown).
-	action    int
 	fileState *widget.Label   // the shown file's state
 	stale     *widget.Label   // the baseline is behind the project; nil when it is not
 	fileHead  *fyne.Container // its row, laid out again when the state changes
@@ -412,7 +409,7 @@ func (r *ReviewWindow) selectCurrent() {
 	if f == nil {
 		return
 	}
-	r.action = 0
+	r.m.action = 0
 	hunk := r.m.hunk
 	r.tree.Select(f.Path) // OnSelected resets the hunk
 	r.tree.ScrollTo(f.Path)
@@ -449,7 +446,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	r.m.setFilter(r.filter.Text)
 	r.treeIDs = r.m.tree
 	r.roundOnly = only
-	r.action = 0 // the actions are the whole review's
+	r.m.action = 0 // the actions are the whole review's
 	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.folderBtns[0], r.folderBtns[1]} {
 		if only {
 			b.Disable()
