@@ -87,7 +87,7 @@ type ReviewWindow struct {
 	// rounds is the Transcript tab and a Send back round's terminal;
 	// comments the Comments tab.
 	rounds   *roundsTab
-	comments *commentsTab
+	comments *commentsPane
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
@@ -199,11 +199,12 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		note.Wrapping = fyne.TextWrapWord
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
+	r.comments = newCommentsPane(r.full, r)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
-		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
+		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.comments.content()),
 	)
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
@@ -374,7 +375,9 @@ func (r *ReviewWindow) redraw() {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
 	}
-	r.refreshComments()
+	if r.comments != nil {
+		r.comments.refresh()
+	}
 	label := fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files"))
 	sends := len(r.m.toSend())
 	switch {
@@ -588,4 +591,46 @@ func (r *ReviewWindow) secondLookRow() fyne.CanvasObject {
 	})
 	show.Importance = widget.LowImportance
 	return container.NewBorder(nil, nil, icon, show, label)
+}
+
+// wholeReview shows the whole review instead of what the last round
+// changed, if that is shown.
+func (r *ReviewWindow) wholeReview() {
+	if r.roundOnly {
+		r.view.SetSelectedIndex(0)
+	}
+}
+
+// commentsEdited follows a comment resolved, opened again or deleted
+// outside the diff: saved, listed and drawn again.
+func (r *ReviewWindow) commentsEdited() {
+	r.refresh()
+	r.render(false)
+}
+
+// commentDeleted follows comment i of file path deleted outside the
+// diff: a comment being edited in the diff is this one (gone) or moves
+// up.
+func (r *ReviewWindow) commentDeleted(path string, i int) {
+	if d := r.dv.draft; d != nil && d.path == path && d.index >= i {
+		if d.index == i {
+			r.dv.draft = nil
+		} else {
+			d.index--
+		}
+	}
+	r.commentsEdited()
+}
+
+// showComment shows a comment in place in the Changes tab, its lines
+// unfolded.
+func (r *ReviewWindow) showComment(c review.FileComment) {
+	r.wholeReview() // comments are on the whole review
+	if r.full.cs.File(c.Path) == nil {
+		r.status.SetText(safetext.Line(c.Path) + " is no longer changed: its comment stays in the list.")
+		return
+	}
+	r.tabs.SelectIndex(0)
+	r.ShowFile(c.Path)
+	r.revealComment(c.Path, c.Index)
 }
