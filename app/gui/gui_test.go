@@ -212,7 +212,7 @@ func TestKeyboard(t *testing.T) {
 func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	if r.sendBtn.Disabled() {
+	if r.rounds.sendBtn.Disabled() {
 		t.Fatal("Send back to agent is disabled")
 	}
 	r.tree.Select("src/main.go")
@@ -258,16 +258,16 @@ func TestStopSendBack(t *testing.T) {
 			}
 			done := make(chan struct{})
 			r.async = func(f func()) { go func() { f(); close(done) }() }
-			if r.stopBtn.Visible() {
+			if r.rounds.stopBtn.Visible() {
 				t.Fatal("Stop the round is shown with no round running")
 			}
 			r.SendBack("Keep the old name.")
 			<-started
-			if !r.stopBtn.Visible() || !r.sendBtn.Disabled() {
-				t.Fatalf("while the round runs: stop shown %v, send disabled %v", r.stopBtn.Visible(), r.sendBtn.Disabled())
+			if !r.rounds.stopBtn.Visible() || !r.rounds.sendBtn.Disabled() {
+				t.Fatalf("while the round runs: stop shown %v, send disabled %v", r.rounds.stopBtn.Visible(), r.rounds.sendBtn.Disabled())
 			}
 			if how == "stop button" {
-				test.Tap(r.stopBtn)
+				test.Tap(r.rounds.stopBtn)
 			} else {
 				r.closeRequested()
 			}
@@ -276,8 +276,8 @@ func TestStopSendBack(t *testing.T) {
 			}
 			<-done
 			if how == "stop button" {
-				if r.stopBtn.Visible() || r.sendBtn.Disabled() || !strings.Contains(r.status.Text, "Round stopped") {
-					t.Errorf("after the stop: stop shown %v, send disabled %v, status %q", r.stopBtn.Visible(), r.sendBtn.Disabled(), r.status.Text)
+				if r.rounds.stopBtn.Visible() || r.rounds.sendBtn.Disabled() || !strings.Contains(r.status.Text, "Round stopped") {
+					t.Errorf("after the stop: stop shown %v, send disabled %v, status %q", r.rounds.stopBtn.Visible(), r.rounds.sendBtn.Disabled(), r.status.Text)
 				}
 			}
 		})
@@ -668,7 +668,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	if f := r.m.current(); f == nil || f.Path != "src/new.go" {
 		t.Errorf("round view shows %v, want src/new.go", f)
 	}
-	for name, b := range map[string]*widget.Button{"apply": r.applyBtn, "approve all": r.approveAll, "send back": r.sendBtn} {
+	for name, b := range map[string]*widget.Button{"apply": r.applyBtn, "approve all": r.approveAll, "send back": r.rounds.sendBtn} {
 		if !b.Disabled() {
 			t.Errorf("%s is enabled in the read-only round view", name)
 		}
@@ -680,7 +680,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	}
 
 	r.view.SetSelectedIndex(0)
-	if r.roundOnly || r.approveAll.Disabled() || r.sendBtn.Disabled() {
+	if r.roundOnly || r.approveAll.Disabled() || r.rounds.sendBtn.Disabled() {
 		t.Error("back to all changes: still read only")
 	}
 	if len(r.treeIDs.children[""]) != 5 {

@@ -4,153 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image/color"
 	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
-	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
-	"fyne.io/fyne/v2/widget"
 
-	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
-
-// sendBackHint says what "Send back to agent" sends.
-const sendBackHint = "Send back: the agent gets your message, your comments not sent yet and the hunks you rejected, and works on its result in a new round."
-
-// sendBackWidth and sendBackRows size the Send back dialog's message
-// box: room for a paragraph, wrapped.
-const (
-	sendBackWidth = 520
-	sendBackRows  = 6
-)
-
-// feedback is what a Send back would carry with its message, from the
-// review as it stands in the window.
-func (r *ReviewWindow) feedback() review.Feedback {
-	d := r.full.decisions()
-	d.MigrateLegacy(r.full.cs)
-	return d.Feedback(r.full.cs)
-}
-
-// sendBackForm is the Send back dialog's content: a wide, wrapping
-// message box and a line that says what goes with the message.
-func sendBackForm(fb review.Feedback) (fyne.CanvasObject, *widget.Entry) {
-	msg := widget.NewMultiLineEntry()
-	msg.Wrapping = fyne.TextWrapWord
-	msg.SetPlaceHolder("What should the agent do differently?")
-	msg.SetMinRowsVisible(sendBackRows)
-	what := widget.NewLabel(sendBackWhat(fb))
-	what.Wrapping = fyne.TextWrapWord
-	// The width is the form's own, never the content's.
-	width := canvas.NewRectangle(color.Transparent)
-	width.SetMinSize(fyne.NewSize(sendBackWidth, 0))
-	form := container.NewVBox(widget.NewLabelWithStyle("Your message to the agent", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), msg, what)
-	return container.NewStack(width, form), msg
-}
-
-// sendBackWhat says what goes with the message.
-func sendBackWhat(fb review.Feedback) string {
-	if fb.Empty() {
-		return "Only your message will be sent: the review has no comments to send and no rejected hunks."
-	}
-	return "With it, " + fb.Summary() + " will be sent. Each comment is sent once; resolved comments stay here."
-}
-
-// askSendBack asks for the message to the agent, then sends the sandbox
-// back.
-func (r *ReviewWindow) askSendBack() {
-	form, msg := sendBackForm(r.feedback())
-	d := dialog.NewCustomConfirm("Send back to the agent", "Send", "Cancel", form, func(ok bool) {
-		if ok {
-			r.SendBack(msg.Text)
-		}
-	}, r.Window)
-	d.Show()
-	r.Window.Canvas().Focus(msg)
-}
-
-// SendBack saves the review (its comments and rejections go to the agent)
-// and sends the sandbox back with message for another round, its output
-// live in a terminal tab; the window then says how the round ended, and
-// the main window reloads.
-func (r *ReviewWindow) SendBack(message string) {
-	if strings.TrimSpace(message) == "" {
-		r.status.SetText("Say what the agent should do differently.")
-		return
-	}
-	r.save()
-	r.sendBtn.Disable()
-	r.applyBtn.Disable()
-	ctx, cancel := context.WithCancel(context.Background())
-	r.stopRound = cancel
-	r.stopBtn.Enable()
-	r.stopBtn.Show()
-	next := r.round + 1
-	term := r.showLiveRound(next)
-	r.status.SetText(fmt.Sprintf("Sent back: round %d is starting…", next))
-	req := ReplyRequest{ID: r.id, Message: message, Output: term, Input: term.Input(), TTY: term.TTY(),
-		Progress: func(p pipeline.Progress) {
-			msg := safetext.Line(p.Message) // it may name the guest's paths
-			if msg == "" {
-				msg = string(p.Step)
-			}
-			fyne.Do(func() {
-				if r.stopRound != nil {
-					r.status.SetText(fmt.Sprintf("Round %d: %s", next, msg))
-				}
-			})
-		}}
-	r.async(func() {
-		res, err := r.svc.Reply(ctx, req)
-		stopped := ctx.Err() != nil
-		cancel()
-		term.Close()
-		fyne.Do(func() {
-			r.stopRound = nil
-			r.stopBtn.Hide()
-			r.sendBtn.Enable()
-			r.applyBtn.Enable()
-			r.liveRoundEnded(next, err)
-			switch {
-			case err != nil && stopped:
-				r.status.SetText("Round stopped: its VM is gone, and the sandbox is marked failed (its earlier rounds are kept).")
-				if r.onChange != nil {
-					r.onChange()
-				}
-				return
-			case err != nil:
-				r.status.SetText("Send back failed")
-				fmt.Fprintf(term, "\r\n\x1b[1;31mairlock: %s\x1b[0m\r\n", strings.ReplaceAll(err.Error(), "\n", "\r\n"))
-				dialog.ShowError(err, r.Window)
-				return
-			}
-			r.status.SetText(fmt.Sprintf("Round %d is ready.", res.Meta.Round))
-			if r.onChange != nil {
-				r.onChange()
-			}
-			if r.onRound != nil {
-				r.onRound()
-			}
-		})
-	})
-}
-
-// StopRound ends the Send back round that runs, if any: its VM is
-// stopped and the round ends as failed.
-func (r *ReviewWindow) StopRound() {
-	if r.stopRound == nil {
-		return
-	}
-	r.stopBtn.Disable()
-	r.status.SetText("Stopping the round…")
-	r.stopRound()
-}
 
 // apply writes the approved files into the project and then sends the
 // approved actions never sent, once the user has agreed to send them

@@ -52,17 +52,12 @@ type ReviewWindow struct {
 	applyMenu  *widget.Button // beside Apply: to the working tree, commit, or new branch
 	rejectBtn  *widget.Button
 	approveAll *widget.Button
-	sendBtn    *widget.Button
 	undoBtn    *widget.Button
-	// stopBtn ends a Send back round while it runs (stopRound cancels
-	// it; nil when none runs).
-	stopBtn   *widget.Button
-	stopRound context.CancelFunc
-	tabs      *container.AppTabs
-	fileState *widget.Label   // the shown file's state
-	stale     *widget.Label   // the baseline is behind the project; nil when it is not
-	fileHead  *fyne.Container // its row, laid out again when the state changes
-	dv        diffState       // the diff pane's (hunkview.go)
+	tabs       *container.AppTabs
+	fileState  *widget.Label   // the shown file's state
+	stale      *widget.Label   // the baseline is behind the project; nil when it is not
+	fileHead   *fyne.Container // its row, laid out again when the state changes
+	dv         diffState       // the diff pane's (hunkview.go)
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -84,9 +79,9 @@ type ReviewWindow struct {
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
 
-	// rounds is the Transcript tab and a Send back round's terminal;
-	// comments the Comments tab.
-	rounds   *roundsTab
+	// rounds is the Transcript tab and Send back; comments the
+	// Comments tab.
+	rounds   *roundsPane
 	comments *commentsPane
 }
 
@@ -200,29 +195,28 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
 	r.comments = newCommentsPane(r.full, r)
+	r.rounds = newRoundsPane(r.svc, r.id, r.round, r.full, transcript, r.Window, r.run, r)
 	r.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
-		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.rounds.transcriptTab()),
 		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.comments.content()),
 	)
+	r.rounds.tabs = r.tabs
 
 	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
 	r.applyBtn.Importance = widget.HighImportance
 	r.applyMenu = r.newApplyMenu()
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
 	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
-	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
 	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
-	r.stopBtn = widget.NewButtonWithIcon("Stop the round", theme.MediaStopIcon(), r.StopRound)
-	r.stopBtn.Hide()
 	r.status = newFitLabel("", fyne.TextStyle{})
 	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
 	// The buttons keep their room; the status line takes what is left
 	// and never widens the window (a long one ends at a word, whole in
 	// its tip).
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.stopBtn, r.undoBtn),
+		container.NewHBox(r.approveAll, r.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.undoBtn),
 		container.NewHBox(r.applyBtn, r.applyMenu), r.status)
 	// The header follows the sandbox (Reload); a long command line ends
 	// at a word, whole in its tip.
@@ -450,7 +444,8 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	r.treeIDs = r.m.tree
 	r.roundOnly = only
 	r.m.action = 0 // the actions are the whole review's
-	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.folderBtns[0], r.folderBtns[1]} {
+	r.rounds.setReadOnly(only)
+	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.folderBtns[0], r.folderBtns[1]} {
 		if only {
 			b.Disable()
 		} else {
@@ -633,4 +628,59 @@ func (r *ReviewWindow) showComment(c review.FileComment) {
 	r.tabs.SelectIndex(0)
 	r.ShowFile(c.Path)
 	r.revealComment(c.Path, c.Index)
+}
+
+// SendBack saves the review (its comments and rejections go to the agent)
+// and sends the sandbox back with message for another round, its output
+// live in a terminal tab; the window then says how the round ended, and
+// the main window reloads.
+func (r *ReviewWindow) SendBack(message string) { r.rounds.sendBack(message) }
+
+// StopRound ends the Send back round that runs, if any: its VM is
+// stopped and the round ends as failed.
+func (r *ReviewWindow) StopRound() { r.rounds.stopRound() }
+
+// watchingLiveRound reports whether the tab of the round sent back from
+// this window is in front.
+func (r *ReviewWindow) watchingLiveRound() bool { return r.rounds.watching() }
+
+// roundReady says, in a review opened again on a round that just ended,
+// where its changes and its output are; with showOutput the Transcript
+// tab (on that round) is in front.
+func (r *ReviewWindow) roundReady(showOutput bool) {
+	r.status.SetText(fmt.Sprintf("Round %d is ready; its output is under Transcript.", r.round))
+	if showOutput {
+		r.tabs.SelectIndex(2)
+	}
+}
+
+// run runs f off fyne's goroutine, as async says when it is called.
+func (r *ReviewWindow) run(f func()) { r.async(f) }
+
+// say shows a line on the status line.
+func (r *ReviewWindow) say(status string) { r.status.SetText(status) }
+
+// roundRunning holds Apply while a round sent back runs.
+func (r *ReviewWindow) roundRunning(on bool) {
+	if on {
+		r.applyBtn.Disable()
+	} else {
+		r.applyBtn.Enable()
+	}
+}
+
+// reviewChanged tells the main window, if it follows this window, that
+// the sandbox changed (an apply, an undo, a round).
+func (r *ReviewWindow) reviewChanged() {
+	if r.onChange != nil {
+		r.onChange()
+	}
+}
+
+// nextRound tells the main window, if it follows this window, that a
+// round sent back is ready to review.
+func (r *ReviewWindow) nextRound() {
+	if r.onRound != nil {
+		r.onRound()
+	}
 }

@@ -96,7 +96,7 @@ var goldenWindows = []struct {
 	// The Send back dialog with a long message typed.
 	{"send_back", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReview(t, a, size)
-		r.askSendBack()
+		r.rounds.askSendBack()
 		typeKeys(r.Window.Canvas(), strings.Repeat("Keep the old name for Count: callers outside this package use it. ", 4))
 		return r.Window
 	}},
