@@ -161,18 +161,18 @@ func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 // baseline, the review window says how far and what apply does about it;
 // when it has not, it says nothing.
 func TestStaleBaselineIsShown(t *testing.T) {
-	if r := newTestReview(t, reviewService(t)); r.stale != nil {
-		t.Errorf("a current baseline is reported: %q", r.stale.Text)
+	if r := newTestReview(t, reviewService(t)); r.header.stale != nil {
+		t.Errorf("a current baseline is reported: %q", r.header.stale.Text)
 	}
 	svc := reviewService(t)
 	base := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	svc.stale = sandbox.Staleness{Baseline: base, Checked: base.Add(15 * time.Minute), Modified: 2, Added: 1, Paths: []string{"a", "b", "c"}}
 	r := newTestReview(t, svc)
-	if r.stale == nil {
+	if r.header.stale == nil {
 		t.Fatal("a stale baseline is not reported")
 	}
-	if want := "Baseline is 15 minutes and 3 files behind the project (2 modified, 1 added). Applying merges"; !strings.HasPrefix(r.stale.Text, want) {
-		t.Errorf("stale line %q, want it to start with %q", r.stale.Text, want)
+	if want := "Baseline is 15 minutes and 3 files behind the project (2 modified, 1 added). Applying merges"; !strings.HasPrefix(r.header.stale.Text, want) {
+		t.Errorf("stale line %q, want it to start with %q", r.header.stale.Text, want)
 	}
 }
 

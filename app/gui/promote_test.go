@@ -220,7 +220,7 @@ func TestApplyAndCommit(t *testing.T) {
 	if !strings.Contains(r.status.Text, "Committed c0ffee123456 \"Count words without stop words\" on main") {
 		t.Errorf("status %q", r.status.Text)
 	}
-	if r.info.Stage != sandbox.StageCommitted && svc.infos[0].Stage != sandbox.StageCommitted {
+	if r.header.info.Stage != sandbox.StageCommitted && svc.infos[0].Stage != sandbox.StageCommitted {
 		t.Error("the commit was not recorded")
 	}
 }

@@ -349,8 +349,8 @@ func TestLongTextsDoNotWidenTheWindow(t *testing.T) {
 	if r.status.tipText() != long {
 		t.Error("the status tip is not the whole text")
 	}
-	if !strings.HasSuffix(r.head.Shown(), "…") || !strings.Contains(r.head.tipText(), info.Command[2]) {
-		t.Errorf("header shows %q; its tip must hold the whole command", r.head.Shown())
+	if !strings.HasSuffix(r.header.label.Shown(), "…") || !strings.Contains(r.header.label.tipText(), info.Command[2]) {
+		t.Errorf("header shows %q; its tip must hold the whole command", r.header.label.Shown())
 	}
 }
 
@@ -380,8 +380,8 @@ func TestHeaderFollowsTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	w := newTestMain(t, svc)
 	r := w.OpenReview(svc.infos[0])
-	if !strings.Contains(r.head.Text, "ready for review") {
-		t.Fatalf("header %q", r.head.Text)
+	if !strings.Contains(r.header.label.Text, "ready for review") {
+		t.Fatalf("header %q", r.header.label.Text)
 	}
 	if !r.undoBtn.Disabled() {
 		t.Error("Undo is offered before anything was applied")
@@ -390,15 +390,15 @@ func TestHeaderFollowsTheSandbox(t *testing.T) {
 	r.refresh()
 	r.confirm = func(_, _ string, answer func(bool)) { answer(true) }
 	test.Tap(r.applyBtn)
-	if strings.Contains(r.head.Text, "ready for review") || !strings.Contains(r.head.Text, "applied") {
-		t.Errorf("header after apply: %q", r.head.Text)
+	if strings.Contains(r.header.label.Text, "ready for review") || !strings.Contains(r.header.label.Text, "applied") {
+		t.Errorf("header after apply: %q", r.header.label.Text)
 	}
 	if r.undoBtn.Disabled() {
 		t.Error("Undo is not offered after an apply")
 	}
 	test.Tap(r.undoBtn)
-	if !strings.Contains(r.head.Text, "ready for review") || !r.undoBtn.Disabled() {
-		t.Errorf("after undo: header %q, Undo offered %v", r.head.Text, !r.undoBtn.Disabled())
+	if !strings.Contains(r.header.label.Text, "ready for review") || !r.undoBtn.Disabled() {
+		t.Errorf("after undo: header %q, Undo offered %v", r.header.label.Text, !r.undoBtn.Disabled())
 	}
 }
 
@@ -546,11 +546,11 @@ func TestTooltips(t *testing.T) {
 	if layer == nil {
 		t.Fatal("the review window has no tip layer")
 	}
-	r.head.MouseIn(&desktop.MouseEvent{PointEvent: fyne.PointEvent{AbsolutePosition: fyne.NewPos(300, 10)}})
-	if !layer.box.Visible() || layer.label.Text != r.head.Text {
+	r.header.label.MouseIn(&desktop.MouseEvent{PointEvent: fyne.PointEvent{AbsolutePosition: fyne.NewPos(300, 10)}})
+	if !layer.box.Visible() || layer.label.Text != r.header.label.Text {
 		t.Errorf("hovering the header shows %v %q", layer.box.Visible(), layer.label.Text)
 	}
-	r.head.MouseOut()
+	r.header.label.MouseOut()
 	if layer.box.Visible() {
 		t.Error("the tip stays after the pointer left")
 	}

@@ -43,21 +43,17 @@ type ReviewWindow struct {
 	// changedHere are the files the user changed in the project since
 	// the baseline (their rows are marked).
 	changedHere map[string]bool
-	// head shows info (as last read) with the agents named by presets.
-	head       *fitLabel
-	info       sandbox.Info
-	presets    []Preset
-	status     *fitLabel
-	applyBtn   *widget.Button
-	applyMenu  *widget.Button // beside Apply: to the working tree, commit, or new branch
-	rejectBtn  *widget.Button
-	approveAll *widget.Button
-	undoBtn    *widget.Button
-	tabs       *container.AppTabs
-	fileState  *widget.Label   // the shown file's state
-	stale      *widget.Label   // the baseline is behind the project; nil when it is not
-	fileHead   *fyne.Container // its row, laid out again when the state changes
-	dv         diffState       // the diff pane's (hunkview.go)
+	header      *headPane
+	status      *fitLabel
+	applyBtn    *widget.Button
+	applyMenu   *widget.Button // beside Apply: to the working tree, commit, or new branch
+	rejectBtn   *widget.Button
+	approveAll  *widget.Button
+	undoBtn     *widget.Button
+	tabs        *container.AppTabs
+	fileState   *widget.Label   // the shown file's state
+	fileHead    *fyne.Container // its row, laid out again when the state changes
+	dv          diffState       // the diff pane's (hunkview.go)
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -218,41 +214,22 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	bar := container.NewBorder(nil, nil,
 		container.NewHBox(r.approveAll, r.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.undoBtn),
 		container.NewHBox(r.applyBtn, r.applyMenu), r.status)
-	// The header follows the sandbox (Reload); a long command line ends
-	// at a word, whole in its tip.
-	r.info = info
+	// The header follows the sandbox (Reload).
+	r.header = newHeadPane(r.svc, info, r)
 	r.undoState()
-	r.head = newFitLabel(r.headText(), fyne.TextStyle{Bold: true})
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
 
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
-	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, r.head)
+	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, r.header.label)
 	if r.round >= 2 {
 		all, last := viewAll, fmt.Sprintf(viewRound, r.round)
 		r.view = widget.NewSelect([]string{all, last}, func(s string) { r.ShowRound(s == last) })
 		r.view.SetSelectedIndex(0)
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
-	top = container.NewVBox(top, r.verifyRow(info))
-	if o := r.overviewRow(); o != nil {
-		top = container.NewVBox(top, o)
-	}
-	if look := r.secondLookRow(); look != nil {
-		top = container.NewVBox(top, look)
-	}
-	if note := excludedNote(info); note != "" {
-		// What the agent never saw may explain what it did.
-		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
-		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.VisibilityOffIcon()), nil, secrets))
-	}
-	if stale != "" {
-		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
-		r.stale.Importance = widget.WarningImportance
-		r.stale.Wrapping = fyne.TextWrapWord
-		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), nil, r.stale))
-	}
+	top = r.header.rows(top, r.m.cs, stale)
 	r.Window.SetContent(withTips(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split)))
 	r.redraw()
 	if f := r.m.current(); f != nil {
@@ -265,25 +242,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 }
 
-// headText is the header: project, what ran (the agent by its name, and
-// the user's prompt), state and verify.
-func (r *ReviewWindow) headText() string {
-	info := r.info
-	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), runTitle(info.Meta, r.presets), statusText(info))
-	if stage, _ := stageText(info); stage != "" {
-		s += "  ·  " + stage
-	}
-	if info.Verify != nil {
-		s += "  ·  verify " + info.Verify.String()
-	}
-	return s
-}
-
 // SetPresets names agents in the header as the run dialog does.
-func (r *ReviewWindow) SetPresets(presets []Preset) {
-	r.presets = presets
-	r.head.SetText(r.headText())
-}
+func (r *ReviewWindow) SetPresets(presets []Preset) { r.header.setPresets(presets) }
 
 // Reload reads the sandbox again and shows its state in the header (after
 // an apply or an undo, or a change from elsewhere). A sandbox no longer
@@ -295,8 +255,7 @@ func (r *ReviewWindow) Reload() {
 	}
 	for _, info := range infos {
 		if info.ID == r.id {
-			r.info = info
-			r.head.SetText(r.headText())
+			r.header.setInfo(info)
 			r.undoState()
 			return
 		}
@@ -464,128 +423,11 @@ func (r *ReviewWindow) ShowRound(only bool) {
 // undoState offers Undo only while an apply of the sandbox is in effect
 // (its state is applied), and not in a round's read-only view.
 func (r *ReviewWindow) undoState() {
-	if r.info.Status == sandbox.StatusApplied && !r.roundOnly {
+	if r.header.info.Status == sandbox.StatusApplied && !r.roundOnly {
 		r.undoBtn.Enable()
 	} else {
 		r.undoBtn.Disable()
 	}
-}
-
-// staleNote is the review window's line about a baseline the project has
-// moved on from ("" when it has not), and the paths the user changed
-// since (their rows are marked). The review goes on when the project
-// cannot be compared (moved away, unreadable): the line says so.
-func staleNote(svc ReviewService, id string) (string, map[string]bool) {
-	st, err := svc.Staleness(context.Background(), id)
-	if err != nil {
-		return "Cannot compare the project with the baseline: " + err.Error(), nil
-	}
-	if st.Behind() == 0 {
-		return "", nil
-	}
-	changed := make(map[string]bool, len(st.Paths))
-	for _, p := range st.Paths {
-		changed[p] = true
-	}
-	s := st.String()
-	note := strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
-	if len(st.Paths) > 0 {
-		note += " Files you changed are marked in the list."
-	}
-	return note, changed
-}
-
-// verifyRow is the review's first word on the changes: whether the tests
-// (the sandbox's verify) passed in the sandbox, failed or never ran, with
-// its output a click away.
-func (r *ReviewWindow) verifyRow(info sandbox.Info) fyne.CanvasObject {
-	text, ok := info.VerifyGate()
-	text = strings.ToUpper(text[:1]) + text[1:]
-	label := newFitLabel(safetext.Line(text), fyne.TextStyle{Bold: ok})
-	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
-	label.label.Importance = widget.WarningImportance
-	if ok {
-		icon = widget.NewIcon(theme.NewSuccessThemedResource(theme.ConfirmIcon()))
-		label.label.Importance = widget.SuccessImportance
-	}
-	var right fyne.CanvasObject
-	if info.Verify != nil {
-		show := widget.NewButton("Show its output", func() { r.showVerifyLog(info) })
-		show.Importance = widget.LowImportance
-		right = show
-	}
-	return container.NewBorder(nil, nil, icon, right, label)
-}
-
-// showVerifyLog opens a window with what the verify command printed.
-func (r *ReviewWindow) showVerifyLog(info sandbox.Info) {
-	b, err := r.svc.VerifyLog(info.ID)
-	if err != nil {
-		r.status.SetText("Cannot read the verify output: " + err.Error())
-		return
-	}
-	if b == nil {
-		b = []byte("(the verify command printed nothing)")
-	}
-	win := fyne.CurrentApp().NewWindow("Verify of " + info.ID + ": " + safetext.Line(info.Verify.Command))
-	text := widget.NewLabelWithStyle(plainTranscript(b), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	win.SetContent(container.NewBorder(newFitLabel(safetext.Line(info.Verify.Command+": "+info.Verify.String()), fyne.TextStyle{Bold: true}), nil, nil, nil, wheelScroll(container.NewScroll(text))))
-	win.Resize(fyne.NewSize(900, 600))
-	win.Show()
-}
-
-// overviewRow says what the run changed in meaning (the functions, types
-// and tests added, removed, renamed or changed: review's Overview) in one
-// fitted line, a phrase a line in its tooltip; nil for no change.
-func (r *ReviewWindow) overviewRow() fyne.CanvasObject {
-	o := r.m.cs.Overview() // names shown safely already
-	if o == "" {
-		return nil
-	}
-	label := newFitLabel("What changed: "+o, fyne.TextStyle{})
-	label.Tip = "What changed:\n" + strings.ReplaceAll(o, "; ", "\n") +
-		"\n\nEach file's own list is above its diff."
-	return container.NewBorder(nil, nil, widget.NewIcon(theme.InfoIcon()), nil, label)
-}
-
-// secondLookText is the changeset's flags in one line ("5 files deserve
-// a second look: 2 dependency changes (added: left-pad), 1 test
-// skipped"), and the whole of it a line per kind for the tooltip; "" when
-// no file is flagged. Dependency names come from the guest's files.
-func secondLookText(cs *review.Changeset) (line, tip string) {
-	look := cs.SecondLook()
-	if look.Files == 0 {
-		return "", ""
-	}
-	head := fmt.Sprintf("%d %s a second look", look.Files, plural(look.Files, "file deserves", "files deserve"))
-	var kinds []string
-	for _, k := range look.Kinds {
-		kinds = append(kinds, safetext.Line(k.Text))
-	}
-	line = head + ": " + strings.Join(kinds, ", ")
-	tip = head + ":\n" + strings.Join(kinds, "\n") + "\n\nTick Flagged beside the filter to list only them; each one's warning sign says why."
-	return line, tip
-}
-
-// secondLookRow is the overview of what deserves a second look, under
-// the verify line (nil when no file is flagged): one fitted line, whole
-// in its tooltip, and a button that lists only the flagged files.
-func (r *ReviewWindow) secondLookRow() fyne.CanvasObject {
-	line, tip := secondLookText(r.m.cs)
-	if line == "" {
-		return nil
-	}
-	label := newFitLabel(line, fyne.TextStyle{})
-	label.Tip = tip
-	label.label.Importance = widget.WarningImportance
-	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
-	show := widget.NewButton("Show only these", func() {
-		if r.flagged != nil {
-			r.flagged.SetChecked(true) // OnChanged filters the list
-		}
-	})
-	show.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, icon, show, label)
 }
 
 // wholeReview shows the whole review instead of what the last round
@@ -682,5 +524,12 @@ func (r *ReviewWindow) reviewChanged() {
 func (r *ReviewWindow) nextRound() {
 	if r.onRound != nil {
 		r.onRound()
+	}
+}
+
+// flaggedOnly lists only the flagged files.
+func (r *ReviewWindow) flaggedOnly() {
+	if r.flagged != nil {
+		r.flagged.SetChecked(true) // OnChanged filters the list
 	}
 }
