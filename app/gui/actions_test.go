@@ -184,7 +184,7 @@ func TestActionKeysWalkOnFromTheFiles(t *testing.T) {
 func reviewAsked(t *testing.T, svc *fakeService) (*ReviewWindow, fyne.CanvasObject, string) {
 	t.Helper()
 	r := newTestReview(t, svc)
-	r.apply()
+	r.promo.apply()
 	top := r.Window.Canvas().Overlays().Top()
 	if top == nil {
 		t.Fatal("Apply with an approved action asked nothing")
@@ -197,7 +197,7 @@ func TestApplyAsksBeforeSending(t *testing.T) {
 	svc.saved["1a2b3c4d"] = review.Decisions{Files: map[string]review.FileDecision{"src/main.go": {Verdict: review.Approve}},
 		Actions: map[int]review.Verdict{1: review.Approve, 2: review.Reject, 3: review.Approve}}
 	r, top, text := reviewAsked(t, svc)
-	if got := r.applyBtn.Text; got != "Apply selected (1 file, 1 action)" {
+	if got := r.promo.applyBtn.Text; got != "Apply selected (1 file, 1 action)" {
 		t.Errorf("the Apply button says %q", got)
 	}
 	for _, want := range []string{
@@ -220,7 +220,7 @@ func TestApplyAsksBeforeSending(t *testing.T) {
 	if len(svc.appliedDecisions()) != 0 || len(svc.sent()) != 0 {
 		t.Errorf("Cancel applied %d and sent %v", len(svc.appliedDecisions()), svc.sent())
 	}
-	if r.applyBtn.Disabled() {
+	if r.promo.applyBtn.Disabled() {
 		t.Error("Apply stays disabled after Cancel")
 	}
 }
@@ -260,12 +260,12 @@ func TestApplySendsApprovedActionsAfterTheFiles(t *testing.T) {
 	if v := r.m.actionView(1); v == nil || v.State() != "sent" {
 		t.Errorf("action 1 is %v after sending", v)
 	}
-	if got := r.applyBtn.Text; got != "Apply selected (1 file)" {
+	if got := r.promo.applyBtn.Text; got != "Apply selected (1 file)" {
 		t.Errorf("the Apply button says %q after sending", got)
 	}
 	// Undo takes the files back, and says the actions stay sent.
 	r.Reload()
-	r.undo()
+	r.promo.undo()
 	if !strings.Contains(r.status.Text, "Actions sent stay sent: undo cannot unsend them.") {
 		t.Errorf("undo says %q", r.status.Text)
 	}
@@ -279,8 +279,8 @@ func TestApplyOnlyActions(t *testing.T) {
 	if strings.Contains(text, "files are written first") {
 		t.Errorf("the question speaks of files when none is approved:\n%s", text)
 	}
-	if r.applyBtn.Text != "Apply selected (1 action)" {
-		t.Errorf("the Apply button says %q", r.applyBtn.Text)
+	if r.promo.applyBtn.Text != "Apply selected (1 action)" {
+		t.Errorf("the Apply button says %q", r.promo.applyBtn.Text)
 	}
 	tapButton(t, top, "Send")
 	if len(svc.appliedDecisions()) != 0 {
@@ -342,7 +342,7 @@ func TestSendFailureSaysWhatToDo(t *testing.T) {
 	if v := r.m.actionView(1); v.State() != "failed, not sent" {
 		t.Errorf("the failed action is %q", v.State())
 	}
-	if r.applyBtn.Disabled() {
+	if r.promo.applyBtn.Disabled() {
 		t.Error("Apply cannot be pressed again to retry")
 	}
 }
@@ -393,7 +393,7 @@ func TestHostileActionShownSafely(t *testing.T) {
 	// The question before sending is as safe, and as narrow.
 	r.m.setAction(1, true)
 	r.refresh()
-	r.apply()
+	r.promo.apply()
 	top := r.Window.Canvas().Overlays().Top()
 	text := allText(top)
 	for _, bad := range hiddenRunes {

@@ -70,17 +70,16 @@ func fixedWidth(width float32, content fyne.CanvasObject) fyne.CanvasObject {
 	return container.NewStack(w, content)
 }
 
-// sendActions sends the saved review's approved actions never sent
+// send sends the saved review's approved actions never sent
 // (the user said yes), in their order, then shows each one's answer and
 // the actions as they now stand; done is what the apply before it did,
 // for the status line.
-func (r *ReviewWindow) sendActions(done string) {
+func (r *ReviewWindow) send(done string) {
 	pending := r.full.toSend()
 	prefix := ""
 	if done != "" {
 		prefix = done + " "
 	}
-	r.applyBtn.Disable()
 	r.status.SetText(prefix + fmt.Sprintf("Sending %d %s…", len(pending), plural(len(pending), "action", "actions")))
 	r.async(func() {
 		results, err := r.svc.SendActions(context.Background(), r.id, func(res sandbox.ActionResult) {

@@ -506,35 +506,6 @@ func onlyFiles(d review.Decisions, conflicts []*review.ConflictError) review.Dec
 	return out
 }
 
-// resolveConflicts opens the conflict window for res, an apply of d from
-// the review window (leftOut says what the user left out, for the
-// status line). The review window's Apply waits until it closes. then,
-// if set, is told once the window has written every file (the review's
-// approved actions are sent then).
-func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyResult, leftOut string, then func(summary string)) {
-	w := NewConflictWindow(fyne.CurrentApp(), r.svc, r.id, d, res)
-	w.async = r.async
-	w.onApply = func(res *sandbox.ApplyResult) {
-		summary := applySummary(res)
-		if n := len(res.Resolved); n > 0 {
-			summary = strings.TrimSuffix(summary, ".") + fmt.Sprintf(", resolved %d.", n)
-		}
-		r.status.SetText(summary + leftOut)
-		if then != nil && len(res.Conflicts) == 0 {
-			then(summary + leftOut)
-		}
-		if r.onChange != nil {
-			r.onChange()
-		}
-	}
-	if res.Held {
-		r.status.SetText(fmt.Sprintf("Nothing written yet: %s with your edits; choose in the Conflicts window.", plural(len(res.Conflicts), "1 file conflicts", fmt.Sprintf("%d files conflict", len(res.Conflicts)))))
-	}
-	r.applyBtn.Disable()
-	w.Window.SetOnClosed(r.applyBtn.Enable)
-	w.Window.Show()
-}
-
 // rowKind marks a line of a side or of the result.
 type rowKind int
 

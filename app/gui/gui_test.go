@@ -104,7 +104,7 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	r.key('A') // approve the whole file
 	r.tree.Select("old.txt")
 	r.key('R')
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 
 	got := svc.appliedDecisions()
 	if len(got) != 1 {
@@ -668,7 +668,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	if f := r.m.current(); f == nil || f.Path != "src/new.go" {
 		t.Errorf("round view shows %v, want src/new.go", f)
 	}
-	for name, b := range map[string]*widget.Button{"apply": r.applyBtn, "approve all": r.approveAll, "send back": r.rounds.sendBtn} {
+	for name, b := range map[string]*widget.Button{"apply": r.promo.applyBtn, "approve all": r.approveAll, "send back": r.rounds.sendBtn} {
 		if !b.Disabled() {
 			t.Errorf("%s is enabled in the read-only round view", name)
 		}
@@ -739,7 +739,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 	}
 	r.m.setAll(true)
 	r.refresh()
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	want := []string{"scripts/run.sh runs on your machine (made executable: it can be run on your machine).\n\nApply it?"}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("questions (-want +got):\n%s", diff)
@@ -762,7 +762,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 	}
 
 	asked, answer = nil, true
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if got := svc.appliedDecisions(); len(asked) != 1 || len(got) != 2 || got[1].Files["scripts/run.sh"].Verdict != review.Approve {
 		t.Errorf("Yes: asked %d times, Apply got %+v", len(asked), got)
 	}
@@ -772,7 +772,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 	r.m.setFile(r.m.cs.File("scripts/run.sh"), true)
 	r.refresh()
 	asked, answer = nil, false
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if n := len(svc.appliedDecisions()); len(asked) != 1 || n != 2 {
 		t.Errorf("asked %d times, Apply called %d times in all, want 1 and 2", len(asked), n)
 	}

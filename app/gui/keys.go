@@ -37,7 +37,7 @@ func (r *ReviewWindow) installKeys() {
 			r.filter.SetText("") // OnChanged shows every file again
 		}
 	})
-	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.apply() })
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.promo.apply() })
 }
 
 // key handles one review key; it reports whether ch is one.

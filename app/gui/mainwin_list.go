@@ -383,3 +383,43 @@ func changesText(info sandbox.Info) string {
 	}
 	return fmt.Sprintf("%d %s +%d −%d", c.Files, plural(c.Files, "file", "files"), c.LinesAdded, c.LinesRemoved)
 }
+
+// shortCommit is a commit's ID as git shows it short.
+func shortCommit(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// stageText is a sandbox's stage beyond its state, for the main window
+// ("committed", "pushed"; "" while the changes are in the sandbox or the
+// working tree, which the state says), and the commit and branch for its
+// tooltip.
+func stageText(info sandbox.Info) (word, tip string) {
+	p := info.Promotion
+	if p == nil || (info.Stage != sandbox.StageCommitted && info.Stage != sandbox.StagePushed) {
+		return "", ""
+	}
+	word = string(info.Stage)
+	tip = "Committed " + shortCommit(p.Commit)
+	switch {
+	case p.NewBranch:
+		tip += " on the new branch " + safetext.Line(p.Branch)
+	case p.Branch != "":
+		tip += " on " + safetext.Line(p.Branch)
+	}
+	if !p.Time.IsZero() {
+		tip += ", " + p.Time.Local().Format("2 Jan 15:04")
+	}
+	if info.Stage == sandbox.StagePushed {
+		tip += "; pushed"
+		if p.Remote != "" {
+			tip += " to " + safetext.Line(p.Remote)
+		}
+		if p.PullRequest != "" {
+			tip += "; pull request " + safetext.Line(p.PullRequest)
+		}
+	}
+	return word, tip
+}

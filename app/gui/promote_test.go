@@ -196,15 +196,15 @@ func TestApplyAndCommit(t *testing.T) {
 	svc := reviewService(t)
 	svc.commitMsg = "Add stop words\n\nThe counter skips the, a, an."
 	r := newTestReview(t, svc)
-	if !r.applyMenu.Disabled() {
+	if !r.promo.applyMenu.Disabled() {
 		t.Error("the Apply menu is offered with nothing approved")
 	}
 	r.m.setAll(true)
 	r.redraw()
-	if r.applyMenu.Disabled() {
+	if r.promo.applyMenu.Disabled() {
 		t.Fatal("the Apply menu is off with every file approved")
 	}
-	r.askCommit()
+	r.promo.askCommit()
 	es := dialogEntries(t, r.Window)
 	if len(es) != 1 || es[0].Text != svc.commitMsg {
 		t.Fatalf("the commit dialog has %d entries, prefilled %q", len(es), es[0].Text)
@@ -236,13 +236,13 @@ func TestCommitOnNewBranch(t *testing.T) {
 	r.m.setAll(true)
 	r.redraw()
 
-	r.askBranch()
+	r.promo.askBranch()
 	dialogButton(t, r.Window, "Commit")
 	if len(svc.commits) != 0 || !strings.Contains(r.status.Text, "name the new branch") {
 		t.Fatalf("with no name: commits %+v, status %q", svc.commits, r.status.Text)
 	}
 
-	r.askBranch()
+	r.promo.askBranch()
 	es := dialogEntries(t, r.Window)
 	if len(es) != 2 || es[1].Text != "Add stop words" {
 		t.Fatalf("the branch dialog has %d entries", len(es))
@@ -280,7 +280,7 @@ func TestCommitRefused(t *testing.T) {
 			r := newTestReview(t, svc)
 			r.m.setAll(true)
 			r.redraw()
-			r.applyAs(&promotion{message: "x", branch: map[bool]string{true: "agent/x"}[tc.name == "branch exists"]})
+			r.promo.applyAs(&promotion{message: "x", branch: map[bool]string{true: "agent/x"}[tc.name == "branch exists"]})
 			if len(svc.applied) != 0 {
 				t.Errorf("written: %+v", svc.applied)
 			}
@@ -290,7 +290,7 @@ func TestCommitRefused(t *testing.T) {
 			if got := labelsText(r.Window.Canvas().Overlays().Top()); !strings.Contains(got, tc.want) {
 				t.Errorf("the error says %q, not %q", got, tc.want)
 			}
-			if r.applyBtn.Disabled() {
+			if r.promo.applyBtn.Disabled() {
 				t.Error("Apply stays off after the refusal")
 			}
 		})

@@ -383,22 +383,22 @@ func TestHeaderFollowsTheSandbox(t *testing.T) {
 	if !strings.Contains(r.header.label.Text, "ready for review") {
 		t.Fatalf("header %q", r.header.label.Text)
 	}
-	if !r.undoBtn.Disabled() {
+	if !r.promo.undoBtn.Disabled() {
 		t.Error("Undo is offered before anything was applied")
 	}
 	r.m.setAll(true)
 	r.refresh()
 	r.confirm = func(_, _ string, answer func(bool)) { answer(true) }
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if strings.Contains(r.header.label.Text, "ready for review") || !strings.Contains(r.header.label.Text, "applied") {
 		t.Errorf("header after apply: %q", r.header.label.Text)
 	}
-	if r.undoBtn.Disabled() {
+	if r.promo.undoBtn.Disabled() {
 		t.Error("Undo is not offered after an apply")
 	}
-	test.Tap(r.undoBtn)
-	if !strings.Contains(r.header.label.Text, "ready for review") || !r.undoBtn.Disabled() {
-		t.Errorf("after undo: header %q, Undo offered %v", r.header.label.Text, !r.undoBtn.Disabled())
+	test.Tap(r.promo.undoBtn)
+	if !strings.Contains(r.header.label.Text, "ready for review") || !r.promo.undoBtn.Disabled() {
+		t.Errorf("after undo: header %q, Undo offered %v", r.header.label.Text, !r.promo.undoBtn.Disabled())
 	}
 }
 

@@ -45,11 +45,9 @@ type ReviewWindow struct {
 	changedHere map[string]bool
 	header      *headPane
 	status      *fitLabel
-	applyBtn    *widget.Button
-	applyMenu   *widget.Button // beside Apply: to the working tree, commit, or new branch
 	rejectBtn   *widget.Button
 	approveAll  *widget.Button
-	undoBtn     *widget.Button
+	promo       *promotePane
 	tabs        *container.AppTabs
 	fileState   *widget.Label   // the shown file's state
 	fileHead    *fyne.Container // its row, laid out again when the state changes
@@ -200,23 +198,19 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	)
 	r.rounds.tabs = r.tabs
 
-	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
-	r.applyBtn.Importance = widget.HighImportance
-	r.applyMenu = r.newApplyMenu()
+	r.promo = newPromotePane(r.svc, r.id, info.Status, r.full, r.Window, r.run, r.ask, r, newConflictsPane(r.svc, r.id, r.run, r), r)
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
 	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
-	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
 	r.status = newFitLabel("", fyne.TextStyle{})
 	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
 	// The buttons keep their room; the status line takes what is left
 	// and never widens the window (a long one ends at a word, whole in
 	// its tip).
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(r.approveAll, r.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.undoBtn),
-		container.NewHBox(r.applyBtn, r.applyMenu), r.status)
+		container.NewHBox(r.approveAll, r.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.promo.undoBtn),
+		container.NewHBox(r.promo.applyBtn, r.promo.applyMenu), r.status)
 	// The header follows the sandbox (Reload).
 	r.header = newHeadPane(r.svc, info, r)
-	r.undoState()
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
 
@@ -256,7 +250,7 @@ func (r *ReviewWindow) Reload() {
 	for _, info := range infos {
 		if info.ID == r.id {
 			r.header.setInfo(info)
-			r.undoState()
+			r.promo.setStatus(info.Status)
 			return
 		}
 	}
@@ -320,7 +314,6 @@ func (r *ReviewWindow) refresh() {
 // redraw redraws what depends on the decisions: the rows' marks, the
 // summary, the file's state and the apply button.
 func (r *ReviewWindow) redraw() {
-	taken, _ := r.m.approved()
 	r.tree.Refresh()
 	r.summary.SetText(r.m.summary())
 	r.showFolder()
@@ -331,25 +324,7 @@ func (r *ReviewWindow) redraw() {
 	if r.comments != nil {
 		r.comments.refresh()
 	}
-	label := fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files"))
-	sends := len(r.m.toSend())
-	switch {
-	case sends > 0 && len(taken) == 0:
-		label = fmt.Sprintf("Apply selected (%d %s)", sends, plural(sends, "action", "actions"))
-	case sends > 0:
-		label = fmt.Sprintf("Apply selected (%d %s, %d %s)", len(taken), plural(len(taken), "file", "files"), sends, plural(sends, "action", "actions"))
-	}
-	r.applyBtn.SetText(label)
-	if (len(taken) == 0 && sends == 0) || r.roundOnly {
-		r.applyBtn.Disable()
-	} else {
-		r.applyBtn.Enable()
-	}
-	if len(taken) == 0 || r.roundOnly {
-		r.applyMenu.Disable() // commits are of files
-	} else {
-		r.applyMenu.Enable()
-	}
+	r.promo.redraw()
 }
 
 // ShowFile selects a file of the changeset, if it has it.
@@ -411,23 +386,13 @@ func (r *ReviewWindow) ShowRound(only bool) {
 			b.Enable()
 		}
 	}
-	r.undoState()
+	r.promo.setModel(r.m, only)
 	r.tree.rebuild()
 	r.redraw()
 	if f := r.m.current(); f != nil {
 		r.tree.Select(f.Path)
 	}
 	r.showFile()
-}
-
-// undoState offers Undo only while an apply of the sandbox is in effect
-// (its state is applied), and not in a round's read-only view.
-func (r *ReviewWindow) undoState() {
-	if r.header.info.Status == sandbox.StatusApplied && !r.roundOnly {
-		r.undoBtn.Enable()
-	} else {
-		r.undoBtn.Disable()
-	}
 }
 
 // wholeReview shows the whole review instead of what the last round
@@ -503,13 +468,7 @@ func (r *ReviewWindow) run(f func()) { r.async(f) }
 func (r *ReviewWindow) say(status string) { r.status.SetText(status) }
 
 // roundRunning holds Apply while a round sent back runs.
-func (r *ReviewWindow) roundRunning(on bool) {
-	if on {
-		r.applyBtn.Disable()
-	} else {
-		r.applyBtn.Enable()
-	}
-}
+func (r *ReviewWindow) roundRunning(on bool) { r.promo.hold(on) }
 
 // reviewChanged tells the main window, if it follows this window, that
 // the sandbox changed (an apply, an undo, a round).
@@ -533,3 +492,12 @@ func (r *ReviewWindow) flaggedOnly() {
 		r.flagged.SetChecked(true) // OnChanged filters the list
 	}
 }
+
+// ask asks a yes/no question and calls answer with the reply, as confirm
+// says when it is asked.
+func (r *ReviewWindow) ask(title, message string, answer func(bool)) {
+	r.confirm(title, message, answer)
+}
+
+// sayMore adds to the status line.
+func (r *ReviewWindow) sayMore(more string) { r.status.SetText(r.status.Text + more) }
