@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -325,8 +326,8 @@ func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {
 	var items []*fyne.MenuItem
 	if id := w.row.action; id != 0 {
 		items = append(items,
-			fyne.NewMenuItem("Approve action", func() { r.setActionVerdict(id, true) }),
-			fyne.NewMenuItem("Reject action", func() { r.setActionVerdict(id, false) }))
+			fyne.NewMenuItem("Approve action", func() { r.actions.setVerdict(id, true) }),
+			fyne.NewMenuItem("Reject action", func() { r.actions.setVerdict(id, false) }))
 	} else if isFolder(w.row.id) {
 		fs := r.m.under(w.row.id)
 		what := fmt.Sprintf("the %d %s in %s", len(fs), plural(len(fs), "file", "files"), safetext.Line(w.row.id))
@@ -621,4 +622,78 @@ func (w *fileRow) setName(label string) {
 	if sz := w.name.Size().Width; sz > 0 {
 		w.fitName(sz)
 	}
+}
+
+// updateAction draws the row of the actions' group or of one action:
+// its mark, its method and host, and its sentence.
+func (w *fileRow) updateAction(row listRow) {
+	r := w.l.r
+	w.warn.Hide()
+	w.stale.Hide()
+	w.add.Hide()
+	w.del.Hide()
+	w.partly.Hide()
+	w.name.TextStyle = fyne.TextStyle{}
+	w.name.Color = theme.Color(theme.ColorNameForeground)
+	if row.id == actionsGroup {
+		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep), 1))
+		w.fold.Show()
+		if w.l.closed[actionsGroup] {
+			w.fold.SetResource(theme.MenuExpandIcon())
+		} else {
+			w.fold.SetResource(theme.MenuDropDownIcon())
+		}
+		w.letter.Hide()
+		w.host.Hide()
+		w.name.TextStyle = fyne.TextStyle{Bold: true}
+		w.setName(fmt.Sprintf("Actions (%d)", len(r.m.actions)))
+		w.verdict.Resource = verdictIcon(r.m.actionsState())
+		// What is left to decide, where a folder says "partly".
+		held := 0
+		for _, v := range r.m.actionViews() {
+			if v.State() == "held" {
+				held++
+			}
+		}
+		if held > 0 {
+			w.partly.Color = theme.Color(theme.ColorNameWarning)
+			w.partly.Text = fmt.Sprintf("%d held", held)
+			w.partly.Show()
+		}
+	} else {
+		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep)+rowIcon+rowGap, 1))
+		w.fold.Hide()
+		v := r.m.actionView(row.action)
+		if v == nil {
+			return
+		}
+		w.letter.Text = actionMethod(*v)
+		w.letter.Color = theme.Color(theme.ColorNamePrimary)
+		w.letter.Show()
+		w.host.Text = safetext.Cut(actionHost(*v), 40)
+		w.host.Color = theme.Color(theme.ColorNamePlaceHolder)
+		w.host.Show()
+		if actionMark(*v) == stateRejected {
+			w.name.TextStyle = fyne.TextStyle{Italic: true}
+			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
+		}
+		// A sentence that is only the request starts with its method,
+		// shown before it already.
+		w.setName(safetext.Cut(strings.TrimPrefix(heldreq.Describe(v.Held), w.letter.Text+" "), actionSentenceMax))
+		w.verdict.Resource = actionIcon(*v)
+		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
+			w.partly.Text = st
+			w.partly.Color = theme.Color(theme.ColorNameWarning)
+			if st == "sent" {
+				w.partly.Color = theme.Color(theme.ColorNameSuccess)
+			}
+			w.partly.Show()
+		}
+	}
+	w.verdict.Refresh()
+	w.partly.Refresh()
+	w.letter.Refresh()
+	w.host.Refresh()
+	w.name.Refresh()
+	w.box.Refresh()
 }

@@ -115,12 +115,8 @@ func (r *ReviewWindow) showFile() { r.render(true) }
 // render draws the file under the cursor again; without scroll it keeps
 // the pane where it was (after a click inside the diff).
 func (r *ReviewWindow) render(scroll bool) {
-	if r.m.action != 0 {
-		if v := r.m.actionView(r.m.action); v != nil {
-			r.renderAction(*v, scroll)
-			return
-		}
-		r.m.action = 0
+	if r.actions.render(scroll) {
+		return
 	}
 	offset := r.diffScrl.Offset
 	r.dv.rendering = true

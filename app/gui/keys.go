@@ -43,7 +43,7 @@ func (r *ReviewWindow) installKeys() {
 // key handles one review key; it reports whether ch is one.
 func (r *ReviewWindow) key(ch rune) bool {
 	// The held actions come after the files, for the same keys.
-	if r.m.action != 0 && r.actionKey(ch) || r.m.action == 0 && r.enterActions(ch) {
+	if r.m.action != 0 && r.actions.key(ch) || r.m.action == 0 && r.actions.enter(ch) {
 		return true
 	}
 	f := r.m.current()

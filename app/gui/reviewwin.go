@@ -48,6 +48,7 @@ type ReviewWindow struct {
 	rejectBtn   *widget.Button
 	approveAll  *widget.Button
 	promo       *promotePane
+	actions     *actionsPane
 	tabs        *container.AppTabs
 	fileState   *widget.Label   // the shown file's state
 	fileHead    *fyne.Container // its row, laid out again when the state changes
@@ -174,6 +175,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		withWheel(r.tree, r.tree.wheel))
 
 	diffPane := r.newDiffPane()
+	r.actions = newActionsPane(r.svc, r.id, r.full, r, r.Window, r.run, r)
 
 	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
@@ -198,7 +200,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	)
 	r.rounds.tabs = r.tabs
 
-	r.promo = newPromotePane(r.svc, r.id, info.Status, r.full, r.Window, r.run, r.ask, r, newConflictsPane(r.svc, r.id, r.run, r), r)
+	r.promo = newPromotePane(r.svc, r.id, info.Status, r.full, r.Window, r.run, r.ask, r.actions, newConflictsPane(r.svc, r.id, r.run, r), r)
 	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
 	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
 	r.status = newFitLabel("", fyne.TextStyle{})
@@ -387,6 +389,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 		}
 	}
 	r.promo.setModel(r.m, only)
+	r.actions.setModel(r.m, only)
 	r.tree.rebuild()
 	r.redraw()
 	if f := r.m.current(); f != nil {
@@ -501,3 +504,49 @@ func (r *ReviewWindow) ask(title, message string, answer func(bool)) {
 
 // sayMore adds to the status line.
 func (r *ReviewWindow) sayMore(more string) { r.status.SetText(r.status.Text + more) }
+
+// showAction shows action id in the diff pane's place.
+func (r *ReviewWindow) showAction(id int) {
+	r.m.action = id
+	r.setFolder("") // no file is selected: the folder buttons act on all
+	r.showFile()
+}
+
+// selectAction selects action id's row (its group unfolded) and shows
+// it.
+func (r *ReviewWindow) selectAction(id int) {
+	r.tree.Select(actionRowID(id)) // OnSelected shows it
+	r.tree.ScrollTo(actionRowID(id))
+	if r.m.action != id {
+		r.showAction(id)
+	}
+}
+
+// actionsReloaded shows the actions as read again: their rows, the
+// decisions' counts, and the action shown.
+func (r *ReviewWindow) actionsReloaded() {
+	r.tree.fill()
+	r.tree.Refresh()
+	r.redraw()
+	if r.m.action != 0 {
+		r.render(false)
+	}
+}
+
+// showInstead shows head and body in the diff pane's place (a staged
+// action).
+func (r *ReviewWindow) showInstead(head fyne.CanvasObject, body []fyne.CanvasObject, scroll bool) {
+	r.diff.RemoveAll()
+	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
+	r.dv.cards = map[int]fyne.CanvasObject{}
+	r.dv.head.Objects = []fyne.CanvasObject{head}
+	r.dv.pane.Refresh()
+	for _, o := range body {
+		appendTo(r.diff, o)
+	}
+	r.diff.Refresh()
+	r.diffScrl.Refresh()
+	if scroll {
+		r.diffScrl.ScrollToTop()
+	}
+}
