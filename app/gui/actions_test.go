@@ -39,9 +39,9 @@ func savedActions(svc *fakeService) map[int]review.Verdict {
 
 func TestActionsListedAfterTheFiles(t *testing.T) {
 	r := newTestReview(t, actionsService(t))
-	n := len(r.tree.rows)
+	n := len(r.files.list.rows)
 	var got []string
-	for _, row := range r.tree.rows[n-4:] {
+	for _, row := range r.files.list.rows[n-4:] {
 		got = append(got, row.id)
 	}
 	want := []string{actionsGroup, actionRowID(1), actionRowID(2), actionRowID(3)}
@@ -55,29 +55,29 @@ func TestActionsListedAfterTheFiles(t *testing.T) {
 	if row := r.rowOf(t, actionsGroup); row.label != "Actions (3)" || row.partly.Text != "2 held" {
 		t.Errorf("the group's row says %q, %q", row.label, row.partly.Text)
 	}
-	if !strings.Contains(r.summary.Text, "3 actions: 1 sent · 2 held") {
-		t.Errorf("the summary does not count the actions: %q", r.summary.Text)
+	if !strings.Contains(r.files.summary.Text, "3 actions: 1 sent · 2 held") {
+		t.Errorf("the summary does not count the actions: %q", r.files.summary.Text)
 	}
 	// Folded, the actions' rows go; selecting one opens the group.
-	r.tree.toggle(actionsGroup)
-	if r.tree.index(actionRowID(1)) >= 0 {
+	r.files.list.toggle(actionsGroup)
+	if r.files.list.index(actionRowID(1)) >= 0 {
 		t.Error("the folded group still lists its actions")
 	}
 	r.selectAction(2)
-	if r.tree.index(actionRowID(2)) < 0 || r.m.action != 2 {
+	if r.files.list.index(actionRowID(2)) < 0 || r.m.action != 2 {
 		t.Error("selecting an action in a folded group does not show it")
 	}
 
 	// A sandbox without actions has no group.
 	plain := newTestReview(t, reviewService(t))
-	if plain.tree.index(actionsGroup) >= 0 {
+	if plain.files.list.index(actionsGroup) >= 0 {
 		t.Error("a review without actions lists an Actions group")
 	}
 }
 
 func TestActionViewShowsTheRequest(t *testing.T) {
 	r := newTestReview(t, actionsService(t))
-	r.tree.Select(actionRowID(1))
+	r.files.list.Select(actionRowID(1))
 	if r.m.action != 1 {
 		t.Fatalf("selecting the action's row shows action %d", r.m.action)
 	}
@@ -96,7 +96,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 		}
 	}
 	// The sent one shows the answer and takes no verdict.
-	r.tree.Select(actionRowID(3))
+	r.files.list.Select(actionRowID(3))
 	text = allText(r.dv.pane)
 	for _, want := range []string{"sent (201 Created): it cannot be taken back", `{"id":7}`} {
 		if !strings.Contains(text, want) {
@@ -109,7 +109,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 		}
 	}
 	// Back to a file: its diff again.
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	if r.m.action != 0 || len(r.dv.bars) == 0 {
 		t.Error("selecting a file after an action does not show its diff")
 	}
@@ -437,7 +437,7 @@ func TestRowClickSelects(t *testing.T) {
 	if r.m.action != 2 {
 		t.Errorf("a click on action 2's row shows action %d", r.m.action)
 	}
-	if r.Window.Canvas().Focused() != r.tree {
+	if r.Window.Canvas().Focused() != r.files.list {
 		t.Error("the list does not take the focus when its row is clicked")
 	}
 	r.rowOf(t, "src/new.go").Tapped(&fyne.PointEvent{})

@@ -365,7 +365,7 @@ func TestImagePair(t *testing.T) {
 	}
 	// The test changeset's logo.png is not a real PNG.
 	r = newTestReview(t, reviewService(t))
-	r.tree.Select("logo.png")
+	r.files.list.Select("logo.png")
 	for _, o := range test.LaidOutObjects(r.diff) {
 		if _, ok := o.(*canvas.Image); ok {
 			t.Error("an image that does not decode is shown")
@@ -388,7 +388,7 @@ func TestImagePair(t *testing.T) {
 // green.
 func TestHunkBarShowsTheVerdict(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	f := r.m.current()
 	r.m.setHunk(f, 0, true)
 	r.m.setHunk(f, 1, false)

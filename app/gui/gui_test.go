@@ -67,7 +67,7 @@ func TestTreeGroupsByFolder(t *testing.T) {
 
 func TestHunkToggleFlipsDecision(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	f := r.m.current()
 	if f.Path != "src/main.go" || len(r.hunkCheck) != 3 {
 		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.hunkCheck))
@@ -96,13 +96,13 @@ func selection(m *reviewModel, f *review.File) []bool {
 func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	test.Tap(r.hunkCheck[0])
 	test.Tap(r.hunkCheck[2])
 	r.commentOnHunk(t, 0, "why this line?")
-	r.tree.Select("scripts/run.sh")
+	r.files.list.Select("scripts/run.sh")
 	r.key('A') // approve the whole file
-	r.tree.Select("old.txt")
+	r.files.list.Select("old.txt")
 	r.key('R')
 	test.Tap(r.promo.applyBtn)
 
@@ -140,7 +140,7 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	test.Tap(r.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.save()
@@ -178,7 +178,7 @@ func TestStaleBaselineIsShown(t *testing.T) {
 
 func TestKeyboard(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	c := r.Window.Canvas()
 	test.TypeOnCanvas(c, "jj") // to hunk 3
 	if r.m.hunk != 2 {
@@ -215,7 +215,7 @@ func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	if r.rounds.sendBtn.Disabled() {
 		t.Fatal("Send back to agent is disabled")
 	}
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	test.Tap(r.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.SendBack("  ")
@@ -654,7 +654,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	if r.view == nil {
 		t.Fatal("a round-2 review has no round selector")
 	}
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	test.Tap(r.hunkCheck[0])
 	before := svc.saved["1a2b3c4d"]
 
@@ -662,13 +662,13 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	if !r.roundOnly {
 		t.Fatal("selecting the last round did not switch the view")
 	}
-	if diff := cmp.Diff([]string{"src/"}, r.treeIDs.children[""]); diff != "" {
+	if diff := cmp.Diff([]string{"src/"}, r.m.tree.children[""]); diff != "" {
 		t.Errorf("round view tree (-want +got):\n%s", diff)
 	}
 	if f := r.m.current(); f == nil || f.Path != "src/new.go" {
 		t.Errorf("round view shows %v, want src/new.go", f)
 	}
-	for name, b := range map[string]*widget.Button{"apply": r.promo.applyBtn, "approve all": r.approveAll, "send back": r.rounds.sendBtn} {
+	for name, b := range map[string]*widget.Button{"apply": r.promo.applyBtn, "approve all": r.files.approveAll, "send back": r.rounds.sendBtn} {
 		if !b.Disabled() {
 			t.Errorf("%s is enabled in the read-only round view", name)
 		}
@@ -680,16 +680,16 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	}
 
 	r.view.SetSelectedIndex(0)
-	if r.roundOnly || r.approveAll.Disabled() || r.rounds.sendBtn.Disabled() {
+	if r.roundOnly || r.files.approveAll.Disabled() || r.rounds.sendBtn.Disabled() {
 		t.Error("back to all changes: still read only")
 	}
-	if len(r.treeIDs.children[""]) != 5 {
-		t.Errorf("whole review tree: %v", r.treeIDs.children[""])
+	if len(r.m.tree.children[""]) != 5 {
+		t.Errorf("whole review tree: %v", r.m.tree.children[""])
 	}
 	if diff := cmp.Diff(before, svc.saved["1a2b3c4d"]); diff != "" {
 		t.Errorf("the round view changed the saved review (-before +after):\n%s", diff)
 	}
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	if !r.m.taken(r.m.current(), 0) {
 		t.Error("the decision made before the round view was lost")
 	}
@@ -733,7 +733,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 		asked = append(asked, message)
 		reply(answer)
 	}
-	r.tree.Select("scripts/run.sh")
+	r.files.list.Select("scripts/run.sh")
 	if !strings.Contains(r.diffText(), "Made executable: it can be run on your machine. Apply asks before writing it.") {
 		t.Errorf("the file's header does not say it runs on your machine:\n%s", r.diffText())
 	}

@@ -33,8 +33,8 @@ func (r *ReviewWindow) installKeys() {
 	c := r.Window.Canvas()
 	c.SetOnTypedRune(func(ch rune) { r.key(ch) })
 	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
-		if ev.Name == fyne.KeyEscape && r.filter.Text != "" {
-			r.filter.SetText("") // OnChanged shows every file again
+		if ev.Name == fyne.KeyEscape {
+			r.files.clearFilter()
 		}
 	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { r.promo.apply() })
@@ -73,7 +73,7 @@ func (r *ReviewWindow) key(ch rune) bool {
 		r.m.setFile(f, ch == 'A')
 		r.refresh()
 	case '/':
-		r.Window.Canvas().Focus(r.filter)
+		r.files.focusFilter(r.Window.Canvas())
 		return true
 	case '?':
 		r.showKeys()

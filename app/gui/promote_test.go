@@ -54,7 +54,7 @@ func TestSecondLookOverview(t *testing.T) {
 		t.Errorf("a changeset with no flag has the overview %q", line)
 	}
 	quiet := newTestReview(t, &fakeService{infos: []sandbox.Info{testInfo("1a2b3c4d")}, changesets: map[string]*review.Changeset{"1a2b3c4d": goldenChangeset(t)}})
-	if quiet.flagged != nil {
+	if quiet.files.flagged != nil {
 		t.Error("a review with no flagged file offers the Flagged filter")
 	}
 	for _, o := range test.LaidOutObjects(quiet.Window.Content()) {
@@ -70,7 +70,7 @@ func TestFlaggedFilter(t *testing.T) {
 	r := newTestReview(t, flaggedService(t))
 	all := len(r.m.files)
 	test.Tap(findButton(t, r.Window, "Show only these"))
-	if !r.flagged.Checked {
+	if !r.files.flagged.Checked {
 		t.Fatal("Show only these did not tick Flagged")
 	}
 	var shown []string
@@ -81,34 +81,34 @@ func TestFlaggedFilter(t *testing.T) {
 	if !slices.Equal(shown, want) {
 		t.Errorf("Flagged shows %q, want %q", shown, want)
 	}
-	for _, row := range r.tree.rows {
+	for _, row := range r.files.list.rows {
 		if !isFolder(row.id) && !slices.Contains(want, row.id) {
 			t.Errorf("the list shows the unflagged %s", row.id)
 		}
 	}
-	if !strings.Contains(r.summary.Text, "(4 shown)") {
-		t.Errorf("summary %q does not say how many are shown", r.summary.Text)
+	if !strings.Contains(r.files.summary.Text, "(4 shown)") {
+		t.Errorf("summary %q does not say how many are shown", r.files.summary.Text)
 	}
-	r.setFolder("") // as a tap beside the rows does
-	if !strings.HasPrefix(r.folderLabel.Text, "All shown (4 files)") {
-		t.Errorf("the folder buttons act on %q", r.folderLabel.Text)
+	r.files.setFolder("") // as a tap beside the rows does
+	if !strings.HasPrefix(r.files.folderLabel.Text, "All shown (4 files)") {
+		t.Errorf("the folder buttons act on %q", r.files.folderLabel.Text)
 	}
 	// The folder buttons act on what is shown: only the flagged files.
-	test.Tap(r.folderBtns[1])
+	test.Tap(r.files.folderBtns[1])
 	for _, f := range r.m.cs.Files {
 		if got, flagged := r.m.fileState(f), len(f.Flags) > 0; flagged != (got == stateRejected) {
 			t.Errorf("%s (flagged %v) is %v after Reject on the flagged files", f.Path, flagged, got)
 		}
 	}
 
-	r.filter.SetText("src")
+	r.files.filter.SetText("src")
 	if len(r.m.files) != 1 || r.m.files[0].Path != "src/counter_test.go" {
 		t.Errorf("Flagged and the filter src show %d files", len(r.m.files))
 	}
-	r.filter.SetText("")
-	r.flagged.SetChecked(false)
-	if len(r.m.files) != all || strings.Contains(r.summary.Text, "shown") {
-		t.Errorf("unticked, %d of %d files are shown (%q)", len(r.m.files), all, r.summary.Text)
+	r.files.filter.SetText("")
+	r.files.flagged.SetChecked(false)
+	if len(r.m.files) != all || strings.Contains(r.files.summary.Text, "shown") {
+		t.Errorf("unticked, %d of %d files are shown (%q)", len(r.m.files), all, r.files.summary.Text)
 	}
 }
 
@@ -128,8 +128,8 @@ func TestRowWarningNamesEveryFlag(t *testing.T) {
 		t.Errorf("an unflagged file's warning is %q", got)
 	}
 	r := newTestReview(t, flaggedService(t))
-	r.tree.Select("src/counter_test.go")
-	row := newFileRow(r.tree)
+	r.files.list.Select("src/counter_test.go")
+	row := newFileRow(r.files.list)
 	row.update(listRow{id: "src/counter_test.go", depth: 1})
 	if !row.warn.Visible() || !strings.Contains(row.warn.Tip, "skip") {
 		t.Errorf("the skipped test's row: warning shown %v, tip %q", row.warn.Visible(), row.warn.Tip)

@@ -26,33 +26,19 @@ type ReviewWindow struct {
 	id     string
 	m      *reviewModel
 
-	tree      *fileList
-	treeIDs   tree
-	filter    *fieldEntry
-	flagged   *widget.Check // shows only the flagged files; nil when none is
-	summary   *fitLabel
+	files     *filesPane
 	diff      *fyne.Container
 	diffScrl  *container.Scroll
 	hunkBoxes []fyne.CanvasObject
 	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
-	// folder is the folder the folder buttons act on ("" for every shown
-	// file): the selected folder row, or the selected file's folder.
-	folder      string
-	folderLabel *fitLabel
-	folderBtns  []*widget.Button
-	// changedHere are the files the user changed in the project since
-	// the baseline (their rows are marked).
-	changedHere map[string]bool
-	header      *headPane
-	status      *fitLabel
-	rejectBtn   *widget.Button
-	approveAll  *widget.Button
-	promo       *promotePane
-	actions     *actionsPane
-	tabs        *container.AppTabs
-	fileState   *widget.Label   // the shown file's state
-	fileHead    *fyne.Container // its row, laid out again when the state changes
-	dv          diffState       // the diff pane's (hunkview.go)
+	header    *headPane
+	status    *fitLabel
+	promo     *promotePane
+	actions   *actionsPane
+	tabs      *container.AppTabs
+	fileState *widget.Label   // the shown file's state
+	fileHead  *fyne.Container // its row, laid out again when the state changes
+	dv        diffState       // the diff pane's (hunkview.go)
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -103,7 +89,7 @@ func NewReviewWindow(a fyne.App, svc ReviewService, info sandbox.Info) (*ReviewW
 	// The held actions are reviewed beside the files; a sandbox whose
 	// actions cannot be read is still reviewed (the status says why).
 	actions, actionsErr := svc.Actions(info.ID)
-	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), async: goAsync}
+	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
 	// A saved review whose verdicts no longer fit the changeset keeps
 	// only its comments.
@@ -120,8 +106,7 @@ func NewReviewWindow(a fyne.App, svc ReviewService, info sandbox.Info) (*ReviewW
 	r.full, r.round = r.m, max(info.Round, 1)
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
 	stale, changed := staleNote(svc, info.ID)
-	r.changedHere = changed
-	r.build(info, summary, transcript, stale)
+	r.build(info, summary, transcript, stale, changed)
 	if actionsErr != nil {
 		r.status.SetText("Cannot show the actions the agent's requests left held: " + actionsErr.Error())
 	}
@@ -141,38 +126,9 @@ func (r *ReviewWindow) closeRequested() {
 	r.Window.Close()
 }
 
-func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string) {
-	r.tree = newFileList(r)
-	r.filter = newFieldEntry()
-	r.filter.SetPlaceHolder("Filter paths  ( / )")
-	r.filter.OnChanged = r.setFilter
-	r.filter.onKey = func(ev *fyne.KeyEvent) bool {
-		switch ev.Name {
-		case fyne.KeyReturn, fyne.KeyEnter, fyne.KeyDown:
-			// Done filtering: the keys walk what is shown.
-			unfocus(r.filter)
-			return true
-		}
-		return false
-	}
-	r.summary = newFitLabel(r.m.summary(), fyne.TextStyle{})
-	r.summary.label.SizeName = theme.SizeNameCaptionText
-	r.folderLabel = newFitLabel("", fyne.TextStyle{Italic: true})
-	r.folderBtns = []*widget.Button{
-		widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { r.setFolderVerdict(r.folder, true) }),
-		widget.NewButtonWithIcon("Reject", theme.CancelIcon(), func() { r.setFolderVerdict(r.folder, false) }),
-	}
-	for _, b := range r.folderBtns {
-		b.Importance = widget.LowImportance
-	}
-	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
-	var filterRow fyne.CanvasObject = r.filter
-	if r.m.cs.SecondLook().Files > 0 {
-		r.flagged = widget.NewCheck("Flagged", r.setFlagged)
-		filterRow = container.NewBorder(nil, nil, nil, r.flagged, r.filter)
-	}
-	side := container.NewBorder(container.NewVBox(filterRow, r.summary), folderBar, nil, nil,
-		withWheel(r.tree, r.tree.wheel))
+func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string, changed map[string]bool) {
+	r.files = newFilesPane(r.m, changed, r)
+	side := r.files.content()
 
 	diffPane := r.newDiffPane()
 	r.actions = newActionsPane(r.svc, r.id, r.full, r, r.Window, r.run, r)
@@ -201,15 +157,13 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.rounds.tabs = r.tabs
 
 	r.promo = newPromotePane(r.svc, r.id, info.Status, r.full, r.Window, r.run, r.ask, r.actions, newConflictsPane(r.svc, r.id, r.run, r), r)
-	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
-	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
 	r.status = newFitLabel("", fyne.TextStyle{})
 	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
 	// The buttons keep their room; the status line takes what is left
 	// and never widens the window (a long one ends at a word, whole in
 	// its tip).
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(r.approveAll, r.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.promo.undoBtn),
+		container.NewHBox(r.files.approveAll, r.files.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.promo.undoBtn),
 		container.NewHBox(r.promo.applyBtn, r.promo.applyMenu), r.status)
 	// The header follows the sandbox (Reload).
 	r.header = newHeadPane(r.svc, info, r)
@@ -229,7 +183,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.Window.SetContent(withTips(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split)))
 	r.redraw()
 	if f := r.m.current(); f != nil {
-		r.tree.Select(f.Path)
+		r.files.selectRow(f.Path)
 	}
 	r.showFile()
 	if r.m.current() == nil && len(r.m.actions) > 0 {
@@ -258,39 +212,6 @@ func (r *ReviewWindow) Reload() {
 	}
 }
 
-// statusIcon is the tree's icon for a change.
-func statusIcon(f *review.File) fyne.Resource {
-	switch {
-	case f.Binary:
-		return theme.FileImageIcon()
-	case f.Status == review.Added:
-		return theme.ContentAddIcon()
-	case f.Status == review.Deleted:
-		return theme.DeleteIcon()
-	case f.Status == review.Renamed:
-		return theme.ContentRedoIcon()
-	case f.Status == review.ModeChanged:
-		return theme.SettingsIcon()
-	case f.Status == review.TypeChanged:
-		return theme.ViewRefreshIcon()
-	}
-	return theme.DocumentCreateIcon()
-}
-
-// verdictIcon shows a file's state in the tree: an empty circle while
-// undecided, a green tick, a half mark, a red cross.
-func verdictIcon(s fileState) fyne.Resource {
-	switch s {
-	case stateApproved:
-		return theme.NewSuccessThemedResource(theme.ConfirmIcon())
-	case statePartial:
-		return theme.NewWarningThemedResource(theme.ContentRemoveIcon())
-	case stateRejected:
-		return theme.NewErrorThemedResource(theme.CancelIcon())
-	}
-	return theme.RadioButtonIcon()
-}
-
 // save keeps the decisions with the sandbox; a failure is shown, not
 // fatal (Apply is given the decisions anyway).
 func (r *ReviewWindow) save() { _ = r.saveErr() }
@@ -316,9 +237,7 @@ func (r *ReviewWindow) refresh() {
 // redraw redraws what depends on the decisions: the rows' marks, the
 // summary, the file's state and the apply button.
 func (r *ReviewWindow) redraw() {
-	r.tree.Refresh()
-	r.summary.SetText(r.m.summary())
-	r.showFolder()
+	r.files.redraw()
 	if f := r.m.current(); f != nil && r.fileState != nil {
 		r.fileState.SetText(r.m.fileState(f).String())
 		r.fileHead.Refresh()
@@ -344,8 +263,8 @@ func (r *ReviewWindow) selectCurrent() {
 	}
 	r.m.action = 0
 	hunk := r.m.hunk
-	r.tree.Select(f.Path) // OnSelected resets the hunk
-	r.tree.ScrollTo(f.Path)
+	r.files.selectRow(f.Path) // OnSelected resets the hunk
+	r.files.scrollTo(f.Path)
 	r.m.hunk = hunk
 	r.showFile()
 }
@@ -375,25 +294,15 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	} else {
 		r.m = r.full
 	}
-	r.m.flagged = r.flagged != nil && r.flagged.Checked
-	r.m.setFilter(r.filter.Text)
-	r.treeIDs = r.m.tree
 	r.roundOnly = only
 	r.m.action = 0 // the actions are the whole review's
 	r.rounds.setReadOnly(only)
-	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.folderBtns[0], r.folderBtns[1]} {
-		if only {
-			b.Disable()
-		} else {
-			b.Enable()
-		}
-	}
 	r.promo.setModel(r.m, only)
 	r.actions.setModel(r.m, only)
-	r.tree.rebuild()
+	r.files.setModel(r.m, only)
 	r.redraw()
 	if f := r.m.current(); f != nil {
-		r.tree.Select(f.Path)
+		r.files.selectRow(f.Path)
 	}
 	r.showFile()
 }
@@ -490,11 +399,7 @@ func (r *ReviewWindow) nextRound() {
 }
 
 // flaggedOnly lists only the flagged files.
-func (r *ReviewWindow) flaggedOnly() {
-	if r.flagged != nil {
-		r.flagged.SetChecked(true) // OnChanged filters the list
-	}
-}
+func (r *ReviewWindow) flaggedOnly() { r.files.flaggedOnly() }
 
 // ask asks a yes/no question and calls answer with the reply, as confirm
 // says when it is asked.
@@ -508,15 +413,15 @@ func (r *ReviewWindow) sayMore(more string) { r.status.SetText(r.status.Text + m
 // showAction shows action id in the diff pane's place.
 func (r *ReviewWindow) showAction(id int) {
 	r.m.action = id
-	r.setFolder("") // no file is selected: the folder buttons act on all
+	r.files.setFolder("") // no file is selected: the folder buttons act on all
 	r.showFile()
 }
 
 // selectAction selects action id's row (its group unfolded) and shows
 // it.
 func (r *ReviewWindow) selectAction(id int) {
-	r.tree.Select(actionRowID(id)) // OnSelected shows it
-	r.tree.ScrollTo(actionRowID(id))
+	r.files.selectRow(actionRowID(id)) // OnSelected shows it
+	r.files.scrollTo(actionRowID(id))
 	if r.m.action != id {
 		r.showAction(id)
 	}
@@ -525,8 +430,7 @@ func (r *ReviewWindow) selectAction(id int) {
 // actionsReloaded shows the actions as read again: their rows, the
 // decisions' counts, and the action shown.
 func (r *ReviewWindow) actionsReloaded() {
-	r.tree.fill()
-	r.tree.Refresh()
+	r.files.relist()
 	r.redraw()
 	if r.m.action != 0 {
 		r.render(false)
@@ -550,3 +454,6 @@ func (r *ReviewWindow) showInstead(head fyne.CanvasObject, body []fyne.CanvasObj
 		r.diffScrl.ScrollToTop()
 	}
 }
+
+// decideAction approves or rejects staged action id.
+func (r *ReviewWindow) decideAction(id int, approve bool) { r.actions.setVerdict(id, approve) }
