@@ -81,7 +81,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 	if r.m.action != 1 {
 		t.Fatalf("selecting the action's row shows action %d", r.m.action)
 	}
-	text := allText(r.dv.pane)
+	text := allText(r.diff.dv.pane)
 	for _, want := range []string{
 		"Comment on issue #12 of org/repo: “Fixed in #14, thanks!”",
 		"/repos/org/repo/issues/12/comments",
@@ -97,7 +97,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 	}
 	// The sent one shows the answer and takes no verdict.
 	r.files.list.Select(actionRowID(3))
-	text = allText(r.dv.pane)
+	text = allText(r.diff.dv.pane)
 	for _, want := range []string{"sent (201 Created): it cannot be taken back", `{"id":7}`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the sent action's view does not show %q:\n%s", want, text)
@@ -110,7 +110,7 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 	}
 	// Back to a file: its diff again.
 	r.files.list.Select("src/main.go")
-	if r.m.action != 0 || len(r.dv.bars) == 0 {
+	if r.m.action != 0 || len(r.diff.dv.bars) == 0 {
 		t.Error("selecting a file after an action does not show its diff")
 	}
 }
@@ -131,7 +131,7 @@ func TestActionVerdictsSavedWithFiles(t *testing.T) {
 	if saved.Files["src/main.go"].Verdict != review.Approve {
 		t.Errorf("approving an action took back the file's verdict: %v", saved.Files)
 	}
-	if got := allText(r.dv.pane); !strings.Contains(got, "approved") {
+	if got := allText(r.diff.dv.pane); !strings.Contains(got, "approved") {
 		t.Errorf("the action's view does not say it is approved:\n%s", got)
 	}
 	// The keys: r rejects the action shown, n moves to the next.

@@ -69,17 +69,17 @@ func TestHunkToggleFlipsDecision(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	r.files.list.Select("src/main.go")
 	f := r.m.current()
-	if f.Path != "src/main.go" || len(r.hunkCheck) != 3 {
-		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.hunkCheck))
+	if f.Path != "src/main.go" || len(r.diff.hunkCheck) != 3 {
+		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.diff.hunkCheck))
 	}
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	if !r.m.taken(f, 1) || r.m.taken(f, 0) || r.m.taken(f, 2) {
 		t.Errorf("after one tap: hunks taken %v, want only hunk 2", selection(r.m, f))
 	}
 	if got := r.m.d.Files[f.Path].Hunks[1].Verdict; got != review.Approve {
 		t.Errorf("hunk 2 verdict %q, want approve", got)
 	}
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	if r.m.taken(f, 1) {
 		t.Errorf("after two taps: hunk 2 still taken")
 	}
@@ -97,8 +97,8 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
 	r.files.list.Select("src/main.go")
-	test.Tap(r.hunkCheck[0])
-	test.Tap(r.hunkCheck[2])
+	test.Tap(r.diff.hunkCheck[0])
+	test.Tap(r.diff.hunkCheck[2])
 	r.commentOnHunk(t, 0, "why this line?")
 	r.files.list.Select("scripts/run.sh")
 	r.key('A') // approve the whole file
@@ -141,7 +141,7 @@ func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
 	r.files.list.Select("src/main.go")
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.save()
 	if _, ok := svc.saved["1a2b3c4d"]; !ok {
@@ -216,7 +216,7 @@ func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 		t.Fatal("Send back to agent is disabled")
 	}
 	r.files.list.Select("src/main.go")
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.SendBack("  ")
 	if len(svc.replies) != 0 {
@@ -655,7 +655,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 		t.Fatal("a round-2 review has no round selector")
 	}
 	r.files.list.Select("src/main.go")
-	test.Tap(r.hunkCheck[0])
+	test.Tap(r.diff.hunkCheck[0])
 	before := svc.saved["1a2b3c4d"]
 
 	r.view.SetSelectedIndex(1)
@@ -673,7 +673,7 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 			t.Errorf("%s is enabled in the read-only round view", name)
 		}
 	}
-	for i, c := range r.hunkCheck {
+	for i, c := range r.diff.hunkCheck {
 		if !c.Disabled() {
 			t.Errorf("hunk toggle %d is enabled in the round view", i)
 		}
@@ -783,7 +783,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 
 // diffText is the text of every label in the diff pane, a line each.
 func (r *ReviewWindow) diffText() string {
-	return labelsText(r.dv.head) + labelsText(r.diff)
+	return labelsText(r.diff.dv.head) + labelsText(r.diff.box)
 }
 
 // What the guest left out of the changes (a file over the size cap)

@@ -188,12 +188,3 @@ func unfocus(o fyne.CanvasObject) {
 		c.Unfocus()
 	}
 }
-
-// newCommentEntry is a comment box for the diff pane: multi-line, and
-// Escape leaves it so that the review keys work again.
-func (r *ReviewWindow) newCommentEntry(placeholder string) *fieldEntry {
-	e := newFieldMultiLine()
-	e.SetPlaceHolder(placeholder)
-	e.SetMinRowsVisible(1)
-	return e
-}

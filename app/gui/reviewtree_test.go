@@ -282,8 +282,8 @@ func TestKeysWhileTyping(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	r.files.list.Select("src/main.go")
-	tapButton(t, r.hunkBoxes[0], "Comment") // the first hunk's comment box, focused
-	comment := r.dv.draft.entry
+	tapButton(t, r.diff.hunkBoxes[0], "Comment") // the first hunk's comment box, focused
+	comment := r.diff.dv.draft.entry
 	if c.Focused() != comment {
 		t.Fatalf("the new comment box does not have the focus (%v has)", c.Focused())
 	}
@@ -471,9 +471,9 @@ func TestEscapeLeavesACommentBox(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	r.files.list.Select("src/main.go")
-	comment := r.newCommentEntry("Comment on this hunk")
-	r.diff.Add(comment)
-	r.diff.Refresh()
+	comment := newCommentEntry("Comment on this hunk")
+	r.diff.box.Add(comment)
+	r.diff.box.Refresh()
 	c.Focus(comment)
 	typeKeys(c, "jk")
 	if comment.Text != "jk" || r.m.hunk != 0 {

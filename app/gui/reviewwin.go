@@ -26,19 +26,13 @@ type ReviewWindow struct {
 	id     string
 	m      *reviewModel
 
-	files     *filesPane
-	diff      *fyne.Container
-	diffScrl  *container.Scroll
-	hunkBoxes []fyne.CanvasObject
-	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
-	header    *headPane
-	status    *fitLabel
-	promo     *promotePane
-	actions   *actionsPane
-	tabs      *container.AppTabs
-	fileState *widget.Label   // the shown file's state
-	fileHead  *fyne.Container // its row, laid out again when the state changes
-	dv        diffState       // the diff pane's (hunkview.go)
+	files   *filesPane
+	diff    *diffPane
+	header  *headPane
+	status  *fitLabel
+	promo   *promotePane
+	actions *actionsPane
+	tabs    *container.AppTabs
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -113,7 +107,7 @@ func NewReviewWindow(a fyne.App, svc ReviewService, info sandbox.Info) (*ReviewW
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
-	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.themeChanged) })
+	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.diff.themeChanged) })
 	return r, nil
 }
 
@@ -130,8 +124,9 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.files = newFilesPane(r.m, changed, r)
 	side := r.files.content()
 
-	diffPane := r.newDiffPane()
-	r.actions = newActionsPane(r.svc, r.id, r.full, r, r.Window, r.run, r)
+	r.diff = newDiffPane(r.m, r.Window, r.run, r)
+	r.actions = newActionsPane(r.svc, r.id, r.full, r.diff, r.Window, r.run, r)
+	r.diff.instead = r.actions.render
 
 	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
@@ -149,7 +144,7 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	r.comments = newCommentsPane(r.full, r)
 	r.rounds = newRoundsPane(r.svc, r.id, r.round, r.full, transcript, r.Window, r.run, r)
 	r.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
+		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diff.content()),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
 		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.rounds.transcriptTab()),
 		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.comments.content()),
@@ -238,10 +233,7 @@ func (r *ReviewWindow) refresh() {
 // summary, the file's state and the apply button.
 func (r *ReviewWindow) redraw() {
 	r.files.redraw()
-	if f := r.m.current(); f != nil && r.fileState != nil {
-		r.fileState.SetText(r.m.fileState(f).String())
-		r.fileHead.Refresh()
-	}
+	r.diff.redraw()
 	if r.comments != nil {
 		r.comments.refresh()
 	}
@@ -299,6 +291,7 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	r.rounds.setReadOnly(only)
 	r.promo.setModel(r.m, only)
 	r.actions.setModel(r.m, only)
+	r.diff.setModel(r.m, only)
 	r.files.setModel(r.m, only)
 	r.redraw()
 	if f := r.m.current(); f != nil {
@@ -319,20 +312,14 @@ func (r *ReviewWindow) wholeReview() {
 // outside the diff: saved, listed and drawn again.
 func (r *ReviewWindow) commentsEdited() {
 	r.refresh()
-	r.render(false)
+	r.diff.render(false)
 }
 
 // commentDeleted follows comment i of file path deleted outside the
 // diff: a comment being edited in the diff is this one (gone) or moves
 // up.
 func (r *ReviewWindow) commentDeleted(path string, i int) {
-	if d := r.dv.draft; d != nil && d.path == path && d.index >= i {
-		if d.index == i {
-			r.dv.draft = nil
-		} else {
-			d.index--
-		}
-	}
+	r.diff.forgetComment(path, i)
 	r.commentsEdited()
 }
 
@@ -346,7 +333,7 @@ func (r *ReviewWindow) showComment(c review.FileComment) {
 	}
 	r.tabs.SelectIndex(0)
 	r.ShowFile(c.Path)
-	r.revealComment(c.Path, c.Index)
+	r.diff.revealComment(c.Path, c.Index)
 }
 
 // SendBack saves the review (its comments and rejections go to the agent)
@@ -433,27 +420,13 @@ func (r *ReviewWindow) actionsReloaded() {
 	r.files.relist()
 	r.redraw()
 	if r.m.action != 0 {
-		r.render(false)
-	}
-}
-
-// showInstead shows head and body in the diff pane's place (a staged
-// action).
-func (r *ReviewWindow) showInstead(head fyne.CanvasObject, body []fyne.CanvasObject, scroll bool) {
-	r.diff.RemoveAll()
-	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
-	r.dv.cards = map[int]fyne.CanvasObject{}
-	r.dv.head.Objects = []fyne.CanvasObject{head}
-	r.dv.pane.Refresh()
-	for _, o := range body {
-		appendTo(r.diff, o)
-	}
-	r.diff.Refresh()
-	r.diffScrl.Refresh()
-	if scroll {
-		r.diffScrl.ScrollToTop()
+		r.diff.render(false)
 	}
 }
 
 // decideAction approves or rejects staged action id.
 func (r *ReviewWindow) decideAction(id int, approve bool) { r.actions.setVerdict(id, approve) }
+
+// showFile shows the file under the cursor (or the action) in the diff
+// and scrolls to the hunk under the cursor.
+func (r *ReviewWindow) showFile() { r.diff.showFile() }

@@ -44,7 +44,7 @@ func TestReviewShowsGuestTextSafely(t *testing.T) {
 	markup := test.RenderToMarkup(r.Window.Canvas())
 	// The code views' rows are the hunk's lines as drawn.
 	var grid strings.Builder
-	for _, v := range r.dv.codes {
+	for _, v := range r.diff.dv.codes {
 		grid.WriteString(v.Text())
 	}
 	for _, want := range []string{`import os; os.system('id')\x0d\x1b[2Kprint('hello')`, `ok = <U+202E>} <U+2066>if admin {`} {

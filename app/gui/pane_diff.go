@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,10 +20,40 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// The diff pane of the review window: a header row for the file under
+// diffPane is the review window's diff: a header row for the file under
 // the cursor (pinned above the scrolling diff), its flags a line each,
 // then its hunks, each under a bar with its verdict, the unchanged lines
-// between them folded, and the comments under the lines they are about.
+// between them folded, and the comments under the lines they are about
+// (pane_diff_comments.go). Something else can be shown in its place (a
+// staged action).
+type diffPane struct {
+	m        *reviewModel
+	readOnly bool
+	// win is the window it is in: a comment box takes the focus on its
+	// canvas, and a theme change redraws only an open window.
+	win   fyne.Window
+	async func(func()) // highlights a large file off fyne's goroutine
+	ev    diffEvents
+	// instead, if set, draws what the cursor is on in the pane's place
+	// when that is not a file (a staged action), and reports whether it
+	// did.
+	instead func(scroll bool) bool
+
+	box       *fyne.Container // the diff, in scroll
+	scroll    *container.Scroll
+	hunkBoxes []fyne.CanvasObject
+	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
+	fileState *widget.Label    // the shown file's state
+	fileHead  *fyne.Container  // its row, laid out again when the state changes
+	dv        diffState
+}
+
+// diffEvents is what the diff tells the window it is in.
+type diffEvents interface {
+	// refresh saves the decisions after a verdict or a comment given in
+	// the diff and redraws them.
+	refresh()
+}
 
 // diffState is the diff pane's state, kept while the window is open.
 type diffState struct {
@@ -96,101 +127,129 @@ const (
 	imageMaxWidth = 420
 )
 
-// newDiffPane makes the diff pane: the header row above the scrolling
-// diff.
-func (r *ReviewWindow) newDiffPane() fyne.CanvasObject {
-	r.diff = container.NewVBox()
-	r.diffScrl = container.NewVScroll(container.NewPadded(r.diff))
-	r.dv.head = container.NewStack()
+// newDiffPane makes the diff of the review m in win: the header row
+// above the scrolling diff.
+func newDiffPane(m *reviewModel, win fyne.Window, async func(func()), ev diffEvents) *diffPane {
+	p := &diffPane{m: m, win: win, async: async, ev: ev}
+	p.box = container.NewVBox()
+	p.scroll = container.NewVScroll(container.NewPadded(p.box))
+	p.dv.head = container.NewStack()
 	// The catcher over the diff takes only the wheel: the line numbers,
 	// buttons and comment boxes under it get their clicks.
-	r.dv.pane = container.NewBorder(r.dv.head, nil, nil, nil, wheelScroll(r.diffScrl))
-	return r.dv.pane
+	p.dv.pane = container.NewBorder(p.dv.head, nil, nil, nil, wheelScroll(p.scroll))
+	return p
+}
+
+// content is the pane as the Changes tab shows it.
+func (p *diffPane) content() fyne.CanvasObject { return p.dv.pane }
+
+// setModel shows the review m, read only or not.
+func (p *diffPane) setModel(m *reviewModel, readOnly bool) { p.m, p.readOnly = m, readOnly }
+
+// redraw shows the file's state again (its hunks' verdicts are painted
+// where they change).
+func (p *diffPane) redraw() {
+	if f := p.m.current(); f != nil && p.fileState != nil {
+		p.fileState.SetText(p.m.fileState(f).String())
+		p.fileHead.Refresh()
+	}
+}
+
+// forgetComment follows comment i of file path deleted elsewhere: a box
+// editing it is gone, one editing a later comment of the file moves up.
+func (p *diffPane) forgetComment(path string, i int) {
+	if d := p.dv.draft; d != nil && d.path == path && d.index >= i {
+		if d.index == i {
+			p.dv.draft = nil
+		} else {
+			d.index--
+		}
+	}
 }
 
 // showFile renders the file under the cursor into the diff pane and
 // scrolls to the hunk under the cursor.
-func (r *ReviewWindow) showFile() { r.render(true) }
+func (p *diffPane) showFile() { p.render(true) }
 
 // render draws the file under the cursor again; without scroll it keeps
 // the pane where it was (after a click inside the diff).
-func (r *ReviewWindow) render(scroll bool) {
-	if r.actions.render(scroll) {
+func (p *diffPane) render(scroll bool) {
+	if p.instead != nil && p.instead(scroll) {
 		return
 	}
-	offset := r.diffScrl.Offset
-	r.dv.rendering = true
-	defer func() { r.dv.rendering = false }()
-	r.diff.RemoveAll()
-	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
-	r.dv.cards = map[int]fyne.CanvasObject{}
+	offset := p.scroll.Offset
+	p.dv.rendering = true
+	defer func() { p.dv.rendering = false }()
+	p.box.RemoveAll()
+	p.hunkBoxes, p.hunkCheck, p.dv.bars, p.dv.codes = nil, nil, nil, nil
+	p.dv.cards = map[int]fyne.CanvasObject{}
 	a := fyne.CurrentApp()
-	r.dv.pal = newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant())
-	f := r.m.current()
+	p.dv.pal = newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant())
+	f := p.m.current()
 	if f == nil {
-		r.dv.head.RemoveAll()
-		r.dv.pane.Refresh()
-		appendTo(r.diff, widget.NewLabel("The agent changed nothing."))
-		r.diff.Refresh()
+		p.dv.head.RemoveAll()
+		p.dv.pane.Refresh()
+		appendTo(p.box, widget.NewLabel("The agent changed nothing."))
+		p.box.Refresh()
 		return
 	}
-	r.prepare(f)
+	p.prepare(f)
 	// The header and the file's flags stay in view above the diff.
-	head := container.NewVBox(r.fileHeader(f))
-	for _, n := range r.fileNotes(f) {
+	head := container.NewVBox(p.fileHeader(f))
+	for _, n := range p.fileNotes(f) {
 		appendTo(head, n)
 	}
 	appendTo(head, widget.NewSeparator())
-	r.dv.head.Objects = []fyne.CanvasObject{head}
-	r.dv.pane.Refresh() // the header's height changes with the notes
-	spots := newCommentSpots(r.m.comments(f.Path))
+	p.dv.head.Objects = []fyne.CanvasObject{head}
+	p.dv.pane.Refresh() // the header's height changes with the notes
+	spots := newCommentSpots(p.m.comments(f.Path))
 	for _, i := range spots.whole {
-		appendTo(r.diff, r.commentView(f, i))
+		appendTo(p.box, p.commentView(f, i))
 	}
-	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && d.start == 0 {
-		appendTo(r.diff, r.draftView(f))
+	if d := p.dv.draft; d != nil && d.path == f.Path && d.index < 0 && d.start == 0 {
+		appendTo(p.box, p.draftView(f))
 		spots.draftPlaced = true
 	}
-	r.fileBody(f, spots)
+	p.fileBody(f, spots)
 	if rest := spots.unplaced(); len(rest) > 0 {
-		appendTo(r.diff, widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
+		appendTo(p.box, widget.NewLabelWithStyle("Comments on lines not shown above:", fyne.TextAlignLeading, fyne.TextStyle{Italic: true}))
 		for _, i := range rest {
-			appendTo(r.diff, r.foldedCommentView(f, i))
+			appendTo(p.box, p.foldedCommentView(f, i))
 		}
 	}
-	if d := r.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {
-		appendTo(r.diff, r.draftView(f))
+	if d := p.dv.draft; d != nil && d.path == f.Path && d.index < 0 && !spots.draftPlaced {
+		appendTo(p.box, p.draftView(f))
 	}
-	r.diff.Refresh()
-	r.diffScrl.Refresh() // the scroll learns the new content's height
+	p.box.Refresh()
+	p.scroll.Refresh() // the scroll learns the new content's height
 	if scroll {
-		r.markHunk()
+		p.markHunk()
 		return
 	}
-	r.paintCursor()
-	r.diffScrl.Offset = offset
-	r.diffScrl.Refresh()
+	p.paintCursor()
+	p.scroll.Offset = offset
+	p.scroll.Refresh()
 }
 
 // prepare numbers f's hunks and styles its sides, once per file. A large
 // file is shown plain at once, then highlighted off fyne's goroutine
 // (chroma takes a while on it) and drawn again when the colours are there.
-func (r *ReviewWindow) prepare(f *review.File) {
-	if r.dv.file == f {
+func (p *diffPane) prepare(f *review.File) {
+	if p.dv.file == f {
 		return
 	}
-	r.dv.file = f
-	r.dv.oldImg, r.dv.newImg, r.dv.images = imagePair(f)
+	p.dv.file = f
+	p.dv.oldImg, p.dv.newImg, p.dv.images = imagePair(f)
 	var old, new []byte
 	if !f.Binary {
 		old, new = f.OldContent(), f.NewContent()
 	}
-	r.setSides(f, plainSide(old), plainSide(new))
-	if r.dv.opened == nil {
-		r.dv.opened, r.dv.generated, r.dv.longHunks = map[string][]gapOpen{}, map[string]bool{}, map[string]bool{}
+	p.setSides(f, plainSide(old), plainSide(new))
+	if p.dv.opened == nil {
+		p.dv.opened, p.dv.generated, p.dv.longHunks = map[string][]gapOpen{}, map[string]bool{}, map[string]bool{}
 	}
-	if len(r.dv.opened[f.Path]) != len(r.dv.gaps) {
-		r.dv.opened[f.Path] = make([]gapOpen, len(r.dv.gaps))
+	if len(p.dv.opened[f.Path]) != len(p.dv.gaps) {
+		p.dv.opened[f.Path] = make([]gapOpen, len(p.dv.gaps))
 	}
 	if len(f.Hunks) == 0 || !highlighted(f.Path) {
 		return
@@ -199,23 +258,23 @@ func (r *ReviewWindow) prepare(f *review.File) {
 		oldStyled, oldInTime := styleSide(f.Path, old, syncHighlightTime)
 		newStyled, newInTime := styleSide(f.Path, new, syncHighlightTime)
 		if oldInTime && newInTime {
-			r.setSides(f, oldStyled, newStyled)
+			p.setSides(f, oldStyled, newStyled)
 			return
 		}
 		// A busy machine (or a file slow to tokenise) ran out of the
 		// time the window may wait: the colours come later, as for a
 		// large file, never plain for good.
 	}
-	r.async(func() {
+	p.async(func() {
 		oldStyled, _ := styleSide(f.Path, old, asyncHighlightTime)
 		newStyled, _ := styleSide(f.Path, new, asyncHighlightTime)
 		fyne.Do(func() {
-			if r.dv.file != f {
+			if p.dv.file != f {
 				return // another file is shown by now
 			}
-			r.setSides(f, oldStyled, newStyled)
-			if !r.dv.rendering {
-				r.render(false)
+			p.setSides(f, oldStyled, newStyled)
+			if !p.dv.rendering {
+				p.render(false)
 			}
 		})
 	})
@@ -223,40 +282,40 @@ func (r *ReviewWindow) prepare(f *review.File) {
 
 // setSides takes f's sides as they are to be shown and numbers its hunks
 // with them.
-func (r *ReviewWindow) setSides(f *review.File, old, new []styledLine) {
-	r.dv.old, r.dv.new, r.dv.hunks = old, new, nil
+func (p *diffPane) setSides(f *review.File, old, new []styledLine) {
+	p.dv.old, p.dv.new, p.dv.hunks = old, new, nil
 	for _, h := range f.Hunks {
-		r.dv.hunks = append(r.dv.hunks, hunkLines(h, old, new))
+		p.dv.hunks = append(p.dv.hunks, hunkLines(h, old, new))
 	}
-	r.dv.gaps = gaps(f, len(old), len(new))
-	r.dv.digits = len(strconv.Itoa(max(len(old), len(new))))
+	p.dv.gaps = gaps(f, len(old), len(new))
+	p.dv.digits = len(strconv.Itoa(max(len(old), len(new))))
 }
 
 // fileHeader is the file's one row: its icon and path, +N −M, its state,
 // the view toggle and Approve file / Reject file.
-func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
+func (p *diffPane) fileHeader(f *review.File) fyne.CanvasObject {
 	// A long path is cut with an ellipsis, whole in its tooltip.
 	title := newTipLabel(safetext.Line(f.Path), fyne.TextStyle{Bold: true})
-	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { r.m.setFile(f, true); r.decided() })
-	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { r.m.setFile(f, false); r.decided() })
-	state := widget.NewLabel(r.m.fileState(f).String())
-	if r.roundOnly {
+	approve := widget.NewButtonWithIcon("Approve file", theme.ConfirmIcon(), func() { p.m.setFile(f, true); p.decided() })
+	reject := widget.NewButtonWithIcon("Reject file", theme.CancelIcon(), func() { p.m.setFile(f, false); p.decided() })
+	state := widget.NewLabel(p.m.fileState(f).String())
+	if p.readOnly {
 		approve.Disable()
 		reject.Disable()
 		state.SetText("read only") // the view's choice above names the round
 	}
-	r.fileState = state
+	p.fileState = state
 	// The view, as a choice that reads in both themes (an unchecked box
 	// hardly shows in the light one).
 	view := widget.NewSelect([]string{viewUnified, viewSplit}, nil)
 	view.SetSelected(viewUnified)
-	if r.dv.split {
+	if p.dv.split {
 		view.SetSelected(viewSplit)
 	}
 	view.OnChanged = func(s string) {
-		if on := s == viewSplit; on != r.dv.split {
-			r.dv.split = on
-			r.render(false)
+		if on := s == viewSplit; on != p.dv.split {
+			p.dv.split = on
+			p.render(false)
 		}
 	}
 	right := container.NewHBox()
@@ -267,36 +326,36 @@ func (r *ReviewWindow) fileHeader(f *review.File) fyne.CanvasObject {
 		minus.Importance = widget.DangerImportance
 		right.Add(container.New(layout.NewCustomPaddedHBoxLayout(0), plus, minus))
 	}
-	comment := newTipButton("", theme.MailComposeIcon(), "Comment on the whole file", func() { r.startDraft(f.Path, false, 0, 0) })
+	comment := newTipButton("", theme.MailComposeIcon(), "Comment on the whole file", func() { p.startDraft(f.Path, false, 0, 0) })
 	comment.Importance = widget.LowImportance
-	if r.roundOnly {
+	if p.readOnly {
 		comment.Disable()
 	}
 	right.Add(state)
 	if len(f.Hunks) > 0 {
 		right.Add(view)
 	}
-	if !r.roundOnly {
+	if !p.readOnly {
 		// A round's own changes are for reading: its buttons would only
 		// take the path's room.
 		right.Objects = append(right.Objects, comment, approve, reject)
 	}
-	r.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
-	return r.fileHead
+	p.fileHead = container.NewBorder(nil, nil, widget.NewIcon(statusIcon(f)), right, title)
+	return p.fileHead
 }
 
 // decided follows a verdict given in the diff pane: saved, and shown in
 // the tree, the header and the hunk bars.
-func (r *ReviewWindow) decided() {
-	r.refresh()
-	r.updateHunks()
+func (p *diffPane) decided() {
+	p.ev.refresh()
+	p.updateHunks()
 }
 
 // fileNotes are the file's flags and what its change is, a line each
 // under the header,
 // only those it has: what runs on the host, control characters, a
 // rename, a mode or type change, a link, a binary file.
-func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
+func (p *diffPane) fileNotes(f *review.File) []fyne.CanvasObject {
 	var out []fyne.CanvasObject
 	hostExec := f.FlagReason(review.FlagHostExec)
 	if hostExec != "" {
@@ -314,7 +373,7 @@ func (r *ReviewWindow) fileNotes(f *review.File) []fyne.CanvasObject {
 			continue
 		case hostExec != "" && line == flagText(review.Flag{Kind: review.FlagHostExec, Reason: hostExec}):
 			continue
-		case r.dv.images && strings.HasPrefix(line, "Binary file:"): // the images say it
+		case p.dv.images && strings.HasPrefix(line, "Binary file:"): // the images say it
 			continue
 		}
 		l := widget.NewLabel(line)
@@ -367,75 +426,75 @@ func describe(f *review.File) string {
 
 // fileBody adds the file's content: the image pair, or the hunks between
 // the unchanged stretches, or a generated file's fold.
-func (r *ReviewWindow) fileBody(f *review.File, spots *commentSpots) {
+func (p *diffPane) fileBody(f *review.File, spots *commentSpots) {
 	if f.Binary {
-		if r.dv.images {
-			appendTo(r.diff, r.imageView(f, r.dv.oldImg, r.dv.newImg))
+		if p.dv.images {
+			appendTo(p.box, p.imageView(f, p.dv.oldImg, p.dv.newImg))
 		}
 		return
 	}
 	if len(f.Hunks) == 0 {
 		return
 	}
-	if why, gen := isGenerated(f); gen && !r.dv.generated[f.Path] {
+	if why, gen := isGenerated(f); gen && !p.dv.generated[f.Path] {
 		show := widget.NewButtonWithIcon("Show the diff", theme.VisibilityIcon(), func() {
-			r.dv.generated[f.Path] = true
-			r.render(false)
+			p.dv.generated[f.Path] = true
+			p.render(false)
 		})
 		show.Importance = widget.LowImportance
 		note := widget.NewLabelWithStyle(fmt.Sprintf("Generated file (%s): its diff of +%d −%d lines is folded.", why, f.Added, f.Removed), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 		note.Truncation = fyne.TextTruncateEllipsis
-		appendTo(r.diff, container.NewBorder(nil, nil, widget.NewIcon(theme.FileApplicationIcon()), show, note))
+		appendTo(p.box, container.NewBorder(nil, nil, widget.NewIcon(theme.FileApplicationIcon()), show, note))
 		return
 	}
 	for i, h := range f.Hunks {
-		r.gapView(f, i, r.diff, spots)
-		appendTo(r.diff, r.hunkView(f, i, h, spots))
+		p.gapView(f, i, p.box, spots)
+		appendTo(p.box, p.hunkView(f, i, h, spots))
 	}
-	r.gapView(f, len(f.Hunks), r.diff, spots)
+	p.gapView(f, len(f.Hunks), p.box, spots)
 }
 
 // hunkView is one hunk: its bar, then its lines with the comments under
 // them, on a background that marks the keyboard's hunk.
-func (r *ReviewWindow) hunkView(f *review.File, i int, h review.Hunk, spots *commentSpots) fyne.CanvasObject {
+func (p *diffPane) hunkView(f *review.File, i int, h review.Hunk, spots *commentSpots) fyne.CanvasObject {
 	bar := hunkBar{bg: canvas.NewRectangle(color.Transparent), stripe: canvas.NewRectangle(color.Transparent)}
 	bar.stripe.SetMinSize(fyne.NewSize(5, 0))
 	bar.state = widget.NewButton("", func() {
-		r.m.setHunk(f, i, !r.m.taken(f, i))
-		r.decided()
+		p.m.setHunk(f, i, !p.m.taken(f, i))
+		p.decided()
 	})
-	r.hunkCheck = append(r.hunkCheck, bar.state)
+	p.hunkCheck = append(p.hunkCheck, bar.state)
 	head := widget.NewLabelWithStyle(fmt.Sprintf("Hunk %d/%d   @@ -%d,%d +%d,%d @@", i+1, len(f.Hunks), h.OldStart, h.OldLines, h.NewStart, h.NewLines),
 		fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
 	head.Truncation = fyne.TextTruncateEllipsis
 	comment := widget.NewButtonWithIcon("Comment", theme.MailComposeIcon(), func() {
 		old, start, end := hunkRange(h)
-		r.startDraft(f.Path, old, start, end)
+		p.startDraft(f.Path, old, start, end)
 	})
 	comment.Importance = widget.LowImportance
-	if r.roundOnly {
+	if p.readOnly {
 		bar.state.Disable()
 		comment.Disable()
 	}
 	lines := container.NewVBox()
-	shown := r.dv.hunks[i]
+	shown := p.dv.hunks[i]
 	key := f.Path + "\x00" + strconv.Itoa(i)
-	if len(shown) > maxHunkShown && !r.dv.longHunks[key] {
+	if len(shown) > maxHunkShown && !p.dv.longHunks[key] {
 		shown = shown[:maxHunkShown]
 	}
-	bar.codes = r.addLines(lines, shown, spots)
-	if len(shown) < len(r.dv.hunks[i]) {
-		rest := len(r.dv.hunks[i]) - len(shown)
+	bar.codes = p.addLines(lines, shown, spots)
+	if len(shown) < len(p.dv.hunks[i]) {
+		rest := len(p.dv.hunks[i]) - len(shown)
 		appendTo(lines, container.NewHBox(widget.NewButtonWithIcon(fmt.Sprintf("Show the other %d lines of this hunk", rest), theme.MoreVerticalIcon(), func() {
-			r.dv.longHunks[key] = true
-			r.render(false)
+			p.dv.longHunks[key] = true
+			p.render(false)
 		})))
 	}
-	r.dv.bars = append(r.dv.bars, bar)
-	r.paintHunk(f, i)
+	p.dv.bars = append(p.dv.bars, bar)
+	p.paintHunk(f, i)
 	top := container.NewBorder(nil, nil, container.NewHBox(bar.stripe, bar.state), comment, head)
 	box := container.NewStack(bar.bg, container.NewVBox(top, lines))
-	r.hunkBoxes = append(r.hunkBoxes, box)
+	p.hunkBoxes = append(p.hunkBoxes, box)
 	return box
 }
 
@@ -450,11 +509,11 @@ func hunkRange(h review.Hunk) (old bool, start, end int) {
 }
 
 // hunkState is what the bar of hunk i of f says.
-func (r *ReviewWindow) hunkState(f *review.File, i int) fileState {
-	if r.m.taken(f, i) {
+func (p *diffPane) hunkState(f *review.File, i int) fileState {
+	if p.m.taken(f, i) {
 		return stateApproved
 	}
-	fd := r.m.d.Files[f.Path]
+	fd := p.m.d.Files[f.Path]
 	v := fd.Hunks[i].Verdict
 	if v == review.Undecided || !f.HunkSelectable() {
 		v = fd.Verdict
@@ -467,25 +526,25 @@ func (r *ReviewWindow) hunkState(f *review.File, i int) fileState {
 
 // paintHunk shows hunk i's verdict on its bar: a green tick, a red cross
 // with its lines faded (they will not be applied), or a plain circle.
-func (r *ReviewWindow) paintHunk(f *review.File, i int) {
-	b := r.dv.bars[i]
-	st := r.hunkState(f, i)
+func (p *diffPane) paintHunk(f *review.File, i int) {
+	b := p.dv.bars[i]
+	st := p.hunkState(f, i)
 	switch st {
 	case stateApproved:
 		b.state.SetText("Approved")
 		b.state.SetIcon(theme.ConfirmIcon())
 		b.state.Importance = widget.SuccessImportance
-		b.stripe.FillColor = r.dv.pal.approvedC
+		b.stripe.FillColor = p.dv.pal.approvedC
 	case stateRejected:
 		b.state.SetText("Rejected")
 		b.state.SetIcon(theme.CancelIcon())
 		b.state.Importance = widget.DangerImportance
-		b.stripe.FillColor = r.dv.pal.rejectedC
+		b.stripe.FillColor = p.dv.pal.rejectedC
 	default:
 		b.state.SetText("Undecided")
 		b.state.SetIcon(theme.RadioButtonIcon())
 		b.state.Importance = widget.MediumImportance
-		b.stripe.FillColor = r.dv.pal.undecidedC
+		b.stripe.FillColor = p.dv.pal.undecidedC
 	}
 	b.state.Refresh()
 	b.stripe.Refresh()
@@ -498,32 +557,32 @@ func (r *ReviewWindow) paintHunk(f *review.File, i int) {
 }
 
 // updateHunks shows every hunk's verdict again.
-func (r *ReviewWindow) updateHunks() {
-	f := r.m.current()
-	if f == nil || f != r.dv.file {
+func (p *diffPane) updateHunks() {
+	f := p.m.current()
+	if f == nil || f != p.dv.file {
 		return
 	}
-	for i := range r.dv.bars {
-		r.paintHunk(f, i)
+	for i := range p.dv.bars {
+		p.paintHunk(f, i)
 	}
 }
 
 // markHunk highlights the hunk under the keyboard cursor and scrolls to it.
-func (r *ReviewWindow) markHunk() {
-	r.paintCursor()
-	if r.m.hunk < len(r.hunkBoxes) && r.m.hunk > 0 {
-		y := r.hunkBoxes[r.m.hunk].Position().Y + r.diff.Position().Y - 2*theme.Padding()
-		r.diffScrl.ScrollToOffset(fyne.NewPos(0, y))
+func (p *diffPane) markHunk() {
+	p.paintCursor()
+	if p.m.hunk < len(p.hunkBoxes) && p.m.hunk > 0 {
+		y := p.hunkBoxes[p.m.hunk].Position().Y + p.box.Position().Y - 2*theme.Padding()
+		p.scroll.ScrollToOffset(fyne.NewPos(0, y))
 	} else {
-		r.diffScrl.ScrollToTop()
+		p.scroll.ScrollToTop()
 	}
 }
 
 // paintCursor outlines the hunk under the keyboard cursor.
-func (r *ReviewWindow) paintCursor() {
-	for i, b := range r.dv.bars {
-		if i == r.m.hunk {
-			b.bg.FillColor = r.dv.pal.cursorBG
+func (p *diffPane) paintCursor() {
+	for i, b := range p.dv.bars {
+		if i == p.m.hunk {
+			b.bg.FillColor = p.dv.pal.cursorBG
 			b.bg.StrokeColor = theme.Color(theme.ColorNamePrimary)
 			b.bg.StrokeWidth = 2
 		} else {
@@ -536,17 +595,17 @@ func (r *ReviewWindow) paintCursor() {
 // gapView adds the unchanged lines before hunk i (after the last hunk
 // when i is their number): those the user opened, and a fold with the
 // buttons that open more.
-func (r *ReviewWindow) gapView(f *review.File, i int, to *fyne.Container, spots *commentSpots) {
-	g := r.dv.gaps[i]
+func (p *diffPane) gapView(f *review.File, i int, to *fyne.Container, spots *commentSpots) {
+	g := p.dv.gaps[i]
 	if g.n <= 0 {
 		return
 	}
-	open := &r.dv.opened[f.Path][i]
+	open := &p.dv.opened[f.Path][i]
 	top, bottom := min(open.top, g.n), min(open.bottom, g.n)
 	if top+bottom > g.n {
 		bottom = g.n - top
 	}
-	r.addLines(to, gapLines(g, 0, top, r.dv.new), spots)
+	p.addLines(to, gapLines(g, 0, top, p.dv.new), spots)
 	if hidden := g.n - top - bottom; hidden > 0 {
 		more := func(n int) func() {
 			return func() {
@@ -561,7 +620,7 @@ func (r *ReviewWindow) gapView(f *review.File, i int, to *fyne.Container, spots 
 					open.top += n / 2
 					open.bottom += n - n/2
 				}
-				r.render(false)
+				p.render(false)
 			}
 		}
 		label := widget.NewLabelWithStyle(fmt.Sprintf("⋯ %d unchanged %s", hidden, plural(hidden, "line", "lines")), fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
@@ -576,17 +635,17 @@ func (r *ReviewWindow) gapView(f *review.File, i int, to *fyne.Container, spots 
 		row.Add(all)
 		appendTo(to, row)
 	}
-	r.addLines(to, gapLines(g, g.n-bottom, g.n, r.dv.new), spots)
+	p.addLines(to, gapLines(g, g.n-bottom, g.n, p.dv.new), spots)
 }
 
 // addLines adds lines as code views, cut after each line a comment is
 // about to put the comment under it. It returns the code views.
-func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *commentSpots) []*codeView {
+func (p *diffPane) addLines(to *fyne.Container, lines []diffLine, spots *commentSpots) []*codeView {
 	if len(lines) == 0 {
 		return nil
 	}
 	var rows []codeRow
-	if r.dv.split {
+	if p.dv.split {
 		for _, s := range splitRows(lines) {
 			rows = append(rows, codeRow{s.left, s.right})
 		}
@@ -600,29 +659,29 @@ func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *com
 		if len(part) == 0 {
 			return
 		}
-		v := newCodeView(part, r.dv.split, r.dv.pal, r.dv.digits)
-		v.hint = r.diffScrl.Size().Width - 4*theme.Padding()
-		if !r.roundOnly {
-			v.onNumber = func(l *diffLine, extend bool) { r.lineClicked(l, extend) }
+		v := newCodeView(part, p.dv.split, p.dv.pal, p.dv.digits)
+		v.hint = p.scroll.Size().Width - 4*theme.Padding()
+		if !p.readOnly {
+			v.onNumber = func(l *diffLine, extend bool) { p.lineClicked(l, extend) }
 		}
-		v.selected = r.draftCovers
+		v.selected = p.draftCovers
 		out = append(out, v)
-		r.dv.codes = append(r.dv.codes, v)
+		p.dv.codes = append(p.dv.codes, v)
 		appendTo(to, v)
 	}
 	start := 0
 	for k, row := range rows {
-		comments, draft := spots.take(row, r.dv.draft, r.m.current().Path)
+		comments, draft := spots.take(row, p.dv.draft, p.m.current().Path)
 		if len(comments) == 0 && !draft {
 			continue
 		}
 		flush(rows[start : k+1])
 		start = k + 1
 		for _, i := range comments {
-			appendTo(to, r.commentView(r.m.current(), i))
+			appendTo(to, p.commentView(p.m.current(), i))
 		}
 		if draft {
-			appendTo(to, r.draftView(r.m.current()))
+			appendTo(to, p.draftView(p.m.current()))
 		}
 	}
 	flush(rows[start:])
@@ -630,7 +689,7 @@ func (r *ReviewWindow) addLines(to *fyne.Container, lines []diffLine, spots *com
 }
 
 // imageView shows an image file's two sides, old beside new.
-func (r *ReviewWindow) imageView(f *review.File, old, new image.Image) fyne.CanvasObject {
+func (p *diffPane) imageView(f *review.File, old, new image.Image) fyne.CanvasObject {
 	side := func(title string, img image.Image, s *review.Side) fyne.CanvasObject {
 		if img == nil {
 			return widget.NewLabelWithStyle(title+": none", fyne.TextAlignCenter, fyne.TextStyle{Italic: true})
@@ -651,4 +710,37 @@ func (r *ReviewWindow) imageView(f *review.File, old, new image.Image) fyne.Canv
 // when it is complete (Add lays out every time, quadratic in the lines).
 func appendTo(c *fyne.Container, o fyne.CanvasObject) {
 	c.Objects = append(c.Objects, o)
+}
+
+// themeChanged draws the diff again in the new theme's colours when the
+// system theme changed from light to dark or back while a file is shown
+// (fyne redraws its own widgets; the diff's colours are Airlock's). fyne
+// keeps a settings listener for good: once the window is closed it does
+// nothing.
+func (p *diffPane) themeChanged() {
+	a := fyne.CurrentApp()
+	if p.dv.pal == nil || !slices.Contains(a.Driver().AllWindows(), p.win) {
+		return
+	}
+	if pal := newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant()); pal.dark != p.dv.pal.dark || pal.fg != p.dv.pal.fg {
+		p.render(false)
+	}
+}
+
+// showInstead shows head and body in the diff pane's place (a staged
+// action).
+func (p *diffPane) showInstead(head fyne.CanvasObject, body []fyne.CanvasObject, scroll bool) {
+	p.box.RemoveAll()
+	p.hunkBoxes, p.hunkCheck, p.dv.bars, p.dv.codes = nil, nil, nil, nil
+	p.dv.cards = map[int]fyne.CanvasObject{}
+	p.dv.head.Objects = []fyne.CanvasObject{head}
+	p.dv.pane.Refresh()
+	for _, o := range body {
+		appendTo(p.box, o)
+	}
+	p.box.Refresh()
+	p.scroll.Refresh()
+	if scroll {
+		p.scroll.ScrollToTop()
+	}
 }
