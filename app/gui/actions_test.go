@@ -213,7 +213,7 @@ func TestApplyAsksBeforeSending(t *testing.T) {
 	if strings.Contains(text, "labels") || strings.Contains(text, "Looking into it") {
 		t.Errorf("the question lists actions that are not to be sent:\n%s", text)
 	}
-	if w := top.MinSize().Width; w > sendWidth+200 {
+	if w := top.MinSize().Width; w > dialogWidth+200 {
 		t.Errorf("the question is %v wide", w)
 	}
 	tapButton(t, top, "Cancel")
@@ -401,7 +401,7 @@ func TestHostileActionShownSafely(t *testing.T) {
 			t.Errorf("the question shows %q raw", bad)
 		}
 	}
-	if w := top.MinSize().Width; w > sendWidth+200 {
+	if w := top.MinSize().Width; w > dialogWidth+200 {
 		t.Errorf("the question is %v wide", w)
 	}
 }

@@ -205,7 +205,7 @@ func (p *actionsPane) header(v sandbox.ActionView) fyne.CanvasObject {
 // round that made it, its state, where a credential goes, the headers
 // and the body; and the answer once sent.
 func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
-	facts := container.New(keysLayout{})
+	facts := container.New(pairsLayout{})
 	fact := func(key, value string) {
 		facts.Add(widget.NewLabelWithStyle(key, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}))
 		facts.Add(newTipLabel(value, fyne.TextStyle{Monospace: true}))

@@ -3,12 +3,10 @@ package gui
 import (
 	"context"
 	"fmt"
-	"image/color"
 	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -22,10 +20,6 @@ import (
 // Sending the approved actions: Apply asks once before any leaves this
 // computer (undo cannot unsend), sends them through the ActionService after
 // the files are written, and shows what each one's service answered.
-
-// sendWidth is the width of the dialogs about sending: their sentences
-// wrap in it and never widen the window.
-const sendWidth = 560
 
 // askSend asks once whether sends, the approved actions never sent, are
 // to be sent from this computer: it lists their sentences and says that
@@ -53,21 +47,14 @@ func sendForm(sends []sandbox.ActionView, files bool) fyne.CanvasObject {
 	var shown fyne.CanvasObject = list
 	if n > 4 {
 		s := container.NewVScroll(list)
-		s.SetMinSize(fyne.NewSize(sendWidth, 260))
+		s.SetMinSize(fyne.NewSize(dialogWidth, 260))
 		shown = s
 	}
 	last := "Undo cannot unsend " + plural(n, "it.", "them.")
 	if files {
 		last = "The approved files are written first, then the " + plural(n, "action is", "actions are") + " sent. " + last
 	}
-	return fixedWidth(sendWidth, container.NewVBox(intro, shown, wrapLabel(last, fyne.TextStyle{Bold: true})))
-}
-
-// fixedWidth gives content a width of its own, never its text's.
-func fixedWidth(width float32, content fyne.CanvasObject) fyne.CanvasObject {
-	w := canvas.NewRectangle(color.Transparent)
-	w.SetMinSize(fyne.NewSize(width, 0))
-	return container.NewStack(w, content)
+	return fixedWidth(dialogWidth, container.NewVBox(intro, shown, wrapLabel(last, fyne.TextStyle{Bold: true})))
 }
 
 // send sends the saved review's approved actions never sent
@@ -178,14 +165,14 @@ func (p *actionsPane) showSendResults(pending []sandbox.ActionView, results []sa
 	var shown fyne.CanvasObject = list
 	if len(pending) > 3 {
 		s := container.NewVScroll(list)
-		s.SetMinSize(fyne.NewSize(sendWidth, 320))
+		s.SetMinSize(fyne.NewSize(dialogWidth, 320))
 		shown = s
 	}
 	title := "Actions sent"
 	if !good {
 		title = "Not every action was sent"
 	}
-	dialog.NewCustom(title, "Close", fixedWidth(sendWidth, shown), p.win).Show()
+	dialog.NewCustom(title, "Close", fixedWidth(dialogWidth, shown), p.win).Show()
 }
 
 // resultText is what became of action v (res, when ok; err stopped the

@@ -744,3 +744,22 @@ func (p *diffPane) showInstead(head fyne.CanvasObject, body []fyne.CanvasObject,
 		p.scroll.ScrollToTop()
 	}
 }
+
+// statusIcon is the tree's icon for a change.
+func statusIcon(f *review.File) fyne.Resource {
+	switch {
+	case f.Binary:
+		return theme.FileImageIcon()
+	case f.Status == review.Added:
+		return theme.ContentAddIcon()
+	case f.Status == review.Deleted:
+		return theme.DeleteIcon()
+	case f.Status == review.Renamed:
+		return theme.ContentRedoIcon()
+	case f.Status == review.ModeChanged:
+		return theme.SettingsIcon()
+	case f.Status == review.TypeChanged:
+		return theme.ViewRefreshIcon()
+	}
+	return theme.DocumentCreateIcon()
+}

@@ -438,25 +438,6 @@ func (w *fileRow) updateAction(row listRow) {
 	w.box.Refresh()
 }
 
-// statusIcon is the tree's icon for a change.
-func statusIcon(f *review.File) fyne.Resource {
-	switch {
-	case f.Binary:
-		return theme.FileImageIcon()
-	case f.Status == review.Added:
-		return theme.ContentAddIcon()
-	case f.Status == review.Deleted:
-		return theme.DeleteIcon()
-	case f.Status == review.Renamed:
-		return theme.ContentRedoIcon()
-	case f.Status == review.ModeChanged:
-		return theme.SettingsIcon()
-	case f.Status == review.TypeChanged:
-		return theme.ViewRefreshIcon()
-	}
-	return theme.DocumentCreateIcon()
-}
-
 // verdictIcon shows a file's state in the tree: an empty circle while
 // undecided, a green tick, a half mark, a red cross.
 func verdictIcon(s fileState) fyne.Resource {

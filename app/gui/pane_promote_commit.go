@@ -75,7 +75,7 @@ func commitForm(branch bool, message, what string) (fyne.CanvasObject, *widget.E
 		items = append(items, widget.NewLabelWithStyle("New branch", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), name)
 	}
 	items = append(items, widget.NewLabelWithStyle("Commit message", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), msg, note)
-	return fixedWidth(sendWidth, container.NewVBox(items...)), msg, name
+	return fixedWidth(dialogWidth, container.NewVBox(items...)), msg, name
 }
 
 // commitMessage is the message the dialog starts with: the agent's

@@ -16,23 +16,35 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// ReviewWindow is the review of one sandbox: the file list (filter,
-// summary, folder verdicts), the diff of the selected file with a toggle
-// and a comment per hunk, the agent's rationale and transcript, and apply
-// / undo.
+// ReviewWindow is the review of one sandbox. It composes panes that each
+// own their widgets and state: the header (headPane), the file list
+// (filesPane: filter, Flagged, folder verdicts), the diff of the file
+// under the cursor (diffPane, with its comment boxes), the staged actions
+// shown in the diff's place (actionsPane), the Transcript tab and Send
+// back (roundsPane), the Comments tab (commentsPane), and Apply, its menu
+// and Undo (promotePane, which opens the conflict window through
+// conflictsPane). The panes share the review model (the decisions and the
+// cursor) and tell the window what happened through small interfaces it
+// implements (reviewwin_events.go); the window routes each event to the
+// panes it concerns and keeps the status line, the tabs and the round
+// selector.
 type ReviewWindow struct {
 	Window fyne.Window
 	svc    ReviewService
 	id     string
-	m      *reviewModel
+	// m is the review shown: full, or with roundOnly what the last round
+	// changed.
+	m *reviewModel
 
-	files   *filesPane
-	diff    *diffPane
-	header  *headPane
-	status  *fitLabel
-	promo   *promotePane
-	actions *actionsPane
-	tabs    *container.AppTabs
+	header   *headPane
+	files    *filesPane
+	diff     *diffPane
+	actions  *actionsPane
+	rounds   *roundsPane
+	comments *commentsPane
+	promo    *promotePane
+	status   *fitLabel
+	tabs     *container.AppTabs
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -53,11 +65,6 @@ type ReviewWindow struct {
 	// confirm asks a yes/no question and calls answer with the reply: a
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
-
-	// rounds is the Transcript tab and Send back; comments the
-	// Comments tab.
-	rounds   *roundsPane
-	comments *commentsPane
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
@@ -229,14 +236,12 @@ func (r *ReviewWindow) refresh() {
 	r.redraw()
 }
 
-// redraw redraws what depends on the decisions: the rows' marks, the
-// summary, the file's state and the apply button.
+// redraw redraws what depends on the decisions in every pane: the rows'
+// marks, the summary, the file's state, the comments and Apply.
 func (r *ReviewWindow) redraw() {
 	r.files.redraw()
 	r.diff.redraw()
-	if r.comments != nil {
-		r.comments.refresh()
-	}
+	r.comments.refresh()
 	r.promo.redraw()
 }
 
@@ -245,20 +250,6 @@ func (r *ReviewWindow) ShowFile(path string) {
 	if r.m.selectPath(path) {
 		r.selectCurrent()
 	}
-}
-
-// selectCurrent shows the cursor's file in the tree and the diff.
-func (r *ReviewWindow) selectCurrent() {
-	f := r.m.current()
-	if f == nil {
-		return
-	}
-	r.m.action = 0
-	hunk := r.m.hunk
-	r.files.selectRow(f.Path) // OnSelected resets the hunk
-	r.files.scrollTo(f.Path)
-	r.m.hunk = hunk
-	r.showFile()
 }
 
 // The choices of the round selector.
@@ -300,42 +291,6 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	r.showFile()
 }
 
-// wholeReview shows the whole review instead of what the last round
-// changed, if that is shown.
-func (r *ReviewWindow) wholeReview() {
-	if r.roundOnly {
-		r.view.SetSelectedIndex(0)
-	}
-}
-
-// commentsEdited follows a comment resolved, opened again or deleted
-// outside the diff: saved, listed and drawn again.
-func (r *ReviewWindow) commentsEdited() {
-	r.refresh()
-	r.diff.render(false)
-}
-
-// commentDeleted follows comment i of file path deleted outside the
-// diff: a comment being edited in the diff is this one (gone) or moves
-// up.
-func (r *ReviewWindow) commentDeleted(path string, i int) {
-	r.diff.forgetComment(path, i)
-	r.commentsEdited()
-}
-
-// showComment shows a comment in place in the Changes tab, its lines
-// unfolded.
-func (r *ReviewWindow) showComment(c review.FileComment) {
-	r.wholeReview() // comments are on the whole review
-	if r.full.cs.File(c.Path) == nil {
-		r.status.SetText(safetext.Line(c.Path) + " is no longer changed: its comment stays in the list.")
-		return
-	}
-	r.tabs.SelectIndex(0)
-	r.ShowFile(c.Path)
-	r.diff.revealComment(c.Path, c.Index)
-}
-
 // SendBack saves the review (its comments and rejections go to the agent)
 // and sends the sandbox back with message for another round, its output
 // live in a terminal tab; the window then says how the round ended, and
@@ -345,88 +300,3 @@ func (r *ReviewWindow) SendBack(message string) { r.rounds.sendBack(message) }
 // StopRound ends the Send back round that runs, if any: its VM is
 // stopped and the round ends as failed.
 func (r *ReviewWindow) StopRound() { r.rounds.stopRound() }
-
-// watchingLiveRound reports whether the tab of the round sent back from
-// this window is in front.
-func (r *ReviewWindow) watchingLiveRound() bool { return r.rounds.watching() }
-
-// roundReady says, in a review opened again on a round that just ended,
-// where its changes and its output are; with showOutput the Transcript
-// tab (on that round) is in front.
-func (r *ReviewWindow) roundReady(showOutput bool) {
-	r.status.SetText(fmt.Sprintf("Round %d is ready; its output is under Transcript.", r.round))
-	if showOutput {
-		r.tabs.SelectIndex(2)
-	}
-}
-
-// run runs f off fyne's goroutine, as async says when it is called.
-func (r *ReviewWindow) run(f func()) { r.async(f) }
-
-// say shows a line on the status line.
-func (r *ReviewWindow) say(status string) { r.status.SetText(status) }
-
-// roundRunning holds Apply while a round sent back runs.
-func (r *ReviewWindow) roundRunning(on bool) { r.promo.hold(on) }
-
-// reviewChanged tells the main window, if it follows this window, that
-// the sandbox changed (an apply, an undo, a round).
-func (r *ReviewWindow) reviewChanged() {
-	if r.onChange != nil {
-		r.onChange()
-	}
-}
-
-// nextRound tells the main window, if it follows this window, that a
-// round sent back is ready to review.
-func (r *ReviewWindow) nextRound() {
-	if r.onRound != nil {
-		r.onRound()
-	}
-}
-
-// flaggedOnly lists only the flagged files.
-func (r *ReviewWindow) flaggedOnly() { r.files.flaggedOnly() }
-
-// ask asks a yes/no question and calls answer with the reply, as confirm
-// says when it is asked.
-func (r *ReviewWindow) ask(title, message string, answer func(bool)) {
-	r.confirm(title, message, answer)
-}
-
-// sayMore adds to the status line.
-func (r *ReviewWindow) sayMore(more string) { r.status.SetText(r.status.Text + more) }
-
-// showAction shows action id in the diff pane's place.
-func (r *ReviewWindow) showAction(id int) {
-	r.m.action = id
-	r.files.setFolder("") // no file is selected: the folder buttons act on all
-	r.showFile()
-}
-
-// selectAction selects action id's row (its group unfolded) and shows
-// it.
-func (r *ReviewWindow) selectAction(id int) {
-	r.files.selectRow(actionRowID(id)) // OnSelected shows it
-	r.files.scrollTo(actionRowID(id))
-	if r.m.action != id {
-		r.showAction(id)
-	}
-}
-
-// actionsReloaded shows the actions as read again: their rows, the
-// decisions' counts, and the action shown.
-func (r *ReviewWindow) actionsReloaded() {
-	r.files.relist()
-	r.redraw()
-	if r.m.action != 0 {
-		r.diff.render(false)
-	}
-}
-
-// decideAction approves or rejects staged action id.
-func (r *ReviewWindow) decideAction(id int, approve bool) { r.actions.setVerdict(id, approve) }
-
-// showFile shows the file under the cursor (or the action) in the diff
-// and scrolls to the hunk under the cursor.
-func (r *ReviewWindow) showFile() { r.diff.showFile() }
