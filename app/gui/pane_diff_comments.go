@@ -224,7 +224,7 @@ func (p *diffPane) saveDraft() {
 func (p *diffPane) draftEntry() *fieldEntry {
 	d := p.dv.draft
 	if d.entry == nil {
-		// Escape leaves it, and the review keys act again (keys.go).
+		// Escape leaves it, and the review keys act again (fields.go).
 		d.entry = newCommentEntry("A comment for the agent, sent with your next reply")
 		d.entry.SetMinRowsVisible(3)
 	}
