@@ -103,6 +103,8 @@ func (w *MainWindow) prefsPath() string {
 	return filepath.Join(w.home, PrefsFile)
 }
 
+// build lays the window out: the toolbar above, the list (or, with no
+// sandbox yet, the empty drop zone), the message line under it.
 func (w *MainWindow) build() {
 	w.table = w.newTable()
 	top := w.newToolbar()

@@ -124,9 +124,10 @@ func (p *filesPane) redraw() {
 }
 
 // selectRow selects the row of a file, folder or action (id) as a click
-// does; scrollTo brings it into view.
+// does.
 func (p *filesPane) selectRow(id string) { p.list.Select(id) }
 
+// scrollTo brings the row of id into view.
 func (p *filesPane) scrollTo(id string) { p.list.ScrollTo(id) }
 
 // relist lists the rows again (the actions were read again).

@@ -127,6 +127,12 @@ func (r *ReviewWindow) closeRequested() {
 	r.Window.Close()
 }
 
+// build makes the panes and lays them out: the header above, the file
+// list beside the tabs (the diff, the rationale, the transcript, the
+// comments), the buttons, the status line and Send back's hint under
+// them; then it shows the cursor's file, or the first action when no
+// file changed. stale is the header's line about the baseline, changed
+// the paths the user changed since.
 func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string, changed map[string]bool) {
 	r.files = newFilesPane(r.m, changed, r)
 	side := r.files.content()
