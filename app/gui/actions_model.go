@@ -14,7 +14,7 @@ import (
 // (review.Decisions.Actions) and sent by Apply once the user agrees.
 
 // action is the held action id with the review's verdict on it, or nil.
-func (m *reviewModel) action(id int) *sandbox.ActionView {
+func (m *reviewModel) actionView(id int) *sandbox.ActionView {
 	for _, v := range m.actions {
 		if v.ID == id {
 			v.Verdict = m.d.Actions[id]
@@ -48,7 +48,7 @@ func started(v sandbox.ActionView) bool {
 // setAction approves or rejects action id; false when its sending has
 // started (a verdict would change nothing).
 func (m *reviewModel) setAction(id int, approve bool) bool {
-	v := m.action(id)
+	v := m.actionView(id)
 	if v == nil || started(*v) {
 		return false
 	}

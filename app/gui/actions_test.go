@@ -39,9 +39,9 @@ func savedActions(svc *fakeService) map[int]review.Verdict {
 
 func TestActionsListedAfterTheFiles(t *testing.T) {
 	r := newTestReview(t, actionsService(t))
-	n := len(r.tree.rows)
+	n := len(r.files.list.rows)
 	var got []string
-	for _, row := range r.tree.rows[n-4:] {
+	for _, row := range r.files.list.rows[n-4:] {
 		got = append(got, row.id)
 	}
 	want := []string{actionsGroup, actionRowID(1), actionRowID(2), actionRowID(3)}
@@ -55,33 +55,33 @@ func TestActionsListedAfterTheFiles(t *testing.T) {
 	if row := r.rowOf(t, actionsGroup); row.label != "Actions (3)" || row.partly.Text != "2 held" {
 		t.Errorf("the group's row says %q, %q", row.label, row.partly.Text)
 	}
-	if !strings.Contains(r.summary.Text, "3 actions: 1 sent · 2 held") {
-		t.Errorf("the summary does not count the actions: %q", r.summary.Text)
+	if !strings.Contains(r.files.summary.Text, "3 actions: 1 sent · 2 held") {
+		t.Errorf("the summary does not count the actions: %q", r.files.summary.Text)
 	}
 	// Folded, the actions' rows go; selecting one opens the group.
-	r.tree.toggle(actionsGroup)
-	if r.tree.index(actionRowID(1)) >= 0 {
+	r.files.list.toggle(actionsGroup)
+	if r.files.list.index(actionRowID(1)) >= 0 {
 		t.Error("the folded group still lists its actions")
 	}
 	r.selectAction(2)
-	if r.tree.index(actionRowID(2)) < 0 || r.action != 2 {
+	if r.files.list.index(actionRowID(2)) < 0 || r.m.action != 2 {
 		t.Error("selecting an action in a folded group does not show it")
 	}
 
 	// A sandbox without actions has no group.
 	plain := newTestReview(t, reviewService(t))
-	if plain.tree.index(actionsGroup) >= 0 {
+	if plain.files.list.index(actionsGroup) >= 0 {
 		t.Error("a review without actions lists an Actions group")
 	}
 }
 
 func TestActionViewShowsTheRequest(t *testing.T) {
 	r := newTestReview(t, actionsService(t))
-	r.tree.Select(actionRowID(1))
-	if r.action != 1 {
-		t.Fatalf("selecting the action's row shows action %d", r.action)
+	r.files.list.Select(actionRowID(1))
+	if r.m.action != 1 {
+		t.Fatalf("selecting the action's row shows action %d", r.m.action)
 	}
-	text := allText(r.dv.pane)
+	text := allText(r.diff.dv.pane)
 	for _, want := range []string{
 		"Comment on issue #12 of org/repo: “Fixed in #14, thanks!”",
 		"/repos/org/repo/issues/12/comments",
@@ -96,8 +96,8 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 		}
 	}
 	// The sent one shows the answer and takes no verdict.
-	r.tree.Select(actionRowID(3))
-	text = allText(r.dv.pane)
+	r.files.list.Select(actionRowID(3))
+	text = allText(r.diff.dv.pane)
 	for _, want := range []string{"sent (201 Created): it cannot be taken back", `{"id":7}`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the sent action's view does not show %q:\n%s", want, text)
@@ -109,8 +109,8 @@ func TestActionViewShowsTheRequest(t *testing.T) {
 		}
 	}
 	// Back to a file: its diff again.
-	r.tree.Select("src/main.go")
-	if r.action != 0 || len(r.dv.bars) == 0 {
+	r.files.list.Select("src/main.go")
+	if r.m.action != 0 || len(r.diff.dv.bars) == 0 {
 		t.Error("selecting a file after an action does not show its diff")
 	}
 }
@@ -131,7 +131,7 @@ func TestActionVerdictsSavedWithFiles(t *testing.T) {
 	if saved.Files["src/main.go"].Verdict != review.Approve {
 		t.Errorf("approving an action took back the file's verdict: %v", saved.Files)
 	}
-	if got := allText(r.dv.pane); !strings.Contains(got, "approved") {
+	if got := allText(r.diff.dv.pane); !strings.Contains(got, "approved") {
 		t.Errorf("the action's view does not say it is approved:\n%s", got)
 	}
 	// The keys: r rejects the action shown, n moves to the next.
@@ -166,16 +166,16 @@ func TestActionKeysWalkOnFromTheFiles(t *testing.T) {
 	last := r.m.files[len(r.m.files)-1]
 	r.ShowFile(last.Path)
 	typeKeys(r.Window.Canvas(), "n")
-	if r.action != 1 {
-		t.Fatalf("n on the last file shows action %d, want 1", r.action)
+	if r.m.action != 1 {
+		t.Fatalf("n on the last file shows action %d, want 1", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "nn")
-	if r.action != 3 {
-		t.Errorf("n n shows action %d, want 3 (the last)", r.action)
+	if r.m.action != 3 {
+		t.Errorf("n n shows action %d, want 3 (the last)", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "ppp")
-	if r.action != 0 || r.m.current() != last {
-		t.Errorf("p from the first action shows action %d, file %v; want the last file", r.action, r.m.current())
+	if r.m.action != 0 || r.m.current() != last {
+		t.Errorf("p from the first action shows action %d, file %v; want the last file", r.m.action, r.m.current())
 	}
 }
 
@@ -184,7 +184,7 @@ func TestActionKeysWalkOnFromTheFiles(t *testing.T) {
 func reviewAsked(t *testing.T, svc *fakeService) (*ReviewWindow, fyne.CanvasObject, string) {
 	t.Helper()
 	r := newTestReview(t, svc)
-	r.apply()
+	r.promo.apply()
 	top := r.Window.Canvas().Overlays().Top()
 	if top == nil {
 		t.Fatal("Apply with an approved action asked nothing")
@@ -197,7 +197,7 @@ func TestApplyAsksBeforeSending(t *testing.T) {
 	svc.saved["1a2b3c4d"] = review.Decisions{Files: map[string]review.FileDecision{"src/main.go": {Verdict: review.Approve}},
 		Actions: map[int]review.Verdict{1: review.Approve, 2: review.Reject, 3: review.Approve}}
 	r, top, text := reviewAsked(t, svc)
-	if got := r.applyBtn.Text; got != "Apply selected (1 file, 1 action)" {
+	if got := r.promo.applyBtn.Text; got != "Apply selected (1 file, 1 action)" {
 		t.Errorf("the Apply button says %q", got)
 	}
 	for _, want := range []string{
@@ -213,14 +213,14 @@ func TestApplyAsksBeforeSending(t *testing.T) {
 	if strings.Contains(text, "labels") || strings.Contains(text, "Looking into it") {
 		t.Errorf("the question lists actions that are not to be sent:\n%s", text)
 	}
-	if w := top.MinSize().Width; w > sendWidth+200 {
+	if w := top.MinSize().Width; w > dialogWidth+200 {
 		t.Errorf("the question is %v wide", w)
 	}
 	tapButton(t, top, "Cancel")
 	if len(svc.appliedDecisions()) != 0 || len(svc.sent()) != 0 {
 		t.Errorf("Cancel applied %d and sent %v", len(svc.appliedDecisions()), svc.sent())
 	}
-	if r.applyBtn.Disabled() {
+	if r.promo.applyBtn.Disabled() {
 		t.Error("Apply stays disabled after Cancel")
 	}
 }
@@ -257,15 +257,15 @@ func TestApplySendsApprovedActionsAfterTheFiles(t *testing.T) {
 		t.Errorf("status %q", r.status.Text)
 	}
 	// The view follows: the action is sent, and takes no verdict.
-	if v := r.m.action(1); v == nil || v.State() != "sent" {
+	if v := r.m.actionView(1); v == nil || v.State() != "sent" {
 		t.Errorf("action 1 is %v after sending", v)
 	}
-	if got := r.applyBtn.Text; got != "Apply selected (1 file)" {
+	if got := r.promo.applyBtn.Text; got != "Apply selected (1 file)" {
 		t.Errorf("the Apply button says %q after sending", got)
 	}
 	// Undo takes the files back, and says the actions stay sent.
 	r.Reload()
-	r.undo()
+	r.promo.undo()
 	if !strings.Contains(r.status.Text, "Actions sent stay sent: undo cannot unsend them.") {
 		t.Errorf("undo says %q", r.status.Text)
 	}
@@ -279,8 +279,8 @@ func TestApplyOnlyActions(t *testing.T) {
 	if strings.Contains(text, "files are written first") {
 		t.Errorf("the question speaks of files when none is approved:\n%s", text)
 	}
-	if r.applyBtn.Text != "Apply selected (1 action)" {
-		t.Errorf("the Apply button says %q", r.applyBtn.Text)
+	if r.promo.applyBtn.Text != "Apply selected (1 action)" {
+		t.Errorf("the Apply button says %q", r.promo.applyBtn.Text)
 	}
 	tapButton(t, top, "Send")
 	if len(svc.appliedDecisions()) != 0 {
@@ -339,10 +339,10 @@ func TestSendFailureSaysWhatToDo(t *testing.T) {
 			t.Errorf("the results do not say %q:\n%s", want, text)
 		}
 	}
-	if v := r.m.action(1); v.State() != "failed, not sent" {
+	if v := r.m.actionView(1); v.State() != "failed, not sent" {
 		t.Errorf("the failed action is %q", v.State())
 	}
-	if r.applyBtn.Disabled() {
+	if r.promo.applyBtn.Disabled() {
 		t.Error("Apply cannot be pressed again to retry")
 	}
 }
@@ -393,7 +393,7 @@ func TestHostileActionShownSafely(t *testing.T) {
 	// The question before sending is as safe, and as narrow.
 	r.m.setAction(1, true)
 	r.refresh()
-	r.apply()
+	r.promo.apply()
 	top := r.Window.Canvas().Overlays().Top()
 	text := allText(top)
 	for _, bad := range hiddenRunes {
@@ -401,7 +401,7 @@ func TestHostileActionShownSafely(t *testing.T) {
 			t.Errorf("the question shows %q raw", bad)
 		}
 	}
-	if w := top.MinSize().Width; w > sendWidth+200 {
+	if w := top.MinSize().Width; w > dialogWidth+200 {
 		t.Errorf("the question is %v wide", w)
 	}
 }
@@ -434,15 +434,15 @@ func TestRowClickSelects(t *testing.T) {
 		t.Fatal("a row takes right clicks but not left ones: a click on it would select nothing")
 	}
 	tap.Tapped(&fyne.PointEvent{})
-	if r.action != 2 {
-		t.Errorf("a click on action 2's row shows action %d", r.action)
+	if r.m.action != 2 {
+		t.Errorf("a click on action 2's row shows action %d", r.m.action)
 	}
-	if r.Window.Canvas().Focused() != r.tree {
+	if r.Window.Canvas().Focused() != r.files.list {
 		t.Error("the list does not take the focus when its row is clicked")
 	}
 	r.rowOf(t, "src/new.go").Tapped(&fyne.PointEvent{})
-	if r.action != 0 || r.m.current().Path != "src/new.go" {
-		t.Errorf("a click on a file's row shows action %d, file %s", r.action, r.m.current().Path)
+	if r.m.action != 0 || r.m.current().Path != "src/new.go" {
+		t.Errorf("a click on a file's row shows action %d, file %s", r.m.action, r.m.current().Path)
 	}
 }
 
@@ -452,12 +452,12 @@ func TestActionsWithoutFiles(t *testing.T) {
 	svc := actionsService(t)
 	svc.changesets["1a2b3c4d"] = testObjects{}.changeset(t, nil)
 	r := newTestReview(t, svc)
-	if r.action != 1 {
-		t.Fatalf("the review opens on action %d, want 1", r.action)
+	if r.m.action != 1 {
+		t.Fatalf("the review opens on action %d, want 1", r.m.action)
 	}
 	typeKeys(r.Window.Canvas(), "pan")
-	if got := savedActions(svc); got[1] != review.Approve || r.action != 2 {
-		t.Errorf("p, a, n: actions %v, shown %d", got, r.action)
+	if got := savedActions(svc); got[1] != review.Approve || r.m.action != 2 {
+		t.Errorf("p, a, n: actions %v, shown %d", got, r.m.action)
 	}
 }
 

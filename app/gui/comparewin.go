@@ -45,7 +45,7 @@ func compareRow(cells []string, style fyne.TextStyle, end fyne.CanvasObject) fyn
 // NewCompareWindow loads the sandboxes that ids name (a group ID names
 // every attempt of a fan-out) and builds the window (not shown); review
 // is called with the sandbox picked.
-func NewCompareWindow(a fyne.App, svc Service, title string, ids []string, review func(id string)) (*CompareWindow, error) {
+func NewCompareWindow(a fyne.App, svc CompareService, title string, ids []string, review func(id string)) (*CompareWindow, error) {
 	rows, err := svc.Compare(ids)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ var choiceHelp = map[review.Choice]string{
 // writes the files that do not conflict, if the user wants that instead.
 type ConflictWindow struct {
 	Window fyne.Window
-	svc    Service
+	svc    ConflictService
 	id     string
 	// d is the apply's decisions; written is set once the files that do
 	// not conflict were written, so that Apply takes the conflicting
@@ -92,7 +92,7 @@ type ConflictWindow struct {
 // NewConflictWindow builds the window for the conflicts of res, an apply
 // of sandbox id with decisions d (not shown). res.Held says whether
 // nothing was written yet.
-func NewConflictWindow(a fyne.App, svc Service, id string, d review.Decisions, res *sandbox.ApplyResult) *ConflictWindow {
+func NewConflictWindow(a fyne.App, svc ConflictService, id string, d review.Decisions, res *sandbox.ApplyResult) *ConflictWindow {
 	w := &ConflictWindow{svc: svc, id: id, d: d, written: !res.Held, chosen: map[string]review.Resolution{}, tool: map[string][]byte{}, async: goAsync}
 	w.conflicts, w.withheld = res.Conflicts, len(res.Withheld)
 	w.Window = a.NewWindow("Conflicts: sandbox " + id)
@@ -504,35 +504,6 @@ func onlyFiles(d review.Decisions, conflicts []*review.ConflictError) review.Dec
 		}
 	}
 	return out
-}
-
-// resolveConflicts opens the conflict window for res, an apply of d from
-// the review window (leftOut says what the user left out, for the
-// status line). The review window's Apply waits until it closes. then,
-// if set, is told once the window has written every file (the review's
-// approved actions are sent then).
-func (r *ReviewWindow) resolveConflicts(d review.Decisions, res *sandbox.ApplyResult, leftOut string, then func(summary string)) {
-	w := NewConflictWindow(fyne.CurrentApp(), r.svc, r.id, d, res)
-	w.async = r.async
-	w.onApply = func(res *sandbox.ApplyResult) {
-		summary := applySummary(res)
-		if n := len(res.Resolved); n > 0 {
-			summary = strings.TrimSuffix(summary, ".") + fmt.Sprintf(", resolved %d.", n)
-		}
-		r.status.SetText(summary + leftOut)
-		if then != nil && len(res.Conflicts) == 0 {
-			then(summary + leftOut)
-		}
-		if r.onChange != nil {
-			r.onChange()
-		}
-	}
-	if res.Held {
-		r.status.SetText(fmt.Sprintf("Nothing written yet: %s with your edits; choose in the Conflicts window.", plural(len(res.Conflicts), "1 file conflicts", fmt.Sprintf("%d files conflict", len(res.Conflicts)))))
-	}
-	r.applyBtn.Disable()
-	w.Window.SetOnClosed(r.applyBtn.Enable)
-	w.Window.Show()
 }
 
 // rowKind marks a line of a side or of the result.

@@ -97,14 +97,14 @@ func TestApplyOpensTheConflictWindow(t *testing.T) {
 	r := newTestReview(t, svc)
 	r.m.setAll(true)
 	r.refresh()
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if len(svc.applyOpts) != 1 || !svc.applyOpts[0].AllOrNothing {
 		t.Fatalf("apply options %+v, want one all-or-nothing apply", svc.applyOpts)
 	}
 	if !strings.Contains(r.status.Text, "Nothing written yet: 1 file conflicts") {
 		t.Errorf("review status %q", r.status.Text)
 	}
-	if !r.applyBtn.Disabled() {
+	if !r.promo.applyBtn.Disabled() {
 		t.Error("Apply stays enabled while the conflicts are open")
 	}
 	w := conflictWindowOf(t)
@@ -139,8 +139,8 @@ func TestApplyOpensTheConflictWindow(t *testing.T) {
 	if ds := svc.appliedDecisions(); len(ds[1].Files) != len(ds[0].Files) {
 		t.Errorf("the resolution apply did not take every approved file: %v", ds[1])
 	}
-	if !strings.Contains(r.status.Text, "Done") || r.applyBtn.Disabled() {
-		t.Errorf("after the resolution: status %q, apply disabled %v", r.status.Text, r.applyBtn.Disabled())
+	if !strings.Contains(r.status.Text, "Done") || r.promo.applyBtn.Disabled() {
+		t.Errorf("after the resolution: status %q, apply disabled %v", r.status.Text, r.promo.applyBtn.Disabled())
 	}
 }
 
@@ -436,7 +436,7 @@ func TestConflictResolvedOverTheRealStore(t *testing.T) {
 	t.Cleanup(r.Window.Close)
 	r.m.setAll(true)
 	r.refresh()
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if diff := cmp.Diff(before, readTree(t, project)); diff != "" {
 		t.Fatalf("the conflicting apply wrote (-before +after):\n%s", diff)
 	}

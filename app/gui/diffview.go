@@ -16,7 +16,7 @@ import (
 // This file prepares a file's change for the diff view, without fyne:
 // each side's lines made safe to show and highlighted, the hunks' lines
 // with their numbers and changed words, the unchanged stretches between
-// hunks, and whether a file is generated. hunkview.go draws it.
+// hunks, and whether a file is generated. pane_diff.go draws it.
 
 // styledLine is one line of a side as the view shows it: the text made
 // safe (escapes visible, tabs as spaces) and, per rune, its syntax class.

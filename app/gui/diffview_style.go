@@ -2,7 +2,6 @@ package gui
 
 import (
 	"image/color"
-	"slices"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/theme"
@@ -80,19 +79,4 @@ func (p *diffPalette) token(t chroma.TokenType) color.Color {
 func luminance(c color.Color) float64 {
 	r, g, b, _ := c.RGBA()
 	return (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff
-}
-
-// themeChanged draws the diff again in the new theme's colours when the
-// system theme changed from light to dark or back while a file is shown
-// (fyne redraws its own widgets; the diff's colours are Airlock's). fyne
-// keeps a settings listener for good: once the window is closed it does
-// nothing.
-func (r *ReviewWindow) themeChanged() {
-	a := fyne.CurrentApp()
-	if r.dv.pal == nil || !slices.Contains(a.Driver().AllWindows(), r.Window) {
-		return
-	}
-	if pal := newDiffPalette(a.Settings().Theme(), a.Settings().ThemeVariant()); pal.dark != r.dv.pal.dark || pal.fg != r.dv.pal.fg {
-		r.render(false)
-	}
 }

@@ -25,7 +25,7 @@ import (
 // Comment button.
 func (r *ReviewWindow) commentOnHunk(t *testing.T, i int, text string) {
 	t.Helper()
-	tapButton(t, r.hunkBoxes[i], "Comment")
+	tapButton(t, r.diff.hunkBoxes[i], "Comment")
 	r.writeComment(t, text)
 }
 
@@ -33,7 +33,7 @@ func (r *ReviewWindow) commentOnHunk(t *testing.T, i int, text string) {
 // comment button.
 func (r *ReviewWindow) commentOnFile(t *testing.T, text string) {
 	t.Helper()
-	for _, o := range test.LaidOutObjects(r.dv.head) {
+	for _, o := range test.LaidOutObjects(r.diff.dv.head) {
 		if b, ok := o.(*tipButton); ok && b.Text == "" {
 			test.Tap(b)
 			r.writeComment(t, text)
@@ -46,11 +46,11 @@ func (r *ReviewWindow) commentOnFile(t *testing.T, text string) {
 // writeComment types into the open comment box and saves it.
 func (r *ReviewWindow) writeComment(t *testing.T, text string) {
 	t.Helper()
-	if r.dv.draft == nil || r.dv.draft.entry == nil {
+	if r.diff.dv.draft == nil || r.diff.dv.draft.entry == nil {
 		t.Fatal("no comment box is open")
 	}
-	test.Type(r.dv.draft.entry, text)
-	tapButton(t, r.diff, "Save comment")
+	test.Type(r.diff.dv.draft.entry, text)
+	tapButton(t, r.diff.box, "Save comment")
 }
 
 // tapButton taps the button labelled text under o.
@@ -106,7 +106,7 @@ func numbered(n int, change map[int]string) string {
 
 func codeText(r *ReviewWindow) string {
 	var b strings.Builder
-	for _, v := range r.dv.codes {
+	for _, v := range r.diff.dv.codes {
 		b.WriteString(v.Text())
 	}
 	return b.String()
@@ -133,7 +133,7 @@ func TestDiffViewsNumberLines(t *testing.T) {
 	if diff := cmp.Diff(unified, codeText(r)); diff != "" {
 		t.Errorf("unified view (-want +got):\n%s", diff)
 	}
-	for _, o := range test.LaidOutObjects(r.dv.head) {
+	for _, o := range test.LaidOutObjects(r.diff.dv.head) {
 		if s, ok := o.(*widget.Select); ok {
 			s.SetSelected(viewSplit)
 		}
@@ -153,7 +153,7 @@ func TestDiffViewsNumberLines(t *testing.T) {
 	// The choice is the window's: the next file is side by side too.
 	r.m.moveFile(1)
 	r.showFile()
-	if r.m.current().Path != "other.txt" || !r.dv.split || !strings.Contains(codeText(r), " | ") {
+	if r.m.current().Path != "other.txt" || !r.diff.dv.split || !strings.Contains(codeText(r), " | ") {
 		t.Error("the side-by-side view was not kept for the next file")
 	}
 }
@@ -277,7 +277,7 @@ func TestContextExpands(t *testing.T) {
 	if !strings.Contains(r.diffText(), "⋯ 21 unchanged lines") {
 		t.Errorf("no fold for lines 6–26:\n%s", r.diffText())
 	}
-	tapButton(t, r.diff, "Show all")
+	tapButton(t, r.diff.box, "Show all")
 	got := codeText(r)
 	for n := 1; n <= 40; n++ {
 		want := fmt.Sprintf("%3d %3d   line %d\n", n, n, n)
@@ -296,7 +296,7 @@ func TestContextExpands(t *testing.T) {
 		}
 	}
 	// The fold after the last hunk opens step by step.
-	tapButton(t, r.diff, "Show all")
+	tapButton(t, r.diff.box, "Show all")
 	if !strings.Contains(codeText(r), " 40  40   line 40\n") {
 		t.Error("the last line is not shown after opening the last fold")
 	}
@@ -312,11 +312,11 @@ func TestGeneratedFileFolded(t *testing.T) {
 	} {
 		t.Run(tc[0], func(t *testing.T) {
 			r := reviewOf(t, changesetOf(t, tc))
-			if len(r.dv.codes) != 0 || !strings.Contains(r.diffText(), "Generated file") {
-				t.Fatalf("the generated file is not folded: %d code views, text:\n%s", len(r.dv.codes), r.diffText())
+			if len(r.diff.dv.codes) != 0 || !strings.Contains(r.diffText(), "Generated file") {
+				t.Fatalf("the generated file is not folded: %d code views, text:\n%s", len(r.diff.dv.codes), r.diffText())
 			}
-			tapButton(t, r.diff, "Show the diff")
-			if len(r.dv.codes) == 0 {
+			tapButton(t, r.diff.box, "Show the diff")
+			if len(r.diff.dv.codes) == 0 {
 				t.Error("Show the diff shows nothing")
 			}
 		})
@@ -347,7 +347,7 @@ func TestImagePair(t *testing.T) {
 	cs := changesetOf(t, [3]string{"logo.png", pngOf(t, 40, 20, color.Black), pngOf(t, 40, 30, color.White)})
 	r := reviewOf(t, cs)
 	var imgs []*canvas.Image
-	for _, o := range test.LaidOutObjects(r.diff) {
+	for _, o := range test.LaidOutObjects(r.diff.box) {
 		if i, ok := o.(*canvas.Image); ok {
 			imgs = append(imgs, i)
 		}
@@ -365,8 +365,8 @@ func TestImagePair(t *testing.T) {
 	}
 	// The test changeset's logo.png is not a real PNG.
 	r = newTestReview(t, reviewService(t))
-	r.tree.Select("logo.png")
-	for _, o := range test.LaidOutObjects(r.diff) {
+	r.files.list.Select("logo.png")
+	for _, o := range test.LaidOutObjects(r.diff.box) {
 		if _, ok := o.(*canvas.Image); ok {
 			t.Error("an image that does not decode is shown")
 		}
@@ -388,7 +388,7 @@ func TestImagePair(t *testing.T) {
 // green.
 func TestHunkBarShowsTheVerdict(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	f := r.m.current()
 	r.m.setHunk(f, 0, true)
 	r.m.setHunk(f, 1, false)
@@ -400,8 +400,8 @@ func TestHunkBarShowsTheVerdict(t *testing.T) {
 		Faded bool
 	}
 	var got []look
-	for i, b := range r.dv.bars {
-		got = append(got, look{r.hunkCheck[i].Text, r.hunkCheck[i].Importance, b.codes[0].dimmed})
+	for i, b := range r.diff.dv.bars {
+		got = append(got, look{r.diff.hunkCheck[i].Text, r.diff.hunkCheck[i].Importance, b.codes[0].dimmed})
 	}
 	want := []look{
 		{"Approved", widget.SuccessImportance, false},
@@ -411,19 +411,19 @@ func TestHunkBarShowsTheVerdict(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hunk bars (-want +got):\n%s", diff)
 	}
-	if r.dv.bars[1].stripe.FillColor == r.dv.bars[2].stripe.FillColor {
+	if r.diff.dv.bars[1].stripe.FillColor == r.diff.dv.bars[2].stripe.FillColor {
 		t.Error("a rejected hunk's stripe has an undecided one's colour")
 	}
 	// The keyboard's hunk is outlined, the others not.
 	r.m.hunk = 2
-	r.markHunk()
-	if r.dv.bars[2].bg.StrokeWidth == 0 || r.dv.bars[0].bg.StrokeWidth != 0 {
+	r.diff.markHunk()
+	if r.diff.dv.bars[2].bg.StrokeWidth == 0 || r.diff.dv.bars[0].bg.StrokeWidth != 0 {
 		t.Error("the hunk under the cursor is not the one outlined")
 	}
 	// A tap on the bar flips the verdict in place.
-	test.Tap(r.hunkCheck[1])
-	if r.hunkCheck[1].Text != "Approved" || r.dv.bars[1].codes[0].dimmed {
-		t.Errorf("after a tap the rejected hunk shows %q", r.hunkCheck[1].Text)
+	test.Tap(r.diff.hunkCheck[1])
+	if r.diff.hunkCheck[1].Text != "Approved" || r.diff.dv.bars[1].codes[0].dimmed {
+		t.Errorf("after a tap the rejected hunk shows %q", r.diff.hunkCheck[1].Text)
 	}
 }
 
@@ -434,7 +434,7 @@ func TestRangeComment(t *testing.T) {
 	cs := changesetOf(t, [3]string{"notes.txt", numbered(10, nil), numbered(10, map[int]string{5: "line five", 6: "line six"})})
 	r := reviewOf(t, cs)
 	line := func(old bool, n int) *diffLine {
-		for _, v := range r.dv.codes {
+		for _, v := range r.diff.dv.codes {
 			for _, row := range v.rows {
 				if l := row.left; l != nil {
 					if got, ok := numberOn(l, old); ok && got == n && (l.kind != review.Context || !old) {
@@ -446,13 +446,13 @@ func TestRangeComment(t *testing.T) {
 		t.Fatalf("no line %d (old %v)", n, old)
 		return nil
 	}
-	r.lineClicked(line(false, 6), false)
-	r.lineClicked(line(false, 4), true)
-	if d := r.dv.draft; d == nil || d.start != 4 || d.end != 6 {
-		t.Fatalf("draft after Shift-click: %+v", r.dv.draft)
+	r.diff.lineClicked(line(false, 6), false)
+	r.diff.lineClicked(line(false, 4), true)
+	if d := r.diff.dv.draft; d == nil || d.start != 4 || d.end != 6 {
+		t.Fatalf("draft after Shift-click: %+v", r.diff.dv.draft)
 	}
 	r.writeComment(t, "Why two lines?\nOne would do.")
-	r.lineClicked(line(true, 5), false)
+	r.diff.lineClicked(line(true, 5), false)
 	r.writeComment(t, "Keep this one.")
 	want := []review.Comment{
 		{Text: "Why two lines?\nOne would do.", Start: 4, End: 6},
@@ -466,7 +466,7 @@ func TestRangeComment(t *testing.T) {
 	}
 	// Each comment follows the code view that ends with its last line.
 	var after []string
-	objs := r.hunkBoxes[0].(*fyne.Container).Objects[1].(*fyne.Container).Objects[1].(*fyne.Container).Objects
+	objs := r.diff.hunkBoxes[0].(*fyne.Container).Objects[1].(*fyne.Container).Objects[1].(*fyne.Container).Objects
 	for i, o := range objs {
 		if v, ok := o.(*codeView); ok && i+1 < len(objs) {
 			if _, isCode := objs[i+1].(*codeView); !isCode {
@@ -509,7 +509,7 @@ func TestHostileLinesStayNarrow(t *testing.T) {
 	if !strings.Contains(got, `a = 1\x1b[2K\x0d<U+202E>evil<U+2066>`) {
 		t.Errorf("the line is not escaped:\n%.300s", got)
 	}
-	for _, o := range test.LaidOutObjects(r.diff) {
+	for _, o := range test.LaidOutObjects(r.diff.box) {
 		if txt, ok := o.(*canvas.Text); ok {
 			for _, bad := range hiddenRunes {
 				if strings.Contains(txt.Text, bad) {
@@ -529,7 +529,7 @@ func TestHostileLinesStayNarrow(t *testing.T) {
 func TestCodeRowsKeepUnderscores(t *testing.T) {
 	cs := changesetOf(t, [3]string{"a.go", "var snake_case = 1\nvar b = 2\n", "var snake_case = 2\nvar b_c = 3\n"})
 	r := reviewOf(t, cs)
-	v := r.dv.codes[0]
+	v := r.diff.dv.codes[0]
 	c, rowH := v.cell()
 	font := fyne.MeasureText("_gy", v.Theme().Size("text"), fyne.TextStyle{Monospace: true})
 	if rowH < font.Height+2 || rowH < c.Height+2 {
@@ -568,7 +568,7 @@ func TestLargeFileColouredLater(t *testing.T) {
 	var pending []func()
 	r.async = func(f func()) { pending = append(pending, f) }
 	coloured := func() bool {
-		for _, v := range r.dv.codes {
+		for _, v := range r.diff.dv.codes {
 			for _, row := range v.rows {
 				if row.left.syn != nil {
 					return true
@@ -607,8 +607,8 @@ func TestCursorHunkScrolledTo(t *testing.T) {
 	r.m.moveHunk(1)
 	r.m.moveHunk(1)
 	r.showFile()
-	want := r.hunkBoxes[2].Position().Y
-	if off := r.diffScrl.Offset.Y; off < want-20 || off > want+20 {
+	want := r.diff.hunkBoxes[2].Position().Y
+	if off := r.diff.scroll.Offset.Y; off < want-20 || off > want+20 {
 		t.Errorf("the diff is scrolled to %.0f, want about %.0f (the third hunk)", off, want)
 	}
 }

@@ -4,13 +4,15 @@
 // to approve or reject, the agent's rationale, apply and undo).
 //
 // It is a client of the app's services, never a second implementation:
-// every window talks to a Service, which StoreService implements over
-// app/sandbox. Windows are built by functions that tests call with fyne's
+// each window talks to the small interface of what it calls
+// (MainService, ReviewService and its panes' parts, CompareService,
+// ConflictService), all of which StoreService implements over
+// app/sandbox and app/plan. Windows are built by functions that tests call with fyne's
 // test app; the real app (fyne's GL driver) is opened only by
 // app/gui/desktop. Goroutines touch widgets only through fyne.Do.
 //
 // Only this package and its subpackages import fyne. It must not import
 // app/cli (main hands the desktop app to the CLI) or a hypervisor package
-// (vm/qemu, vm/vz, vz): machines are booted through the function its
-// Service is given.
+// (vm/qemu, vm/vz, vz): machines are booted through the planner
+// StoreService is given.
 package gui

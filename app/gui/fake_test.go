@@ -21,8 +21,9 @@ import (
 	"github.com/airlock-dev/airlock/vm/image"
 )
 
-// fakeService is an in-memory Service: fixed sandboxes and changesets,
-// and a record of what Apply and Run were given.
+// fakeService is an in-memory AppService (every window's service):
+// fixed sandboxes and changesets, and a record of what Apply and Run
+// were given.
 type fakeService struct {
 	mu         sync.Mutex
 	infos      []sandbox.Info
@@ -70,6 +71,8 @@ type fakeService struct {
 	commitErr error
 	commitMsg string
 }
+
+var _ AppService = (*fakeService)(nil)
 
 func (s *fakeService) CommitMessage(string) (string, error) { return s.commitMsg, nil }
 

@@ -67,19 +67,19 @@ func TestTreeGroupsByFolder(t *testing.T) {
 
 func TestHunkToggleFlipsDecision(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	f := r.m.current()
-	if f.Path != "src/main.go" || len(r.hunkCheck) != 3 {
-		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.hunkCheck))
+	if f.Path != "src/main.go" || len(r.diff.hunkCheck) != 3 {
+		t.Fatalf("showing %s with %d hunk toggles, want src/main.go with 3", f.Path, len(r.diff.hunkCheck))
 	}
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	if !r.m.taken(f, 1) || r.m.taken(f, 0) || r.m.taken(f, 2) {
 		t.Errorf("after one tap: hunks taken %v, want only hunk 2", selection(r.m, f))
 	}
 	if got := r.m.d.Files[f.Path].Hunks[1].Verdict; got != review.Approve {
 		t.Errorf("hunk 2 verdict %q, want approve", got)
 	}
-	test.Tap(r.hunkCheck[1])
+	test.Tap(r.diff.hunkCheck[1])
 	if r.m.taken(f, 1) {
 		t.Errorf("after two taps: hunk 2 still taken")
 	}
@@ -96,15 +96,15 @@ func selection(m *reviewModel, f *review.File) []bool {
 func TestApplyPassesExactlyTheSelection(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	r.tree.Select("src/main.go")
-	test.Tap(r.hunkCheck[0])
-	test.Tap(r.hunkCheck[2])
+	r.files.list.Select("src/main.go")
+	test.Tap(r.diff.hunkCheck[0])
+	test.Tap(r.diff.hunkCheck[2])
 	r.commentOnHunk(t, 0, "why this line?")
-	r.tree.Select("scripts/run.sh")
+	r.files.list.Select("scripts/run.sh")
 	r.key('A') // approve the whole file
-	r.tree.Select("old.txt")
+	r.files.list.Select("old.txt")
 	r.key('R')
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 
 	got := svc.appliedDecisions()
 	if len(got) != 1 {
@@ -140,8 +140,8 @@ func TestApplyPassesExactlyTheSelection(t *testing.T) {
 func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	r.tree.Select("src/main.go")
-	test.Tap(r.hunkCheck[1])
+	r.files.list.Select("src/main.go")
+	test.Tap(r.diff.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.save()
 	if _, ok := svc.saved["1a2b3c4d"]; !ok {
@@ -161,24 +161,24 @@ func TestReviewIsKeptWithTheSandbox(t *testing.T) {
 // baseline, the review window says how far and what apply does about it;
 // when it has not, it says nothing.
 func TestStaleBaselineIsShown(t *testing.T) {
-	if r := newTestReview(t, reviewService(t)); r.stale != nil {
-		t.Errorf("a current baseline is reported: %q", r.stale.Text)
+	if r := newTestReview(t, reviewService(t)); r.header.stale != nil {
+		t.Errorf("a current baseline is reported: %q", r.header.stale.Text)
 	}
 	svc := reviewService(t)
 	base := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	svc.stale = sandbox.Staleness{Baseline: base, Checked: base.Add(15 * time.Minute), Modified: 2, Added: 1, Paths: []string{"a", "b", "c"}}
 	r := newTestReview(t, svc)
-	if r.stale == nil {
+	if r.header.stale == nil {
 		t.Fatal("a stale baseline is not reported")
 	}
-	if want := "Baseline is 15 minutes and 3 files behind the project (2 modified, 1 added). Applying merges"; !strings.HasPrefix(r.stale.Text, want) {
-		t.Errorf("stale line %q, want it to start with %q", r.stale.Text, want)
+	if want := "Baseline is 15 minutes and 3 files behind the project (2 modified, 1 added). Applying merges"; !strings.HasPrefix(r.header.stale.Text, want) {
+		t.Errorf("stale line %q, want it to start with %q", r.header.stale.Text, want)
 	}
 }
 
 func TestKeyboard(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	c := r.Window.Canvas()
 	test.TypeOnCanvas(c, "jj") // to hunk 3
 	if r.m.hunk != 2 {
@@ -212,11 +212,11 @@ func TestKeyboard(t *testing.T) {
 func TestSendBackSavesTheReviewAndReplies(t *testing.T) {
 	svc := reviewService(t)
 	r := newTestReview(t, svc)
-	if r.sendBtn.Disabled() {
+	if r.rounds.sendBtn.Disabled() {
 		t.Fatal("Send back to agent is disabled")
 	}
-	r.tree.Select("src/main.go")
-	test.Tap(r.hunkCheck[1])
+	r.files.list.Select("src/main.go")
+	test.Tap(r.diff.hunkCheck[1])
 	r.commentOnFile(t, "split this file")
 	r.SendBack("  ")
 	if len(svc.replies) != 0 {
@@ -258,16 +258,16 @@ func TestStopSendBack(t *testing.T) {
 			}
 			done := make(chan struct{})
 			r.async = func(f func()) { go func() { f(); close(done) }() }
-			if r.stopBtn.Visible() {
+			if r.rounds.stopBtn.Visible() {
 				t.Fatal("Stop the round is shown with no round running")
 			}
 			r.SendBack("Keep the old name.")
 			<-started
-			if !r.stopBtn.Visible() || !r.sendBtn.Disabled() {
-				t.Fatalf("while the round runs: stop shown %v, send disabled %v", r.stopBtn.Visible(), r.sendBtn.Disabled())
+			if !r.rounds.stopBtn.Visible() || !r.rounds.sendBtn.Disabled() {
+				t.Fatalf("while the round runs: stop shown %v, send disabled %v", r.rounds.stopBtn.Visible(), r.rounds.sendBtn.Disabled())
 			}
 			if how == "stop button" {
-				test.Tap(r.stopBtn)
+				test.Tap(r.rounds.stopBtn)
 			} else {
 				r.closeRequested()
 			}
@@ -276,8 +276,8 @@ func TestStopSendBack(t *testing.T) {
 			}
 			<-done
 			if how == "stop button" {
-				if r.stopBtn.Visible() || r.sendBtn.Disabled() || !strings.Contains(r.status.Text, "Round stopped") {
-					t.Errorf("after the stop: stop shown %v, send disabled %v, status %q", r.stopBtn.Visible(), r.sendBtn.Disabled(), r.status.Text)
+				if r.rounds.stopBtn.Visible() || r.rounds.sendBtn.Disabled() || !strings.Contains(r.status.Text, "Round stopped") {
+					t.Errorf("after the stop: stop shown %v, send disabled %v, status %q", r.rounds.stopBtn.Visible(), r.rounds.sendBtn.Disabled(), r.status.Text)
 				}
 			}
 		})
@@ -654,42 +654,42 @@ func TestReviewShowsTheLastRound(t *testing.T) {
 	if r.view == nil {
 		t.Fatal("a round-2 review has no round selector")
 	}
-	r.tree.Select("src/main.go")
-	test.Tap(r.hunkCheck[0])
+	r.files.list.Select("src/main.go")
+	test.Tap(r.diff.hunkCheck[0])
 	before := svc.saved["1a2b3c4d"]
 
 	r.view.SetSelectedIndex(1)
 	if !r.roundOnly {
 		t.Fatal("selecting the last round did not switch the view")
 	}
-	if diff := cmp.Diff([]string{"src/"}, r.treeIDs.children[""]); diff != "" {
+	if diff := cmp.Diff([]string{"src/"}, r.m.tree.children[""]); diff != "" {
 		t.Errorf("round view tree (-want +got):\n%s", diff)
 	}
 	if f := r.m.current(); f == nil || f.Path != "src/new.go" {
 		t.Errorf("round view shows %v, want src/new.go", f)
 	}
-	for name, b := range map[string]*widget.Button{"apply": r.applyBtn, "approve all": r.approveAll, "send back": r.sendBtn} {
+	for name, b := range map[string]*widget.Button{"apply": r.promo.applyBtn, "approve all": r.files.approveAll, "send back": r.rounds.sendBtn} {
 		if !b.Disabled() {
 			t.Errorf("%s is enabled in the read-only round view", name)
 		}
 	}
-	for i, c := range r.hunkCheck {
+	for i, c := range r.diff.hunkCheck {
 		if !c.Disabled() {
 			t.Errorf("hunk toggle %d is enabled in the round view", i)
 		}
 	}
 
 	r.view.SetSelectedIndex(0)
-	if r.roundOnly || r.approveAll.Disabled() || r.sendBtn.Disabled() {
+	if r.roundOnly || r.files.approveAll.Disabled() || r.rounds.sendBtn.Disabled() {
 		t.Error("back to all changes: still read only")
 	}
-	if len(r.treeIDs.children[""]) != 5 {
-		t.Errorf("whole review tree: %v", r.treeIDs.children[""])
+	if len(r.m.tree.children[""]) != 5 {
+		t.Errorf("whole review tree: %v", r.m.tree.children[""])
 	}
 	if diff := cmp.Diff(before, svc.saved["1a2b3c4d"]); diff != "" {
 		t.Errorf("the round view changed the saved review (-before +after):\n%s", diff)
 	}
-	r.tree.Select("src/main.go")
+	r.files.list.Select("src/main.go")
 	if !r.m.taken(r.m.current(), 0) {
 		t.Error("the decision made before the round view was lost")
 	}
@@ -733,13 +733,13 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 		asked = append(asked, message)
 		reply(answer)
 	}
-	r.tree.Select("scripts/run.sh")
+	r.files.list.Select("scripts/run.sh")
 	if !strings.Contains(r.diffText(), "Made executable: it can be run on your machine. Apply asks before writing it.") {
 		t.Errorf("the file's header does not say it runs on your machine:\n%s", r.diffText())
 	}
 	r.m.setAll(true)
 	r.refresh()
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	want := []string{"scripts/run.sh runs on your machine (made executable: it can be run on your machine).\n\nApply it?"}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("questions (-want +got):\n%s", diff)
@@ -762,7 +762,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 	}
 
 	asked, answer = nil, true
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if got := svc.appliedDecisions(); len(asked) != 1 || len(got) != 2 || got[1].Files["scripts/run.sh"].Verdict != review.Approve {
 		t.Errorf("Yes: asked %d times, Apply got %+v", len(asked), got)
 	}
@@ -772,7 +772,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 	r.m.setFile(r.m.cs.File("scripts/run.sh"), true)
 	r.refresh()
 	asked, answer = nil, false
-	test.Tap(r.applyBtn)
+	test.Tap(r.promo.applyBtn)
 	if n := len(svc.appliedDecisions()); len(asked) != 1 || n != 2 {
 		t.Errorf("asked %d times, Apply called %d times in all, want 1 and 2", len(asked), n)
 	}
@@ -783,7 +783,7 @@ func TestApplyAsksOncePerHostExecFile(t *testing.T) {
 
 // diffText is the text of every label in the diff pane, a line each.
 func (r *ReviewWindow) diffText() string {
-	return labelsText(r.dv.head) + labelsText(r.diff)
+	return labelsText(r.diff.dv.head) + labelsText(r.diff.box)
 }
 
 // What the guest left out of the changes (a file over the size cap)

@@ -21,19 +21,19 @@ func TestDiffWheelAndClicks(t *testing.T) {
 	r := reviewOf(t, cs)
 	c := r.Window.Canvas()
 	d := fyne.CurrentApp().Driver()
-	before := r.diffScrl.Offset.Y
-	test.Scroll(c, d.AbsolutePositionForObject(r.diffScrl).AddXY(200, 200), 0, -25)
-	if got := r.diffScrl.Offset.Y - before; got != 25*wheelBoost {
+	before := r.diff.scroll.Offset.Y
+	test.Scroll(c, d.AbsolutePositionForObject(r.diff.scroll).AddXY(200, 200), 0, -25)
+	if got := r.diff.scroll.Offset.Y - before; got != 25*wheelBoost {
 		t.Errorf("one wheel step scrolled the diff %v px, want %v", got, 25*wheelBoost)
 	}
-	r.diffScrl.ScrollToTop()
-	v := r.dv.codes[0]
+	r.diff.scroll.ScrollToTop()
+	v := r.diff.dv.codes[0]
 	_, rowH := v.cell()
 	at := d.AbsolutePositionForObject(v).AddXY(4, rowH/2) // the first row's number
 	test.TapCanvas(c, at)
 	first := v.rows[0].left
-	if dr := r.dv.draft; dr == nil || dr.start != first.new || dr.end != first.new {
-		t.Fatalf("a tap on line %d's number under the wheel catcher: draft %+v", first.new, r.dv.draft)
+	if dr := r.diff.dv.draft; dr == nil || dr.start != first.new || dr.end != first.new {
+		t.Fatalf("a tap on line %d's number under the wheel catcher: draft %+v", first.new, r.diff.dv.draft)
 	}
 }
 
@@ -127,23 +127,23 @@ func TestFoldedCommentShownInPlace(t *testing.T) {
 	if !strings.Contains(r.diffText(), "Comments on lines not shown above") {
 		t.Fatalf("the comment on folded lines is not listed apart:\n%s", r.diffText())
 	}
-	tapButton(t, r.diff, "Show lines 24–25 in place")
+	tapButton(t, r.diff.box, "Show lines 24–25 in place")
 	if strings.Contains(r.diffText(), "Comments on lines not shown above") {
 		t.Errorf("the comment is still listed apart:\n%s", r.diffText())
 	}
 	if !strings.Contains(codeText(r), "line 25\n") {
 		t.Error("line 25 was not unfolded")
 	}
-	card := r.dv.cards[0]
+	card := r.diff.dv.cards[0]
 	if card == nil {
 		t.Fatal("the comment is not drawn")
 	}
-	at, ok := offsetIn(r.diff, card)
+	at, ok := offsetIn(r.diff.box, card)
 	if !ok {
 		t.Fatal("the comment is not in the diff")
 	}
-	y := at.Y + r.diff.Position().Y
-	if off, view := r.diffScrl.Offset.Y, r.diffScrl.Size().Height; y < off || y > off+view {
+	y := at.Y + r.diff.box.Position().Y
+	if off, view := r.diff.scroll.Offset.Y, r.diff.scroll.Size().Height; y < off || y > off+view {
 		t.Errorf("the comment at %v is out of view (%v–%v)", y, off, off+view)
 	}
 }
@@ -192,11 +192,11 @@ func TestThemeChangeRedrawsTheDiff(t *testing.T) {
 	a := fyne.CurrentApp()
 	a.Settings().SetTheme(variantTheme{Theme(), theme.VariantLight})
 	r.showFile()
-	if r.dv.pal.dark {
+	if r.diff.dv.pal.dark {
 		t.Fatal("the light theme gave a dark palette")
 	}
 	a.Settings().SetTheme(variantTheme{Theme(), theme.VariantDark})
-	if !r.dv.pal.dark || !r.dv.codes[0].pal.dark {
+	if !r.diff.dv.pal.dark || !r.diff.dv.codes[0].pal.dark {
 		t.Error("the diff kept the light colours after the theme turned dark")
 	}
 }

@@ -54,7 +54,7 @@ func TestSecondLookOverview(t *testing.T) {
 		t.Errorf("a changeset with no flag has the overview %q", line)
 	}
 	quiet := newTestReview(t, &fakeService{infos: []sandbox.Info{testInfo("1a2b3c4d")}, changesets: map[string]*review.Changeset{"1a2b3c4d": goldenChangeset(t)}})
-	if quiet.flagged != nil {
+	if quiet.files.flagged != nil {
 		t.Error("a review with no flagged file offers the Flagged filter")
 	}
 	for _, o := range test.LaidOutObjects(quiet.Window.Content()) {
@@ -70,7 +70,7 @@ func TestFlaggedFilter(t *testing.T) {
 	r := newTestReview(t, flaggedService(t))
 	all := len(r.m.files)
 	test.Tap(findButton(t, r.Window, "Show only these"))
-	if !r.flagged.Checked {
+	if !r.files.flagged.Checked {
 		t.Fatal("Show only these did not tick Flagged")
 	}
 	var shown []string
@@ -81,34 +81,34 @@ func TestFlaggedFilter(t *testing.T) {
 	if !slices.Equal(shown, want) {
 		t.Errorf("Flagged shows %q, want %q", shown, want)
 	}
-	for _, row := range r.tree.rows {
+	for _, row := range r.files.list.rows {
 		if !isFolder(row.id) && !slices.Contains(want, row.id) {
 			t.Errorf("the list shows the unflagged %s", row.id)
 		}
 	}
-	if !strings.Contains(r.summary.Text, "(4 shown)") {
-		t.Errorf("summary %q does not say how many are shown", r.summary.Text)
+	if !strings.Contains(r.files.summary.Text, "(4 shown)") {
+		t.Errorf("summary %q does not say how many are shown", r.files.summary.Text)
 	}
-	r.setFolder("") // as a tap beside the rows does
-	if !strings.HasPrefix(r.folderLabel.Text, "All shown (4 files)") {
-		t.Errorf("the folder buttons act on %q", r.folderLabel.Text)
+	r.files.setFolder("") // as a tap beside the rows does
+	if !strings.HasPrefix(r.files.folderLabel.Text, "All shown (4 files)") {
+		t.Errorf("the folder buttons act on %q", r.files.folderLabel.Text)
 	}
 	// The folder buttons act on what is shown: only the flagged files.
-	test.Tap(r.folderBtns[1])
+	test.Tap(r.files.folderBtns[1])
 	for _, f := range r.m.cs.Files {
 		if got, flagged := r.m.fileState(f), len(f.Flags) > 0; flagged != (got == stateRejected) {
 			t.Errorf("%s (flagged %v) is %v after Reject on the flagged files", f.Path, flagged, got)
 		}
 	}
 
-	r.filter.SetText("src")
+	r.files.filter.SetText("src")
 	if len(r.m.files) != 1 || r.m.files[0].Path != "src/counter_test.go" {
 		t.Errorf("Flagged and the filter src show %d files", len(r.m.files))
 	}
-	r.filter.SetText("")
-	r.flagged.SetChecked(false)
-	if len(r.m.files) != all || strings.Contains(r.summary.Text, "shown") {
-		t.Errorf("unticked, %d of %d files are shown (%q)", len(r.m.files), all, r.summary.Text)
+	r.files.filter.SetText("")
+	r.files.flagged.SetChecked(false)
+	if len(r.m.files) != all || strings.Contains(r.files.summary.Text, "shown") {
+		t.Errorf("unticked, %d of %d files are shown (%q)", len(r.m.files), all, r.files.summary.Text)
 	}
 }
 
@@ -128,8 +128,8 @@ func TestRowWarningNamesEveryFlag(t *testing.T) {
 		t.Errorf("an unflagged file's warning is %q", got)
 	}
 	r := newTestReview(t, flaggedService(t))
-	r.tree.Select("src/counter_test.go")
-	row := newFileRow(r.tree)
+	r.files.list.Select("src/counter_test.go")
+	row := newFileRow(r.files.list)
 	row.update(listRow{id: "src/counter_test.go", depth: 1})
 	if !row.warn.Visible() || !strings.Contains(row.warn.Tip, "skip") {
 		t.Errorf("the skipped test's row: warning shown %v, tip %q", row.warn.Visible(), row.warn.Tip)
@@ -196,15 +196,15 @@ func TestApplyAndCommit(t *testing.T) {
 	svc := reviewService(t)
 	svc.commitMsg = "Add stop words\n\nThe counter skips the, a, an."
 	r := newTestReview(t, svc)
-	if !r.applyMenu.Disabled() {
+	if !r.promo.applyMenu.Disabled() {
 		t.Error("the Apply menu is offered with nothing approved")
 	}
 	r.m.setAll(true)
 	r.redraw()
-	if r.applyMenu.Disabled() {
+	if r.promo.applyMenu.Disabled() {
 		t.Fatal("the Apply menu is off with every file approved")
 	}
-	r.askCommit()
+	r.promo.askCommit()
 	es := dialogEntries(t, r.Window)
 	if len(es) != 1 || es[0].Text != svc.commitMsg {
 		t.Fatalf("the commit dialog has %d entries, prefilled %q", len(es), es[0].Text)
@@ -220,7 +220,7 @@ func TestApplyAndCommit(t *testing.T) {
 	if !strings.Contains(r.status.Text, "Committed c0ffee123456 \"Count words without stop words\" on main") {
 		t.Errorf("status %q", r.status.Text)
 	}
-	if r.info.Stage != sandbox.StageCommitted && svc.infos[0].Stage != sandbox.StageCommitted {
+	if r.header.info.Stage != sandbox.StageCommitted && svc.infos[0].Stage != sandbox.StageCommitted {
 		t.Error("the commit was not recorded")
 	}
 }
@@ -236,13 +236,13 @@ func TestCommitOnNewBranch(t *testing.T) {
 	r.m.setAll(true)
 	r.redraw()
 
-	r.askBranch()
+	r.promo.askBranch()
 	dialogButton(t, r.Window, "Commit")
 	if len(svc.commits) != 0 || !strings.Contains(r.status.Text, "name the new branch") {
 		t.Fatalf("with no name: commits %+v, status %q", svc.commits, r.status.Text)
 	}
 
-	r.askBranch()
+	r.promo.askBranch()
 	es := dialogEntries(t, r.Window)
 	if len(es) != 2 || es[1].Text != "Add stop words" {
 		t.Fatalf("the branch dialog has %d entries", len(es))
@@ -280,7 +280,7 @@ func TestCommitRefused(t *testing.T) {
 			r := newTestReview(t, svc)
 			r.m.setAll(true)
 			r.redraw()
-			r.applyAs(&promotion{message: "x", branch: map[bool]string{true: "agent/x"}[tc.name == "branch exists"]})
+			r.promo.applyAs(&promotion{message: "x", branch: map[bool]string{true: "agent/x"}[tc.name == "branch exists"]})
 			if len(svc.applied) != 0 {
 				t.Errorf("written: %+v", svc.applied)
 			}
@@ -290,7 +290,7 @@ func TestCommitRefused(t *testing.T) {
 			if got := labelsText(r.Window.Canvas().Overlays().Top()); !strings.Contains(got, tc.want) {
 				t.Errorf("the error says %q, not %q", got, tc.want)
 			}
-			if r.applyBtn.Disabled() {
+			if r.promo.applyBtn.Disabled() {
 				t.Error("Apply stays off after the refusal")
 			}
 		})

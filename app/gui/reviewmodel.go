@@ -16,7 +16,7 @@ import (
 // reviewModel is the review window's state, without fyne: the changeset,
 // the decisions (verdicts and comments, exactly what Apply is given), the
 // filter over paths and the cursor of the keyboard (a file, and a hunk in
-// it).
+// it, or a staged action).
 type reviewModel struct {
 	cs *review.Changeset
 	d  review.Decisions
@@ -31,6 +31,9 @@ type reviewModel struct {
 	files []*review.File
 	file  int // index in files, -1 when there are none
 	hunk  int // index in the file's hunks
+	// action is the staged action under the cursor, shown in the diff's
+	// place; 0 when the cursor is on a file.
+	action int
 	// hidden is the cursor's file (and hunk) while the filter shows no
 	// file at all.
 	hidden     *review.File

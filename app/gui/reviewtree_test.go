@@ -49,7 +49,7 @@ func newBigReview(t *testing.T, svc *fakeService) *ReviewWindow {
 // rowOf is the drawn row of a file or folder (scrolled into view).
 func (r *ReviewWindow) rowOf(t *testing.T, id string) *fileRow {
 	t.Helper()
-	r.tree.ScrollTo(id)
+	r.files.list.ScrollTo(id)
 	var found *fileRow
 	for _, o := range liveObjects(r.Window.Content()) {
 		if row, ok := o.(*fileRow); ok && row.row.id == id && row.Visible() {
@@ -84,13 +84,13 @@ func (r *ReviewWindow) tapRow(t *testing.T, id string) {
 
 func TestSummaryLine(t *testing.T) {
 	r := newBigReview(t, reviewService(t))
-	if got, want := r.summary.Text, "202 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
+	if got, want := r.files.summary.Text, "202 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 	r.m.setFile(r.m.cs.File("old.txt"), false)
 	r.m.setFile(r.m.cs.File("docs/NEW.md"), true)
 	r.refresh()
-	if got, want := r.summary.Text, "1 approved · 1 rejected · 200 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
+	if got, want := r.files.summary.Text, "1 approved · 1 rejected · 200 undecided   200 M · 1 A · 1 D   +203 −201"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
 }
@@ -101,21 +101,21 @@ func TestFilter(t *testing.T) {
 	r := newBigReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	typeKeys(c, "/") // to the filter box
-	if c.Focused() != r.filter {
+	if c.Focused() != r.files.filter {
 		t.Fatalf("/ focused %v, want the filter box", c.Focused())
 	}
 	typeKeys(c, "MOD03/file1")
 	if got := len(r.m.files); got != 10 {
 		t.Errorf("filter shows %d files, want 10 (file10-19 of mod03)", got)
 	}
-	if diff := cmp.Diff([]string{"pkg/"}, r.treeIDs.children[""]); diff != "" {
+	if diff := cmp.Diff([]string{"pkg/"}, r.m.tree.children[""]); diff != "" {
 		t.Errorf("filtered tree top (-want +got):\n%s", diff)
 	}
 	if f := r.m.current(); f == nil || f.Path != "pkg/mod03/file10.go" {
 		t.Errorf("cursor on %v, want the first shown file", f)
 	}
-	if !strings.HasSuffix(r.summary.Text, "(10 shown)") {
-		t.Errorf("summary %q does not say how many are shown", r.summary.Text)
+	if !strings.HasSuffix(r.files.summary.Text, "(10 shown)") {
+		t.Errorf("summary %q does not say how many are shown", r.files.summary.Text)
 	}
 	c.Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	if c.Focused() != nil {
@@ -130,7 +130,7 @@ func TestFilter(t *testing.T) {
 		t.Errorf("n walked out of the filter to %s", f.Path)
 	}
 	// Emptied, the filter shows everything again, the cursor kept.
-	r.filter.SetText("")
+	r.files.filter.SetText("")
 	if len(r.m.files) != 202 || r.m.current().Path != "pkg/mod03/file19.go" {
 		t.Errorf("filter cleared: %d files, cursor on %s", len(r.m.files), r.m.current().Path)
 	}
@@ -142,11 +142,11 @@ func TestFilter(t *testing.T) {
 func TestFolderVerdict(t *testing.T) {
 	svc := reviewService(t)
 	r := newBigReview(t, svc)
-	r.tree.Select("pkg/mod02/")
-	if r.folderLabel.Text != "Folder pkg/mod02/ (20 files):" {
-		t.Errorf("folder bar says %q", r.folderLabel.Text)
+	r.files.list.Select("pkg/mod02/")
+	if r.files.folderLabel.Text != "Folder pkg/mod02/ (20 files):" {
+		t.Errorf("folder bar says %q", r.files.folderLabel.Text)
 	}
-	test.Tap(r.folderBtns[0]) // Approve folder
+	test.Tap(r.files.folderBtns[0]) // Approve folder
 	for _, f := range r.m.files {
 		want := stateUndecided
 		if strings.HasPrefix(f.Path, "pkg/mod02/") {
@@ -156,8 +156,8 @@ func TestFolderVerdict(t *testing.T) {
 			t.Fatalf("%s is %s after approving pkg/mod02/, want %s", f.Path, got, want)
 		}
 	}
-	if !strings.Contains(r.summary.Text, "20 approved · 182 undecided") {
-		t.Errorf("summary %q", r.summary.Text)
+	if !strings.Contains(r.files.summary.Text, "20 approved · 182 undecided") {
+		t.Errorf("summary %q", r.files.summary.Text)
 	}
 	if got := svc.saved["1a2b3c4d"]; len(got.Files) != 20 {
 		t.Errorf("saved %d decisions, want 20", len(got.Files))
@@ -185,9 +185,9 @@ func TestFolderVerdict(t *testing.T) {
 	}
 
 	// With a filter, a folder is what is shown of it.
-	r.filter.SetText("file0")
-	r.tree.Select("pkg/mod04/")
-	test.Tap(r.folderBtns[0])
+	r.files.filter.SetText("file0")
+	r.files.list.Select("pkg/mod04/")
+	test.Tap(r.files.folderBtns[0])
 	if got := len(r.m.under("pkg/mod04/")); got != 10 {
 		t.Fatalf("filtered folder has %d files, want 10", got)
 	}
@@ -251,7 +251,7 @@ func TestKeysWithFocusInTheList(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	r.tapRow(t, "src/main.go")
-	if c.Focused() != r.tree {
+	if c.Focused() != r.files.list {
 		t.Fatalf("a click on a row focused %v, want the list", c.Focused())
 	}
 	if f := r.m.current(); f.Path != "src/main.go" {
@@ -281,9 +281,9 @@ func TestKeysWithFocusInTheList(t *testing.T) {
 func TestKeysWhileTyping(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
-	r.tree.Select("src/main.go")
-	tapButton(t, r.hunkBoxes[0], "Comment") // the first hunk's comment box, focused
-	comment := r.dv.draft.entry
+	r.files.list.Select("src/main.go")
+	tapButton(t, r.diff.hunkBoxes[0], "Comment") // the first hunk's comment box, focused
+	comment := r.diff.dv.draft.entry
 	if c.Focused() != comment {
 		t.Fatalf("the new comment box does not have the focus (%v has)", c.Focused())
 	}
@@ -296,13 +296,13 @@ func TestKeysWhileTyping(t *testing.T) {
 	}
 	c.Unfocus()
 
-	c.Focus(r.filter)
+	c.Focus(r.files.filter)
 	typeKeys(c, "j")
-	if r.filter.Text != "j" || r.m.hunk != 0 {
-		t.Errorf("j in the filter: filter %q, hunk %d", r.filter.Text, r.m.hunk)
+	if r.files.filter.Text != "j" || r.m.hunk != 0 {
+		t.Errorf("j in the filter: filter %q, hunk %d", r.files.filter.Text, r.m.hunk)
 	}
-	r.filter.TypedKey(&fyne.KeyEvent{Name: fyne.KeyBackspace})
-	r.filter.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	r.files.filter.TypedKey(&fyne.KeyEvent{Name: fyne.KeyBackspace})
+	r.files.filter.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
 	if c.Focused() != nil {
 		t.Fatalf("Escape left the focus on %v", c.Focused())
 	}
@@ -349,8 +349,8 @@ func TestLongTextsDoNotWidenTheWindow(t *testing.T) {
 	if r.status.tipText() != long {
 		t.Error("the status tip is not the whole text")
 	}
-	if !strings.HasSuffix(r.head.Shown(), "…") || !strings.Contains(r.head.tipText(), info.Command[2]) {
-		t.Errorf("header shows %q; its tip must hold the whole command", r.head.Shown())
+	if !strings.HasSuffix(r.header.label.Shown(), "…") || !strings.Contains(r.header.label.tipText(), info.Command[2]) {
+		t.Errorf("header shows %q; its tip must hold the whole command", r.header.label.Shown())
 	}
 }
 
@@ -380,25 +380,25 @@ func TestHeaderFollowsTheSandbox(t *testing.T) {
 	svc := reviewService(t)
 	w := newTestMain(t, svc)
 	r := w.OpenReview(svc.infos[0])
-	if !strings.Contains(r.head.Text, "ready for review") {
-		t.Fatalf("header %q", r.head.Text)
+	if !strings.Contains(r.header.label.Text, "ready for review") {
+		t.Fatalf("header %q", r.header.label.Text)
 	}
-	if !r.undoBtn.Disabled() {
+	if !r.promo.undoBtn.Disabled() {
 		t.Error("Undo is offered before anything was applied")
 	}
 	r.m.setAll(true)
 	r.refresh()
 	r.confirm = func(_, _ string, answer func(bool)) { answer(true) }
-	test.Tap(r.applyBtn)
-	if strings.Contains(r.head.Text, "ready for review") || !strings.Contains(r.head.Text, "applied") {
-		t.Errorf("header after apply: %q", r.head.Text)
+	test.Tap(r.promo.applyBtn)
+	if strings.Contains(r.header.label.Text, "ready for review") || !strings.Contains(r.header.label.Text, "applied") {
+		t.Errorf("header after apply: %q", r.header.label.Text)
 	}
-	if r.undoBtn.Disabled() {
+	if r.promo.undoBtn.Disabled() {
 		t.Error("Undo is not offered after an apply")
 	}
-	test.Tap(r.undoBtn)
-	if !strings.Contains(r.head.Text, "ready for review") || !r.undoBtn.Disabled() {
-		t.Errorf("after undo: header %q, Undo offered %v", r.head.Text, !r.undoBtn.Disabled())
+	test.Tap(r.promo.undoBtn)
+	if !strings.Contains(r.header.label.Text, "ready for review") || !r.promo.undoBtn.Disabled() {
+		t.Errorf("after undo: header %q, Undo offered %v", r.header.label.Text, !r.promo.undoBtn.Disabled())
 	}
 }
 
@@ -441,14 +441,14 @@ func TestRowsShowState(t *testing.T) {
 func TestWheelScrollsFaster(t *testing.T) {
 	r := newBigReview(t, reviewService(t))
 	c := r.Window.Canvas()
-	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r.tree).AddXY(50, 50)
-	before := r.tree.GetScrollOffset()
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r.files.list).AddXY(50, 50)
+	before := r.files.list.GetScrollOffset()
 	test.Scroll(c, pos, 0, -25)
-	if got := r.tree.GetScrollOffset() - before; got != 25*wheelBoost {
+	if got := r.files.list.GetScrollOffset() - before; got != 25*wheelBoost {
 		t.Errorf("one wheel step scrolled the list %v px, want %v", got, 25*wheelBoost)
 	}
-	for _, o := range liveObjects(r.tree) {
-		if _, ok := o.(fyne.Scrollable); ok && o != fyne.CanvasObject(r.tree) && !strings.Contains(fmt.Sprintf("%T", o), "Scroll") {
+	for _, o := range liveObjects(r.files.list) {
+		if _, ok := o.(fyne.Scrollable); ok && o != fyne.CanvasObject(r.files.list) && !strings.Contains(fmt.Sprintf("%T", o), "Scroll") {
 			t.Errorf("%T inside the list is scrollable: it would not be clipped", o)
 			break
 		}
@@ -470,10 +470,10 @@ func TestLightThemeShowsUncheckedBoxes(t *testing.T) {
 func TestEscapeLeavesACommentBox(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
-	r.tree.Select("src/main.go")
-	comment := r.newCommentEntry("Comment on this hunk")
-	r.diff.Add(comment)
-	r.diff.Refresh()
+	r.files.list.Select("src/main.go")
+	comment := newCommentEntry("Comment on this hunk")
+	r.diff.box.Add(comment)
+	r.diff.box.Refresh()
 	c.Focus(comment)
 	typeKeys(c, "jk")
 	if comment.Text != "jk" || r.m.hunk != 0 {
@@ -512,28 +512,28 @@ func TestListKeys(t *testing.T) {
 	r := newTestReview(t, reviewService(t))
 	c := r.Window.Canvas()
 	r.tapRow(t, "src/main.go")
-	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
+	r.files.list.TypedKey(&fyne.KeyEvent{Name: fyne.KeyDown})
 	if f := r.m.current(); f.Path != "src/new.go" {
 		t.Errorf("Down: %s", f.Path)
 	}
-	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
-	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
-	if r.folder != "src/" {
-		t.Errorf("Up Up: folder %q, want src/", r.folder)
+	r.files.list.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	r.files.list.TypedKey(&fyne.KeyEvent{Name: fyne.KeyUp})
+	if r.files.folder != "src/" {
+		t.Errorf("Up Up: folder %q, want src/", r.files.folder)
 	}
-	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyLeft})
-	if r.tree.index("src/main.go") >= 0 {
+	r.files.list.TypedKey(&fyne.KeyEvent{Name: fyne.KeyLeft})
+	if r.files.list.index("src/main.go") >= 0 {
 		t.Error("Left did not fold src/")
 	}
-	r.tree.TypedKey(&fyne.KeyEvent{Name: fyne.KeyRight})
-	if r.tree.index("src/main.go") < 0 {
+	r.files.list.TypedKey(&fyne.KeyEvent{Name: fyne.KeyRight})
+	if r.files.list.index("src/main.go") < 0 {
 		t.Error("Right did not unfold src/")
 	}
-	r.filter.SetText("main")
+	r.files.filter.SetText("main")
 	c.Unfocus()
 	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
-	if r.filter.Text != "" || len(r.m.files) != 6 {
-		t.Errorf("Escape: filter %q, %d files shown", r.filter.Text, len(r.m.files))
+	if r.files.filter.Text != "" || len(r.m.files) != 6 {
+		t.Errorf("Escape: filter %q, %d files shown", r.files.filter.Text, len(r.m.files))
 	}
 }
 
@@ -546,11 +546,11 @@ func TestTooltips(t *testing.T) {
 	if layer == nil {
 		t.Fatal("the review window has no tip layer")
 	}
-	r.head.MouseIn(&desktop.MouseEvent{PointEvent: fyne.PointEvent{AbsolutePosition: fyne.NewPos(300, 10)}})
-	if !layer.box.Visible() || layer.label.Text != r.head.Text {
+	r.header.label.MouseIn(&desktop.MouseEvent{PointEvent: fyne.PointEvent{AbsolutePosition: fyne.NewPos(300, 10)}})
+	if !layer.box.Visible() || layer.label.Text != r.header.label.Text {
 		t.Errorf("hovering the header shows %v %q", layer.box.Visible(), layer.label.Text)
 	}
-	r.head.MouseOut()
+	r.header.label.MouseOut()
 	if layer.box.Visible() {
 		t.Error("the tip stays after the pointer left")
 	}

@@ -16,56 +16,35 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
-// ReviewWindow is the review of one sandbox: the file list (filter,
-// summary, folder verdicts), the diff of the selected file with a toggle
-// and a comment per hunk, the agent's rationale and transcript, and apply
-// / undo.
+// ReviewWindow is the review of one sandbox. It composes panes that each
+// own their widgets and state: the header (headPane), the file list
+// (filesPane: filter, Flagged, folder verdicts), the diff of the file
+// under the cursor (diffPane, with its comment boxes), the staged actions
+// shown in the diff's place (actionsPane), the Transcript tab and Send
+// back (roundsPane), the Comments tab (commentsPane), and Apply, its menu
+// and Undo (promotePane, which opens the conflict window through
+// conflictsPane). The panes share the review model (the decisions and the
+// cursor) and tell the window what happened through small interfaces it
+// implements (reviewwin_events.go); the window routes each event to the
+// panes it concerns and keeps the status line, the tabs and the round
+// selector.
 type ReviewWindow struct {
 	Window fyne.Window
-	svc    Service
+	svc    ReviewService
 	id     string
-	m      *reviewModel
+	// m is the review shown: full, or with roundOnly what the last round
+	// changed.
+	m *reviewModel
 
-	tree      *fileList
-	treeIDs   tree
-	filter    *fieldEntry
-	flagged   *widget.Check // shows only the flagged files; nil when none is
-	summary   *fitLabel
-	diff      *fyne.Container
-	diffScrl  *container.Scroll
-	hunkBoxes []fyne.CanvasObject
-	hunkCheck []*widget.Button // each hunk's verdict: a tap flips it
-	// folder is the folder the folder buttons act on ("" for every shown
-	// file): the selected folder row, or the selected file's folder.
-	folder      string
-	folderLabel *fitLabel
-	folderBtns  []*widget.Button
-	// changedHere are the files the user changed in the project since
-	// the baseline (their rows are marked).
-	changedHere map[string]bool
-	// head shows info (as last read) with the agents named by presets.
-	head       *fitLabel
-	info       sandbox.Info
-	presets    []Preset
-	status     *fitLabel
-	applyBtn   *widget.Button
-	applyMenu  *widget.Button // beside Apply: to the working tree, commit, or new branch
-	rejectBtn  *widget.Button
-	approveAll *widget.Button
-	sendBtn    *widget.Button
-	undoBtn    *widget.Button
-	// stopBtn ends a Send back round while it runs (stopRound cancels
-	// it; nil when none runs).
-	stopBtn   *widget.Button
-	stopRound context.CancelFunc
-	tabs      *container.AppTabs
-	// action is the staged action shown in the diff pane's place (0:
-	// the file under the cursor is shown).
-	action    int
-	fileState *widget.Label   // the shown file's state
-	stale     *widget.Label   // the baseline is behind the project; nil when it is not
-	fileHead  *fyne.Container // its row, laid out again when the state changes
-	dv        diffState       // the diff pane's (hunkview.go)
+	header   *headPane
+	files    *filesPane
+	diff     *diffPane
+	actions  *actionsPane
+	rounds   *roundsPane
+	comments *commentsPane
+	promo    *promotePane
+	status   *fitLabel
+	tabs     *container.AppTabs
 
 	// full is the whole review (every round against the snapshot); with
 	// roundOnly set, m shows instead what the last round changed, read
@@ -86,16 +65,11 @@ type ReviewWindow struct {
 	// confirm asks a yes/no question and calls answer with the reply: a
 	// dialog on the window (tests set their own).
 	confirm func(title, message string, answer func(bool))
-
-	// rounds is the Transcript tab and a Send back round's terminal;
-	// comments the Comments tab.
-	rounds   *roundsTab
-	comments *commentsTab
 }
 
 // NewReviewWindow loads the sandbox's changeset, summary and transcript
 // through svc and builds its review window (not shown).
-func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow, error) {
+func NewReviewWindow(a fyne.App, svc ReviewService, info sandbox.Info) (*ReviewWindow, error) {
 	cs, err := svc.Changeset(context.Background(), info.ID)
 	if err != nil {
 		return nil, err
@@ -116,7 +90,7 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	// The held actions are reviewed beside the files; a sandbox whose
 	// actions cannot be read is still reviewed (the status says why).
 	actions, actionsErr := svc.Actions(info.ID)
-	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), treeIDs: newTree(cs), async: goAsync}
+	r := &ReviewWindow{svc: svc, id: info.ID, m: newReviewModel(cs), async: goAsync}
 	r.confirm = func(title, message string, answer func(bool)) { dialog.ShowConfirm(title, message, answer, r.Window) }
 	// A saved review whose verdicts no longer fit the changeset keeps
 	// only its comments.
@@ -133,15 +107,14 @@ func NewReviewWindow(a fyne.App, svc Service, info sandbox.Info) (*ReviewWindow,
 	r.full, r.round = r.m, max(info.Round, 1)
 	r.Window = a.NewWindow(fmt.Sprintf("Review %s: %s", info.ID, shortPath(info.Project)))
 	stale, changed := staleNote(svc, info.ID)
-	r.changedHere = changed
-	r.build(info, summary, transcript, stale)
+	r.build(info, summary, transcript, stale, changed)
 	if actionsErr != nil {
 		r.status.SetText("Cannot show the actions the agent's requests left held: " + actionsErr.Error())
 	}
 	r.Window.Resize(fyne.NewSize(1100, 720))
 	r.installKeys()
 	r.Window.SetCloseIntercept(r.closeRequested)
-	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.themeChanged) })
+	a.Settings().AddListener(func(fyne.Settings) { fyne.Do(r.diff.themeChanged) })
 	return r, nil
 }
 
@@ -154,40 +127,19 @@ func (r *ReviewWindow) closeRequested() {
 	r.Window.Close()
 }
 
-func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string) {
-	r.tree = newFileList(r)
-	r.filter = newFieldEntry()
-	r.filter.SetPlaceHolder("Filter paths  ( / )")
-	r.filter.OnChanged = r.setFilter
-	r.filter.onKey = func(ev *fyne.KeyEvent) bool {
-		switch ev.Name {
-		case fyne.KeyReturn, fyne.KeyEnter, fyne.KeyDown:
-			// Done filtering: the keys walk what is shown.
-			unfocus(r.filter)
-			return true
-		}
-		return false
-	}
-	r.summary = newFitLabel(r.m.summary(), fyne.TextStyle{})
-	r.summary.label.SizeName = theme.SizeNameCaptionText
-	r.folderLabel = newFitLabel("", fyne.TextStyle{Italic: true})
-	r.folderBtns = []*widget.Button{
-		widget.NewButtonWithIcon("Approve", theme.ConfirmIcon(), func() { r.setFolderVerdict(r.folder, true) }),
-		widget.NewButtonWithIcon("Reject", theme.CancelIcon(), func() { r.setFolderVerdict(r.folder, false) }),
-	}
-	for _, b := range r.folderBtns {
-		b.Importance = widget.LowImportance
-	}
-	folderBar := container.NewBorder(nil, nil, nil, container.NewHBox(r.folderBtns[0], r.folderBtns[1]), r.folderLabel)
-	var filterRow fyne.CanvasObject = r.filter
-	if r.m.cs.SecondLook().Files > 0 {
-		r.flagged = widget.NewCheck("Flagged", r.setFlagged)
-		filterRow = container.NewBorder(nil, nil, nil, r.flagged, r.filter)
-	}
-	side := container.NewBorder(container.NewVBox(filterRow, r.summary), folderBar, nil, nil,
-		withWheel(r.tree, r.tree.wheel))
+// build makes the panes and lays them out: the header above, the file
+// list beside the tabs (the diff, the rationale, the transcript, the
+// comments), the buttons, the status line and Send back's hint under
+// them; then it shows the cursor's file, or the first action when no
+// file changed. stale is the header's line about the baseline, changed
+// the paths the user changed since.
+func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byte, stale string, changed map[string]bool) {
+	r.files = newFilesPane(r.m, changed, r)
+	side := r.files.content()
 
-	diffPane := r.newDiffPane()
+	r.diff = newDiffPane(r.m, r.Window, r.run, r)
+	r.actions = newActionsPane(r.svc, r.id, r.full, r.diff, r.Window, r.run, r)
+	r.diff.instead = r.actions.render
 
 	shown := plainTranscript(transcript)
 	var rationale fyne.CanvasObject
@@ -202,69 +154,44 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 		note.Wrapping = fyne.TextWrapWord
 		rationale = container.NewVBox(note, widget.NewLabelWithStyle(lastLines(shown, 20), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true}))
 	}
+	r.comments = newCommentsPane(r.full, r)
+	r.rounds = newRoundsPane(r.svc, r.id, r.round, r.full, transcript, r.Window, r.run, r)
 	r.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), diffPane),
+		container.NewTabItemWithIcon("Changes", theme.DocumentIcon(), r.diff.content()),
 		container.NewTabItemWithIcon("Rationale", theme.InfoIcon(), wheelScroll(container.NewScroll(rationale))),
-		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.transcriptTab(transcript)),
-		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.commentsTabContent()),
+		container.NewTabItemWithIcon("Transcript", theme.ListIcon(), r.rounds.transcriptTab()),
+		container.NewTabItemWithIcon("Comments", theme.MailComposeIcon(), r.comments.content()),
 	)
+	r.rounds.tabs = r.tabs
 
-	r.applyBtn = widget.NewButtonWithIcon("Apply selected", theme.ConfirmIcon(), r.apply)
-	r.applyBtn.Importance = widget.HighImportance
-	r.applyMenu = r.newApplyMenu()
-	r.rejectBtn = widget.NewButtonWithIcon("Reject all", theme.CancelIcon(), func() { r.m.setAll(false); r.refresh(); r.showFile() })
-	r.approveAll = widget.NewButtonWithIcon("Approve all", theme.ConfirmIcon(), func() { r.m.setAll(true); r.refresh(); r.showFile() })
-	r.sendBtn = widget.NewButtonWithIcon("Send back to agent", theme.MailReplyIcon(), r.askSendBack)
-	r.undoBtn = widget.NewButtonWithIcon("Undo last apply", theme.ContentUndoIcon(), r.undo)
-	r.stopBtn = widget.NewButtonWithIcon("Stop the round", theme.MediaStopIcon(), r.StopRound)
-	r.stopBtn.Hide()
+	r.promo = newPromotePane(r.svc, r.id, info.Status, r.full, r.Window, r.run, r.ask, r.actions, newConflictsPane(r.svc, r.id, r.run, r), r)
 	r.status = newFitLabel("", fyne.TextStyle{})
 	sendNote := newFitLabel(sendBackHint, fyne.TextStyle{Italic: true})
 	// The buttons keep their room; the status line takes what is left
 	// and never widens the window (a long one ends at a word, whole in
 	// its tip).
 	bar := container.NewBorder(nil, nil,
-		container.NewHBox(r.approveAll, r.rejectBtn, r.sendBtn, r.stopBtn, r.undoBtn),
-		container.NewHBox(r.applyBtn, r.applyMenu), r.status)
-	// The header follows the sandbox (Reload); a long command line ends
-	// at a word, whole in its tip.
-	r.info = info
-	r.undoState()
-	r.head = newFitLabel(r.headText(), fyne.TextStyle{Bold: true})
+		container.NewHBox(r.files.approveAll, r.files.rejectBtn, r.rounds.sendBtn, r.rounds.stopBtn, r.promo.undoBtn),
+		container.NewHBox(r.promo.applyBtn, r.promo.applyMenu), r.status)
+	// The header follows the sandbox (Reload).
+	r.header = newHeadPane(r.svc, info, r)
 	keys := widget.NewButton(keysHint, r.showKeys)
 	keys.Importance = widget.LowImportance
 
 	split := container.NewHSplit(side, r.tabs)
 	split.Offset = 0.3
-	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, r.head)
+	var top fyne.CanvasObject = container.NewBorder(nil, nil, nil, keys, r.header.label)
 	if r.round >= 2 {
 		all, last := viewAll, fmt.Sprintf(viewRound, r.round)
 		r.view = widget.NewSelect([]string{all, last}, func(s string) { r.ShowRound(s == last) })
 		r.view.SetSelectedIndex(0)
 		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewLabel(fmt.Sprintf("Round %d. Show:", r.round)), nil, r.view))
 	}
-	top = container.NewVBox(top, r.verifyRow(info))
-	if o := r.overviewRow(); o != nil {
-		top = container.NewVBox(top, o)
-	}
-	if look := r.secondLookRow(); look != nil {
-		top = container.NewVBox(top, look)
-	}
-	if note := excludedNote(info); note != "" {
-		// What the agent never saw may explain what it did.
-		secrets := newFitLabel(note, fyne.TextStyle{Italic: true})
-		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.VisibilityOffIcon()), nil, secrets))
-	}
-	if stale != "" {
-		r.stale = widget.NewLabelWithStyle(stale, fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
-		r.stale.Importance = widget.WarningImportance
-		r.stale.Wrapping = fyne.TextWrapWord
-		top = container.NewVBox(top, container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), nil, r.stale))
-	}
+	top = r.header.rows(top, r.m.cs, stale)
 	r.Window.SetContent(withTips(container.NewBorder(top, container.NewVBox(widget.NewSeparator(), bar, sendNote), nil, nil, split)))
 	r.redraw()
 	if f := r.m.current(); f != nil {
-		r.tree.Select(f.Path)
+		r.files.selectRow(f.Path)
 	}
 	r.showFile()
 	if r.m.current() == nil && len(r.m.actions) > 0 {
@@ -273,25 +200,8 @@ func (r *ReviewWindow) build(info sandbox.Info, summary string, transcript []byt
 	}
 }
 
-// headText is the header: project, what ran (the agent by its name, and
-// the user's prompt), state and verify.
-func (r *ReviewWindow) headText() string {
-	info := r.info
-	s := fmt.Sprintf("%s  ·  %s  ·  %s", shortPath(info.Project), runTitle(info.Meta, r.presets), statusText(info))
-	if stage, _ := stageText(info); stage != "" {
-		s += "  ·  " + stage
-	}
-	if info.Verify != nil {
-		s += "  ·  verify " + info.Verify.String()
-	}
-	return s
-}
-
 // SetPresets names agents in the header as the run dialog does.
-func (r *ReviewWindow) SetPresets(presets []Preset) {
-	r.presets = presets
-	r.head.SetText(r.headText())
-}
+func (r *ReviewWindow) SetPresets(presets []Preset) { r.header.setPresets(presets) }
 
 // Reload reads the sandbox again and shows its state in the header (after
 // an apply or an undo, or a change from elsewhere). A sandbox no longer
@@ -303,45 +213,11 @@ func (r *ReviewWindow) Reload() {
 	}
 	for _, info := range infos {
 		if info.ID == r.id {
-			r.info = info
-			r.head.SetText(r.headText())
-			r.undoState()
+			r.header.setInfo(info)
+			r.promo.setStatus(info.Status)
 			return
 		}
 	}
-}
-
-// statusIcon is the tree's icon for a change.
-func statusIcon(f *review.File) fyne.Resource {
-	switch {
-	case f.Binary:
-		return theme.FileImageIcon()
-	case f.Status == review.Added:
-		return theme.ContentAddIcon()
-	case f.Status == review.Deleted:
-		return theme.DeleteIcon()
-	case f.Status == review.Renamed:
-		return theme.ContentRedoIcon()
-	case f.Status == review.ModeChanged:
-		return theme.SettingsIcon()
-	case f.Status == review.TypeChanged:
-		return theme.ViewRefreshIcon()
-	}
-	return theme.DocumentCreateIcon()
-}
-
-// verdictIcon shows a file's state in the tree: an empty circle while
-// undecided, a green tick, a half mark, a red cross.
-func verdictIcon(s fileState) fyne.Resource {
-	switch s {
-	case stateApproved:
-		return theme.NewSuccessThemedResource(theme.ConfirmIcon())
-	case statePartial:
-		return theme.NewWarningThemedResource(theme.ContentRemoveIcon())
-	case stateRejected:
-		return theme.NewErrorThemedResource(theme.CancelIcon())
-	}
-	return theme.RadioButtonIcon()
 }
 
 // save keeps the decisions with the sandbox; a failure is shown, not
@@ -366,37 +242,13 @@ func (r *ReviewWindow) refresh() {
 	r.redraw()
 }
 
-// redraw redraws what depends on the decisions: the rows' marks, the
-// summary, the file's state and the apply button.
+// redraw redraws what depends on the decisions in every pane: the rows'
+// marks, the summary, the file's state, the comments and Apply.
 func (r *ReviewWindow) redraw() {
-	taken, _ := r.m.approved()
-	r.tree.Refresh()
-	r.summary.SetText(r.m.summary())
-	r.showFolder()
-	if f := r.m.current(); f != nil && r.fileState != nil {
-		r.fileState.SetText(r.m.fileState(f).String())
-		r.fileHead.Refresh()
-	}
-	r.refreshComments()
-	label := fmt.Sprintf("Apply selected (%d %s)", len(taken), plural(len(taken), "file", "files"))
-	sends := len(r.m.toSend())
-	switch {
-	case sends > 0 && len(taken) == 0:
-		label = fmt.Sprintf("Apply selected (%d %s)", sends, plural(sends, "action", "actions"))
-	case sends > 0:
-		label = fmt.Sprintf("Apply selected (%d %s, %d %s)", len(taken), plural(len(taken), "file", "files"), sends, plural(sends, "action", "actions"))
-	}
-	r.applyBtn.SetText(label)
-	if (len(taken) == 0 && sends == 0) || r.roundOnly {
-		r.applyBtn.Disable()
-	} else {
-		r.applyBtn.Enable()
-	}
-	if len(taken) == 0 || r.roundOnly {
-		r.applyMenu.Disable() // commits are of files
-	} else {
-		r.applyMenu.Enable()
-	}
+	r.files.redraw()
+	r.diff.redraw()
+	r.comments.refresh()
+	r.promo.redraw()
 }
 
 // ShowFile selects a file of the changeset, if it has it.
@@ -404,20 +256,6 @@ func (r *ReviewWindow) ShowFile(path string) {
 	if r.m.selectPath(path) {
 		r.selectCurrent()
 	}
-}
-
-// selectCurrent shows the cursor's file in the tree and the diff.
-func (r *ReviewWindow) selectCurrent() {
-	f := r.m.current()
-	if f == nil {
-		return
-	}
-	r.action = 0
-	hunk := r.m.hunk
-	r.tree.Select(f.Path) // OnSelected resets the hunk
-	r.tree.ScrollTo(f.Path)
-	r.m.hunk = hunk
-	r.showFile()
 }
 
 // The choices of the round selector.
@@ -445,150 +283,26 @@ func (r *ReviewWindow) ShowRound(only bool) {
 	} else {
 		r.m = r.full
 	}
-	r.m.flagged = r.flagged != nil && r.flagged.Checked
-	r.m.setFilter(r.filter.Text)
-	r.treeIDs = r.m.tree
 	r.roundOnly = only
-	r.action = 0 // the actions are the whole review's
-	for _, b := range []*widget.Button{r.rejectBtn, r.approveAll, r.sendBtn, r.folderBtns[0], r.folderBtns[1]} {
-		if only {
-			b.Disable()
-		} else {
-			b.Enable()
-		}
-	}
-	r.undoState()
-	r.tree.rebuild()
+	r.m.action = 0 // the actions are the whole review's
+	r.rounds.setReadOnly(only)
+	r.promo.setModel(r.m, only)
+	r.actions.setModel(r.m, only)
+	r.diff.setModel(r.m, only)
+	r.files.setModel(r.m, only)
 	r.redraw()
 	if f := r.m.current(); f != nil {
-		r.tree.Select(f.Path)
+		r.files.selectRow(f.Path)
 	}
 	r.showFile()
 }
 
-// undoState offers Undo only while an apply of the sandbox is in effect
-// (its state is applied), and not in a round's read-only view.
-func (r *ReviewWindow) undoState() {
-	if r.info.Status == sandbox.StatusApplied && !r.roundOnly {
-		r.undoBtn.Enable()
-	} else {
-		r.undoBtn.Disable()
-	}
-}
+// SendBack saves the review (its comments and rejections go to the agent)
+// and sends the sandbox back with message for another round, its output
+// live in a terminal tab; the window then says how the round ended, and
+// the main window reloads.
+func (r *ReviewWindow) SendBack(message string) { r.rounds.sendBack(message) }
 
-// staleNote is the review window's line about a baseline the project has
-// moved on from ("" when it has not), and the paths the user changed
-// since (their rows are marked). The review goes on when the project
-// cannot be compared (moved away, unreadable): the line says so.
-func staleNote(svc Service, id string) (string, map[string]bool) {
-	st, err := svc.Staleness(context.Background(), id)
-	if err != nil {
-		return "Cannot compare the project with the baseline: " + err.Error(), nil
-	}
-	if st.Behind() == 0 {
-		return "", nil
-	}
-	changed := make(map[string]bool, len(st.Paths))
-	for _, p := range st.Paths {
-		changed[p] = true
-	}
-	s := st.String()
-	note := strings.ToUpper(s[:1]) + s[1:] + ". Applying merges the agent's changes into your edits three ways; if a file conflicts, nothing is written until you choose for it."
-	if len(st.Paths) > 0 {
-		note += " Files you changed are marked in the list."
-	}
-	return note, changed
-}
-
-// verifyRow is the review's first word on the changes: whether the tests
-// (the sandbox's verify) passed in the sandbox, failed or never ran, with
-// its output a click away.
-func (r *ReviewWindow) verifyRow(info sandbox.Info) fyne.CanvasObject {
-	text, ok := info.VerifyGate()
-	text = strings.ToUpper(text[:1]) + text[1:]
-	label := newFitLabel(safetext.Line(text), fyne.TextStyle{Bold: ok})
-	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
-	label.label.Importance = widget.WarningImportance
-	if ok {
-		icon = widget.NewIcon(theme.NewSuccessThemedResource(theme.ConfirmIcon()))
-		label.label.Importance = widget.SuccessImportance
-	}
-	var right fyne.CanvasObject
-	if info.Verify != nil {
-		show := widget.NewButton("Show its output", func() { r.showVerifyLog(info) })
-		show.Importance = widget.LowImportance
-		right = show
-	}
-	return container.NewBorder(nil, nil, icon, right, label)
-}
-
-// showVerifyLog opens a window with what the verify command printed.
-func (r *ReviewWindow) showVerifyLog(info sandbox.Info) {
-	b, err := r.svc.VerifyLog(info.ID)
-	if err != nil {
-		r.status.SetText("Cannot read the verify output: " + err.Error())
-		return
-	}
-	if b == nil {
-		b = []byte("(the verify command printed nothing)")
-	}
-	win := fyne.CurrentApp().NewWindow("Verify of " + info.ID + ": " + safetext.Line(info.Verify.Command))
-	text := widget.NewLabelWithStyle(plainTranscript(b), fyne.TextAlignLeading, fyne.TextStyle{Monospace: true})
-	win.SetContent(container.NewBorder(newFitLabel(safetext.Line(info.Verify.Command+": "+info.Verify.String()), fyne.TextStyle{Bold: true}), nil, nil, nil, wheelScroll(container.NewScroll(text))))
-	win.Resize(fyne.NewSize(900, 600))
-	win.Show()
-}
-
-// overviewRow says what the run changed in meaning (the functions, types
-// and tests added, removed, renamed or changed: review's Overview) in one
-// fitted line, a phrase a line in its tooltip; nil for no change.
-func (r *ReviewWindow) overviewRow() fyne.CanvasObject {
-	o := r.m.cs.Overview() // names shown safely already
-	if o == "" {
-		return nil
-	}
-	label := newFitLabel("What changed: "+o, fyne.TextStyle{})
-	label.Tip = "What changed:\n" + strings.ReplaceAll(o, "; ", "\n") +
-		"\n\nEach file's own list is above its diff."
-	return container.NewBorder(nil, nil, widget.NewIcon(theme.InfoIcon()), nil, label)
-}
-
-// secondLookText is the changeset's flags in one line ("5 files deserve
-// a second look: 2 dependency changes (added: left-pad), 1 test
-// skipped"), and the whole of it a line per kind for the tooltip; "" when
-// no file is flagged. Dependency names come from the guest's files.
-func secondLookText(cs *review.Changeset) (line, tip string) {
-	look := cs.SecondLook()
-	if look.Files == 0 {
-		return "", ""
-	}
-	head := fmt.Sprintf("%d %s a second look", look.Files, plural(look.Files, "file deserves", "files deserve"))
-	var kinds []string
-	for _, k := range look.Kinds {
-		kinds = append(kinds, safetext.Line(k.Text))
-	}
-	line = head + ": " + strings.Join(kinds, ", ")
-	tip = head + ":\n" + strings.Join(kinds, "\n") + "\n\nTick Flagged beside the filter to list only them; each one's warning sign says why."
-	return line, tip
-}
-
-// secondLookRow is the overview of what deserves a second look, under
-// the verify line (nil when no file is flagged): one fitted line, whole
-// in its tooltip, and a button that lists only the flagged files.
-func (r *ReviewWindow) secondLookRow() fyne.CanvasObject {
-	line, tip := secondLookText(r.m.cs)
-	if line == "" {
-		return nil
-	}
-	label := newFitLabel(line, fyne.TextStyle{})
-	label.Tip = tip
-	label.label.Importance = widget.WarningImportance
-	icon := widget.NewIcon(theme.NewWarningThemedResource(theme.WarningIcon()))
-	show := widget.NewButton("Show only these", func() {
-		if r.flagged != nil {
-			r.flagged.SetChecked(true) // OnChanged filters the list
-		}
-	})
-	show.Importance = widget.LowImportance
-	return container.NewBorder(nil, nil, icon, show, label)
-}
+// StopRound ends the Send back round that runs, if any: its VM is
+// stopped and the round ends as failed.
+func (r *ReviewWindow) StopRound() { r.rounds.stopRound() }

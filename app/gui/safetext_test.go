@@ -40,11 +40,11 @@ func TestReviewShowsGuestTextSafely(t *testing.T) {
 		transcript: "agent: done \u200b\u202e\n\x1b[31mred\x1b[m\n",
 	}
 	r := newTestReview(t, svc)
-	r.tree.Select("setup.py")
+	r.files.list.Select("setup.py")
 	markup := test.RenderToMarkup(r.Window.Canvas())
 	// The code views' rows are the hunk's lines as drawn.
 	var grid strings.Builder
-	for _, v := range r.dv.codes {
+	for _, v := range r.diff.dv.codes {
 		grid.WriteString(v.Text())
 	}
 	for _, want := range []string{`import os; os.system('id')\x0d\x1b[2Kprint('hello')`, `ok = <U+202E>} <U+2066>if admin {`} {
@@ -84,7 +84,7 @@ func TestReviewShowsGuestTextSafely(t *testing.T) {
 	}
 	// The file list names the file with the bidi override visibly,
 	// flagged with a warning that says why.
-	r.tree.Select("gnp\u202e.sh")
+	r.files.list.Select("gnp\u202e.sh")
 	row := r.rowOf(t, "gnp\u202e.sh")
 	if row.label != "gnp<U+202E>.sh" || !row.warn.Visible() || !strings.Contains(row.warn.Tip, "control or bidi") {
 		t.Errorf("the list shows the name %q, warning shown %v (%q); want it escaped and flagged", row.label, row.warn.Visible(), row.warn.Tip)

@@ -29,7 +29,7 @@ func TestSendBackDialog(t *testing.T) {
 	svc.saved = map[string]review.Decisions{"1a2b3c4d": d}
 	r := newTestReview(t, svc)
 
-	fb := r.feedback()
+	fb := r.rounds.feedback()
 	if got, want := sendBackWhat(fb), "With it, 2 comments and 2 rejected hunks will be sent."; !strings.HasPrefix(got, want) {
 		t.Errorf("what goes: %q, want %q…", got, want)
 	}
@@ -54,7 +54,7 @@ func TestSendBackDialog(t *testing.T) {
 	}
 
 	// The dialog itself, on the window.
-	r.askSendBack()
+	r.rounds.askSendBack()
 	top := r.Window.Canvas().Overlays().Top()
 	if top == nil {
 		t.Fatal("no dialog")

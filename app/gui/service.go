@@ -25,35 +25,85 @@ import (
 	"github.com/airlock-dev/airlock/vm/image"
 )
 
-// Service is what the windows need from the app. StoreService implements
-// it over app/sandbox; tests use an in-memory fake.
-type Service interface {
+// The windows' services: each window is given the small interface of
+// what it calls, and the review window's panes each use a part of
+// ReviewService. StoreService implements all of them over app/sandbox;
+// tests use an in-memory fake.
+
+// AppService is what the app is opened on: the main window's service and
+// those of the windows it opens (reviews, comparisons).
+type AppService interface {
+	MainService
+	ReviewService
+	CompareService
+}
+
+// MainService is what the main window calls itself: the sandbox list,
+// runs and their dialog, discarding and transcripts.
+type MainService interface {
 	// List returns every sandbox, newest first.
 	List() ([]sandbox.Info, error)
 	// Run starts a run and returns when it ends (ready, failed or
 	// stopped through ctx). Progress and output arrive on req's callbacks
 	// from the run's goroutine.
 	Run(ctx context.Context, req RunRequest) (*pipeline.RunResult, error)
+	// Discard removes a sandbox as airlock rm does: its changes are
+	// discarded (what was applied stays applied). A sandbox a process
+	// still runs is refused.
+	Discard(id string) error
+	// Transcript is what the command printed.
+	Transcript(id string) ([]byte, error)
+	// RunSetup is what the run dialog offers for project: the limits a
+	// run gets unless the dialog changes them, and the images built here.
+	RunSetup(project string) (RunSetup, error)
+	// CheckImage says why image name cannot boot here, and what to do,
+	// or nil.
+	CheckImage(name string) error
+}
+
+// CompareService is what the compare window needs.
+type CompareService interface {
+	// Compare describes sandboxes side by side; a fan-out's group ID
+	// stands for all its attempts.
+	Compare(ids []string) ([]sandbox.Comparison, error)
+}
+
+// ReviewService is what the review window needs: what it reads when it
+// opens, and the parts its panes call.
+type ReviewService interface {
 	// Changeset is the changes of a sandbox, for review.
 	Changeset(ctx context.Context, id string) (*review.Changeset, error)
-	// Apply writes what d approves into the sandbox's project.
-	Apply(ctx context.Context, id string, d review.Decisions) (*sandbox.ApplyResult, error)
-	// Undo reverts the sandbox's last apply and returns its journal.
-	Undo(ctx context.Context, id string) (string, error)
-	// Decisions and SaveDecisions keep the review in progress (verdicts
-	// and comments) with the sandbox.
-	Decisions(id string) (review.Decisions, error)
-	SaveDecisions(id string, d review.Decisions) error
 	// Summary is the agent's .airlock/summary.md ("" if none); Transcript
 	// is what the command printed.
 	Summary(id string) (string, error)
 	Transcript(id string) ([]byte, error)
+	// Decisions is the review in progress (verdicts and comments) kept
+	// with the sandbox.
+	Decisions(id string) (review.Decisions, error)
 	// Staleness is how far the real project has moved on since the
 	// sandbox's baseline.
 	Staleness(ctx context.Context, id string) (sandbox.Staleness, error)
-	// Compare describes sandboxes side by side; a fan-out's group ID
-	// stands for all its attempts.
-	Compare(ids []string) ([]sandbox.Comparison, error)
+	// VerifyLog is what the sandbox's verify command printed (nil when
+	// none ran).
+	VerifyLog(id string) ([]byte, error)
+	// List is read again for the header after an apply, an undo or a
+	// round.
+	List() ([]sandbox.Info, error)
+	DecisionSaver
+	RoundService
+	PromoteService
+	ActionService
+}
+
+// DecisionSaver keeps the review in progress with the sandbox.
+type DecisionSaver interface {
+	// SaveDecisions keeps the verdicts and comments with the sandbox.
+	SaveDecisions(id string, d review.Decisions) error
+}
+
+// RoundService is what Send back and the rounds need: a reply round, and
+// what each round changed and printed.
+type RoundService interface {
 	// Reply sends a reviewed sandbox back to its agent with req's message
 	// (its saved comments not sent yet and its rejected hunks go too) and
 	// returns when the next round is collected. The round's output and
@@ -62,37 +112,18 @@ type Service interface {
 	// RoundChangeset is what round n (2 or more) of a sandbox changed
 	// over the round before it.
 	RoundChangeset(ctx context.Context, id string, n int) (*review.Changeset, error)
-	// Discard removes a sandbox as airlock rm does: its changes are
-	// discarded (what was applied stays applied). A sandbox a process
-	// still runs is refused.
-	Discard(id string) error
-	// RunSetup is what the run dialog offers for project: the limits a
-	// run gets unless the dialog changes them, and the images built here.
-	RunSetup(project string) (RunSetup, error)
-	// CheckImage says why image name cannot boot here, and what to do,
-	// or nil.
-	CheckImage(name string) error
 	// RoundLog is round n (1 to the sandbox's round) as it ran: the
 	// prompt that started it and what its command printed.
 	RoundLog(id string, n int) (sandbox.RoundLog, error)
-	// ApplyWith is Apply with options: all or nothing, and the user's
-	// resolutions of files in conflict (written in the apply's journal).
-	ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
-	// MergeTool runs the user's merge tool on a file in conflict and
-	// returns its result, not written (promote.ErrNoMergeTool when none
-	// is set).
-	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
-	// Actions are the sandbox's staged actions (requests its agent made
-	// that a [[network.stage]] entry held) with their saved verdicts and
-	// how their sending stands.
-	Actions(id string) ([]sandbox.ActionView, error)
-	// SendActions sends the approved actions of the saved review that
-	// were never sent, from this computer, in their order (at most once
-	// each, sandbox.SendActions); report gets each result as it comes.
-	SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error)
-	// VerifyLog is what the sandbox's verify command printed (nil when
-	// none ran).
-	VerifyLog(id string) ([]byte, error)
+}
+
+// PromoteService is what the review's Apply, its menu and Undo need:
+// applying (and the conflict window's resolutions), committing, a new
+// branch, undoing.
+type PromoteService interface {
+	ConflictService
+	// Undo reverts the sandbox's last apply and returns its journal.
+	Undo(ctx context.Context, id string) (string, error)
 	// CommitMessage is the message a commit of the sandbox's changes gets
 	// unless the user writes another (airlock apply --commit's): the
 	// agent's summary, its subject on the first line. Airlock's trailers
@@ -107,6 +138,30 @@ type Service interface {
 	// the baseline's commit, leaving the working tree and the index alone
 	// (airlock apply --branch); an existing branch is refused.
 	Branch(ctx context.Context, id string, d review.Decisions, copts promote.CommitOptions) (*promote.CommitResult, error)
+}
+
+// ConflictService is what the conflict window needs.
+type ConflictService interface {
+	// ApplyWith writes what d approves into the sandbox's project, with
+	// options: all or nothing, and the user's resolutions of files in
+	// conflict (written in the apply's journal).
+	ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error)
+	// MergeTool runs the user's merge tool on a file in conflict and
+	// returns its result, not written (promote.ErrNoMergeTool when none
+	// is set).
+	MergeTool(ctx context.Context, id string, c *review.ConflictError) ([]byte, error)
+}
+
+// ActionService is what the review's staged actions need.
+type ActionService interface {
+	// Actions are the sandbox's staged actions (requests its agent made
+	// that a [[network.stage]] entry held) with their saved verdicts and
+	// how their sending stands.
+	Actions(id string) ([]sandbox.ActionView, error)
+	// SendActions sends the approved actions of the saved review that
+	// were never sent, from this computer, in their order (at most once
+	// each, sandbox.SendActions); report gets each result as it comes.
+	SendActions(ctx context.Context, id string, report func(sandbox.ActionResult)) ([]sandbox.ActionResult, error)
 }
 
 // RunSetup is what a run on a project gets without choosing, and what
@@ -241,8 +296,8 @@ type RunRequest struct {
 	Progress func(pipeline.Progress)
 }
 
-// StoreService is the Service over a sandbox store: every method is one
-// call into app/sandbox, and every run and reply round is planned by
+// StoreService is every window's service over a sandbox store: every
+// method is one call into app/sandbox, and every run and reply round is planned by
 // Planner exactly as airlock run and airlock reply plan theirs.
 type StoreService struct {
 	Store   *sandbox.Store
@@ -252,7 +307,17 @@ type StoreService struct {
 	OnPlan func(*plan.Plan) error
 }
 
-var _ Service = (*StoreService)(nil)
+var (
+	_ AppService      = (*StoreService)(nil)
+	_ MainService     = (*StoreService)(nil)
+	_ CompareService  = (*StoreService)(nil)
+	_ ReviewService   = (*StoreService)(nil)
+	_ RoundService    = (*StoreService)(nil)
+	_ PromoteService  = (*StoreService)(nil)
+	_ ActionService   = (*StoreService)(nil)
+	_ ConflictService = (*StoreService)(nil)
+	_ DecisionSaver   = (*StoreService)(nil)
+)
 
 func (s *StoreService) List() ([]sandbox.Info, error) { return s.Store.List() }
 
@@ -350,15 +415,6 @@ func (s *StoreService) Changeset(ctx context.Context, id string) (*review.Change
 		return nil, err
 	}
 	return sb.Changeset(ctx)
-}
-
-func (s *StoreService) Apply(ctx context.Context, id string, d review.Decisions) (*sandbox.ApplyResult, error) {
-	sb, err := s.sandbox(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	res, err := sb.Apply(ctx, d)
-	return res, appError(err)
 }
 
 func (s *StoreService) ApplyWith(ctx context.Context, id string, d review.Decisions, opts sandbox.ApplyOptions) (*sandbox.ApplyResult, error) {

@@ -1,15 +1,9 @@
 package gui
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/theme"
-	"fyne.io/fyne/v2/widget"
 	"github.com/hinshun/vt10x"
 
 	"github.com/airlock-dev/airlock/internal/safetext"
@@ -233,115 +227,4 @@ func (s *scrollback) text() string {
 		lines = lines[:len(lines)-1]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// roundsTab is the review window's Transcript tab: what one round's
-// command printed, with the prompt of the reply that started it, and a
-// round selector once there are several; and, while a Send back round
-// runs, that round's live terminal in a tab of its own.
-type roundsTab struct {
-	pick   *widget.Select // nil for a sandbox of one round
-	prompt *widget.Label
-	told   *widget.Accordion // holds prompt; hidden for round 1
-	grid   *widget.TextGrid
-	all    []byte // every round's transcript, shown when a round's cannot be read
-	// live is the tab of the Send back round that runs or last ran.
-	live     *container.TabItem
-	liveTerm *terminal
-}
-
-// roundName is a round's name in the selector.
-func roundName(n int) string { return fmt.Sprintf("Round %d", n) }
-
-// transcriptTab builds the Transcript tab: the whole transcript for a
-// sandbox of one round, else the latest round's, the others chosen with
-// the selector.
-func (r *ReviewWindow) transcriptTab(transcript []byte) fyne.CanvasObject {
-	t := &roundsTab{grid: widget.NewTextGrid(), prompt: widget.NewLabel(""), all: transcript}
-	r.rounds = t
-	t.prompt.Wrapping = fyne.TextWrapWord
-	t.told = widget.NewAccordion(widget.NewAccordionItem("What the reply told the agent", t.prompt))
-	if r.round < 2 {
-		t.grid.SetText(plainTranscript(transcript))
-		return wheelScroll(container.NewScroll(t.grid))
-	}
-	var names []string
-	for n := 1; n <= r.round; n++ {
-		names = append(names, roundName(n))
-	}
-	t.pick = widget.NewSelect(names, func(s string) {
-		var n int
-		fmt.Sscanf(s, "Round %d", &n)
-		r.ShowRoundTranscript(n)
-	})
-	t.pick.SetSelected(roundName(r.round))
-	head := container.NewBorder(nil, nil, widget.NewLabel("Transcript of"), nil, t.pick)
-	return container.NewBorder(head, nil, nil, nil, wheelScroll(container.NewScroll(container.NewVBox(t.told, t.grid))))
-}
-
-// ShowRoundTranscript shows round n's transcript and the prompt that
-// started it.
-func (r *ReviewWindow) ShowRoundTranscript(n int) {
-	t := r.rounds
-	l, err := r.svc.RoundLog(r.id, n)
-	switch {
-	case err != nil:
-		t.grid.SetText(safetext.Text("Cannot read round "+strconv.Itoa(n)+" apart ("+err.Error()+"); every round's transcript:") + "\n\n" + plainTranscript(t.all))
-	case !l.Kept:
-		t.grid.SetText(fmt.Sprintf("Round %d's transcript was not kept apart (an older Airlock kept this round): the latest round's holds it.", n))
-	default:
-		t.grid.SetText(plainTranscript(l.Transcript))
-	}
-	if err == nil && strings.TrimSpace(l.Prompt) != "" {
-		t.prompt.SetText(safetext.Text(l.Prompt))
-		t.told.Show()
-	} else {
-		t.prompt.SetText("")
-		t.told.Hide()
-	}
-	if t.pick != nil && t.pick.Selected != roundName(n) {
-		t.pick.SetSelected(roundName(n))
-	}
-}
-
-// showLiveRound opens a tab with the terminal round n's command runs in
-// (a Send back round), in front, and returns the terminal.
-func (r *ReviewWindow) showLiveRound(n int) *terminal {
-	t := r.rounds
-	term := newTerminal(100, 30)
-	if t.live != nil {
-		r.tabs.Remove(t.live)
-	}
-	t.live, t.liveTerm = container.NewTabItemWithIcon(fmt.Sprintf("Round %d (running)", n), theme.MediaPlayIcon(), term), term
-	r.tabs.Append(t.live)
-	r.tabs.Select(t.live)
-	return term
-}
-
-// liveRoundEnded names the live round's tab after how it ended.
-func (r *ReviewWindow) liveRoundEnded(n int, err error) {
-	t := r.rounds
-	if t.live == nil {
-		return
-	}
-	t.live.Text, t.live.Icon = fmt.Sprintf("Round %d", n), theme.ListIcon()
-	if err != nil {
-		t.live.Text, t.live.Icon = fmt.Sprintf("Round %d (failed)", n), theme.ErrorIcon()
-	}
-	r.tabs.Refresh()
-}
-
-// watchingLiveRound reports whether the live round's tab is in front.
-func (r *ReviewWindow) watchingLiveRound() bool {
-	return r.rounds != nil && r.rounds.live != nil && r.tabs.Selected() == r.rounds.live
-}
-
-// roundReady says, in a review opened again on a round that just ended,
-// where its changes and its output are; with showOutput the Transcript
-// tab (on that round) is in front.
-func (r *ReviewWindow) roundReady(showOutput bool) {
-	r.status.SetText(fmt.Sprintf("Round %d is ready; its output is under Transcript.", r.round))
-	if showOutput {
-		r.tabs.SelectIndex(2)
-	}
 }

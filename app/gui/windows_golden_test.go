@@ -84,7 +84,7 @@ var goldenWindows = []struct {
 	{"review_action", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReview(t, a, size, goldenActions()...)
 		r.selectAction(1)
-		r.tree.ScrollToBottom() // every action in view
+		r.files.list.ScrollToBottom() // every action in view
 		return r.Window
 	}},
 	// Its Comments tab: comments to send, sent and resolved.
@@ -96,7 +96,7 @@ var goldenWindows = []struct {
 	// The Send back dialog with a long message typed.
 	{"send_back", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReview(t, a, size)
-		r.askSendBack()
+		r.rounds.askSendBack()
 		typeKeys(r.Window.Canvas(), strings.Repeat("Keep the old name for Count: callers outside this package use it. ", 4))
 		return r.Window
 	}},
@@ -106,7 +106,7 @@ var goldenWindows = []struct {
 	// the dependency manifest shown.
 	{"review_flags", func(t *testing.T, a fyne.App, size fyne.Size) fyne.Window {
 		r := goldenReviewOf(t, a, size, flaggedChangeset(t))
-		r.flagged.SetChecked(true)
+		r.files.flagged.SetChecked(true)
 		r.ShowFile("package.json")
 		return r.Window
 	}},

@@ -42,7 +42,7 @@ type homer interface{ Home() string }
 
 // Run opens the main window over svc, then what open asks for, and
 // returns when the app quits (or ctx ends).
-func Run(ctx context.Context, svc gui.Service, presets []gui.Preset, open gui.Startup) error {
+func Run(ctx context.Context, svc gui.AppService, presets []gui.Preset, open gui.Startup) error {
 	a := app.NewWithID(AppID)
 	a.Settings().SetTheme(gui.Theme())
 	w := gui.NewMainWindow(a, svc, presets)

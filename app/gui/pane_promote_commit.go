@@ -18,6 +18,10 @@ import (
 	"github.com/airlock-dev/airlock/review"
 )
 
+// Apply's menu: apply to the working tree, apply and commit, or commit on
+// a new branch from the baseline's commit (airlock apply --commit and
+// --branch).
+
 // promotion is a commit asked for with an apply: its message (the user's,
 // prefilled with the agent's summary) and, for a new branch, its name.
 type promotion struct {
@@ -38,20 +42,20 @@ const commitRows = 6
 // showApplyMenu offers the ways to apply: to the working tree (as the
 // Apply button does), applied and committed, or committed on a new branch
 // without touching the working tree.
-func (r *ReviewWindow) showApplyMenu() {
-	if r.applyBtn.Disabled() {
+func (p *promotePane) showApplyMenu() {
+	if p.applyBtn.Disabled() {
 		return // an apply runs (or the menu's own button would be off)
 	}
-	c := fyne.CurrentApp().Driver().CanvasForObject(r.applyMenu)
+	c := fyne.CurrentApp().Driver().CanvasForObject(p.applyMenu)
 	if c == nil {
 		return
 	}
 	menu := fyne.NewMenu("",
-		fyne.NewMenuItem(applyTree, r.apply),
-		fyne.NewMenuItem(applyCommit, r.askCommit),
-		fyne.NewMenuItem(applyBranch, r.askBranch))
-	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(r.applyMenu)
-	widget.ShowPopUpMenuAtPosition(menu, c, pos.AddXY(0, r.applyMenu.Size().Height))
+		fyne.NewMenuItem(applyTree, p.apply),
+		fyne.NewMenuItem(applyCommit, p.askCommit),
+		fyne.NewMenuItem(applyBranch, p.askBranch))
+	pos := fyne.CurrentApp().Driver().AbsolutePositionForObject(p.applyMenu)
+	widget.ShowPopUpMenuAtPosition(menu, c, pos.AddXY(0, p.applyMenu.Size().Height))
 }
 
 // commitForm is the commit dialog's content: the branch's name (for a new
@@ -71,14 +75,14 @@ func commitForm(branch bool, message, what string) (fyne.CanvasObject, *widget.E
 		items = append(items, widget.NewLabelWithStyle("New branch", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), name)
 	}
 	items = append(items, widget.NewLabelWithStyle("Commit message", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), msg, note)
-	return fixedWidth(sendWidth, container.NewVBox(items...)), msg, name
+	return fixedWidth(dialogWidth, container.NewVBox(items...)), msg, name
 }
 
 // commitMessage is the message the dialog starts with: the agent's
 // summary as airlock apply --commit makes it ("" when it cannot be read:
 // the commit then makes its own).
-func (r *ReviewWindow) commitMessage() string {
-	msg, err := r.svc.CommitMessage(r.id)
+func (p *promotePane) commitMessage() string {
+	msg, err := p.svc.CommitMessage(p.id)
 	if err != nil {
 		return ""
 	}
@@ -87,23 +91,23 @@ func (r *ReviewWindow) commitMessage() string {
 
 // askCommit asks for the commit's message, then applies the approved
 // changes and commits exactly the files written on the current branch.
-func (r *ReviewWindow) askCommit() {
-	form, msg, _ := commitForm(false, r.commitMessage(),
+func (p *promotePane) askCommit() {
+	form, msg, _ := commitForm(false, p.commitMessage(),
 		"The approved changes are written into the working tree (Undo takes them back; the commit stays) and committed on the current branch, with the trailers Airlock-Sandbox, Airlock-Agent and Airlock-Verify. Changes you staged yourself are refused: commit or unstage them first.")
 	d := dialog.NewCustomConfirm("Apply and commit", "Apply and commit", "Cancel", form, func(ok bool) {
 		if ok {
-			r.applyAs(&promotion{message: msg.Text})
+			p.applyAs(&promotion{message: msg.Text})
 		}
-	}, r.Window)
+	}, p.win)
 	d.Show()
-	r.Window.Canvas().Focus(msg)
+	p.win.Canvas().Focus(msg)
 }
 
 // askBranch asks for a new branch's name and the commit's message, then
 // commits the approved changes on that branch from the baseline's
 // commit, leaving the working tree and the index alone.
-func (r *ReviewWindow) askBranch() {
-	form, msg, name := commitForm(true, r.commitMessage(),
+func (p *promotePane) askBranch() {
+	form, msg, name := commitForm(true, p.commitMessage(),
 		"The commit is made on a new branch from the commit the sandbox started from; your working tree, index and current branch are left as they are. Actions the agent asked for are not sent (an apply to the working tree sends them). Push it for review with airlock push.")
 	var d *dialog.ConfirmDialog
 	d = dialog.NewCustomConfirm("Commit on a new branch", "Commit", "Cancel", form, func(ok bool) {
@@ -112,79 +116,79 @@ func (r *ReviewWindow) askBranch() {
 		}
 		branch := strings.TrimSpace(name.Text)
 		if branch == "" {
-			r.status.SetText("Nothing committed: name the new branch.")
+			p.ev.say("Nothing committed: name the new branch.")
 			return
 		}
-		r.applyAs(&promotion{message: msg.Text, branch: branch})
-	}, r.Window)
+		p.applyAs(&promotion{message: msg.Text, branch: branch})
+	}, p.win)
 	d.Show()
-	r.Window.Canvas().Focus(name)
+	p.win.Canvas().Focus(name)
 }
 
 // commitDecided commits d as p asks: applied and committed, or on a new
 // branch. leftOut names the files the user chose to leave out; with
 // send, the approved actions are sent once the files are written and
 // committed.
-func (r *ReviewWindow) commitDecided(d review.Decisions, leftOut []string, send bool, p *promotion) {
+func (p *promotePane) commitDecided(d review.Decisions, leftOut []string, send bool, pm *promotion) {
 	left := leftOutNote(leftOut)
-	if !r.writesFiles(d) {
-		r.applyBtn.Enable()
-		r.status.SetText("Nothing committed: no approved file is left." + left)
+	if !p.writesFiles(d) {
+		p.applyBtn.Enable()
+		p.ev.say("Nothing committed: no approved file is left." + left)
 		return
 	}
-	copts := promote.CommitOptions{Message: p.message, Branch: p.branch}
-	if p.branch != "" {
-		r.status.SetText("Committing on " + safetext.Line(p.branch) + "…")
+	copts := promote.CommitOptions{Message: pm.message, Branch: pm.branch}
+	if pm.branch != "" {
+		p.ev.say("Committing on " + safetext.Line(pm.branch) + "…")
 	} else {
-		r.status.SetText("Applying and committing…")
+		p.ev.say("Applying and committing…")
 	}
-	r.async(func() {
+	p.async(func() {
 		var res *sandbox.ApplyResult
 		var cr *promote.CommitResult
 		var err error
-		if p.branch != "" {
-			cr, err = r.svc.Branch(context.Background(), r.id, d, copts)
+		if pm.branch != "" {
+			cr, err = p.svc.Branch(context.Background(), p.id, d, copts)
 		} else {
-			res, cr, err = r.svc.ApplyCommit(context.Background(), r.id, d, sandbox.ApplyOptions{AllOrNothing: true}, copts)
+			res, cr, err = p.svc.ApplyCommit(context.Background(), p.id, d, sandbox.ApplyOptions{AllOrNothing: true}, copts)
 		}
 		fyne.Do(func() {
-			r.applyBtn.Enable()
-			r.committed(res, cr, err, left, send)
+			p.applyBtn.Enable()
+			p.committed(res, cr, err, left, send)
 		})
 	})
 }
 
 // committed shows how a commit went: the commit made, or why none was and
 // what to do.
-func (r *ReviewWindow) committed(res *sandbox.ApplyResult, cr *promote.CommitResult, err error, left string, send bool) {
+func (p *promotePane) committed(res *sandbox.ApplyResult, cr *promote.CommitResult, err error, left string, send bool) {
 	changed := res != nil && len(res.Applied)+len(res.Merged) > 0
 	defer func() {
-		if (changed || cr != nil) && r.onChange != nil {
-			r.onChange()
+		if changed || cr != nil {
+			p.ev.reviewChanged()
 		}
 	}()
 	switch {
 	case res != nil && res.Held:
 		n := len(res.Conflicts)
-		r.status.SetText(fmt.Sprintf("Nothing written or committed: %s with your edits. Apply to the working tree to choose for %s, then commit with git; or commit on a new branch, which starts from the sandbox's baseline.", plural(n, "1 file conflicts", fmt.Sprintf("%d files conflict", n)), plural(n, "it", "them")))
+		p.ev.say(fmt.Sprintf("Nothing written or committed: %s with your edits. Apply to the working tree to choose for %s, then commit with git; or commit on a new branch, which starts from the sandbox's baseline.", plural(n, "1 file conflicts", fmt.Sprintf("%d files conflict", n)), plural(n, "it", "them")))
 		return
 	case err != nil && changed:
 		// Written, but git refused the commit: the files stay applied.
-		r.status.SetText(applySummary(res) + " Not committed.")
-		dialog.ShowError(fmt.Errorf("the files were written, but no commit was made: %w", commitAdvice(err)), r.Window)
+		p.ev.say(applySummary(res) + " Not committed.")
+		dialog.ShowError(fmt.Errorf("the files were written, but no commit was made: %w", commitAdvice(err)), p.win)
 		return
 	case err != nil:
-		r.status.SetText("Nothing written or committed.")
-		dialog.ShowError(commitAdvice(err), r.Window)
+		p.ev.say("Nothing written or committed.")
+		dialog.ShowError(commitAdvice(err), p.win)
 		return
 	}
 	done := commitSummary(cr)
 	if res != nil {
 		done = applySummary(res) + " " + done
 	}
-	r.status.SetText(done + left)
+	p.ev.say(done + left)
 	if send && res != nil {
-		r.sendActions(done + left)
+		p.sendActions(done + left)
 	}
 }
 
@@ -213,49 +217,9 @@ func commitSummary(cr *promote.CommitResult) string {
 	return fmt.Sprintf("Committed %s %q on %s.", shortCommit(cr.Commit), subject, safetext.Line(cr.Branch))
 }
 
-// shortCommit is a commit's ID as git shows it short.
-func shortCommit(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 // newApplyMenu is the button beside Apply that opens its menu.
-func (r *ReviewWindow) newApplyMenu() *widget.Button {
-	b := widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), r.showApplyMenu)
+func (p *promotePane) newApplyMenu() *widget.Button {
+	b := widget.NewButtonWithIcon("", theme.MenuDropDownIcon(), p.showApplyMenu)
 	b.Importance = widget.HighImportance
 	return b
-}
-
-// stageText is a sandbox's stage beyond its state, for the main window
-// ("committed", "pushed"; "" while the changes are in the sandbox or the
-// working tree, which the state says), and the commit and branch for its
-// tooltip.
-func stageText(info sandbox.Info) (word, tip string) {
-	p := info.Promotion
-	if p == nil || (info.Stage != sandbox.StageCommitted && info.Stage != sandbox.StagePushed) {
-		return "", ""
-	}
-	word = string(info.Stage)
-	tip = "Committed " + shortCommit(p.Commit)
-	switch {
-	case p.NewBranch:
-		tip += " on the new branch " + safetext.Line(p.Branch)
-	case p.Branch != "":
-		tip += " on " + safetext.Line(p.Branch)
-	}
-	if !p.Time.IsZero() {
-		tip += ", " + p.Time.Local().Format("2 Jan 15:04")
-	}
-	if info.Stage == sandbox.StagePushed {
-		tip += "; pushed"
-		if p.Remote != "" {
-			tip += " to " + safetext.Line(p.Remote)
-		}
-		if p.PullRequest != "" {
-			tip += "; pull request " + safetext.Line(p.PullRequest)
-		}
-	}
-	return word, tip
 }

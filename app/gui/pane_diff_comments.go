@@ -111,52 +111,52 @@ func numberOn(l *diffLine, old bool) (int, bool) {
 
 // lineClicked starts a comment on l, or with extend stretches the one
 // being written to l.
-func (r *ReviewWindow) lineClicked(l *diffLine, extend bool) {
-	f := r.m.current()
+func (p *diffPane) lineClicked(l *diffLine, extend bool) {
+	f := p.m.current()
 	if f == nil {
 		return
 	}
-	if d := r.dv.draft; extend && d != nil && d.path == f.Path && d.index < 0 {
+	if d := p.dv.draft; extend && d != nil && d.path == f.Path && d.index < 0 {
 		if n, ok := numberOn(l, d.old); ok {
 			d.start, d.end = min(d.anchor, n), max(d.anchor, n)
-			r.render(false)
-			r.focusDraft()
-			r.scrollToDraft()
+			p.render(false)
+			p.focusDraft()
+			p.scrollToDraft()
 			return
 		}
 	}
 	n, old := l.number()
-	r.startDraft(f.Path, old, n, n)
+	p.startDraft(f.Path, old, n, n)
 }
 
 // startDraft opens the comment box under line end for lines start..end
 // (of the baseline when old); text typed in a box already open is kept.
-func (r *ReviewWindow) startDraft(path string, old bool, start, end int) {
+func (p *diffPane) startDraft(path string, old bool, start, end int) {
 	d := &commentDraft{path: path, old: old, anchor: start, start: start, end: end, index: -1}
-	if prev := r.dv.draft; prev != nil && prev.index < 0 && prev.path == path {
+	if prev := p.dv.draft; prev != nil && prev.index < 0 && prev.path == path {
 		d.entry = prev.entry
 	}
-	r.dv.draft = d
-	r.render(false)
-	r.focusDraft()
-	r.scrollToDraft()
+	p.dv.draft = d
+	p.render(false)
+	p.focusDraft()
+	p.scrollToDraft()
 }
 
 // scrollToDraft brings the comment box into view when it is out of it.
-func (r *ReviewWindow) scrollToDraft() {
-	d := r.dv.draft
+func (p *diffPane) scrollToDraft() {
+	d := p.dv.draft
 	if d == nil || d.box == nil {
 		return
 	}
-	r.diffScrl.Refresh() // the content has grown by the box
-	at, ok := offsetIn(r.diff, d.box)
+	p.scroll.Refresh() // the content has grown by the box
+	at, ok := offsetIn(p.box, d.box)
 	if !ok {
 		return
 	}
-	y := at.Y + r.diff.Position().Y
-	view, off := r.diffScrl.Size().Height, r.diffScrl.Offset.Y
+	y := at.Y + p.box.Position().Y
+	view, off := p.scroll.Size().Height, p.scroll.Offset.Y
 	if y < off || y+d.box.Size().Height > off+view {
-		r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
+		p.scroll.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
 	}
 }
 
@@ -177,26 +177,26 @@ func offsetIn(c *fyne.Container, o fyne.CanvasObject) (fyne.Position, bool) {
 }
 
 // startEdit opens comment i of the shown file in a box.
-func (r *ReviewWindow) startEdit(path string, i int) {
-	c := r.m.comments(path)[i]
+func (p *diffPane) startEdit(path string, i int) {
+	c := p.m.comments(path)[i]
 	d := &commentDraft{path: path, old: c.Old, anchor: c.Start, start: c.Start, end: c.End, index: i}
-	r.dv.draft = d
-	r.draftEntry().SetText(c.Text)
-	r.render(false)
-	r.focusDraft()
+	p.dv.draft = d
+	p.draftEntry().SetText(c.Text)
+	p.render(false)
+	p.focusDraft()
 }
 
-func (r *ReviewWindow) focusDraft() {
-	if d := r.dv.draft; d != nil && d.entry != nil {
-		r.Window.Canvas().Focus(d.entry)
+func (p *diffPane) focusDraft() {
+	if d := p.dv.draft; d != nil && d.entry != nil {
+		p.win.Canvas().Focus(d.entry)
 	}
 }
 
 // draftCovers reports whether l is among the lines of the comment being
 // written.
-func (r *ReviewWindow) draftCovers(l *diffLine) bool {
-	d := r.dv.draft
-	if d == nil || d.index >= 0 || r.dv.file == nil || d.path != r.dv.file.Path {
+func (p *diffPane) draftCovers(l *diffLine) bool {
+	d := p.dv.draft
+	if d == nil || d.index >= 0 || p.dv.file == nil || d.path != p.dv.file.Path {
 		return false
 	}
 	n, ok := numberOn(l, d.old)
@@ -204,37 +204,37 @@ func (r *ReviewWindow) draftCovers(l *diffLine) bool {
 }
 
 // saveDraft keeps the comment being written in the decisions.
-func (r *ReviewWindow) saveDraft() {
-	d := r.dv.draft
+func (p *diffPane) saveDraft() {
+	d := p.dv.draft
 	if d == nil {
 		return
 	}
 	text := strings.TrimRight(d.entry.Text, " \n")
 	if d.index >= 0 {
-		r.m.editComment(d.path, d.index, text)
+		p.m.editComment(d.path, d.index, text)
 	} else {
-		r.m.addComment(d.path, review.Comment{Text: text, Start: d.start, End: d.end, Old: d.old})
+		p.m.addComment(d.path, review.Comment{Text: text, Start: d.start, End: d.end, Old: d.old})
 	}
-	r.dv.draft = nil
-	r.Window.Canvas().Unfocus() // the review keys work again
-	r.refresh()
-	r.render(false)
+	p.dv.draft = nil
+	p.win.Canvas().Unfocus() // the review keys work again
+	p.ev.refresh()
+	p.render(false)
 }
 
-func (r *ReviewWindow) draftEntry() *fieldEntry {
-	d := r.dv.draft
+func (p *diffPane) draftEntry() *fieldEntry {
+	d := p.dv.draft
 	if d.entry == nil {
-		// Escape leaves it, and the review keys act again (keys.go).
-		d.entry = r.newCommentEntry("A comment for the agent, sent with your next reply")
+		// Escape leaves it, and the review keys act again (fields.go).
+		d.entry = newCommentEntry("A comment for the agent, sent with your next reply")
 		d.entry.SetMinRowsVisible(3)
 	}
 	return d.entry
 }
 
 // draftView is the box a comment is written in.
-func (r *ReviewWindow) draftView(f *review.File) fyne.CanvasObject {
-	d := r.dv.draft
-	entry := r.draftEntry()
+func (p *diffPane) draftView(f *review.File) fyne.CanvasObject {
+	d := p.dv.draft
+	entry := p.draftEntry()
 	what := "New comment on " + linesText(d.start, d.end, d.old)
 	if d.index >= 0 {
 		what = "Editing the comment on " + linesText(d.start, d.end, d.old)
@@ -243,12 +243,12 @@ func (r *ReviewWindow) draftView(f *review.File) fyne.CanvasObject {
 	}
 	title := widget.NewLabelWithStyle(what, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	title.Truncation = fyne.TextTruncateEllipsis
-	save := widget.NewButtonWithIcon("Save comment", theme.ConfirmIcon(), r.saveDraft)
+	save := widget.NewButtonWithIcon("Save comment", theme.ConfirmIcon(), p.saveDraft)
 	save.Importance = widget.HighImportance
 	cancel := widget.NewButton("Cancel", func() {
-		r.dv.draft = nil
-		r.Window.Canvas().Unfocus()
-		r.render(false)
+		p.dv.draft = nil
+		p.win.Canvas().Unfocus()
+		p.render(false)
 	})
 	d.box = commentCard(container.NewVBox(title, entry, container.NewHBox(save, cancel)), theme.Color(theme.ColorNamePrimary))
 	return d.box
@@ -256,32 +256,32 @@ func (r *ReviewWindow) draftView(f *review.File) fyne.CanvasObject {
 
 // commentView is comment i of f: where it is, its text, and what can be
 // done with it; folded to a line once resolved.
-func (r *ReviewWindow) commentView(f *review.File, i int) fyne.CanvasObject {
-	if d := r.dv.draft; d != nil && d.path == f.Path && d.index == i {
-		return r.draftView(f)
+func (p *diffPane) commentView(f *review.File, i int) fyne.CanvasObject {
+	if d := p.dv.draft; d != nil && d.path == f.Path && d.index == i {
+		return p.draftView(f)
 	}
-	card := r.commentCardOf(f, i)
-	if r.dv.cards != nil {
-		r.dv.cards[i] = card
+	card := p.commentCardOf(f, i)
+	if p.dv.cards != nil {
+		p.dv.cards[i] = card
 	}
 	return card
 }
 
 // commentCardOf draws comment i of f.
-func (r *ReviewWindow) commentCardOf(f *review.File, i int) fyne.CanvasObject {
-	c := r.m.comments(f.Path)[i]
+func (p *diffPane) commentCardOf(f *review.File, i int) fyne.CanvasObject {
+	c := p.m.comments(f.Path)[i]
 	where := linesText(c.Start, c.End, c.Old)
 	where = strings.ToUpper(where[:1]) + where[1:]
 	if c.Sent > 0 {
 		where += fmt.Sprintf(" · sent in round %d", c.Sent)
 	}
 	resolve := widget.NewButtonWithIcon("Resolve", theme.ConfirmIcon(), func() {
-		r.m.resolveComment(f.Path, i, !c.Resolved)
-		r.refresh()
-		r.render(false)
+		p.m.resolveComment(f.Path, i, !c.Resolved)
+		p.ev.refresh()
+		p.render(false)
 	})
 	resolve.Importance = widget.LowImportance
-	if r.roundOnly {
+	if p.readOnly {
 		resolve.Disable()
 	}
 	if c.Resolved {
@@ -295,12 +295,12 @@ func (r *ReviewWindow) commentCardOf(f *review.File, i int) fyne.CanvasObject {
 	head := widget.NewLabelWithStyle(where, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	head.Truncation = fyne.TextTruncateEllipsis
 	buttons := container.NewHBox()
-	if c.Sent == 0 && !r.roundOnly {
-		edit := widget.NewButtonWithIcon("Edit", theme.DocumentCreateIcon(), func() { r.startEdit(f.Path, i) })
+	if c.Sent == 0 && !p.readOnly {
+		edit := widget.NewButtonWithIcon("Edit", theme.DocumentCreateIcon(), func() { p.startEdit(f.Path, i) })
 		del := widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() {
-			r.m.deleteComment(f.Path, i)
-			r.refresh()
-			r.render(false)
+			p.m.deleteComment(f.Path, i)
+			p.ev.refresh()
+			p.render(false)
 		})
 		edit.Importance, del.Importance = widget.LowImportance, widget.LowImportance
 		buttons.Add(edit)
@@ -318,55 +318,55 @@ func (r *ReviewWindow) commentCardOf(f *review.File, i int) fyne.CanvasObject {
 
 // foldedCommentView is comment i of f, on lines the view folds, with a
 // button that unfolds them and shows it in place.
-func (r *ReviewWindow) foldedCommentView(f *review.File, i int) fyne.CanvasObject {
-	c := r.m.comments(f.Path)[i]
+func (p *diffPane) foldedCommentView(f *review.File, i int) fyne.CanvasObject {
+	c := p.m.comments(f.Path)[i]
 	show := widget.NewButtonWithIcon("Show "+linesText(c.Start, c.End, c.Old)+" in place", theme.VisibilityIcon(), func() {
-		r.revealComment(f.Path, i)
+		p.revealComment(f.Path, i)
 	})
 	show.Importance = widget.LowImportance
-	return container.NewVBox(container.NewHBox(show), r.commentView(f, i))
+	return container.NewVBox(container.NewHBox(show), p.commentView(f, i))
 }
 
-// revealComment unfolds the lines comment i of the shown file p is
+// revealComment unfolds the lines comment i of the shown file path is
 // about (a gap of unchanged lines, the end of a long hunk, a generated
 // file's diff) and scrolls to it when it is out of view.
-func (r *ReviewWindow) revealComment(p string, i int) {
-	f := r.m.current()
-	cs := r.m.comments(p)
-	if f == nil || f.Path != p || i < 0 || i >= len(cs) {
+func (p *diffPane) revealComment(path string, i int) {
+	f := p.m.current()
+	cs := p.m.comments(path)
+	if f == nil || f.Path != path || i < 0 || i >= len(cs) {
 		return
 	}
 	c := cs[i]
 	if c.End > 0 {
-		r.dv.generated[p] = true
-		for g, gap := range r.dv.gaps {
+		p.dv.generated[path] = true
+		for g, gap := range p.dv.gaps {
 			first := gap.newStart
 			if c.Old {
 				first = gap.oldStart
 			}
 			if c.End >= first && c.End < first+gap.n {
-				r.dv.opened[p][g].top = gap.n
+				p.dv.opened[path][g].top = gap.n
 			}
 		}
-		for h, lines := range r.dv.hunks {
+		for h, lines := range p.dv.hunks {
 			for _, l := range lines {
 				if n, ok := numberOn(&l, c.Old); ok && n == c.End {
-					r.dv.longHunks[p+"\x00"+strconv.Itoa(h)] = true
+					p.dv.longHunks[path+"\x00"+strconv.Itoa(h)] = true
 				}
 			}
 		}
 	}
-	r.render(false)
-	card := r.dv.cards[i]
+	p.render(false)
+	card := p.dv.cards[i]
 	if card == nil {
 		return
 	}
-	r.diffScrl.Refresh()
-	if at, ok := offsetIn(r.diff, card); ok {
-		y := at.Y + r.diff.Position().Y
-		view, off := r.diffScrl.Size().Height, r.diffScrl.Offset.Y
+	p.scroll.Refresh()
+	if at, ok := offsetIn(p.box, card); ok {
+		y := at.Y + p.box.Position().Y
+		view, off := p.scroll.Size().Height, p.scroll.Offset.Y
 		if y < off || y+card.Size().Height > off+view {
-			r.diffScrl.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
+			p.scroll.ScrollToOffset(fyne.NewPos(0, max(y-view/3, 0)))
 		}
 	}
 }
@@ -396,4 +396,13 @@ func linesText(start, end int, old bool) string {
 		s += " of the baseline"
 	}
 	return s
+}
+
+// newCommentEntry is a comment box for the diff pane: multi-line, and
+// Escape leaves it so that the review keys work again.
+func newCommentEntry(placeholder string) *fieldEntry {
+	e := newFieldMultiLine()
+	e.SetPlaceHolder(placeholder)
+	e.SetMinRowsVisible(1)
+	return e
 }

@@ -3,12 +3,10 @@ package gui
 import (
 	"context"
 	"fmt"
-	"image/color"
 	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
@@ -20,25 +18,21 @@ import (
 )
 
 // Sending the approved actions: Apply asks once before any leaves this
-// computer (undo cannot unsend), sends them through the Service after
+// computer (undo cannot unsend), sends them through the ActionService after
 // the files are written, and shows what each one's service answered.
-
-// sendWidth is the width of the dialogs about sending: their sentences
-// wrap in it and never widen the window.
-const sendWidth = 560
 
 // askSend asks once whether sends, the approved actions never sent, are
 // to be sent from this computer: it lists their sentences and says that
 // undo cannot unsend them; files says approved files are written first.
 // With none to send the answer is yes at once.
-func (r *ReviewWindow) askSend(sends []sandbox.ActionView, files bool, answer func(send bool)) {
+func (p *actionsPane) askSend(sends []sandbox.ActionView, files bool, answer func(send bool)) {
 	if len(sends) == 0 {
 		answer(true)
 		return
 	}
 	n := len(sends)
 	title := fmt.Sprintf("Send %d %s?", n, plural(n, "action", "actions"))
-	dialog.NewCustomConfirm(title, "Send", "Cancel", sendForm(sends, files), answer, r.Window).Show()
+	dialog.NewCustomConfirm(title, "Send", "Cancel", sendForm(sends, files), answer, p.win).Show()
 }
 
 // sendForm is the question's content: the actions' sentences, and what
@@ -53,70 +47,55 @@ func sendForm(sends []sandbox.ActionView, files bool) fyne.CanvasObject {
 	var shown fyne.CanvasObject = list
 	if n > 4 {
 		s := container.NewVScroll(list)
-		s.SetMinSize(fyne.NewSize(sendWidth, 260))
+		s.SetMinSize(fyne.NewSize(dialogWidth, 260))
 		shown = s
 	}
 	last := "Undo cannot unsend " + plural(n, "it.", "them.")
 	if files {
 		last = "The approved files are written first, then the " + plural(n, "action is", "actions are") + " sent. " + last
 	}
-	return fixedWidth(sendWidth, container.NewVBox(intro, shown, wrapLabel(last, fyne.TextStyle{Bold: true})))
+	return fixedWidth(dialogWidth, container.NewVBox(intro, shown, wrapLabel(last, fyne.TextStyle{Bold: true})))
 }
 
-// fixedWidth gives content a width of its own, never its text's.
-func fixedWidth(width float32, content fyne.CanvasObject) fyne.CanvasObject {
-	w := canvas.NewRectangle(color.Transparent)
-	w.SetMinSize(fyne.NewSize(width, 0))
-	return container.NewStack(w, content)
-}
-
-// sendActions sends the saved review's approved actions never sent
+// send sends the saved review's approved actions never sent
 // (the user said yes), in their order, then shows each one's answer and
 // the actions as they now stand; done is what the apply before it did,
 // for the status line.
-func (r *ReviewWindow) sendActions(done string) {
-	pending := r.full.toSend()
+func (p *actionsPane) send(done string) {
+	pending := p.full.toSend()
 	prefix := ""
 	if done != "" {
 		prefix = done + " "
 	}
-	r.applyBtn.Disable()
-	r.status.SetText(prefix + fmt.Sprintf("Sending %d %s…", len(pending), plural(len(pending), "action", "actions")))
-	r.async(func() {
-		results, err := r.svc.SendActions(context.Background(), r.id, func(res sandbox.ActionResult) {
-			fyne.Do(func() { r.status.SetText(prefix + fmt.Sprintf("Action %d: %s.", res.ID, resultWord(res))) })
+	p.ev.say(prefix + fmt.Sprintf("Sending %d %s…", len(pending), plural(len(pending), "action", "actions")))
+	p.async(func() {
+		results, err := p.svc.SendActions(context.Background(), p.id, func(res sandbox.ActionResult) {
+			fyne.Do(func() { p.ev.say(prefix + fmt.Sprintf("Action %d: %s.", res.ID, resultWord(res))) })
 		})
 		fyne.Do(func() {
-			r.reloadActions()
+			p.reload()
 			// The summary is of what this apply meant to send, not of
 			// the approved ones an earlier apply sent.
 			mine := slices.DeleteFunc(slices.Clone(results), func(res sandbox.ActionResult) bool {
 				return !slices.ContainsFunc(pending, func(v sandbox.ActionView) bool { return v.ID == res.ID })
 			})
-			r.status.SetText(prefix + sendSummary(mine, err))
-			r.showSendResults(pending, results, err)
-			if r.onChange != nil {
-				r.onChange()
-			}
+			p.ev.say(prefix + sendSummary(mine, err))
+			p.showSendResults(pending, results, err)
+			p.ev.reviewChanged()
 		})
 	})
 }
 
-// reloadActions reads the actions again (how their sending stands) and
+// reload reads the actions again (how their sending stands) and
 // redraws them.
-func (r *ReviewWindow) reloadActions() {
-	actions, err := r.svc.Actions(r.id)
+func (p *actionsPane) reload() {
+	actions, err := p.svc.Actions(p.id)
 	if err != nil {
-		r.status.SetText("Cannot read the actions again: " + err.Error())
+		p.ev.say("Cannot read the actions again: " + err.Error())
 		return
 	}
-	r.full.setActions(actions)
-	r.tree.fill()
-	r.tree.Refresh()
-	r.redraw()
-	if r.action != 0 {
-		r.render(false)
-	}
+	p.full.setActions(actions)
+	p.ev.actionsReloaded()
 }
 
 // resultWord is a result in a few words, for the status line.
@@ -167,7 +146,7 @@ func sendSummary(results []sandbox.ActionResult, err error) string {
 
 // showSendResults shows each action Apply meant to send with what became
 // of it: the status its service answered, or the error and what to do.
-func (r *ReviewWindow) showSendResults(pending []sandbox.ActionView, results []sandbox.ActionResult, err error) {
+func (p *actionsPane) showSendResults(pending []sandbox.ActionView, results []sandbox.ActionResult, err error) {
 	byID := map[int]sandbox.ActionResult{}
 	for _, res := range results {
 		byID[res.ID] = res
@@ -186,14 +165,14 @@ func (r *ReviewWindow) showSendResults(pending []sandbox.ActionView, results []s
 	var shown fyne.CanvasObject = list
 	if len(pending) > 3 {
 		s := container.NewVScroll(list)
-		s.SetMinSize(fyne.NewSize(sendWidth, 320))
+		s.SetMinSize(fyne.NewSize(dialogWidth, 320))
 		shown = s
 	}
 	title := "Actions sent"
 	if !good {
 		title = "Not every action was sent"
 	}
-	dialog.NewCustom(title, "Close", fixedWidth(sendWidth, shown), r.Window).Show()
+	dialog.NewCustom(title, "Close", fixedWidth(dialogWidth, shown), p.win).Show()
 }
 
 // resultText is what became of action v (res, when ok; err stopped the

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/airlock-dev/airlock/app/heldreq"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -21,203 +22,6 @@ const indentStep = 14
 
 // staleTip says what the mark on a file the user changed means.
 const staleTip = "You changed this file in the project since the baseline. Applying the agent's change merges it into yours three ways; a conflict leaves your file as it is."
-
-// fileList is the changeset's shown files as one compact list of folder
-// and file rows (a folder's rows fold away with its arrow). Clicked, it
-// takes the focus and passes the review keys on; it keeps the selection
-// on the file under the keyboard's cursor.
-type fileList struct {
-	widget.List
-	r        *ReviewWindow
-	rows     []listRow
-	closed   map[string]bool // folded folders
-	selected int             // the selected row, -1 for none
-}
-
-// listRow is one row: a folder (its ID ends in "/"), a file, the
-// actions' group (actionsGroup) or an action, and how deep it sits.
-type listRow struct {
-	id    string
-	depth int
-	// action is the number of the staged action the row shows (0 for
-	// the other rows).
-	action int
-}
-
-func newFileList(r *ReviewWindow) *fileList {
-	l := &fileList{r: r, closed: map[string]bool{}, selected: -1}
-	l.Length = func() int { return len(l.rows) }
-	l.CreateItem = func() fyne.CanvasObject { return newFileRow(l) }
-	l.UpdateItem = func(i widget.ListItemID, o fyne.CanvasObject) {
-		if i < len(l.rows) {
-			o.(*fileRow).update(l.rows[i])
-		}
-	}
-	l.OnSelected = func(i widget.ListItemID) {
-		if i >= len(l.rows) {
-			return
-		}
-		l.selected = i
-		id := l.rows[i].id
-		switch {
-		case l.rows[i].action != 0:
-			if r.action != l.rows[i].action {
-				r.showAction(l.rows[i].action)
-			}
-			return
-		case id == actionsGroup:
-			if r.action == 0 && len(r.m.actions) > 0 {
-				r.showAction(r.m.actions[0].ID)
-			}
-			return
-		}
-		if isFolder(id) {
-			r.setFolder(id)
-			return
-		}
-		r.setFolder(parentFolder(id))
-		if f := r.m.current(); f != nil && f.Path == id && r.action == 0 {
-			return // already shown (the keys moved here)
-		}
-		if r.m.selectPath(id) {
-			r.action = 0
-			r.showFile()
-		}
-	}
-	l.ExtendBaseWidget(l)
-	// Only the rows: the list is drawn once it is in its compact theme.
-	l.fill()
-	return l
-}
-
-// rebuild lists the rows of the model's tree again and redraws them.
-func (l *fileList) rebuild() {
-	l.fill()
-	l.UnselectAll()
-	l.selected = -1
-	l.Refresh()
-}
-
-// fill lists the rows of the model's tree, in unfolded folders.
-func (l *fileList) fill() {
-	l.rows = l.rows[:0]
-	var walk func(id string, depth int)
-	walk = func(id string, depth int) {
-		for _, c := range l.r.m.tree.children[id] {
-			l.rows = append(l.rows, listRow{id: c, depth: depth})
-			if isFolder(c) && !l.closed[c] {
-				walk(c, depth+1)
-			}
-		}
-	}
-	walk("", 0)
-	// The held actions follow the files, as a group of their own.
-	if len(l.r.m.actions) > 0 {
-		l.rows = append(l.rows, listRow{id: actionsGroup})
-		if !l.closed[actionsGroup] {
-			for _, a := range l.r.m.actions {
-				l.rows = append(l.rows, listRow{id: actionRowID(a.ID), depth: 1, action: a.ID})
-			}
-		}
-	}
-}
-
-// index is the row of id, or -1.
-func (l *fileList) index(id string) int {
-	for i, row := range l.rows {
-		if row.id == id {
-			return i
-		}
-	}
-	return -1
-}
-
-// Select selects the row of a file or folder (a file's folded folders
-// open), as a click on it does.
-func (l *fileList) Select(id string) {
-	if strings.HasPrefix(id, actionRowPrefix) && l.closed[actionsGroup] {
-		delete(l.closed, actionsGroup)
-		l.rebuild()
-	} else if !isFolder(id) {
-		opened := false
-		for dir := parentFolder(id); dir != ""; dir = parentFolder(strings.TrimSuffix(dir, "/")) {
-			if l.closed[dir] {
-				delete(l.closed, dir)
-				opened = true
-			}
-		}
-		if opened {
-			l.rebuild()
-		}
-	}
-	if i := l.index(id); i >= 0 {
-		l.List.Select(i)
-	}
-}
-
-// ScrollTo scrolls the row of id into view.
-func (l *fileList) ScrollTo(id string) {
-	if i := l.index(id); i >= 0 {
-		l.List.ScrollTo(i)
-	}
-}
-
-// toggle folds or unfolds a folder.
-func (l *fileList) toggle(folder string) {
-	l.closed[folder] = !l.closed[folder]
-	l.rebuild()
-	if a := l.r.action; a != 0 && l.index(actionRowID(a)) >= 0 {
-		l.List.Select(l.index(actionRowID(a)))
-	} else if f := l.r.m.current(); f != nil && a == 0 {
-		if i := l.index(f.Path); i >= 0 {
-			l.List.Select(i)
-		}
-	}
-}
-
-func (l *fileList) TypedRune(ch rune) { l.r.key(ch) }
-
-// TypedKey: Up and Down select the row above or below, as in a file
-// manager; Left and Right fold and unfold the selected folder; Escape
-// gives the focus back.
-func (l *fileList) TypedKey(ev *fyne.KeyEvent) {
-	switch ev.Name {
-	case fyne.KeyEscape:
-		unfocus(l)
-	case fyne.KeyUp, fyne.KeyDown:
-		next := l.selected + 1
-		if ev.Name == fyne.KeyUp {
-			next = l.selected - 1
-		}
-		if next >= 0 && next < len(l.rows) {
-			l.List.Select(next)
-		}
-	case fyne.KeyLeft, fyne.KeyRight:
-		if l.selected >= 0 && l.selected < len(l.rows) {
-			id := l.rows[l.selected].id
-			if (isFolder(id) || id == actionsGroup) && l.closed[id] == (ev.Name == fyne.KeyRight) {
-				l.toggle(id)
-				l.List.Select(l.index(id))
-			}
-		}
-	default:
-		l.List.TypedKey(ev)
-	}
-}
-
-// wheel scrolls the list by a boosted wheel step.
-func (l *fileList) wheel(ev *fyne.ScrollEvent) {
-	l.ScrollToOffset(max(l.GetScrollOffset()-ev.Scrolled.DY*wheelBoost, 0))
-}
-
-// parentFolder is the tree ID of the folder p is in ("" at the top).
-func parentFolder(p string) string {
-	dir := path.Dir(strings.TrimSuffix(p, "/"))
-	if dir == "." || dir == "/" {
-		return ""
-	}
-	return dir + "/"
-}
 
 // rowIcon is the size of a row's icons, rowGap the room between its
 // parts.
@@ -318,25 +122,25 @@ func (w *fileRow) Tapped(*fyne.PointEvent) {
 // TappedSecondary offers, on a right click, to approve or reject the
 // row's file, or every shown file of its folder.
 func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {
-	r := w.l.r
-	if r.roundOnly {
+	p := w.l.p
+	if p.readOnly {
 		return
 	}
 	var items []*fyne.MenuItem
 	if id := w.row.action; id != 0 {
 		items = append(items,
-			fyne.NewMenuItem("Approve action", func() { r.setActionVerdict(id, true) }),
-			fyne.NewMenuItem("Reject action", func() { r.setActionVerdict(id, false) }))
+			fyne.NewMenuItem("Approve action", func() { p.ev.decideAction(id, true) }),
+			fyne.NewMenuItem("Reject action", func() { p.ev.decideAction(id, false) }))
 	} else if isFolder(w.row.id) {
-		fs := r.m.under(w.row.id)
+		fs := p.m.under(w.row.id)
 		what := fmt.Sprintf("the %d %s in %s", len(fs), plural(len(fs), "file", "files"), safetext.Line(w.row.id))
 		items = append(items,
-			fyne.NewMenuItem("Approve "+what, func() { r.setFolderVerdict(w.row.id, true) }),
-			fyne.NewMenuItem("Reject "+what, func() { r.setFolderVerdict(w.row.id, false) }))
-	} else if f := r.m.cs.File(w.row.id); f != nil {
+			fyne.NewMenuItem("Approve "+what, func() { p.setFolderVerdict(w.row.id, true) }),
+			fyne.NewMenuItem("Reject "+what, func() { p.setFolderVerdict(w.row.id, false) }))
+	} else if f := p.m.cs.File(w.row.id); f != nil {
 		items = append(items,
-			fyne.NewMenuItem("Approve file", func() { r.m.setFile(f, true); r.refresh(); r.showFile() }),
-			fyne.NewMenuItem("Reject file", func() { r.m.setFile(f, false); r.refresh(); r.showFile() }))
+			fyne.NewMenuItem("Approve file", func() { p.m.setFile(f, true); p.ev.refresh(); p.ev.showFile() }),
+			fyne.NewMenuItem("Reject file", func() { p.m.setFile(f, false); p.ev.refresh(); p.ev.showFile() }))
 	}
 	c := fyne.CurrentApp().Driver().CanvasForObject(w)
 	if c == nil || len(items) == 0 {
@@ -347,7 +151,7 @@ func (w *fileRow) TappedSecondary(ev *fyne.PointEvent) {
 
 func (w *fileRow) update(row listRow) {
 	w.row = row
-	r := w.l.r
+	p := w.l.p
 	if row.action != 0 || row.id == actionsGroup {
 		w.updateAction(row)
 		return
@@ -365,7 +169,7 @@ func (w *fileRow) update(row listRow) {
 	w.partly.Hide()
 	var fs []*review.File
 	if folder {
-		fs = r.m.under(row.id)
+		fs = p.m.under(row.id)
 		w.fold.Show()
 		if w.l.closed[row.id] {
 			w.fold.SetResource(theme.MenuExpandIcon())
@@ -378,7 +182,7 @@ func (w *fileRow) update(row listRow) {
 		w.name.Color = theme.Color(theme.ColorNameForeground)
 		w.setName(safetext.Line(name) + "/")
 		for _, f := range fs {
-			if r.changedHere[f.Path] {
+			if p.changedHere[f.Path] {
 				w.stale.Tip = "You changed files in this folder in the project since the baseline (marked on their rows)."
 				w.stale.Show()
 				break
@@ -386,7 +190,7 @@ func (w *fileRow) update(row listRow) {
 		}
 	} else {
 		w.fold.Hide()
-		f := r.m.cs.File(row.id)
+		f := p.m.cs.File(row.id)
 		if f == nil {
 			return
 		}
@@ -400,7 +204,7 @@ func (w *fileRow) update(row listRow) {
 		}
 		w.name.TextStyle = fyne.TextStyle{}
 		w.name.Color = theme.Color(theme.ColorNameForeground)
-		if r.m.fileState(f) == stateRejected {
+		if p.m.fileState(f) == stateRejected {
 			// Left out: greyed and slanted, beside its red cross.
 			w.name.TextStyle = fyne.TextStyle{Italic: true}
 			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
@@ -410,12 +214,12 @@ func (w *fileRow) update(row listRow) {
 			w.warn.Tip = reason
 			w.warn.Show()
 		}
-		if r.changedHere[f.Path] {
+		if p.changedHere[f.Path] {
 			w.stale.Tip = staleTip
 			w.stale.Show()
 		}
 	}
-	state := r.m.filesState(fs)
+	state := p.m.filesState(fs)
 	w.verdict.Resource = verdictIcon(state)
 	w.verdict.Refresh()
 	if state == statePartial {
@@ -484,8 +288,10 @@ func newTapIcon(res fyne.Resource, onTap func()) *tapIcon {
 }
 
 func (i *tapIcon) CreateRenderer() fyne.WidgetRenderer { return widget.NewSimpleRenderer(i.img) }
-func (i *tapIcon) SetResource(res fyne.Resource)       { i.img.Resource = res; i.img.Refresh() }
-func (i *tapIcon) Tapped(*fyne.PointEvent)             { i.onTap() }
+
+func (i *tapIcon) SetResource(res fyne.Resource) { i.img.Resource = res; i.img.Refresh() }
+
+func (i *tapIcon) Tapped(*fyne.PointEvent) { i.onTap() }
 
 // rowImage is an icon at a row's size.
 func rowImage(res fyne.Resource) *canvas.Image {
@@ -493,71 +299,6 @@ func rowImage(res fyne.Resource) *canvas.Image {
 	img.FillMode = canvas.ImageFillContain
 	img.SetMinSize(fyne.NewSize(rowIcon, rowIcon))
 	return img
-}
-
-// setFolder makes folder (a tree ID, "" for every shown file) the one the
-// folder buttons act on.
-func (r *ReviewWindow) setFolder(folder string) {
-	r.folder = folder
-	r.showFolder()
-}
-
-// showFolder says which files the folder buttons act on.
-func (r *ReviewWindow) showFolder() {
-	if r.folderLabel == nil {
-		return
-	}
-	fs := r.m.under(r.folder)
-	what := "Folder " + safetext.Line(r.folder)
-	if r.folder == "" {
-		what = "All shown"
-		if !r.m.filtered() {
-			what = "All"
-		}
-	}
-	r.folderLabel.SetText(fmt.Sprintf("%s (%d %s):", what, len(fs), plural(len(fs), "file", "files")))
-}
-
-// setFolderVerdict approves or rejects every shown file of folder.
-func (r *ReviewWindow) setFolderVerdict(folder string, approve bool) {
-	if r.roundOnly {
-		return
-	}
-	r.m.setFiles(r.m.under(folder), approve)
-	r.refresh()
-	r.showFile()
-}
-
-// setFilter shows only the files whose path contains q.
-func (r *ReviewWindow) setFilter(q string) {
-	r.refilter(func() { r.m.setFilter(q) })
-}
-
-// setFlagged shows only the flagged files, or with false every file the
-// filter shows.
-func (r *ReviewWindow) setFlagged(on bool) {
-	r.refilter(func() { r.m.setFlagged(on) })
-}
-
-// refilter changes what the list shows with change, then shows it.
-func (r *ReviewWindow) refilter(change func()) {
-	before := r.m.current()
-	change()
-	r.treeIDs = r.m.tree
-	r.tree.rebuild()
-	if r.folder != "" && len(r.m.under(r.folder)) == 0 {
-		r.folder = ""
-	}
-	r.showFolder()
-	r.summary.SetText(r.m.summary())
-	f := r.m.current()
-	if f == nil {
-		return // nothing matches: the last file stays in view
-	}
-	r.tree.Select(f.Path)
-	if f != before {
-		r.showFile()
-	}
 }
 
 // gap is empty space width wide.
@@ -621,4 +362,92 @@ func (w *fileRow) setName(label string) {
 	if sz := w.name.Size().Width; sz > 0 {
 		w.fitName(sz)
 	}
+}
+
+// updateAction draws the row of the actions' group or of one action:
+// its mark, its method and host, and its sentence.
+func (w *fileRow) updateAction(row listRow) {
+	p := w.l.p
+	w.warn.Hide()
+	w.stale.Hide()
+	w.add.Hide()
+	w.del.Hide()
+	w.partly.Hide()
+	w.name.TextStyle = fyne.TextStyle{}
+	w.name.Color = theme.Color(theme.ColorNameForeground)
+	if row.id == actionsGroup {
+		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep), 1))
+		w.fold.Show()
+		if w.l.closed[actionsGroup] {
+			w.fold.SetResource(theme.MenuExpandIcon())
+		} else {
+			w.fold.SetResource(theme.MenuDropDownIcon())
+		}
+		w.letter.Hide()
+		w.host.Hide()
+		w.name.TextStyle = fyne.TextStyle{Bold: true}
+		w.setName(fmt.Sprintf("Actions (%d)", len(p.m.actions)))
+		w.verdict.Resource = verdictIcon(p.m.actionsState())
+		// What is left to decide, where a folder says "partly".
+		held := 0
+		for _, v := range p.m.actionViews() {
+			if v.State() == "held" {
+				held++
+			}
+		}
+		if held > 0 {
+			w.partly.Color = theme.Color(theme.ColorNameWarning)
+			w.partly.Text = fmt.Sprintf("%d held", held)
+			w.partly.Show()
+		}
+	} else {
+		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep)+rowIcon+rowGap, 1))
+		w.fold.Hide()
+		v := p.m.actionView(row.action)
+		if v == nil {
+			return
+		}
+		w.letter.Text = actionMethod(*v)
+		w.letter.Color = theme.Color(theme.ColorNamePrimary)
+		w.letter.Show()
+		w.host.Text = safetext.Cut(actionHost(*v), 40)
+		w.host.Color = theme.Color(theme.ColorNamePlaceHolder)
+		w.host.Show()
+		if actionMark(*v) == stateRejected {
+			w.name.TextStyle = fyne.TextStyle{Italic: true}
+			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
+		}
+		// A sentence that is only the request starts with its method,
+		// shown before it already.
+		w.setName(safetext.Cut(strings.TrimPrefix(heldreq.Describe(v.Held), w.letter.Text+" "), actionSentenceMax))
+		w.verdict.Resource = actionIcon(*v)
+		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
+			w.partly.Text = st
+			w.partly.Color = theme.Color(theme.ColorNameWarning)
+			if st == "sent" {
+				w.partly.Color = theme.Color(theme.ColorNameSuccess)
+			}
+			w.partly.Show()
+		}
+	}
+	w.verdict.Refresh()
+	w.partly.Refresh()
+	w.letter.Refresh()
+	w.host.Refresh()
+	w.name.Refresh()
+	w.box.Refresh()
+}
+
+// verdictIcon shows a file's state in the tree: an empty circle while
+// undecided, a green tick, a half mark, a red cross.
+func verdictIcon(s fileState) fyne.Resource {
+	switch s {
+	case stateApproved:
+		return theme.NewSuccessThemedResource(theme.ConfirmIcon())
+	case statePartial:
+		return theme.NewWarningThemedResource(theme.ContentRemoveIcon())
+	case stateRejected:
+		return theme.NewErrorThemedResource(theme.CancelIcon())
+	}
+	return theme.RadioButtonIcon()
 }

@@ -42,121 +42,155 @@ const (
 	actionSentenceMax = 240
 )
 
-// showAction shows action id in the diff pane's place.
-func (r *ReviewWindow) showAction(id int) {
-	r.action = id
-	r.setFolder("") // no file is selected: the folder buttons act on all
-	r.showFile()
+// actionsPane is the review window's staged actions: the requests the
+// agent made that a [[network.stage]] entry held, each shown in the
+// diff's place when the cursor is on it (the file list lists them after
+// the files), approved or rejected like a file, and sent by Apply once
+// the user agrees (pane_actions_send.go).
+type actionsPane struct {
+	svc ActionService
+	id  string
+	// m is the review shown (a round's own view has no action); full is
+	// the whole review, whose approved actions are sent.
+	m, full  *reviewModel
+	readOnly bool
+	place    actionPlace
+	win      fyne.Window
+	async    func(func())
+	ev       actionsEvents
 }
 
-// selectAction selects action id's row (its group unfolded) and shows
-// it.
-func (r *ReviewWindow) selectAction(id int) {
-	r.tree.Select(actionRowID(id)) // OnSelected shows it
-	r.tree.ScrollTo(actionRowID(id))
-	if r.action != id {
-		r.showAction(id)
-	}
+// actionPlace is where an action is shown: the diff pane's place, its
+// header pinned above the scrolling rest.
+type actionPlace interface {
+	showInstead(head fyne.CanvasObject, body []fyne.CanvasObject, scroll bool)
 }
 
-// setActionVerdict approves or rejects action id, saved with the files'
+// actionsEvents is what the staged actions tell the window they are in.
+type actionsEvents interface {
+	// say shows a line on the status line.
+	say(status string)
+	// refresh saves the decisions after a verdict and redraws them.
+	refresh()
+	// showFile shows what the cursor is on in the diff's place.
+	showFile()
+	// selectAction selects action id's row in the file list and shows
+	// it; selectCurrent the cursor's file.
+	selectAction(id int)
+	selectCurrent()
+	// actionsReloaded follows the actions read again: the list and the
+	// diff's place show them as they stand.
+	actionsReloaded()
+	// reviewChanged tells whoever follows the sandbox that it changed.
+	reviewChanged()
+}
+
+// newActionsPane is the staged actions of sandbox id in the review full;
+// its dialogs open on win, async sends off fyne's goroutine.
+func newActionsPane(svc ActionService, id string, full *reviewModel, place actionPlace, win fyne.Window, async func(func()), ev actionsEvents) *actionsPane {
+	return &actionsPane{svc: svc, id: id, m: full, full: full, place: place, win: win, async: async, ev: ev}
+}
+
+// setModel shows the review m (a round's own view has no action), read
+// only or not.
+func (p *actionsPane) setModel(m *reviewModel, readOnly bool) { p.m, p.readOnly = m, readOnly }
+
+// setVerdict approves or rejects action id, saved with the files'
 // verdicts; one whose sending started cannot be decided again.
-func (r *ReviewWindow) setActionVerdict(id int, approve bool) {
-	if r.roundOnly {
+func (p *actionsPane) setVerdict(id int, approve bool) {
+	if p.readOnly {
 		return
 	}
-	if !r.m.setAction(id, approve) {
-		if v := r.m.action(id); v != nil {
-			r.status.SetText(fmt.Sprintf("Action %d is %s: a verdict changes nothing now.", id, actionState(*v)))
+	if !p.m.setAction(id, approve) {
+		if v := p.m.actionView(id); v != nil {
+			p.ev.say(fmt.Sprintf("Action %d is %s: a verdict changes nothing now.", id, actionState(*v)))
 		}
 		return
 	}
-	r.refresh()
-	r.showFile()
+	p.ev.refresh()
+	p.ev.showFile()
 }
 
-// actionKey handles a review key while an action is shown: a / A
+// key handles a review key while an action is shown: a / A
 // approve it, r / R reject it, n / j the next action, p / k the one
 // before (from the first, back to the last file). It reports whether ch
 // is one of them.
-func (r *ReviewWindow) actionKey(ch rune) bool {
-	vs := r.m.actionViews()
-	i := slices.IndexFunc(vs, func(v sandbox.ActionView) bool { return v.ID == r.action })
+func (p *actionsPane) key(ch rune) bool {
+	vs := p.m.actionViews()
+	i := slices.IndexFunc(vs, func(v sandbox.ActionView) bool { return v.ID == p.m.action })
 	if i < 0 {
 		return false
 	}
 	switch ch {
 	case 'a', 'A', 'r', 'R':
-		r.setActionVerdict(r.action, ch == 'a' || ch == 'A')
+		p.setVerdict(p.m.action, ch == 'a' || ch == 'A')
 	case 'n', 'j':
 		if i+1 < len(vs) {
-			r.selectAction(vs[i+1].ID)
+			p.ev.selectAction(vs[i+1].ID)
 		}
 	case 'p', 'k':
 		if i > 0 {
-			r.selectAction(vs[i-1].ID)
+			p.ev.selectAction(vs[i-1].ID)
 			return true
 		}
-		if len(r.m.files) == 0 {
+		if len(p.m.files) == 0 {
 			return true
 		}
 		// Back to the last file, at its last hunk for k.
-		r.action = 0
-		r.m.file, r.m.hunk = len(r.m.files)-1, 0
-		if f := r.m.current(); ch == 'k' && len(f.Hunks) > 0 {
-			r.m.hunk = len(f.Hunks) - 1
+		p.m.action = 0
+		p.m.file, p.m.hunk = len(p.m.files)-1, 0
+		if f := p.m.current(); ch == 'k' && len(f.Hunks) > 0 {
+			p.m.hunk = len(f.Hunks) - 1
 		}
-		r.selectCurrent()
+		p.ev.selectCurrent()
 	default:
 		return false
 	}
 	return true
 }
 
-// enterActions goes on from the last file to the first action: n on
+// enter goes on from the last file to the first action: n on
 // the last file, j on its last hunk. It reports whether it did.
-func (r *ReviewWindow) enterActions(ch rune) bool {
-	if len(r.m.actions) == 0 || (ch != 'n' && ch != 'j') {
+func (p *actionsPane) enter(ch rune) bool {
+	if len(p.m.actions) == 0 || (ch != 'n' && ch != 'j') {
 		return false
 	}
-	f := r.m.current()
-	if len(r.m.files) > 0 && r.m.file < len(r.m.files)-1 {
+	f := p.m.current()
+	if len(p.m.files) > 0 && p.m.file < len(p.m.files)-1 {
 		return false
 	}
-	if ch == 'j' && f != nil && r.m.hunk < len(f.Hunks)-1 {
+	if ch == 'j' && f != nil && p.m.hunk < len(f.Hunks)-1 {
 		return false
 	}
-	r.selectAction(r.m.actions[0].ID)
+	p.ev.selectAction(p.m.actions[0].ID)
 	return true
 }
 
-// renderAction draws action v in the diff pane's place: its sentence and
-// verdict above, what would be sent below.
-func (r *ReviewWindow) renderAction(v sandbox.ActionView, scroll bool) {
-	r.diff.RemoveAll()
-	r.hunkBoxes, r.hunkCheck, r.dv.bars, r.dv.codes = nil, nil, nil, nil
-	r.dv.cards = map[int]fyne.CanvasObject{}
-	r.dv.head.Objects = []fyne.CanvasObject{r.actionHeader(v)}
-	r.dv.pane.Refresh()
-	for _, o := range actionDetails(v) {
-		appendTo(r.diff, o)
+// render draws the action under the cursor in the diff's place: its
+// sentence and verdict above, what would be sent below. It reports
+// whether it did: false when the cursor is on a file.
+func (p *actionsPane) render(scroll bool) bool {
+	if p.m.action == 0 {
+		return false
 	}
-	r.diff.Refresh()
-	r.diffScrl.Refresh()
-	if scroll {
-		r.diffScrl.ScrollToTop()
+	v := p.m.actionView(p.m.action)
+	if v == nil {
+		p.m.action = 0
+		return false
 	}
+	p.place.showInstead(p.header(*v), actionDetails(*v), scroll)
+	return true
 }
 
-// actionHeader is the action's pinned header: which action, its state
+// header is the action's pinned header: which action, its state
 // and Approve / Reject, then its sentence as a heading.
-func (r *ReviewWindow) actionHeader(v sandbox.ActionView) fyne.CanvasObject {
-	n := slices.IndexFunc(r.m.actions, func(a sandbox.ActionView) bool { return a.ID == v.ID }) + 1
-	title := newTipLabel(fmt.Sprintf("Action %d of %d · %s %s", n, len(r.m.actions), actionMethod(v), actionHost(v)), fyne.TextStyle{Bold: true})
+func (p *actionsPane) header(v sandbox.ActionView) fyne.CanvasObject {
+	n := slices.IndexFunc(p.m.actions, func(a sandbox.ActionView) bool { return a.ID == v.ID }) + 1
+	title := newTipLabel(fmt.Sprintf("Action %d of %d · %s %s", n, len(p.m.actions), actionMethod(v), actionHost(v)), fyne.TextStyle{Bold: true})
 	state := widget.NewLabel(actionState(v))
-	approve := widget.NewButtonWithIcon("Approve action", theme.ConfirmIcon(), func() { r.setActionVerdict(v.ID, true) })
-	reject := widget.NewButtonWithIcon("Reject action", theme.CancelIcon(), func() { r.setActionVerdict(v.ID, false) })
-	if started(v) || r.roundOnly {
+	approve := widget.NewButtonWithIcon("Approve action", theme.ConfirmIcon(), func() { p.setVerdict(v.ID, true) })
+	reject := widget.NewButtonWithIcon("Reject action", theme.CancelIcon(), func() { p.setVerdict(v.ID, false) })
+	if started(v) || p.readOnly {
 		approve.Disable()
 		reject.Disable()
 	}
@@ -171,7 +205,7 @@ func (r *ReviewWindow) actionHeader(v sandbox.ActionView) fyne.CanvasObject {
 // round that made it, its state, where a credential goes, the headers
 // and the body; and the answer once sent.
 func actionDetails(v sandbox.ActionView) []fyne.CanvasObject {
-	facts := container.New(keysLayout{})
+	facts := container.New(pairsLayout{})
 	fact := func(key, value string) {
 		facts.Add(widget.NewLabelWithStyle(key, fyne.TextAlignTrailing, fyne.TextStyle{Bold: true}))
 		facts.Add(newTipLabel(value, fyne.TextStyle{Monospace: true}))
@@ -289,78 +323,4 @@ func wrapLabel(text string, style fyne.TextStyle) *widget.Label {
 // heading is a section's title in the action view.
 func heading(text string) fyne.CanvasObject {
 	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-}
-
-// updateAction draws the row of the actions' group or of one action:
-// its mark, its method and host, and its sentence.
-func (w *fileRow) updateAction(row listRow) {
-	r := w.l.r
-	w.warn.Hide()
-	w.stale.Hide()
-	w.add.Hide()
-	w.del.Hide()
-	w.partly.Hide()
-	w.name.TextStyle = fyne.TextStyle{}
-	w.name.Color = theme.Color(theme.ColorNameForeground)
-	if row.id == actionsGroup {
-		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep), 1))
-		w.fold.Show()
-		if w.l.closed[actionsGroup] {
-			w.fold.SetResource(theme.MenuExpandIcon())
-		} else {
-			w.fold.SetResource(theme.MenuDropDownIcon())
-		}
-		w.letter.Hide()
-		w.host.Hide()
-		w.name.TextStyle = fyne.TextStyle{Bold: true}
-		w.setName(fmt.Sprintf("Actions (%d)", len(r.m.actions)))
-		w.verdict.Resource = verdictIcon(r.m.actionsState())
-		// What is left to decide, where a folder says "partly".
-		held := 0
-		for _, v := range r.m.actionViews() {
-			if v.State() == "held" {
-				held++
-			}
-		}
-		if held > 0 {
-			w.partly.Color = theme.Color(theme.ColorNameWarning)
-			w.partly.Text = fmt.Sprintf("%d held", held)
-			w.partly.Show()
-		}
-	} else {
-		w.indent.SetMinSize(fyne.NewSize(float32(row.depth*indentStep)+rowIcon+rowGap, 1))
-		w.fold.Hide()
-		v := r.m.action(row.action)
-		if v == nil {
-			return
-		}
-		w.letter.Text = actionMethod(*v)
-		w.letter.Color = theme.Color(theme.ColorNamePrimary)
-		w.letter.Show()
-		w.host.Text = safetext.Cut(actionHost(*v), 40)
-		w.host.Color = theme.Color(theme.ColorNamePlaceHolder)
-		w.host.Show()
-		if actionMark(*v) == stateRejected {
-			w.name.TextStyle = fyne.TextStyle{Italic: true}
-			w.name.Color = theme.Color(theme.ColorNamePlaceHolder)
-		}
-		// A sentence that is only the request starts with its method,
-		// shown before it already.
-		w.setName(safetext.Cut(strings.TrimPrefix(heldreq.Describe(v.Held), w.letter.Text+" "), actionSentenceMax))
-		w.verdict.Resource = actionIcon(*v)
-		if st := v.State(); st != "approved" && st != "rejected" && st != "held" {
-			w.partly.Text = st
-			w.partly.Color = theme.Color(theme.ColorNameWarning)
-			if st == "sent" {
-				w.partly.Color = theme.Color(theme.ColorNameSuccess)
-			}
-			w.partly.Show()
-		}
-	}
-	w.verdict.Refresh()
-	w.partly.Refresh()
-	w.letter.Refresh()
-	w.host.Refresh()
-	w.name.Refresh()
-	w.box.Refresh()
 }
