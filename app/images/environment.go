@@ -94,7 +94,7 @@ func TrustKey(project string) string { return project + "#environment" }
 // runs boot, pulling the base and building (in a VM) what is missing.
 // A project without one gives nil.
 func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*Environment, error) {
-	project, err := projectDir(req.Project)
+	project, err := ProjectDir(req.Project)
 	if err != nil {
 		return nil, err
 	}

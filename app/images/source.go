@@ -90,8 +90,9 @@ func (src *Source) note(format string, args ...any) {
 	}
 }
 
-// projectDir is dir as an absolute path to an existing directory.
-func projectDir(dir string) (string, error) {
+// ProjectDir is dir as an absolute path to an existing directory: the
+// project a run or an environment is made of (the planner's too).
+func ProjectDir(dir string) (string, error) {
 	if dir == "" {
 		return "", errors.New("no project directory")
 	}

@@ -233,7 +233,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			return nil, err
 		}
 	}
-	if p.Project, err = projectDir(req.Project); err != nil {
+	if p.Project, err = images.ProjectDir(req.Project); err != nil {
 		return nil, err
 	}
 	fanOut, err := attempts(req)
@@ -879,25 +879,6 @@ func (pl *Planner) startFakeModel(ps *agent.Preset) (stop func(), err error) {
 // ManifestLimits are the caps of l as the collect step takes them.
 func ManifestLimits(l config.Limits) manifest.Limits {
 	return manifest.Limits{MaxTotalBytes: int64(l.MaxPullBytes), MaxEntries: l.MaxFiles, MaxFileSize: int64(l.MaxFileSize)}
-}
-
-// projectDir is dir as an absolute path to an existing directory.
-func projectDir(dir string) (string, error) {
-	if dir == "" {
-		return "", errors.New("no project directory")
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("project: %w", err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("project %s is not a directory", abs)
-	}
-	return abs, nil
 }
 
 // Parallel is how many of n attempts run at once: flag when given, else
