@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -32,32 +31,10 @@ var executors = []string{"app/pipeline", "app/machine/launch", "app/machine/vmho
 // TestOneRunContract: the run's decisions are taken in app/plan only;
 // nothing downstream re-reads a configuration or re-parses a sync mode.
 func TestOneRunContract(t *testing.T) {
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		for _, msg := range redecisions(fset, filepath.ToSlash(rel), f) {
+	err := eachSource(root, func(fset *token.FileSet, rel string, f *ast.File) {
+		for _, msg := range redecisions(fset, rel, f) {
 			t.Error(msg)
 		}
-		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -56,9 +56,24 @@ func TestFunctionLength(t *testing.T) {
 // funcLengths returns the length in lines of every function with a body
 // in the non-test Go files under dir, keyed as longFuncs is.
 func funcLengths(dir string) (map[string]int, error) {
-	fset := token.NewFileSet()
 	out := map[string]int{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := eachSource(dir, func(fset *token.FileSet, rel string, f *ast.File) {
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			out[rel+":"+funcName(fd)] = fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+		}
+	})
+	return out, err
+}
+
+// eachSource parses every non-test Go file under dir (outside testdata
+// and hidden or _ folders) and gives it to do with its slash path from dir.
+func eachSource(dir string, do func(fset *token.FileSet, rel string, f *ast.File)) error {
+	fset := token.NewFileSet()
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -80,17 +95,9 @@ func funcLengths(dir string) (map[string]int, error) {
 		if err != nil {
 			return err
 		}
-		for _, decl := range f.Decls {
-			fd, ok := decl.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			key := filepath.ToSlash(rel) + ":" + funcName(fd)
-			out[key] = fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
-		}
+		do(fset, filepath.ToSlash(rel), f)
 		return nil
 	})
-	return out, err
 }
 
 // funcName is "Func", or "Type.Method" for a method.
