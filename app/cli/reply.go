@@ -82,9 +82,6 @@ func runReply(ctx context.Context, e *env, f *runFlags, messageFile, id string) 
 	if err != nil {
 		return err
 	}
-	if r, err := sb.PrepareReply(ctx, f.message); err == nil {
-		e.note("%s", replyNote(r.Feedback))
-	}
 	f.replyTo = sb.ID
 	return runRun(ctx, e, f, plan.Request{})
 }

@@ -229,6 +229,9 @@ func runRun(ctx context.Context, e *env, f *runFlags, req plan.Request) error {
 			return err
 		}
 	}
+	if pn.Round != nil {
+		e.note("%s", replyNote(pn.Round.Feedback))
+	}
 	if pn.OpenNetwork {
 		e.warnOpenNetwork()
 	}

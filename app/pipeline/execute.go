@@ -20,8 +20,11 @@ type Job struct {
 	Runs []RunOptions
 	// Parallel bounds how many attempts run at once (0: all).
 	Parallel int
-	// Reply and Message make the job a reply round of that sandbox.
+	// Reply and Message make the job a reply round of that sandbox;
+	// Round is its prompt and the feedback it carries, as the planner
+	// prepared them (nil: prepared when the round starts).
 	Reply, Message string
+	Round          *sandbox.Reply
 }
 
 // FanOut says whether the job is several attempts from one baseline.
@@ -57,7 +60,7 @@ func Execute(ctx context.Context, s *sandbox.Store, j Job) (Outcome, error) {
 		if len(j.Runs) != 1 {
 			return Outcome{}, fmt.Errorf("execute: a reply round is one run, the plan has %d", len(j.Runs))
 		}
-		res, err := replyRound(ctx, s, j.Reply, j.Message, j.Runs[0])
+		res, err := replyRound(ctx, s, j.Reply, j.Message, j.Round, j.Runs[0])
 		return Outcome{Attempts: []Attempt{{Result: res, Err: err}}}, err
 	case j.FanOut():
 		group, attempts, err := fanOut(ctx, s, j.Runs, j.Parallel)

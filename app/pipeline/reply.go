@@ -28,7 +28,7 @@ import (
 // planned for this sandbox (app/plan: its project, sync mode, verify, and
 // its first round's command unless an agent continues); its Baseline,
 // Group and Attempt are ignored.
-func replyRound(ctx context.Context, s *sandbox.Store, id, message string, o RunOptions) (*RunResult, error) {
+func replyRound(ctx context.Context, s *sandbox.Store, id, message string, reply *sandbox.Reply, o RunOptions) (*RunResult, error) {
 	if strings.TrimSpace(message) == "" {
 		return nil, errors.New("reply: say what the agent should do differently (--message)")
 	}
@@ -57,9 +57,10 @@ func replyRound(ctx context.Context, s *sandbox.Store, id, message string, o Run
 	if meta.SyncMode == sandbox.SyncVirtiofs {
 		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
 	}
-	reply, err := sb.PrepareReply(ctx, message)
-	if err != nil {
-		return nil, err
+	if reply == nil {
+		if reply, err = sb.PrepareReply(ctx, message); err != nil {
+			return nil, err
+		}
 	}
 	prompt := reply.Prompt
 	start, err := sb.ReadManifest(sandbox.GuestFile, false)

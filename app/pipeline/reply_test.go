@@ -70,10 +70,10 @@ func TestReplyRound(t *testing.T) {
 	if err := sb.SaveDecisions(d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replyRound(context.Background(), s, sb.ID, "", nextRound(t, sb, Hooks{Boot: fakeBoot(t)})); err == nil {
+	if _, err := replyRound(context.Background(), s, sb.ID, "", nil, nextRound(t, sb, Hooks{Boot: fakeBoot(t)})); err == nil {
 		t.Error("a reply without a message was accepted")
 	}
-	res2, err := replyRound(context.Background(), s, sb.ID, "Use version two.", nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
+	res2, err := replyRound(context.Background(), s, sb.ID, "Use version two.", nil, nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
 	if err != nil {
 		t.Fatalf("reply: %v\n%s", err, out.String())
 	}
@@ -173,7 +173,7 @@ func TestReplySendsEachCommentOnce(t *testing.T) {
 
 	reply := func(message string) string {
 		t.Helper()
-		res, err := replyRound(ctx, s, sb.ID, message, nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
+		res, err := replyRound(ctx, s, sb.ID, message, nil, nextRound(t, sb, Hooks{Boot: fakeBoot(t), Transfer: localTransfer{}, Stdout: &out, Stderr: &out}))
 		if err != nil {
 			t.Fatalf("reply: %v\n%s", err, out.String())
 		}
@@ -265,7 +265,7 @@ func TestReplyFailedBeforeTheAgentKeepsComments(t *testing.T) {
 		t.Fatal(err)
 	}
 	noBoot := func(context.Context, Attach) (Machine, error) { return nil, errors.New("no machine today") }
-	if _, err := replyRound(ctx, s, sb.ID, "Again.", nextRound(t, sb, Hooks{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out})); err == nil {
+	if _, err := replyRound(ctx, s, sb.ID, "Again.", nil, nextRound(t, sb, Hooks{Boot: noBoot, Transfer: localTransfer{}, Stdout: &out, Stderr: &out})); err == nil {
 		t.Fatal("a reply without a machine succeeded")
 	}
 	d, err := sb.Decisions(ctx)

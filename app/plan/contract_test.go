@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -87,6 +88,11 @@ func TestPlansAreComplete(t *testing.T) {
 		m.Status, m.Verify = sandbox.StatusReady, &sandbox.VerifyResult{Command: "make old-check"}
 	}); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range []string{sandbox.BaselineFile, sandbox.GuestFile} { // no changes
+		if err := os.WriteFile(sb.Path(name), []byte(`{"entries":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reply, err := pl.Run(ctx, Request{Reply: sb.ID, Message: "again"})
 	if err != nil {

@@ -229,7 +229,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	}()
 	var meta *sandbox.Meta
 	if req.Reply != "" {
-		if meta, err = pl.reply(ctx, &req); err != nil {
+		if meta, p.Round, err = pl.reply(ctx, &req); err != nil {
 			return nil, err
 		}
 	}
@@ -540,22 +540,22 @@ func withEnvs(base, over map[string]string) map[string]string {
 // and architecture (unless the request names them), and for an agent
 // preset its continue command on the reply prompt, else the first
 // round's command or script.
-func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, error) {
+func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, *sandbox.Reply, error) {
 	if strings.TrimSpace(req.Message) == "" {
-		return nil, errors.New("reply: say what the agent should do differently")
+		return nil, nil, errors.New("reply: say what the agent should do differently")
 	}
 	store, err := sandbox.Open(pl.Home)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	store.HostExec = pl.HostExec
 	sb, err := store.Get(req.Reply)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := sb.Meta()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Reply, req.Project = sb.ID, m.Project
 	if req.Image == "" {
@@ -565,30 +565,30 @@ func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, erro
 		req.Arch = m.Arch
 	}
 	if m.SyncMode == sandbox.SyncVirtiofs {
-		return nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
+		return nil, nil, fmt.Errorf("reply to %s: a virtiofs sandbox cannot be continued yet; start a new run", sb.ID)
+	}
+	round, err := sb.PrepareReply(ctx, req.Message)
+	if err != nil {
+		return nil, nil, err
 	}
 	req.Agents, req.Prompt, req.FanOut, req.Keep = nil, "", 1, false
 	if m.Agent != "" {
-		prompt, err := sb.ReplyPrompt(ctx, req.Message)
-		if err != nil {
-			return nil, err
-		}
-		req.Agents, req.Prompt = []string{m.Agent}, prompt
-		return &m, nil
+		req.Agents, req.Prompt = []string{m.Agent}, round.Prompt
+		return &m, round, nil
 	}
 	if len(req.Command) > 0 || req.Script != nil {
-		return &m, nil
+		return &m, round, nil
 	}
 	// The same command as the first round, told about the reply by its
 	// environment (AIRLOCK_REPLY).
 	req.Command = m.Command
 	if m.ScriptName != "" {
 		if req.Script, err = os.ReadFile(sb.Path(sandbox.ScriptFile)); err != nil {
-			return nil, fmt.Errorf("reply: the first round's script: %w", err)
+			return nil, nil, fmt.Errorf("reply: the first round's script: %w", err)
 		}
 		req.ScriptName = m.ScriptName
 	}
-	return &m, nil
+	return &m, round, nil
 }
 
 // agentRun is base run by the agent preset ps: its command on the

@@ -135,10 +135,11 @@ func TestLegacyReviewMigrates(t *testing.T) {
 		t.Errorf("read again: %+v, %v", again, err)
 	}
 	// The prompt carries the migrated comments with their lines.
-	p, err := sb.ReplyPrompt(ctx, "Again.")
+	r, err := sb.PrepareReply(ctx, "Again.")
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := r.Prompt
 	for _, w := range []string{"### a.txt, the whole file\n> split it", "### a.txt, lines 25-26\n```\n   25  twenty-five\n   26  more\n```\n> not this",
 		"### b.txt, removed line 2 (of the version before your changes)\n```\n    2  drop\n```\n> keep drop", "### a.txt, hunk 2"} {
 		if !strings.Contains(p, w) {

@@ -50,15 +50,6 @@ func (sb *Sandbox) PrepareReply(ctx context.Context, message string) (*Reply, er
 	return &Reply{Prompt: replyPrompt(message, fb), Feedback: fb}, nil
 }
 
-// ReplyPrompt is PrepareReply's prompt.
-func (sb *Sandbox) ReplyPrompt(ctx context.Context, message string) (string, error) {
-	r, err := sb.PrepareReply(ctx, message)
-	if err != nil {
-		return "", err
-	}
-	return r.Prompt, nil
-}
-
 func replyPrompt(message string, fb review.Feedback) string {
 	var b strings.Builder
 	b.WriteString("The reviewer sent your changes back with this message:\n\n")
