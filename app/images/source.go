@@ -67,12 +67,22 @@ func (src *Source) limits() (config.Limits, error) {
 
 func (src *Source) imageRoots() []string { return append([]string{src.Home}, src.ImageRoots...) }
 
+// Find returns image name for arch (empty: the Source's) as built here:
+// from the home, else the first image root that has it.
+func (src *Source) Find(name, arch string) (*image.Image, error) {
+	return image.Find(src.imageRoots(), name, vm.Arch(src.arch(arch)))
+}
+
 // check says why image name cannot boot here for arch (empty: the
 // Source's), or nil.
 func (src *Source) check(name, arch string) error {
-	_, err := image.Find(src.imageRoots(), name, vm.Arch(src.arch(arch)))
+	_, err := src.Find(name, arch)
 	return err
 }
+
+// GuestArch is the guest architecture of a request that names a: a,
+// else the Source's Arch, else the host's.
+func (src *Source) GuestArch(a string) string { return src.arch(a) }
 
 func (src *Source) arch(a string) string {
 	switch {

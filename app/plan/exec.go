@@ -81,7 +81,7 @@ func (pl *Planner) Exec(ctx context.Context, req ExecRequest) (*ExecPlan, error)
 		}
 		req.Image, req.Arch = m.Image, m.Arch
 		if req.Image != "" {
-			p.Image, _ = image.Find(pl.imageRoots(), req.Image, vm.Arch(pl.arch(req.Arch)))
+			p.Image, _ = pl.Images().Find(req.Image, req.Arch)
 		}
 	}
 	eff, err := pl.limits(user, proj, req.Limits, req.OpenNetwork && req.Sandbox == "")

@@ -24,7 +24,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -495,7 +494,7 @@ func (pl *Planner) image(ctx context.Context, name, arch string, progress func(s
 			return nil, err
 		}
 	}
-	im, err := image.Find(pl.imageRoots(), name, vm.Arch(pl.arch(arch)))
+	im, err := pl.Images().Find(name, arch)
 	if err != nil && name == image.FullName && errors.Is(err, image.ErrNotFound) {
 		return nil, fmt.Errorf("the agent CLIs need the agent image; build it with `airlock image build agents` (any host, no root; minutes, once), or the full image on Linux with `sudo airlock image build full`: %w", err)
 	}
@@ -826,24 +825,14 @@ func (pl *Planner) launchOptions(req Request, eff config.Effective, backend vm.B
 	return o
 }
 
-func (pl *Planner) imageRoots() []string { return append([]string{pl.Home}, pl.ImageRoots...) }
-
 // CheckImage says why image name cannot boot here for arch (empty: the
 // Planner's), or nil.
 func (pl *Planner) CheckImage(name, arch string) error {
-	_, err := image.Find(pl.imageRoots(), name, vm.Arch(pl.arch(arch)))
+	_, err := pl.Images().Find(name, arch)
 	return err
 }
 
-func (pl *Planner) arch(a string) string {
-	switch {
-	case a != "":
-		return a
-	case pl.Arch != "":
-		return pl.Arch
-	}
-	return runtime.GOARCH
-}
+func (pl *Planner) arch(a string) string { return pl.Images().GuestArch(a) }
 
 func (pl *Planner) getenv(k string) string {
 	if pl.Getenv == nil {
