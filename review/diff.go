@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff/lcs"
@@ -114,6 +115,9 @@ func toLine(kind LineKind, s string) Line {
 // exactly once in each (patience diff's idea), and each stretch between
 // anchors is diffed on its own.
 func lineDiff(a, b []string) []lcs.Diff {
+	if slices.Equal(a, b) {
+		return nil // an empty file added, a mode changed: lcs allocates even for these
+	}
 	return anchoredDiff(a, b, 0, exactCost)
 }
 

@@ -310,10 +310,8 @@ func ciFlag(f *File) (Flag, bool) {
 		if p == "" {
 			continue
 		}
-		for _, r := range ciRules {
-			if MatchHostExec(r.pattern, p) {
-				return Flag{Kind: FlagCI, Reason: CIPrefix + r.reason}, true
-			}
+		if reason, ok := firstMatch(ciCompiled, strings.Split(p, "/")); ok {
+			return Flag{Kind: FlagCI, Reason: CIPrefix + reason}, true
 		}
 	}
 	return Flag{}, false

@@ -136,17 +136,50 @@ var packageJSONKeys = []string{"scripts", "packageManager"}
 // MatchHostExec reports whether pattern (the syntax above) matches the
 // project path p.
 func MatchHostExec(pattern, p string) bool {
+	return compileHostPattern(pattern).match(strings.Split(p, "/"))
+}
+
+// hostPattern is a pattern of the syntax above, split into its elements
+// once: a changeset of 100,000 files matched each against every rule,
+// splitting the rule and the path again each time, which took most of
+// its time.
+type hostPattern struct {
+	elems   []string
+	literal []bool // elems[i] holds no metacharacter of path.Match
+}
+
+func compileHostPattern(pattern string) hostPattern {
 	pattern = strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
 	if pattern == "" {
-		return false
+		return hostPattern{}
 	}
-	pat := strings.Split(pattern, "/")
-	elems := strings.Split(p, "/")
-	if len(pat) == 1 {
+	hp := hostPattern{elems: strings.Split(pattern, "/")}
+	for _, e := range hp.elems {
+		hp.literal = append(hp.literal, !strings.ContainsAny(e, `*?[\`))
+	}
+	return hp
+}
+
+// matchElem is path.Match of the pattern's element i against e, with a
+// literal element compared as it is.
+func (hp hostPattern) matchElem(i int, e string) bool {
+	if hp.literal[i] {
+		return hp.elems[i] == e
+	}
+	ok, _ := path.Match(hp.elems[i], e)
+	return ok
+}
+
+// match reports whether hp matches the path of elements elems.
+func (hp hostPattern) match(elems []string) bool {
+	switch len(hp.elems) {
+	case 0:
+		return false
+	case 1:
 		// A name: any element of the path (a matched directory covers
 		// everything under it).
 		for _, e := range elems {
-			if ok, _ := path.Match(pat[0], e); ok {
+			if hp.matchElem(0, e) {
 				return true
 			}
 		}
@@ -154,34 +187,63 @@ func MatchHostExec(pattern, p string) bool {
 	}
 	// Anchored: the pattern matches p or one of its parent directories.
 	for n := 1; n <= len(elems); n++ {
-		if matchElems(pat, elems[:n]) {
+		if hp.matchElems(0, elems[:n]) {
 			return true
 		}
 	}
 	return false
 }
 
-// matchElems matches path elements against pattern elements, "**"
-// standing for any number of elements.
-func matchElems(pat, elems []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(elems); i++ {
-				if matchElems(pat[1:], elems[i:]) {
+// matchElems matches path elements against the pattern's elements from
+// i on, "**" standing for any number of elements.
+func (hp hostPattern) matchElems(i int, elems []string) bool {
+	for ; i < len(hp.elems); i++ {
+		if hp.elems[i] == "**" {
+			for j := 0; j <= len(elems); j++ {
+				if hp.matchElems(i+1, elems[j:]) {
 					return true
 				}
 			}
 			return false
 		}
-		if len(elems) == 0 {
+		if len(elems) == 0 || !hp.matchElem(i, elems[0]) {
 			return false
 		}
-		if ok, _ := path.Match(pat[0], elems[0]); !ok {
-			return false
-		}
-		pat, elems = pat[1:], elems[1:]
+		elems = elems[1:]
 	}
 	return len(elems) == 0
+}
+
+// compiledRule is a rule of a built-in list with its pattern compiled.
+type compiledRule struct {
+	pattern hostPattern
+	reason  string
+}
+
+func compileRules[R hostExecRule | ciRule](rules []R) []compiledRule {
+	out := make([]compiledRule, len(rules))
+	for i, r := range rules {
+		h := hostExecRule(r)
+		out[i] = compiledRule{compileHostPattern(h.pattern), h.reason}
+	}
+	return out
+}
+
+// The built-in lists, compiled once: read-only after init.
+var (
+	hostExecCompiled = compileRules(hostExecRules)
+	ciCompiled       = compileRules(ciRules)
+)
+
+// firstMatch returns the reason of the first rule of rules that matches
+// the path of elements elems.
+func firstMatch(rules []compiledRule, elems []string) (string, bool) {
+	for _, r := range rules {
+		if r.pattern.match(elems) {
+			return r.reason, true
+		}
+	}
+	return "", false
 }
 
 // hostExecFlag returns the FlagHostExec flag of f, if it deserves one:
@@ -222,13 +284,12 @@ func hostExecFlag(f *File, extra []string) (Flag, bool) {
 // hostExecReason returns why p runs on the user's machine: the first
 // built-in rule that matches, else the first of the user's patterns.
 func hostExecReason(p string, extra []string) (string, bool) {
-	for _, r := range hostExecRules {
-		if MatchHostExec(r.pattern, p) {
-			return r.reason, true
-		}
+	elems := strings.Split(p, "/")
+	if reason, ok := firstMatch(hostExecCompiled, elems); ok {
+		return reason, true
 	}
 	for _, pat := range extra {
-		if MatchHostExec(pat, p) {
+		if compileHostPattern(pat).match(elems) {
 			return fmt.Sprintf("matches %q of host_exec in your config.toml", pat), true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,6 +199,80 @@ func TestMatchHostExec(t *testing.T) {
 			t.Errorf("MatchHostExec(%q, %q) = %v, want %v", tc.pattern, tc.path, got, tc.want)
 		}
 	}
+}
+
+// refMatchHostExec is MatchHostExec as first written, with every
+// element matched by path.Match: the compiled patterns must agree with it.
+func refMatchHostExec(pattern, p string) bool {
+	pattern = strings.TrimSuffix(strings.TrimPrefix(pattern, "/"), "/")
+	if pattern == "" {
+		return false
+	}
+	pat, elems := strings.Split(pattern, "/"), strings.Split(p, "/")
+	var match func(pat, elems []string) bool
+	match = func(pat, elems []string) bool {
+		for len(pat) > 0 {
+			if pat[0] == "**" {
+				for i := 0; i <= len(elems); i++ {
+					if match(pat[1:], elems[i:]) {
+						return true
+					}
+				}
+				return false
+			}
+			if len(elems) == 0 {
+				return false
+			}
+			if ok, _ := path.Match(pat[0], elems[0]); !ok {
+				return false
+			}
+			pat, elems = pat[1:], elems[1:]
+		}
+		return len(elems) == 0
+	}
+	if len(pat) == 1 {
+		for _, e := range elems {
+			if ok, _ := path.Match(pat[0], e); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 1; n <= len(elems); n++ {
+		if match(pat, elems[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// The built-in lists, compiled once, match as their patterns do.
+func TestCompiledRulesMatchAsPatterns(t *testing.T) {
+	paths := []string{"Makefile", "a/Makefile", "x.mk", ".git/hooks/pre-commit", ".github/workflows/ci.yml",
+		"a/.vscode/tasks.json", ".vscode/tasks.json", "a/.idea/runConfigurations/x.xml", "gradle/wrapper/w.jar",
+		"a/b/.run/x.run.xml", "src/main.go", "many/12345", "[x]", `a\b`, "lint-staged.config.js", ".lintstagedrc"}
+	for _, list := range [][]compiledRule{hostExecCompiled, ciCompiled} {
+		for _, r := range list {
+			pattern := strings.Join(r.pattern.elems, "/")
+			for _, p := range paths {
+				if got, want := r.pattern.match(strings.Split(p, "/")), refMatchHostExec(pattern, p); got != want {
+					t.Errorf("%q against %q: %v, want %v", pattern, p, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzMatchHostExec(f *testing.F) {
+	f.Add("**/.vscode/tasks.json", "a/.vscode/tasks.json")
+	f.Add("scripts/*.sh", "scripts/x.sh")
+	f.Add(`a\*`, "a*")
+	f.Add("[", "[")
+	f.Fuzz(func(t *testing.T, pattern, p string) {
+		if got, want := MatchHostExec(pattern, p), refMatchHostExec(pattern, p); got != want {
+			t.Errorf("MatchHostExec(%q, %q) = %v, want %v", pattern, p, got, want)
+		}
+	})
 }
 
 // The marker before a flagged file's diff is a comment git apply ignores:

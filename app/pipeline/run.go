@@ -742,8 +742,17 @@ func (r *runner) collect(ctx context.Context, tr Transfer, m Machine, base *mani
 	changes := manifest.Diff(sandbox.WithoutMeta(base), sandbox.WithoutMeta(gm))
 	r.changes = changes
 	var pull []manifest.Change
+	have := map[string]bool{} // each content looked up once: many files are empty
 	for _, c := range changes {
-		if c.New != nil && c.New.Type == manifest.File && !r.s.Objects().Has(c.New.SHA256) {
+		if c.New == nil || c.New.Type != manifest.File {
+			continue
+		}
+		h, ok := have[c.New.SHA256]
+		if !ok {
+			h = r.s.Objects().Has(c.New.SHA256)
+			have[c.New.SHA256] = h
+		}
+		if !h {
 			pull = append(pull, c)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Listing is how a walker on the far side of a trust boundary (the guest)
@@ -295,25 +296,65 @@ func (ls *Listing) Encode(w io.Writer) error {
 	return nil
 }
 
-// encodeEntries writes entries as a JSON array, one entry per line.
+// encodeEntries writes entries as a JSON array, one entry per line, as
+// encoding/json writes an Entry (without escaping HTML) but by hand: the
+// guest encodes every entry of a listing under emulation, where
+// reflection cost 58 us an entry.
 func encodeEntries(bw *bufio.Writer, entries []Entry) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
 	bw.WriteByte('[')
+	var b []byte
 	for i := range entries {
-		buf.Reset()
-		if err := enc.Encode(&entries[i]); err != nil {
-			return fmt.Errorf("encode manifest: %w", err)
-		}
 		if i > 0 {
 			bw.WriteByte(',')
 		}
 		bw.WriteByte('\n')
-		bw.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		b = appendEntry(b[:0], &entries[i])
+		bw.Write(b)
 	}
 	bw.WriteString("\n]")
 	return nil
+}
+
+// appendEntry appends e as encoding/json encodes it: fields in
+// declaration order, empty ones left out, the mode a decimal number.
+func appendEntry(b []byte, e *Entry) []byte {
+	b = append(b, `{"path":`...)
+	b = appendJSONString(b, e.Path)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, string(e.Type))
+	b = append(b, `,"mode":`...)
+	b = strconv.AppendUint(b, uint64(e.Mode), 10)
+	if e.Size != 0 {
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, e.Size, 10)
+	}
+	if e.SHA256 != "" {
+		b = append(b, `,"sha256":`...)
+		b = appendJSONString(b, e.SHA256)
+	}
+	if e.Target != "" {
+		b = append(b, `,"target":`...)
+		b = appendJSONString(b, e.Target)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it without
+// escaping HTML: printable ASCII but for the quote and the backslash is
+// written as it is, anything else by encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.Encode(s) // a string always encodes
+			return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // decodeStrict decodes one JSON value from r into v: unknown fields,

@@ -3,7 +3,9 @@ package manifest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -423,4 +425,24 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// appendEntry writes an entry exactly as encoding/json does (HTML left
+// unescaped), whatever its strings hold.
+func FuzzAppendEntry(f *testing.F) {
+	f.Add("src/main.go", "file", uint32(0o644), int64(12), strings.Repeat("a", 64), "")
+	f.Add("a/<b>&\"c\\\\", "symlink", uint32(0o777), int64(0), "", "../x\u2028\x00\xff")
+	f.Add("", "", uint32(0), int64(-1), "\t", "é")
+	f.Fuzz(func(t *testing.T, p, typ string, mode uint32, size int64, sum, target string) {
+		e := Entry{Path: p, Type: Type(typ), Mode: fs.FileMode(mode), Size: size, SHA256: sum, Target: target}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&e); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEntry(nil, &e); string(got)+"\n" != want.String() {
+			t.Errorf("appendEntry = %s, want %s", got, want.String())
+		}
+	})
 }

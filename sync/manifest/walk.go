@@ -404,8 +404,12 @@ func (w *walker) visit(sc *dirScan, dir string, d *os.Root, base string, ignores
 	return false, nil
 }
 
+// emptySum is the SHA-256 of no bytes.
+const emptySum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 // hashAll fills in Size and SHA256 of every file, on up to Workers
-// goroutines. The size recorded is the number of bytes hashed.
+// goroutines. The size recorded is the number of bytes hashed; a file
+// whose lstat gave size 0 is empty without being read.
 func (w *walker) hashAll() error {
 	var idx []int
 	var hits []int
@@ -418,6 +422,19 @@ func (w *walker) hashAll() error {
 		}
 		w.prog.FilesTotal++
 		w.prog.BytesTotal += e.Size
+		if e.Size == 0 {
+			// Empty by its lstat: nothing to read, so it is not opened
+			// (an agent's npm install makes thousands of empty files,
+			// and under emulation each open cost a third of a
+			// millisecond). Its content is what the walk saw, as for
+			// any file changed after it was read.
+			w.entries[i].SHA256 = emptySum
+			if st, ok := w.stats[e.Path]; ok {
+				w.cached[e.Path] = cachedFile{st, emptySum}
+			}
+			hits = append(hits, i)
+			continue
+		}
 		if st, ok := w.stats[e.Path]; ok {
 			if sum, ok := w.opts.Cache.lookup(e.Path, st); ok {
 				w.entries[i].SHA256 = sum

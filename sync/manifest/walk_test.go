@@ -325,3 +325,28 @@ func TestWalkSecretsIgnoreCase(t *testing.T) {
 		}
 	}
 }
+
+// An empty file is recorded as empty without being opened: one nobody
+// may read walks all the same (as root, every file can be read).
+func TestWalkEmptyFilesUnopened(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "full"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cache := range []*HashCache{nil, {}} {
+		m, _, err := Walk(context.Background(), dir, WalkOptions{Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, ok := m.Lookup("empty")
+		if sum := sha256.Sum256(nil); !ok || e.SHA256 != hex.EncodeToString(sum[:]) || e.Size != 0 {
+			t.Errorf("empty file: %+v", e)
+		}
+		if e, _ := m.Lookup("full"); e.Size != 1 {
+			t.Errorf("file of one byte: %+v", e)
+		}
+	}
+}
