@@ -27,6 +27,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -288,7 +289,7 @@ func (e *Environment) Pending() []string {
 		out = append(out, "its image built from "+e.Build.Dockerfile+" in a builder VM")
 	}
 	if e.Compose != nil {
-		out = append(out, "the Compose services of "+e.Compose.Files[0]+" started beside the agent")
+		out = append(out, "the Compose services of "+strings.Join(e.Compose.Files, ", ")+" started beside the agent")
 	}
 	if e.Docker {
 		out = append(out, "Docker inside the VM")
