@@ -70,8 +70,21 @@ type Project struct {
 // Environment is airlock.toml's [environment] table: the project's own
 // environment, as written. app/envspec validates it.
 type Environment struct {
-	// Image is an OCI image reference; empty means Airlock's agent image.
+	// Image is an OCI image reference; empty (and no Dockerfile) means
+	// Airlock's agent image.
 	Image string `toml:"image"`
+	// Dockerfile, instead of Image, builds the image from a Dockerfile of
+	// the project (a path relative to the project), in a builder VM.
+	Dockerfile string `toml:"dockerfile"`
+	// Context is the Dockerfile build's context, relative to the project;
+	// empty means the project itself.
+	Context string `toml:"context"`
+	// Args are the Dockerfile build's arguments.
+	Args map[string]string `toml:"args"`
+	// Target is the Dockerfile stage to build; empty means the last.
+	Target string `toml:"target"`
+	// Docker asks for Docker inside the VM (never the host's).
+	Docker bool `toml:"docker"`
 	// Apt lists Debian packages to install, in order.
 	Apt []string `toml:"apt"`
 	// Setup lists shell commands run once, in order, when the
@@ -86,7 +99,7 @@ type Environment struct {
 }
 
 // EnvironmentKeys are the keys of [environment], for messages.
-const EnvironmentKeys = "image, apt, setup, env, user, hosts"
+const EnvironmentKeys = "image, dockerfile, context, args, target, docker, apt, setup, env, user, hosts"
 
 // Load reads dir/airlock.toml. A missing file is the zero Project.
 // Unknown keys are errors, so a typo does not silently do nothing.

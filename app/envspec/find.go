@@ -35,6 +35,10 @@ func Find(projectDir string) (*Environment, error) {
 		return nil, fmt.Errorf("find the project's environment: %w", err)
 	}
 	defer root.Close()
+	files, err := newProjectFiles(root, projectDir)
+	if err != nil {
+		return nil, err
+	}
 
 	data, err := readFile(root, projectDir, tomlFile)
 	if err != nil {
@@ -46,7 +50,7 @@ func Find(projectDir string) (*Environment, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(projectDir, tomlFile), err)
 		}
 		if p.Environment != nil {
-			env, err := fromTOML(p.Environment)
+			env, err := fromTOML(p.Environment, files)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(projectDir, tomlFile), err)
 			}
@@ -61,17 +65,58 @@ func Find(projectDir string) (*Environment, error) {
 		if data == nil {
 			continue
 		}
-		env, err := fromDevcontainer(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(projectDir, filepath.FromSlash(name)), err)
-		}
-		env.Source = name
-		for i, w := range env.Warnings {
-			env.Warnings[i] = name + ": " + w
-		}
-		return env, nil
+		return devcontainer(files, projectDir, name, data)
 	}
 	return nil, nil
+}
+
+// ReadDevcontainer reads the devcontainer.json at name (slash-separated,
+// relative to the project; for instance one of several under
+// .devcontainer/NAME/devcontainer.json), as Find reads the one it finds.
+func ReadDevcontainer(projectDir, name string) (*Environment, error) {
+	if _, ok := inProject(".", name); !ok {
+		return nil, fmt.Errorf("%s is not a path inside the project", name)
+	}
+	root, err := os.OpenRoot(projectDir)
+	if err != nil {
+		return nil, fmt.Errorf("read the project's environment: %w", err)
+	}
+	defer root.Close()
+	files, err := newProjectFiles(root, projectDir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readFile(root, projectDir, name)
+	if err != nil {
+		return nil, err
+	}
+	if data == nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(projectDir, filepath.FromSlash(name)), fs.ErrNotExist)
+	}
+	return devcontainer(files, projectDir, name, data)
+}
+
+// devcontainer reads the devcontainer.json name holds data of, naming it
+// in its errors and warnings.
+func devcontainer(files projectFiles, projectDir, name string, data []byte) (*Environment, error) {
+	env, err := fromDevcontainer(files, name, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(projectDir, filepath.FromSlash(name)), err)
+	}
+	env.Source = name
+	for i := range env.Warnings {
+		env.Warnings[i].Text = name + ": " + env.Warnings[i].Text
+	}
+	return env, nil
+}
+
+// newProjectFiles is the project's files, read through root.
+func newProjectFiles(root *os.Root, projectDir string) (projectFiles, error) {
+	abs, err := filepath.Abs(projectDir)
+	if err != nil {
+		return projectFiles{}, fmt.Errorf("find the project's environment: %w", err)
+	}
+	return projectFiles{fsys: root.FS(), dir: abs, base: filepath.Base(abs)}, nil
 }
 
 // readFile reads name (slash-separated, relative to the project) through

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -86,6 +87,26 @@ func stepText(s envspec.Step) string {
 	return SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
 }
 
+// ErrNotBuiltYet is an environment that needs a part of Airlock's
+// runtime that does not exist yet (a Dockerfile build, Compose
+// services).
+var ErrNotBuiltYet = errors.New("not built yet")
+
+// notBuiltYet refuses an environment whose image Airlock cannot make yet
+// (the Dockerfile form, the Compose form), and notes what a run goes
+// without for now (Docker inside the VM, features).
+func notBuiltYet(spec *envspec.Environment, note func(string, ...any)) error {
+	pending := spec.Pending()
+	if spec.Build != nil || spec.Compose != nil {
+		return fmt.Errorf("environment %s needs %s, which Airlock does not do yet (%w): for now, set an image in airlock.toml's [environment] (image, apt, setup), which comes first",
+			spec.Source, strings.Join(pending, ", and "), ErrNotBuiltYet)
+	}
+	for _, p := range pending {
+		note("environment %s asks for %s, which is not built yet: the run goes without it", spec.Source, p)
+	}
+	return nil
+}
+
 // TrustKey is the trust store's entry for a project's environment: the
 // project's path with #environment, confirmed at the environment's Key.
 func TrustKey(project string) string { return project + "#environment" }
@@ -104,6 +125,9 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	}
 	for _, w := range spec.Warnings {
 		src.note("%s", w) // each names its file
+	}
+	if err := notBuiltYet(spec, src.note); err != nil {
+		return nil, err
 	}
 	arch := vm.Arch(src.arch(req.Arch))
 	progress := func(s string) {

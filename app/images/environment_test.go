@@ -4,11 +4,13 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/testkit/testenv"
@@ -138,4 +140,49 @@ func TestUntrustedEnvironmentBuildsNothing(t *testing.T) {
 	if ims, _ := image.List(src.Home); len(ims) != 2 {
 		t.Errorf("images after a refused build: %d, want the minimal and agent images only", len(ims))
 	}
+}
+
+// TestEnvironmentNotBuiltYet: a devcontainer.json in the Dockerfile or
+// Compose form is read whole, then refused before anything is pulled or
+// built, saying what it needs; Docker and features are notes, and the run
+// goes on without them.
+func TestEnvironmentNotBuiltYet(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"dockerfile", map[string]string{".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}}`, ".devcontainer/Dockerfile": "FROM debian\n"},
+			"needs its image built from .devcontainer/Dockerfile in a builder VM"},
+		{"compose", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
+			".devcontainer/c.yml": "services: {app: {image: debian}, db: {image: postgres}}\n"},
+			"needs the Compose services of .devcontainer/c.yml started beside the agent"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, _ := testSource(t)
+			proj := t.TempDir()
+			for name, data := range tt.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(proj, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(proj, name), data)
+			}
+			_, err := src.Environment(context.Background(), EnvironmentRequest{Project: proj})
+			if !errors.Is(err, ErrNotBuiltYet) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "airlock.toml") {
+				t.Fatalf("Environment: %v, want %q", err, tt.want)
+			}
+			if ims, _ := image.List(src.Home); len(ims) != 1 {
+				t.Errorf("images after a refusal: %d, want the minimal image only", len(ims))
+			}
+		})
+	}
+	t.Run("docker and features are notes", func(t *testing.T) {
+		var notes []string
+		err := notBuiltYet(&envspec.Environment{Source: "x.json", Docker: true,
+			Features: []envspec.Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Supported: true}, {ID: "y", Name: "y"}}},
+			func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+		if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "Docker inside the VM") || !strings.Contains(notes[1], "features/node:1 installed") {
+			t.Errorf("notBuiltYet: %v, notes %q", err, notes)
+		}
+	})
 }
