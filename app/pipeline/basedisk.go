@@ -336,6 +336,10 @@ func pruneBaseDisks(dir, keep string, now time.Time, log *slog.Logger) {
 			continue
 		}
 		img := filepath.Join(dir, r.id+".img")
+		if baseDiskPinned(img) {
+			log.Debug("base disk in use, not pruned", "id", r.id)
+			continue
+		}
 		if err := os.Remove(img); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("prune base disk", "path", img, "err", err)
 			continue
@@ -344,6 +348,46 @@ func pruneBaseDisks(dir, keep string, now time.Time, log *slog.Logger) {
 		os.Remove(filepath.Join(dir, r.id+manifestSuffix))
 		log.Debug("pruned base disk", "id", r.id, "last_used", r.used)
 	}
+}
+
+// PinBaseDisk keeps every process's pruneBaseDisks from removing the
+// base disk image at path until release is called: a run pins its disks
+// from the moment it has them until its machine is gone, so that another
+// run's prune (past BaseDiskKeepCount disks, as a busy fan-out makes)
+// cannot remove one between its check and the machine opening it. The
+// pin is a shared flock on the image; pruneBaseDisks skips an image it
+// cannot lock exclusively. It fails with fs.ErrNotExist when the image is
+// gone, or was replaced, by the time it is pinned: make it again.
+func PinBaseDisk(path string) (release func(), err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("pin base disk %s: %w", path, err)
+	}
+	// Removed (or swapped) between the open and the lock: the pin holds
+	// a file nobody will boot.
+	pinned, err1 := f.Stat()
+	now, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(pinned, now) {
+		f.Close()
+		return nil, fmt.Errorf("pin base disk %s: it was removed meanwhile: %w", path, fs.ErrNotExist)
+	}
+	return func() { f.Close() }, nil
+}
+
+// baseDiskPinned says some process holds PinBaseDisk's pin on the image
+// at path.
+func baseDiskPinned(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close() // releases the lock taken below, if it was
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	return errors.Is(err, syscall.EWOULDBLOCK)
 }
 
 // recordPath is the record beside the image at path.

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/machine/launch"
@@ -23,6 +25,7 @@ type diskWorkspace struct {
 	uid, gid int    // the baseline's owner: the command's user (RunSpec.Owner)
 	disk     string // the upper layer's disk
 	base     BaseLayers
+	unpin    func() // the base disks' pins (PinBaseDisk), held until the machine is gone
 	pushMS   int64
 }
 
@@ -34,10 +37,22 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 	t := time.Now()
 	msg := "writing the baseline disk"
 	r.progress(Progress{Step: StepPush, Message: msg})
-	base, err := MakeBaseLayers(ctx, BaseDiskRequest{Dir: r.o.BaseDisks, Project: r.project, Manifest: r.base, Objects: r.s.Objects(),
+	req := BaseDiskRequest{Dir: r.o.BaseDisks, Project: r.project, Manifest: r.base, Objects: r.s.Objects(),
 		UID: w.uid, GID: w.gid, Logger: r.log, Progress: func(done, total int64) {
 			r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("%s, %d/%d MB", msg, done>>20, total>>20)})
-		}})
+		}}
+	base, err := MakeBaseLayers(ctx, req)
+	if err == nil {
+		w.unpin, err = pinLayers(base)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Another run pruned a disk between its making and its pin:
+			// once more, pinned this time before any prune can see it.
+			r.log.Info("a base disk was pruned by another run before this one pinned it: making it again", "err", err)
+			if base, err = MakeBaseLayers(ctx, req); err == nil {
+				w.unpin, err = pinLayers(base)
+			}
+		}
+	}
 	if err != nil {
 		return Attach{}, err
 	}
@@ -60,6 +75,24 @@ func (w *diskWorkspace) release() {
 	if w.disk != "" && !w.r.o.Keep {
 		w.r.removeDisk(w.disk)
 	}
+	if w.unpin != nil {
+		w.unpin() // a kept machine has the disks open
+	}
+}
+
+// pinLayers pins both disks of l (PinBaseDisk) and returns the release of
+// both.
+func pinLayers(l BaseLayers) (func(), error) {
+	base, err := PinBaseDisk(l.Base.Path)
+	if err != nil {
+		return nil, err
+	}
+	delta, err := PinBaseDisk(l.Delta.Path)
+	if err != nil {
+		base()
+		return nil, err
+	}
+	return func() { delta(); base() }, nil
 }
 
 // fill has nothing to send: the overlay is /workspace, owned by the
