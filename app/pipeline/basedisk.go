@@ -244,24 +244,10 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 		return BaseDisk{}, err
 	}
 
-	// Most calls find the disk: they check it side by side, under a
-	// shared lock that keeps a writer from swapping it meanwhile.
-	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_SH)
-	if err != nil {
-		return BaseDisk{}, err
+	if found, ok := cachedLayerDisk(ctx, req, name); ok {
+		return found, nil
 	}
-	err = VerifyBaseDisk(disk.Path)
-	if err == nil {
-		// Its record's time is its last use, for pruneBaseDisks.
-		now := time.Now()
-		_ = os.Chtimes(recordPath(disk.Path), now, now)
-	}
-	unlock()
-	if err == nil {
-		log.Debug("base disk found", "id", name, "path", disk.Path)
-		return disk, nil
-	}
-	unlock, err = lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
+	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
 	if err != nil {
 		return BaseDisk{}, err
 	}
@@ -289,6 +275,27 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 	log.Debug("base disk written", "id", name, "path", disk.Path, "took", time.Since(start))
 	pruneBaseDisks(req.Dir, name, time.Now(), log)
 	return disk, nil
+}
+
+// cachedLayerDisk returns the disk named name when req.Dir holds a good
+// one (VerifyBaseDisk), marking it used. Most calls find the disk: they
+// check it side by side, under a shared lock that keeps a writer from
+// swapping it meanwhile.
+func cachedLayerDisk(ctx context.Context, req BaseDiskRequest, name string) (BaseDisk, bool) {
+	disk := BaseDisk{Path: filepath.Join(req.Dir, name+".img"), ID: name}
+	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_SH)
+	if err != nil {
+		return BaseDisk{}, false
+	}
+	defer unlock()
+	if err := VerifyBaseDisk(disk.Path); err != nil {
+		return BaseDisk{}, false
+	}
+	// Its record's time is its last use, for pruneBaseDisks.
+	now := time.Now()
+	_ = os.Chtimes(recordPath(disk.Path), now, now)
+	req.logger().Debug("base disk found", "id", name, "path", disk.Path)
+	return disk, true
 }
 
 func (req BaseDiskRequest) logger() *slog.Logger {
