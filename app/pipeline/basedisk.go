@@ -82,6 +82,11 @@ type BaseDiskRequest struct {
 	// UID and GID own every entry of the project on the disk: the guest
 	// user the command runs as.
 	UID, GID int
+	// Stored, when set, is called before a disk is written from Objects
+	// and returns once the baseline's files are there (a snapshot still
+	// copying them while its disks are looked up); its error fails the
+	// write. A disk found in the cache does not call it.
+	Stored func() error
 	// Progress, when set, is called with the bytes of file content
 	// written so far and in all, from one goroutine at a time, once a
 	// write has taken a second, then every tenth of a second and at the
@@ -246,6 +251,11 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 
 	if found, ok := cachedLayerDisk(ctx, req, name); ok {
 		return found, nil
+	}
+	if req.Stored != nil {
+		if err := req.Stored(); err != nil {
+			return BaseDisk{}, err
+		}
 	}
 	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
 	if err != nil {

@@ -466,6 +466,42 @@ func TestBaseLayersCachedDelta(t *testing.T) {
 	}
 }
 
+// TestBaseLayersWaitForStore: a disk is written only once the baseline's
+// files are stored (BaseDiskRequest.Stored), whose error fails the write;
+// layers found in the cache do not wait.
+func TestBaseLayersWaitForStore(t *testing.T) {
+	tree := testTree()
+	ms, st := manifests(t, tree, edits[0].edit(tree))
+	dir := t.TempDir()
+	errStore := errors.New("the store copy failed")
+	waits := 0
+	req := func(m *manifest.Manifest, err error) BaseDiskRequest {
+		return BaseDiskRequest{Dir: dir, Project: "/p", Manifest: m, Objects: st, UID: 1, GID: 1,
+			Stored: func() error { waits++; return err }}
+	}
+	if _, err := MakeBaseLayers(context.Background(), req(ms[0], errStore)); !errors.Is(err, errStore) {
+		t.Fatalf("a full disk written though its files were not stored: %v", err)
+	}
+	full, err := MakeBaseLayers(context.Background(), req(ms[0], nil))
+	if err != nil || waits == 1 {
+		t.Fatalf("a full disk after its files were stored: %v (waited %d times)", err, waits)
+	}
+	if _, err := MakeBaseLayers(context.Background(), req(ms[1], errStore)); !errors.Is(err, errStore) {
+		t.Fatalf("a delta written though its files were not stored: %v", err)
+	}
+	edited, err := MakeBaseLayers(context.Background(), req(ms[1], nil))
+	if err != nil || edited.Base != full.Base {
+		t.Fatalf("the delta after its files were stored: %+v, %v", edited, err)
+	}
+	waits = 0
+	for i, want := range []BaseLayers{full, edited} {
+		got, err := MakeBaseLayers(context.Background(), req(ms[i], errStore))
+		if err != nil || got != want || waits != 0 {
+			t.Errorf("cached layers %d: %+v, %v, waited %d times; want %+v without waiting", i, got, err, waits, want)
+		}
+	}
+}
+
 // TestVerifyBaseDiskStamp: a disk not written since it was found good is
 // not read again; an edit that keeps the image's size and mtime still
 // changes its ctime and is caught; a chmod (ctime changed, bytes not) is
