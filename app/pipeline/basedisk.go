@@ -82,6 +82,11 @@ type BaseDiskRequest struct {
 	// UID and GID own every entry of the project on the disk: the guest
 	// user the command runs as.
 	UID, GID int
+	// Stored, when set, is called before a disk is written from Objects
+	// and returns once the baseline's files are there (a snapshot still
+	// copying them while its disks are looked up); its error fails the
+	// write. A disk found in the cache does not call it.
+	Stored func() error
 	// Progress, when set, is called with the bytes of file content
 	// written so far and in all, from one goroutine at a time, once a
 	// write has taken a second, then every tenth of a second and at the
@@ -244,24 +249,15 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 		return BaseDisk{}, err
 	}
 
-	// Most calls find the disk: they check it side by side, under a
-	// shared lock that keeps a writer from swapping it meanwhile.
-	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_SH)
-	if err != nil {
-		return BaseDisk{}, err
+	if found, ok := cachedLayerDisk(ctx, req, name); ok {
+		return found, nil
 	}
-	err = VerifyBaseDisk(disk.Path)
-	if err == nil {
-		// Its record's time is its last use, for pruneBaseDisks.
-		now := time.Now()
-		_ = os.Chtimes(recordPath(disk.Path), now, now)
+	if req.Stored != nil {
+		if err := req.Stored(); err != nil {
+			return BaseDisk{}, err
+		}
 	}
-	unlock()
-	if err == nil {
-		log.Debug("base disk found", "id", name, "path", disk.Path)
-		return disk, nil
-	}
-	unlock, err = lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
+	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_EX)
 	if err != nil {
 		return BaseDisk{}, err
 	}
@@ -289,6 +285,27 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 	log.Debug("base disk written", "id", name, "path", disk.Path, "took", time.Since(start))
 	pruneBaseDisks(req.Dir, name, time.Now(), log)
 	return disk, nil
+}
+
+// cachedLayerDisk returns the disk named name when req.Dir holds a good
+// one (VerifyBaseDisk), marking it used. Most calls find the disk: they
+// check it side by side, under a shared lock that keeps a writer from
+// swapping it meanwhile.
+func cachedLayerDisk(ctx context.Context, req BaseDiskRequest, name string) (BaseDisk, bool) {
+	disk := BaseDisk{Path: filepath.Join(req.Dir, name+".img"), ID: name}
+	unlock, err := lockBaseDisks(ctx, req.Dir, syscall.LOCK_SH)
+	if err != nil {
+		return BaseDisk{}, false
+	}
+	defer unlock()
+	if err := VerifyBaseDisk(disk.Path); err != nil {
+		return BaseDisk{}, false
+	}
+	// Its record's time is its last use, for pruneBaseDisks.
+	now := time.Now()
+	_ = os.Chtimes(recordPath(disk.Path), now, now)
+	req.logger().Debug("base disk found", "id", name, "path", disk.Path)
+	return disk, true
 }
 
 func (req BaseDiskRequest) logger() *slog.Logger {

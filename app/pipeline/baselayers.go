@@ -87,6 +87,9 @@ type projectRecord struct {
 // delta disk (only the entries that differ from the base, overlay
 // whiteouts for those gone) is cached by its own ID as base disks are,
 // verified on each use, and written again with a warning when damaged.
+// The full disk's manifest is read only to write a new delta: a cached
+// delta is a function of its two IDs, and an unchanged baseline's is
+// empty.
 func MakeBaseLayers(ctx context.Context, req BaseDiskRequest) (BaseLayers, error) {
 	if err := req.check(); err != nil {
 		return BaseLayers{}, fmt.Errorf("make base disk: %w", err)
@@ -98,7 +101,7 @@ func MakeBaseLayers(ctx context.Context, req BaseDiskRequest) (BaseLayers, error
 	}
 	l := BaseLayers{ID: id}
 	var entries []layerEntry
-	base, baseM, err := projectBase(req)
+	base, err := projectBase(req)
 	switch {
 	case errors.Is(err, ErrBaseDiskDamaged):
 		log.Warn("the project's cached base disk is damaged (changed on the host, or cut short): writing a full disk of the baseline", "project", req.Project, "err", err)
@@ -106,6 +109,15 @@ func MakeBaseLayers(ctx context.Context, req BaseDiskRequest) (BaseLayers, error
 		log.Debug("no base disk for the project", "project", req.Project, "why", err)
 	case base.ID == id:
 	default:
+		if delta, ok := cachedLayerDisk(ctx, req, DeltaDiskID(base.ID, id)); ok {
+			l.Base, l.Delta = base, delta
+			return l, nil
+		}
+		var baseM *manifest.Manifest
+		if baseM, err = baseManifest(req, base); err != nil {
+			log.Debug("no manifest of the project's base disk", "project", req.Project, "why", err)
+			break
+		}
 		entries = deltaEntries(baseM, req.Manifest)
 		if deltaTooLarge(entries, baseM) {
 			log.Info("the baseline's changes since the project's full disk have grown large: writing a full disk", "project", req.Project, "entries", len(entries))
@@ -138,44 +150,51 @@ func projectKey(req BaseDiskRequest) string {
 }
 
 // projectBase returns the full disk req.Project's record names, checked
-// (VerifyBaseDisk), and its manifest, checked against the disk's ID.
-func projectBase(req BaseDiskRequest) (BaseDisk, *manifest.Manifest, error) {
+// (VerifyBaseDisk).
+func projectBase(req BaseDiskRequest) (BaseDisk, error) {
 	if req.Project == "" {
-		return BaseDisk{}, nil, errors.New("no project")
+		return BaseDisk{}, errors.New("no project")
 	}
 	b, err := os.ReadFile(filepath.Join(req.Dir, projectsDir, projectKey(req)+".json"))
 	if err != nil {
-		return BaseDisk{}, nil, err
+		return BaseDisk{}, err
 	}
 	var rec projectRecord
 	if err := json.Unmarshal(b, &rec); err != nil || rec.Format != baseDiskFormat || !validID(rec.Base) {
-		return BaseDisk{}, nil, fmt.Errorf("the project's record is damaged (%v)", err)
+		return BaseDisk{}, fmt.Errorf("the project's record is damaged (%v)", err)
 	}
 	disk := BaseDisk{Path: filepath.Join(req.Dir, rec.Base+".img"), ID: rec.Base}
 	unlock, err := lockBaseDisks(context.Background(), req.Dir, syscall.LOCK_SH)
 	if err != nil {
-		return BaseDisk{}, nil, err
+		return BaseDisk{}, err
 	}
 	defer unlock()
 	if err := VerifyBaseDisk(disk.Path); err != nil {
-		return BaseDisk{}, nil, err
-	}
-	f, err := os.Open(filepath.Join(req.Dir, rec.Base+manifestSuffix))
-	if err != nil {
-		return BaseDisk{}, nil, err
-	}
-	defer f.Close()
-	m, err := manifest.Decode(f, projectLimits)
-	if err != nil {
-		return BaseDisk{}, nil, err
-	}
-	if got, err := BaseDiskID(m, req.UID, req.GID); err != nil || got != rec.Base {
-		return BaseDisk{}, nil, fmt.Errorf("the manifest beside base disk %s is not its own", rec.Base)
+		return BaseDisk{}, err
 	}
 	// Its record's time is its last use, for pruneBaseDisks.
 	now := time.Now()
 	_ = os.Chtimes(recordPath(disk.Path), now, now)
-	return disk, m, nil
+	return disk, nil
+}
+
+// baseManifest reads the manifest beside the full disk base (written by
+// saveProjectBase) and checks it is the disk's own: its BaseDiskID with
+// req's owner is base.ID. A delta is computed only against such a one.
+func baseManifest(req BaseDiskRequest, base BaseDisk) (*manifest.Manifest, error) {
+	f, err := os.Open(filepath.Join(req.Dir, base.ID+manifestSuffix))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := manifest.Decode(f, projectLimits)
+	if err != nil {
+		return nil, err
+	}
+	if got, err := BaseDiskID(m, req.UID, req.GID); err != nil || got != base.ID {
+		return nil, fmt.Errorf("the manifest beside base disk %s is not its own", base.ID)
+	}
+	return m, nil
 }
 
 // saveProjectBase records base (a full disk of req.Manifest) as

@@ -322,10 +322,10 @@ func TestBaseLayersSquash(t *testing.T) {
 // TestBaseLayersDamaged: a damaged delta disk is written again with a
 // warning, and a damaged base disk is never used: the baseline gets a
 // full disk of its own, with a warning. An edited manifest beside the
-// base (not the base's) is not used either.
+// base (not the base's) is not used either to compute a new delta.
 func TestBaseLayersDamaged(t *testing.T) {
 	tree := testTree()
-	ms, st := manifests(t, tree, edits[0].edit(tree))
+	ms, st := manifests(t, tree, edits[0].edit(tree), edits[1].edit(tree))
 	for _, c := range []struct {
 		name  string
 		layer func(l BaseLayers) BaseDisk
@@ -363,6 +363,10 @@ func TestBaseLayersDamaged(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			req.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			if c.name == "manifest" {
+				// A delta not yet written: the manifest is read.
+				req.Manifest = ms[2]
+			}
 			again, err := MakeBaseLayers(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -386,6 +390,115 @@ func TestBaseLayersDamaged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBaseLayersCachedDelta: a baseline whose delta disk is cached, and
+// one that is the project's full disk, get their layers without the full
+// disk's manifest being read (it is gone here); a new delta still needs
+// the manifest, and gets a full disk of its own without it or with one
+// that is not the disk's.
+func TestBaseLayersCachedDelta(t *testing.T) {
+	tree := testTree()
+	ms, st := manifests(t, tree, edits[0].edit(tree), edits[2].edit(tree))
+	// layers makes the layers of ms[0] then ms[1] in a new cache, and
+	// returns both and the path of the full disk's manifest.
+	layers := func(t *testing.T) (dir string, full, edited BaseLayers, mp string) {
+		dir = t.TempDir()
+		var got []BaseLayers
+		for _, m := range ms[:2] {
+			l, err := MakeBaseLayers(context.Background(), BaseDiskRequest{Dir: dir, Project: "/p", Manifest: m, Objects: st, UID: 1, GID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, l)
+		}
+		if got[1].Base != got[0].Base {
+			t.Fatalf("a one-file edit was not a delta over the project's disk: %+v", got[1])
+		}
+		return dir, got[0], got[1], filepath.Join(dir, got[0].Base.ID+manifestSuffix)
+	}
+	dir, full, edited, mp := layers(t)
+	if err := os.Remove(mp); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []BaseLayers{full, edited} {
+		got, err := MakeBaseLayers(context.Background(), BaseDiskRequest{Dir: dir, Project: "/p", Manifest: ms[i], Objects: st, UID: 1, GID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("baseline %d without the base's manifest: %+v, want the cached %+v", i, got, want)
+		}
+	}
+
+	// A delta to write: without the manifest, or with one that is not
+	// the disk's own, the baseline gets a full disk of its own.
+	for _, c := range []struct {
+		name string
+		edit func(b []byte) []byte // nil: no manifest
+	}{
+		{"none", nil},
+		{"not its own", func(b []byte) []byte { return bytes.Replace(b, []byte(`"README"`), []byte(`"READMF"`), 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, full, _, mp := layers(t)
+			b, err := os.ReadFile(mp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.edit == nil {
+				err = os.Remove(mp)
+			} else {
+				err = os.WriteFile(mp, c.edit(b), 0o600)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := MakeBaseLayers(context.Background(), BaseDiskRequest{Dir: dir, Project: "/p", Manifest: ms[2], Objects: st, UID: 1, GID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Base == full.Base || got.Base.ID != got.ID {
+				t.Errorf("a delta was computed against an unchecked manifest: %+v", got)
+			}
+		})
+	}
+}
+
+// TestBaseLayersWaitForStore: a disk is written only once the baseline's
+// files are stored (BaseDiskRequest.Stored), whose error fails the write;
+// layers found in the cache do not wait.
+func TestBaseLayersWaitForStore(t *testing.T) {
+	tree := testTree()
+	ms, st := manifests(t, tree, edits[0].edit(tree))
+	dir := t.TempDir()
+	errStore := errors.New("the store copy failed")
+	waits := 0
+	req := func(m *manifest.Manifest, err error) BaseDiskRequest {
+		return BaseDiskRequest{Dir: dir, Project: "/p", Manifest: m, Objects: st, UID: 1, GID: 1,
+			Stored: func() error { waits++; return err }}
+	}
+	if _, err := MakeBaseLayers(context.Background(), req(ms[0], errStore)); !errors.Is(err, errStore) {
+		t.Fatalf("a full disk written though its files were not stored: %v", err)
+	}
+	full, err := MakeBaseLayers(context.Background(), req(ms[0], nil))
+	if err != nil || waits == 1 {
+		t.Fatalf("a full disk after its files were stored: %v (waited %d times)", err, waits)
+	}
+	if _, err := MakeBaseLayers(context.Background(), req(ms[1], errStore)); !errors.Is(err, errStore) {
+		t.Fatalf("a delta written though its files were not stored: %v", err)
+	}
+	edited, err := MakeBaseLayers(context.Background(), req(ms[1], nil))
+	if err != nil || edited.Base != full.Base {
+		t.Fatalf("the delta after its files were stored: %+v, %v", edited, err)
+	}
+	waits = 0
+	for i, want := range []BaseLayers{full, edited} {
+		got, err := MakeBaseLayers(context.Background(), req(ms[i], errStore))
+		if err != nil || got != want || waits != 0 {
+			t.Errorf("cached layers %d: %+v, %v, waited %d times; want %+v without waiting", i, got, err, waits, want)
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ func (w *diskWorkspace) prepare(ctx context.Context, report *manifest.Report) (A
 	msg := "writing the baseline disk"
 	r.progress(Progress{Step: StepPush, Message: msg})
 	req := BaseDiskRequest{Dir: r.o.BaseDisks, Project: r.project, Manifest: r.base, Objects: r.s.Objects(),
-		UID: w.uid, GID: w.gid, Logger: r.log, Progress: func(done, total int64) {
+		UID: w.uid, GID: w.gid, Logger: r.log, Stored: r.baselineStored, Progress: func(done, total int64) {
 			r.progress(Progress{Step: StepPush, Message: fmt.Sprintf("%s, %d/%d MB", msg, done>>20, total>>20)})
 		}}
 	base, err := MakeBaseLayers(ctx, req)

@@ -346,6 +346,29 @@ type Baseline struct {
 // the secret deny-list) and puts its files into the content store.
 // Progress and log may be nil.
 func Snapshot(ctx context.Context, s *sandbox.Store, project string, excludes []string, progress func(Progress), log *slog.Logger) (*Baseline, error) {
+	b, root, err := walkProject(ctx, s, project, excludes, progress, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := storeBaseline(ctx, s, root, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// storeBaseline puts the files of b, a snapshot of the tree at root,
+// into the content store (those not there yet: one stat each).
+func storeBaseline(ctx context.Context, s *sandbox.Store, root string, b *Baseline) error {
+	if err := objects.SnapshotTree(ctx, root, b.Manifest, s.Objects()); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+// walkProject is Snapshot's walk, with the stat cache, and the directory
+// it walked (project, made absolute where the cache was used): its files
+// are not stored yet.
+func walkProject(ctx context.Context, s *sandbox.Store, project string, excludes []string, progress func(Progress), log *slog.Logger) (*Baseline, string, error) {
 	if progress == nil {
 		progress = func(Progress) {}
 	}
@@ -378,7 +401,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, excludes []
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, "", fmt.Errorf("snapshot: %w", err)
 	}
 	if cache != nil && cache.Changed() {
 		data, err := cache.Save(project)
@@ -391,10 +414,7 @@ func Snapshot(ctx context.Context, s *sandbox.Store, project string, excludes []
 			log.Warn("stat cache not saved", "path", cachePath, "err", err)
 		}
 	}
-	if err := objects.SnapshotTree(ctx, project, base, s.Objects()); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	return &Baseline{Manifest: base, Report: report, Time: at, Commit: head}, nil
+	return &Baseline{Manifest: base, Report: report, Time: at, Commit: head}, project, nil
 }
 
 // readAtMost reads the regular file at path if it holds at most max bytes.
@@ -424,12 +444,22 @@ type runner struct {
 	base     *manifest.Manifest // the baseline, once snapshotted (a reply round's: the round's start)
 	round    bool               // a reply round: base is not the baseline
 	changes  []manifest.Change  // the collect's diff of the guest's tree against base
+	stored   func() error       // waits for the baseline's files to be in the content store (nil: they are)
 	res      *RunResult
 	progress func(Progress)
 	log      *slog.Logger
 	netEnv   map[string]string // the network's variables (placeholders, CA)
 	cache    string            // the sandbox's copy of the cache disk, while it runs
 	user     string            // the guest user the command runs as ("" root)
+}
+
+// baselineStored returns once the baseline's files are in the content
+// store, with the error that copy met.
+func (r *runner) baselineStored() error {
+	if r.stored == nil {
+		return nil
+	}
+	return r.stored()
 }
 
 func (r *runner) setStatus(st sandbox.Status, timing func(*sandbox.Timings)) error {
@@ -450,11 +480,31 @@ func (r *runner) run(ctx context.Context) error {
 	t := time.Now()
 	b := r.o.Baseline
 	if b == nil {
-		var err error
-		b, err = Snapshot(ctx, r.s, r.project, r.o.Excludes, r.progress, r.log)
+		var (
+			root string
+			err  error
+		)
+		b, root, err = walkProject(ctx, r.s, r.project, r.o.Excludes, r.progress, r.log)
 		if err != nil {
 			return err
 		}
+		// The files go into the content store while the session looks up
+		// the baseline's disks and boots: only writing a disk, a push and
+		// the collect need them there (baselineStored). Ending the run
+		// ends the copy and waits for it.
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- storeBaseline(sctx, r.s, root, b) }()
+		var once sync.Once
+		var serr error
+		r.stored = func() error {
+			once.Do(func() { serr = <-done })
+			return serr
+		}
+		defer func() {
+			cancel()
+			r.stored()
+		}()
 	}
 	base, report, baseTime := b.Manifest, b.Report, b.Time
 	r.base = base
@@ -569,6 +619,9 @@ func (r *runner) limitsEvent() map[string]any {
 // staging clone, made before boot) and audits it.
 func (r *runner) push(ctx context.Context, tr Transfer, m Machine, report *manifest.Report, dest string) (ms int64, known transfer.Known, err error) {
 	if err := r.setStatus(sandbox.StatusPushing, nil); err != nil {
+		return 0, known, err
+	}
+	if err := r.baselineStored(); err != nil {
 		return 0, known, err
 	}
 	t := time.Now()

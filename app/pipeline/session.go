@@ -225,6 +225,9 @@ func (r *runner) collectChanges(ctx context.Context, ws workspace, m Machine, ba
 	}
 	t := time.Now()
 	r.progress(Progress{Step: StepCollect, Message: "collecting"})
+	if err := r.baselineStored(); err != nil {
+		return err
+	}
 	if err := r.collect(ctx, ws.transfer(), m, base, known); err != nil {
 		if r.killed.Load() {
 			return fmt.Errorf("collect: the guest did not end the command at its %s time limit, so the host stopped the VM: %w", r.o.Timeout, err)

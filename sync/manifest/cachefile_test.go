@@ -1,11 +1,14 @@
 package manifest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,11 +139,16 @@ func TestSavedHashCacheBadFileIgnored(t *testing.T) {
 	walkCached(t, dir, c)
 	save(c, path, dir)
 	good, _ := os.ReadFile(path)
+	version := slices.Clone(good)
+	version[len(cacheFileMagic)] = cacheFileVersion + 1
 	for name, data := range map[string][]byte{
-		"garbage":   []byte("\x00\xffnot json"),
-		"truncated": good[:len(good)/2],
-		"version":   []byte(strings.Replace(string(good), `"version":1`, `"version":99`, 1)),
-		"bad sum":   []byte(strings.Replace(string(good), `"h":"`, `"h":"zz`, -1)),
+		"garbage":         []byte("\x00\xffnot a cache"),
+		"truncated":       good[:len(good)/2],
+		"one short":       good[:len(good)-1],
+		"trailing":        append(slices.Clone(good), 0),
+		"version":         version,
+		"json, version 1": []byte(`{"version":1,"root":` + strconv.Quote(dir) + `,"written":1,"files":[]}`),
+		"other root":      bytes.Replace(good, []byte(dir), []byte(dir[:len(dir)-1]+"X"), 1),
 	} {
 		os.WriteFile(path, data, 0o600)
 		c := loadAt(path, dir, later)
@@ -223,4 +231,32 @@ func TestSavedHashCacheMatchesPlainWalk(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzLoadHashCache: no saved cache, however damaged, makes the load
+// panic; what it keeps saves and loads back the same.
+func FuzzLoadHashCache(f *testing.F) {
+	c := &HashCache{now: func() time.Time { return time.Unix(1000, 0) }}
+	c.files = map[string]cachedFile{"a/b.go": {stat: fileStat{size: 3, mtime: 1, ctime: 2, ino: 4, dev: 5, mode: 0o100644}, sum: strings.Repeat("ab", 32)}}
+	good, err := c.Save("/p")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)-5])
+	f.Add([]byte(cacheFileMagic + "\x02\x02/p\x00\xff\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		now := func() time.Time { return time.Unix(2000, 0) }
+		c := &HashCache{now: now}
+		c.load(data, "/p")
+		again, err := c.Save("/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := &HashCache{now: now}
+		back.load(again, "/p")
+		if back.Len() != c.Len() {
+			t.Fatalf("saved %d files, loaded back %d", c.Len(), back.Len())
+		}
+	})
 }

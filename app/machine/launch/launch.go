@@ -147,6 +147,12 @@ type Guest struct {
 	BootTime time.Duration
 	// Warm says the machine was restored from a warm snapshot.
 	Warm bool
+	// DisksMounted says the guest agent mounted Options.Disks at first
+	// contact (a warm boot's, restored or saving its snapshot), which it
+	// refuses unless every one mounted; a cold boot names them on the
+	// kernel command line, where a disk that fails to mount is only
+	// logged.
+	DisksMounted bool
 
 	dial     client.DialFunc
 	mux      *client.Mux // serial links only
@@ -491,7 +497,7 @@ func (b *boot) saveIdentity() error {
 // ready reports the guest ready and returns it.
 func (b *boot) ready() *Guest {
 	g := &Guest{Machine: b.m, Client: b.c, Image: b.img, Identity: b.id, dial: b.dial, mux: b.mux, Dir: b.dir,
-		BootTime: time.Since(b.start), Warm: b.restored, progress: b.progress, start: b.start}
+		BootTime: time.Since(b.start), Warm: b.restored, DisksMounted: b.warm && len(b.diskArgs) > 0, progress: b.progress, start: b.start}
 	how := "booted"
 	if b.restored {
 		how = "restored"

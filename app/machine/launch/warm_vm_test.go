@@ -118,8 +118,8 @@ func TestWarmStart(t *testing.T) {
 	if g0.Warm || !strings.Contains(n0.String(), "no warm snapshot") || !strings.Contains(n0.String(), "saving one") {
 		t.Fatalf("first boot: warm %v, notices %q; want a cold boot that saves a snapshot", g0.Warm, n0.String())
 	}
-	if m := sh(t, g0, "grep ' /workspace ' /proc/mounts"); !strings.Contains(m, "ext4") {
-		t.Fatalf("first boot: /workspace not mounted: %q", m)
+	if m := sh(t, g0, "grep ' /workspace ' /proc/mounts"); !strings.Contains(m, "ext4") || !g0.DisksMounted {
+		t.Fatalf("first boot: /workspace not mounted at first contact (DisksMounted %v): %q", g0.DisksMounted, m)
 	}
 	recs, _ := filepath.Glob(filepath.Join(launch.WarmDir(home, "minimal", vm.AMD64), "*", "warm.json"))
 	if len(recs) != 1 {
@@ -131,8 +131,8 @@ func TestWarmStart(t *testing.T) {
 	var got []facts
 	for i := range 2 {
 		g, n := warmBoot(t, home, withDisk(t))
-		if !g.Warm || n.String() != "" {
-			t.Fatalf("restore %d: warm %v, notices %q; want a restore", i, g.Warm, n.String())
+		if !g.Warm || n.String() != "" || !g.DisksMounted {
+			t.Fatalf("restore %d: warm %v, disks mounted %v, notices %q; want a restore mounting the disk at first contact", i, g.Warm, g.DisksMounted, n.String())
 		}
 		sh(t, g, "echo sandbox"+string(rune('A'+i))+" > /workspace/mark")
 		got = append(got, facts{
@@ -196,8 +196,8 @@ func TestWarmStart(t *testing.T) {
 	o := withDisk(t)
 	o.Warm = false
 	g4, n4 := warmBoot(t, home, o)
-	if g4.Warm || n4.String() != "" {
-		t.Errorf("cold: warm %v, notices %q", g4.Warm, n4.String())
+	if g4.Warm || n4.String() != "" || g4.DisksMounted {
+		t.Errorf("cold: warm %v, disks mounted at first contact %v, notices %q", g4.Warm, g4.DisksMounted, n4.String())
 	}
 	if m := sh(t, g4, "grep ' /workspace ' /proc/mounts"); !strings.Contains(m, "ext4") {
 		t.Errorf("cold boot: /workspace not mounted: %q", m)
