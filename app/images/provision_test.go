@@ -1,6 +1,9 @@
 package images
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,5 +17,72 @@ func TestSetupStepStringIsSafe(t *testing.T) {
 		if strings.ContainsAny(got, "\x1b\r\n\u202e") {
 			t.Errorf("%q rendered as %q", s, got)
 		}
+	}
+}
+
+// The apt step runs apt only when a package is missing: the step runs
+// with fake dpkg-query, apt-get and rm that record their calls, dpkg's
+// answer given per case.
+func TestAptStepSkipsInstalledPackages(t *testing.T) {
+	grep, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("no grep here")
+	}
+	tests := []struct {
+		name string
+		pkgs []string
+		// dpkg is what the fake dpkg-query prints; fail, whether it
+		// exits 1 (a package it does not know).
+		dpkg    string
+		fail    bool
+		wantApt bool
+	}{
+		{"all installed", []string{"git", "curl"}, "ii \nii \n", false, false},
+		{"with an architecture", []string{"libc6:amd64", "g++"}, "ii \nii \n", false, false},
+		{"one unknown", []string{"git", "golang-go"}, "ii \n", true, true},
+		{"one removed, its configuration kept", []string{"git", "curl"}, "ii \nrc \n", false, true},
+		{"one half installed", []string{"git"}, "iU \n", false, true},
+		{"one of two architectures installed", []string{"libc6"}, "ii \nun \n", false, true},
+		{"a version", []string{"git=1:2.39.5-0+deb12u3"}, "ii \n", false, true},
+		{"a regular expression", []string{"python3.*"}, "ii \n", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			fake := func(name, body string) {
+				script := "#!/bin/sh\necho " + name + " \"$@\" >> " + calls + "\n" + body
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exit := "exit 0"
+			if tt.fail {
+				exit = "exit 1"
+			}
+			fake("dpkg-query", "printf '"+strings.ReplaceAll(tt.dpkg, "\n", `\n`)+"'\n"+exit)
+			fake("apt-get", "")
+			fake("rm", "")
+			if err := os.Symlink(grep, filepath.Join(dir, "grep")); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/bin/sh", "-c", AptStep(tt.pkgs).Shell)
+			cmd.Env = []string{"PATH=" + dir}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the step failed: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(calls)
+			ran := strings.Contains(string(b), "apt-get")
+			if ran != tt.wantApt {
+				t.Errorf("apt ran: %v, want %v; calls:\n%s", ran, tt.wantApt, b)
+			}
+			if ran {
+				for _, want := range []string{"apt-get -o Acquire::Languages=none update", "apt-get install -y -q --no-install-recommends " + strings.Join(tt.pkgs, " "), "apt-get clean"} {
+					if !strings.Contains(string(b), want) {
+						t.Errorf("calls lack %q:\n%s", want, b)
+					}
+				}
+			}
+		})
 	}
 }
