@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/pipeline"
@@ -221,13 +223,7 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	}
 	progress("keeping what the steps changed as a layer")
 	t0 = time.Now()
-	layer, err := captureLayer(ctx, g.Client, p.Dir)
-	if err != nil {
-		return nil, err
-	}
-	took("received the layer", t0)
-	t0 = time.Now()
-	d, n, err := p.Store.Adopt(layer)
+	d, n, err := captureLayer(ctx, g.Client, p.Store, maxLayer)
 	if err != nil {
 		return nil, err
 	}
@@ -251,31 +247,33 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	return im, err
 }
 
-// captureLayer has the guest write its overlay's upper layer as a tar into
-// dir/layer.tar, at most maxLayer bytes.
-func captureLayer(ctx context.Context, c *client.Client, dir string) (string, error) {
-	path := filepath.Join(dir, "layer.tar")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+// captureLayer has the guest write its overlay's upper layer as a tar,
+// at most limit bytes, into the content store (hashed as it arrives),
+// and returns its digest and size.
+func captureLayer(ctx context.Context, c runner, st oci.Store, limit int64) (v1.Hash, int64, error) {
+	bw, err := st.NewBlob()
 	if err != nil {
-		return "", err
+		return v1.Hash{}, 0, err
 	}
-	lw := &limitedWriter{w: f, left: maxLayer}
+	lw := &limitedWriter{w: bw, left: limit}
 	var stderr strings.Builder
 	err = c.Run(ctx, client.Command{
 		Args:   []string{guest.RuntimeDir + "/init", "layer", guest.RuntimeDir + "/upper/" + guest.UpperDir},
 		Stdout: lw, Stderr: &limitedStringWriter{b: &stderr, left: 4096},
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if lw.over {
-		err = fmt.Errorf("the steps changed more than %d GiB outside the workspace", maxLayer>>30)
+		err = fmt.Errorf("the steps changed more than %d MiB outside the workspace", limit>>20)
 	}
 	if err != nil {
-		os.Remove(path)
-		return "", fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
+		bw.Abort()
+		return v1.Hash{}, 0, fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
 	}
-	return path, nil
+	return bw.Commit()
+}
+
+// runner runs a command in the guest (*client.Client).
+type runner interface {
+	Run(ctx context.Context, cmd client.Command) error
 }
 
 // stepEnv is a step's environment: the image's (KEY=VALUE entries), the

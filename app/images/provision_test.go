@@ -1,11 +1,18 @@
 package images
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/vm/oci"
 )
 
 // A project's setup command reaches a terminal only as safe text: an
@@ -84,5 +91,47 @@ func TestAptStepSkipsInstalledPackages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fakeGuest writes out as a command's stdout, in 64 KiB pieces.
+type fakeGuest struct{ out []byte }
+
+func (g fakeGuest) Run(_ context.Context, cmd client.Command) error {
+	for rest := g.out; len(rest) > 0; {
+		n := min(len(rest), 64<<10)
+		if _, err := cmd.Stdout.Write(rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// The layer a builder sends back is kept under the digest of what
+// arrived, hashed on the way; one larger than the limit is refused and
+// leaves nothing in the store.
+func TestCaptureLayer(t *testing.T) {
+	st := oci.Store{Dir: t.TempDir()}
+	layer := bytes.Repeat([]byte("a file of the layer\n"), 20000)
+	sum := sha256.Sum256(layer)
+	d, n, err := captureLayer(context.Background(), fakeGuest{layer}, st, int64(len(layer)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Hex != hex.EncodeToString(sum[:]) || n != int64(len(layer)) {
+		t.Errorf("kept %s, %d bytes; want sha256:%x, %d", d, n, sum, len(layer))
+	}
+	if got, _ := os.ReadFile(st.Path(d)); !bytes.Equal(got, layer) {
+		t.Errorf("the kept layer differs from what arrived")
+	}
+
+	st = oci.Store{Dir: t.TempDir()}
+	_, _, err = captureLayer(context.Background(), fakeGuest{layer}, st, int64(len(layer))-1)
+	if err == nil || !strings.Contains(err.Error(), "changed more than") {
+		t.Fatalf("a layer over the limit: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(st.Dir, "blobs", "sha256")); len(entries) != 0 {
+		t.Errorf("a refused layer left %v", entries)
 	}
 }
