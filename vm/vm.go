@@ -342,6 +342,13 @@ type Snapshotter interface {
 	Save(ctx context.Context, path string) error
 }
 
+// Emulator is an optional Machine capability: whether the guest's CPU is
+// emulated (QEMU's TCG), so that every byte the guest handles costs many
+// host instructions.
+type Emulator interface {
+	Emulated() bool
+}
+
 // Pauser is an optional Machine capability: stop the vCPUs, keeping memory,
 // and run them again.
 type Pauser interface {

@@ -61,6 +61,9 @@ func ToolsRequest(base string, arch vm.Arch) BuildRequest {
 	}
 }
 
+// npmCache is npm's cache while the agent image's second stage installs.
+const npmCache = "/var/cache/airlock-npm"
+
 // AgentsRequest is the agent image's second stage, on the first (image
 // tools): node and npm from the npm registry and the agent CLIs at their
 // pinned versions, all under AgentPrefix, with links in /usr/local/bin.
@@ -93,13 +96,15 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 		agents = append(agents, a.String())
 	}
 	bins = []string{"node", "npm", "npx", "claude", "codex", "gemini"}
+	// npm's cache is a directory of its own, deleted after: npm cache
+	// clean would start node once more (seconds under emulation) to
+	// delete the same files.
 	install := strings.Join([]string{
 		"set -e",
-		"npm install --global --prefix " + p + " --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " "),
+		"npm install --global --prefix " + p + " --cache " + npmCache + " --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " "),
 		"mkdir -p /usr/local/bin",
 		"for b in " + strings.Join(bins, " ") + "; do ln -sf " + p + "/bin/$b /usr/local/bin/$b; done",
-		"npm cache clean --force",
-		"rm -rf /root/.npm /root/.cache /tmp/*",
+		"rm -rf " + npmCache + " /root/.npm /root/.cache /tmp/*",
 	}, "\n")
 	return BuildRequest{
 		Name: AgentsImage, Base: tools, Arch: string(arch),
@@ -110,6 +115,8 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 		Env: map[string]string{
 			"PATH":               p + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"npm_config_nodedir": p,
+			// No npm asks the registry whether a newer npm exists.
+			"npm_config_update_notifier": "false",
 		},
 		Allow:  []string{"@npm"},
 		Source: "agent image",

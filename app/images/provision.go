@@ -10,9 +10,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/machine/launch"
@@ -46,12 +49,34 @@ func (s SetupStep) String() string {
 
 // AptStep installs Debian packages the way a provisioning step does:
 // update, install without recommends, then drop what apt downloaded, so
-// the layer holds the packages and nothing else.
+// the layer holds the packages and nothing else. Translations are not
+// fetched (the lists are dropped anyway). When every package is plain
+// (a name, perhaps with :ARCH) and dpkg says each is installed already,
+// apt does not run at all: updating the lists costs a minute or more
+// under emulation and would change nothing but upgrade what the base
+// already has.
 func AptStep(pkgs []string) SetupStep {
-	return SetupStep{Name: "apt", Shell: "set -e; export DEBIAN_FRONTEND=noninteractive; apt-get update -q; " +
-		"apt-get install -y -q --no-install-recommends " + strings.Join(pkgs, " ") +
-		"; apt-get clean; rm -rf /var/lib/apt/lists/*"}
+	list := strings.Join(pkgs, " ")
+	install := "apt-get -o Acquire::Languages=none update -q; " +
+		"apt-get install -y -q --no-install-recommends " + list +
+		"; apt-get clean; rm -rf /var/lib/apt/lists/*"
+	shell := "set -e; export DEBIAN_FRONTEND=noninteractive; "
+	if !slices.ContainsFunc(pkgs, func(p string) bool { return !debName.MatchString(p) }) {
+		// dpkg-query fails when a package is unknown to dpkg and prints
+		// one status per instance it knows ("ii " is installed and
+		// configured; "rc ", "un ", half-installed are not).
+		shell += "if s=$(dpkg-query -W -f='${db:Status-Abbrev}\\n' " + list + " 2>/dev/null) && ! printf '%s\\n' \"$s\" | grep -qv '^ii '; " +
+			"then echo 'apt: " + list + ": all installed already'; else " + install + "; fi"
+	} else {
+		shell += install
+	}
+	return SetupStep{Name: "apt", Shell: shell}
 }
+
+// debName is a Debian package name, perhaps with an architecture: no
+// version, release, glob or regular expression, which dpkg-query would
+// read otherwise than apt-get install.
+var debName = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9-]+)?$`)
 
 // Provision makes an image of a base image and steps.
 type Provision struct {
@@ -150,6 +175,11 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 			p.Progress(s)
 		}
 	}
+	// took records how long a phase of the build took, in the record and
+	// with the steps' output: where a build of minutes spends them.
+	took := func(what string, since time.Time) {
+		fmt.Fprintf(out, "### %s: %s\n", what, time.Since(since).Round(100*time.Millisecond))
+	}
 
 	o := p.Launch
 	o.Image, o.Name = p.Base.Name, "build-"+p.Name
@@ -159,10 +189,12 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	defer os.Remove(o.RootDisk)
 	defer os.Remove(o.RootDisk + ".base")
 	progress("booting a builder from " + p.Base.Name)
+	t0 := time.Now()
 	g, err := launch.Boot(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("provision: boot the builder: %w", err)
 	}
+	took("booted the builder", t0)
 	defer g.Kill()
 	pol := p.Policy
 	if pol == nil {
@@ -180,54 +212,68 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 		progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
 		fmt.Fprintf(logf, "### step %d (%s): %s\n", i+1, s.Name, s)
 		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: env, Dir: "/", Stdout: out, Stderr: out}
+		t0 := time.Now()
 		if err := g.Client.Run(ctx, cmd); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, &StepError{Index: i + 1, Step: s, Err: err, Log: logPath}
 		}
+		took(fmt.Sprintf("step %d (%s)", i+1, s.Name), t0)
 	}
 	progress("keeping what the steps changed as a layer")
-	layer, err := captureLayer(ctx, g.Client, p.Dir)
+	t0 = time.Now()
+	d, n, err := captureLayer(ctx, g.Client, p.Store, maxLayer)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := p.Store.Adopt(layer)
-	if err != nil {
-		return nil, err
-	}
+	took(fmt.Sprintf("kept the layer (%d MiB)", n>>20), t0)
+	t0 = time.Now()
 	_ = g.Shutdown(ctx)
+	took("stopped the builder", t0)
 	progress("writing the image's disk")
+	t0 = time.Now()
 	extra := append(slices.Clone(p.Base.Meta.OCI.Extra), d.String())
-	return image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
-		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label, User: cmp.Or(p.User, p.Base.User())})
+	last := t0
+	im, err := image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
+		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label, User: cmp.Or(p.User, p.Base.User()),
+		Progress: func(e image.Progress) {
+			took(fmt.Sprintf("disk: %s %s", e.Step, e.Item), last)
+			last = time.Now()
+		}})
+	if err == nil {
+		took("wrote the image's disk", t0)
+	}
+	return im, err
 }
 
-// captureLayer has the guest write its overlay's upper layer as a tar into
-// dir/layer.tar, at most maxLayer bytes.
-func captureLayer(ctx context.Context, c *client.Client, dir string) (string, error) {
-	path := filepath.Join(dir, "layer.tar")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+// captureLayer has the guest write its overlay's upper layer as a tar,
+// at most limit bytes, into the content store (hashed as it arrives),
+// and returns its digest and size.
+func captureLayer(ctx context.Context, c runner, st oci.Store, limit int64) (v1.Hash, int64, error) {
+	bw, err := st.NewBlob()
 	if err != nil {
-		return "", err
+		return v1.Hash{}, 0, err
 	}
-	lw := &limitedWriter{w: f, left: maxLayer}
+	lw := &limitedWriter{w: bw, left: limit}
 	var stderr strings.Builder
 	err = c.Run(ctx, client.Command{
 		Args:   []string{guest.RuntimeDir + "/init", "layer", guest.RuntimeDir + "/upper/" + guest.UpperDir},
 		Stdout: lw, Stderr: &limitedStringWriter{b: &stderr, left: 4096},
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if lw.over {
-		err = fmt.Errorf("the steps changed more than %d GiB outside the workspace", maxLayer>>30)
+		err = fmt.Errorf("the steps changed more than %d MiB outside the workspace", limit>>20)
 	}
 	if err != nil {
-		os.Remove(path)
-		return "", fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
+		bw.Abort()
+		return v1.Hash{}, 0, fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
 	}
-	return path, nil
+	return bw.Commit()
+}
+
+// runner runs a command in the guest (*client.Client).
+type runner interface {
+	Run(ctx context.Context, cmd client.Command) error
 }
 
 // stepEnv is a step's environment: the image's (KEY=VALUE entries), the

@@ -64,7 +64,20 @@ type Config struct {
 	Disks []string
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// Ciphers are the SSH ciphers offered, in order of preference (nil:
+	// x/crypto/ssh's, AES-GCM first); EmulatedCiphers for a guest whose
+	// CPU is emulated.
+	Ciphers []string
 }
+
+// EmulatedCiphers puts ChaCha20-Poly1305 first, for a guest whose CPU is
+// emulated (QEMU's TCG): there the guest's AES-NI and carry-less
+// multiplications are emulated instruction by instruction, and it seals
+// AES-GCM at about half the rate of ChaCha20-Poly1305 (7.6 against
+// 13.2 MB/s under qemu-x86_64 -cpu max on a 2-core host), which bounds
+// every byte the link carries: a layer coming back, a download through
+// the egress proxy. With the CPU's own AES, AES-GCM is the faster.
+var EmulatedCiphers = []string{ssh.CipherChaCha20Poly1305, ssh.CipherAES128GCM, ssh.CipherAES256GCM}
 
 // DialFunc opens a new link connection to the guest. It may return one end
 // of a net.Pipe (in tests): the client then buffers its writes, which SSH
@@ -168,6 +181,7 @@ func handshake(ctx context.Context, conn net.Conn, cfg Config, log *slog.Logger)
 		User:            "root",
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(cfg.Identity.Signer)},
 		HostKeyCallback: ssh.FixedHostKey(hostKey),
+		Config:          ssh.Config{Ciphers: cfg.Ciphers},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ssh handshake: %w", err)

@@ -638,3 +638,29 @@ func TestRunAsUser(t *testing.T) {
 		t.Errorf("unknown user: %v", err)
 	}
 }
+
+// The link's ciphers are the host's choice: ChaCha20-Poly1305 for an
+// emulated guest works with the agent, and a cipher the agent does not
+// offer fails the handshake, so the choice is not ignored.
+func TestConnectCiphers(t *testing.T) {
+	g := startPipeGuest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id, err := client.NewIdentity("sandbox-ciphers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Connect(ctx, g.dial, client.Config{Identity: id, Ciphers: []string{"aes128-cbc"}}); err == nil {
+		t.Fatal("a handshake offering only aes128-cbc succeeded")
+	}
+	g = startPipeGuest(t)
+	c, err := client.Connect(ctx, g.dial, client.Config{Identity: id, Ciphers: client.EmulatedCiphers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var out bytes.Buffer
+	if err := c.Run(ctx, client.Command{Args: []string{"echo", "over chacha"}, Stdout: &out}); err != nil || out.String() != "over chacha\n" {
+		t.Errorf("run: %v, %q", err, out.String())
+	}
+}

@@ -75,8 +75,10 @@ func debianLayer(t testing.TB, name, cacheName string, include []string) string 
 	defer cancel()
 	tmp := out + ".tmp.tar.gz"
 	start := time.Now()
+	// dpkg syncs nothing (force-unsafe-io): the tree becomes a tar and is
+	// gone, and minbase took 60-67 s so instead of 84-89 s.
 	cmd := exec.CommandContext(ctx, mm, "--mode=root", "--variant=minbase", "--arch=amd64", "--format=tar",
-		"--include="+strings.Join(include, ","),
+		"--include="+strings.Join(include, ","), "--dpkgopt=force-unsafe-io",
 		"--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
 		"--setup-hook=sync-in "+cache+" /var/cache/apt/archives/",
 		"--customize-hook=sync-out /var/cache/apt/archives "+cache,

@@ -148,6 +148,10 @@ func mmdebstrapArgs(spec RootfsSpec, arch vm.Arch, dir, cache string, sources []
 	a := []string{
 		"--mode=root", "--variant=minbase", "--arch=" + debArch(arch),
 		"--include=" + strings.Join(spec.Packages, ","),
+		// dpkg syncs nothing: the tree is copied into the disk image
+		// and removed, and a build that stops halfway is started
+		// again (minbase: 60-67 s instead of 84-89 s).
+		"--dpkgopt=force-unsafe-io",
 		"--skip=essential/unlink",
 		"--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
 		"--setup-hook=sync-in " + cache + " /var/cache/apt/archives/",

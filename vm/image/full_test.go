@@ -79,7 +79,7 @@ func TestMmdebstrapArgs(t *testing.T) {
 	args := mmdebstrapArgs(spec, vm.AMD64, "/t/tree", "/h/cache/debs/full-amd64", []string{"deb http://m/debian bookworm main"})
 	joined := strings.Join(args, "\n")
 	for _, want := range []string{
-		"--variant=minbase", "--arch=amd64", "--mode=root",
+		"--variant=minbase", "--arch=amd64", "--mode=root", "--dpkgopt=force-unsafe-io",
 		"--include=ca-certificates,curl,git,build-essential,python3,ripgrep,",
 		"--setup-hook=sync-in /h/cache/debs/full-amd64 /var/cache/apt/archives/",
 		"--customize-hook=sync-out /var/cache/apt/archives /h/cache/debs/full-amd64",

@@ -67,11 +67,14 @@ func TestFromOCI(t *testing.T) {
 	// A layer on top (a provisioning layer, kept in the store) makes
 	// another lower disk, and another identity for the upper layer: a
 	// sandbox's upper layer belongs to the lower disk it was made on.
-	layer := filepath.Join(t.TempDir(), "layer.tar")
-	if err := os.WriteFile(layer, ocitest.Tar(t, ocitest.Entry{Name: "etc/added", Body: "x"}), 0o644); err != nil {
+	bw, err := st.NewBlob()
+	if err != nil {
 		t.Fatal(err)
 	}
-	d, _, err := st.Adopt(layer)
+	if _, err := bw.Write(ocitest.Tar(t, ocitest.Entry{Name: "etc/added", Body: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := bw.Commit()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,11 +338,14 @@ func TestPushAProvisionedImageAndPullItBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer := filepath.Join(t.TempDir(), "layer.tar")
-	if err := os.WriteFile(layer, ocitest.Tar(t, ocitest.Entry{Name: "etc/provisioned", Body: "yes\n"}, ocitest.Entry{Name: "etc/.wh.keep"}), 0o644); err != nil {
+	bw, err := s.NewBlob()
+	if err != nil {
 		t.Fatal(err)
 	}
-	d, _, err := s.Adopt(layer)
+	if _, err := bw.Write(ocitest.Tar(t, ocitest.Entry{Name: "etc/provisioned", Body: "yes\n"}, ocitest.Entry{Name: "etc/.wh.keep"})); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := bw.Commit()
 	if err != nil {
 		t.Fatal(err)
 	}

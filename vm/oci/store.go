@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -87,30 +88,63 @@ func (s Store) Put(d v1.Hash, size int64, r io.Reader) error {
 	return os.Rename(tmp.Name(), dst)
 }
 
-// Adopt moves the file at path into the store as a blob, by its digest,
-// and returns the digest: a layer made on the host (a provisioning step's,
-// from a guest) is kept as any pulled one.
-func (s Store) Adopt(path string) (v1.Hash, int64, error) {
-	f, err := os.Open(path)
+// NewBlob starts a blob made here (a provisioning step's layer, from a
+// guest), whose digest is known once it is written: it is hashed as it is
+// written, so keeping it reads nothing again. Commit keeps it; Abort, or
+// a Commit that fails, leaves nothing.
+func (s Store) NewBlob() (*BlobWriter, error) {
+	dir := filepath.Join(s.Dir, "blobs", "sha256")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, ".new-*")
 	if err != nil {
-		return v1.Hash{}, 0, err
+		return nil, err
 	}
-	d, n, err := v1.SHA256(f)
-	f.Close()
+	return &BlobWriter{s: s, f: f, h: sha256.New()}, nil
+}
+
+// BlobWriter is a blob being written (Store.NewBlob).
+type BlobWriter struct {
+	s Store
+	f *os.File
+	h hash.Hash
+	n int64
+}
+
+func (w *BlobWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.h.Write(p[:n])
+	w.n += int64(n)
+	return n, err
+}
+
+// Commit keeps what was written as the blob of its digest and returns
+// the digest and size. A blob already there is kept as it was.
+func (w *BlobWriter) Commit() (v1.Hash, int64, error) {
+	tmp := w.f.Name()
+	defer os.Remove(tmp)
+	err := w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
+		return v1.Hash{}, 0, fmt.Errorf("write blob: %w", err)
+	}
+	d := v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(w.h.Sum(nil))}
+	if w.s.Has(d) {
+		return d, w.n, nil
+	}
+	if err := os.Chmod(tmp, 0o400); err != nil {
 		return v1.Hash{}, 0, err
 	}
-	if s.Has(d) {
-		return d, n, os.Remove(path)
-	}
-	dst := s.Path(d)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return v1.Hash{}, 0, err
-	}
-	if err := os.Chmod(path, 0o400); err != nil {
-		return v1.Hash{}, 0, err
-	}
-	return d, n, os.Rename(path, dst)
+	return d, w.n, os.Rename(tmp, w.s.Path(d))
+}
+
+// Abort drops what was written.
+func (w *BlobWriter) Abort() {
+	w.f.Close()
+	os.Remove(w.f.Name())
 }
 
 // checkDigest refuses a digest this store cannot verify or that would make

@@ -72,6 +72,7 @@ var (
 	_ vm.Machine     = (*machine)(nil)
 	_ vm.Pauser      = (*machine)(nil)
 	_ vm.Snapshotter = (*machine)(nil)
+	_ vm.Emulator    = (*machine)(nil)
 	_ net.Conn       = (*linkConn)(nil)
 )
 
@@ -503,6 +504,9 @@ func (m *machine) State() vm.State {
 }
 
 func (m *machine) LinkKind() vm.LinkKind { return m.link }
+
+// Emulated says whether the guest runs under TCG.
+func (m *machine) Emulated() bool { return m.host.Accel == TCG }
 
 func (m *machine) ConsoleLog() string { return m.console }
 

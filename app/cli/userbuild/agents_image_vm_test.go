@@ -35,10 +35,10 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	path := "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	base := reg.Push(t, "library/debian:bookworm-slim", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianBase(t))))
 	// The agent image's base has its Debian packages already: the build
-	// runs every stage as a user's does (apt in the builder VM finds them
-	// installed), without the half hour dpkg takes to unpack them under
-	// QEMU without KVM. TestGoProjectEnvironment proves apt installing
-	// in a builder VM.
+	// runs every stage as a user's does (the apt step in the builder VM
+	// finds them installed and runs no apt), without the half hour dpkg
+	// takes to unpack them under QEMU without KVM.
+	// TestGoProjectEnvironment proves apt installing in a builder VM.
 	tools := reg.Push(t, "library/debian:bookworm-tools", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianTools(t))))
 
 	// The unprivileged user's own home, with the minimal image (it ships
@@ -85,7 +85,8 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 		t.Fatalf("image build agents as an unprivileged user: %v\n%s", err, out)
 	}
 	t.Logf("built the agent image in a VM in %s", time.Since(start).Round(time.Second))
-	if !strings.Contains(out, "built the agent image agents") || !strings.Contains(out, "user agent") {
+	if !strings.Contains(out, "built the agent image agents") || !strings.Contains(out, "user agent") ||
+		!strings.Contains(out, ": all installed already") {
 		t.Errorf("image build agents says:\n%s", out)
 	}
 	spec := image.FullSpec(vm.AMD64)

@@ -114,7 +114,7 @@ func Attach(ctx context.Context, o Options) (*Guest, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := client.Connect(cctx, m.DialLink, client.Config{Identity: id, Resume: true, HostKey: hostKey, Logger: logger})
+	c, err := client.Connect(cctx, m.DialLink, client.Config{Identity: id, Resume: true, HostKey: hostKey, Logger: logger, Ciphers: ciphersFor(m)})
 	if err != nil {
 		return nil, fmt.Errorf("attach to %s: %w", o.Name, err)
 	}

@@ -460,7 +460,7 @@ func (b *boot) saveWarmSnapshot(ctx context.Context) {
 // on a failure keeps the run directory for its console log, unless ctx
 // ended.
 func (b *boot) firstContact(ctx context.Context) (err error) {
-	cfg := client.Config{Identity: b.id, Logger: b.logger}
+	cfg := client.Config{Identity: b.id, Logger: b.logger, Ciphers: ciphersFor(b.m)}
 	if b.warm {
 		cfg.Disks = b.diskArgs
 	}
@@ -569,6 +569,15 @@ func checkRoot(ctx context.Context, c *client.Client, overlay bool) error {
 
 // connect waits for the guest agent's welcome, giving up when the timeout
 // passes or the machine dies first, with the console's last lines.
+// ciphersFor is the SSH ciphers of a link to m: ChaCha20-Poly1305 first
+// when its CPU is emulated (client.EmulatedCiphers), else the defaults.
+func ciphersFor(m vm.Machine) []string {
+	if e, ok := m.(vm.Emulator); ok && e.Emulated() {
+		return client.EmulatedCiphers
+	}
+	return nil
+}
+
 func connect(ctx context.Context, m vm.Machine, dial client.DialFunc, timeout time.Duration, cfg client.Config) (*client.Client, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errBootTimeout)
 	defer cancel()

@@ -211,7 +211,10 @@ type machine struct {
 	detach func()
 }
 
-var _ vm.Machine = (*machine)(nil)
+var (
+	_ vm.Machine  = (*machine)(nil)
+	_ vm.Emulator = (*machine)(nil)
+)
 
 // newMachine returns a handle on c's machine. It holds a wait request
 // open, read by one goroutine, until the machine is gone.
@@ -282,6 +285,9 @@ func (m *machine) State() vm.State {
 func (m *machine) LinkKind() vm.LinkKind { return m.st.Link }
 
 func (m *machine) ConsoleLog() string { return m.st.Console }
+
+// Emulated says whether the supervised machine's CPU is emulated.
+func (m *machine) Emulated() bool { return m.st.Emulated }
 
 // Detach unties m, started by a Backend, from the context it was started
 // with: the machine then outlives that context, under its supervisor and

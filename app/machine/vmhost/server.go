@@ -417,6 +417,9 @@ func (s *server) status() Status {
 	if _, ok := s.m.(vm.Snapshotter); ok {
 		st.Can = append(st.Can, OpSave)
 	}
+	if e, ok := s.m.(vm.Emulator); ok {
+		st.Emulated = e.Emulated()
+	}
 	select {
 	case <-s.gone:
 		s.mu.Lock()

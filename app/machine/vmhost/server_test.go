@@ -392,3 +392,41 @@ func TestIdleTTLStopsAnAbandonedMachine(t *testing.T) {
 		t.Fatalf("machine %s after the idle TTL, want stopped", f.State())
 	}
 }
+
+type emulatedMachine struct{ *fakeMachine }
+
+func (emulatedMachine) Emulated() bool { return true }
+
+// A client learns from the supervisor whether the guest's CPU is
+// emulated: it picks the link's ciphers by it.
+func TestStatusSaysEmulated(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		m    vm.Machine
+		want bool
+	}{{"emulated", emulatedMachine{newFake()}, true}, {"not", newFake(), false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			dir, errc := serve(t, ctx, tt.m)
+			c, err := Dial(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := c.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := newMachine(ctx, c, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Emulated != tt.want || m.Emulated() != tt.want {
+				t.Errorf("status says emulated %v, machine %v; want %v", st.Emulated, m.Emulated(), tt.want)
+			}
+			if _, err := c.Stop(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			<-errc
+		})
+	}
+}

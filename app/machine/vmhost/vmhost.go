@@ -99,6 +99,8 @@ type Status struct {
 	// Can lists the optional operations the machine supports (pause and
 	// resume, save).
 	Can []Op `json:"can,omitempty"`
+	// Emulated says the guest's CPU is emulated (vm.Emulator).
+	Emulated bool `json:"emulated,omitempty"`
 	// Exit is why the machine ended (wait only; empty after a clean
 	// power-off).
 	Exit string `json:"exit,omitempty"`
