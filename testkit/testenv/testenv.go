@@ -15,6 +15,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,12 +100,18 @@ func Image(t testing.TB, arch vm.Arch) *image.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im, err := image.Load(h, image.DefaultName, arch); err == nil && im.Meta.Guest.SHA256 == sum && !builderNewer(t, im.Meta.Created) {
+	im, err := image.Load(h, image.DefaultName, arch)
+	if err == nil && im.Meta.Guest.SHA256 == sum && !builderNewer(t, im.Meta.Created) {
 		return im
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	im, err := image.Build(ctx, image.BuildOptions{Home: h, Name: image.DefaultName, Arch: arch, GuestBinary: guest})
+	why := staleWhy(im, err, sum)
+	if err == nil && im.Meta.Guest.SHA256 == sum {
+		why = "the image builder's source is newer than it"
+	}
+	t.Logf("building the minimal %s image into %s: %s", arch, h, why)
+	im, err = image.Build(ctx, image.BuildOptions{Home: h, Name: image.DefaultName, Arch: arch, GuestBinary: guest})
 	if err != nil {
 		t.Fatalf("build the %s test image: %v", arch, err)
 	}
@@ -128,17 +135,30 @@ func FullImage(t testing.TB, arch vm.Arch) *image.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im, err := image.Load(h, image.FullName, arch); err == nil && im.Meta.Guest.SHA256 == sum {
+	im, err := image.Load(h, image.FullName, arch)
+	if err == nil && im.Meta.Guest.SHA256 == sum {
 		return im
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	t.Logf("building the full %s image into %s (minutes on a fresh machine)", arch, h)
-	im, err := image.Build(ctx, image.BuildOptions{Home: h, Name: image.FullName, Arch: arch, GuestBinary: guest})
+	t.Logf("building the full %s image into %s (minutes on a fresh machine): %s", arch, h, staleWhy(im, err, sum))
+	im, err = image.Build(ctx, image.BuildOptions{Home: h, Name: image.FullName, Arch: arch, GuestBinary: guest})
 	if err != nil {
 		t.Fatalf("build the full %s test image (needs root, mmdebstrap and npm: scripts/setup-debian): %v", arch, err)
 	}
 	return im
+}
+
+// staleWhy says why a test image is built: the error loading it, or the
+// guest agent it holds is not this tree's.
+func staleWhy(im *image.Image, err error, sum string) string {
+	if err != nil {
+		return err.Error()
+	}
+	if im.Meta.Guest.SHA256 != sum {
+		return fmt.Sprintf("it holds guest agent %.12s, this tree's is %.12s", im.Meta.Guest.SHA256, sum)
+	}
+	return "it is up to date"
 }
 
 // builderNewer reports whether the image builder's source changed after
