@@ -13,8 +13,8 @@ airlock:
 # Static guest agents for both guest architectures, beside the airlock binary
 # where it looks for them first.
 guest:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags "-s -w" -o bin/airlock-guest-linux-amd64 ./guest/cmd/airlock-guest
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags "-s -w" -o bin/airlock-guest-linux-arm64 ./guest/cmd/airlock-guest
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/airlock-guest-linux-amd64 ./guest/cmd/airlock-guest
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -buildvcs=false -ldflags "-s -w" -o bin/airlock-guest-linux-arm64 ./guest/cmd/airlock-guest
 
 test:
 	scripts/test

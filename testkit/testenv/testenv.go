@@ -202,7 +202,11 @@ func buildOnce(t testing.TB, name, pkg string, arch vm.Arch) string {
 	out := filepath.Join(h, "guest", name)
 	unlock := lock(t, filepath.Join(h, ".build-guest.lock"))
 	defer unlock()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	// -buildvcs=false on the command line: the images in the shared
+	// home record the guest agent's hash, and a test that moves
+	// XDG_CONFIG_HOME (where go env keeps GOFLAGS) built one stamped with
+	// the commit, so every test binary rebuilt the full image for itself.
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = RepoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+string(arch))
 	if b, err := cmd.CombinedOutput(); err != nil {

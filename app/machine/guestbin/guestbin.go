@@ -92,7 +92,10 @@ func (f Finder) build(ctx context.Context, src, arch string) (string, error) {
 		return "", fmt.Errorf("build airlock-guest: %w", err)
 	}
 	out := filepath.Join(f.BuildDir, Name(arch))
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./guest/cmd/airlock-guest")
+	// -buildvcs=false: the binary is the same for the same source,
+	// whatever the commit and the user's go env (an image records the
+	// guest agent it holds, and one that differs is rebuilt).
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, "./guest/cmd/airlock-guest")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	var stderr bytes.Buffer

@@ -2,7 +2,9 @@ package guestbin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,5 +68,44 @@ func TestWithin(t *testing.T) {
 		if got := within(tt.path, tt.dir); got != tt.want {
 			t.Errorf("within(%q, %q) = %v, want %v", tt.path, tt.dir, got, tt.want)
 		}
+	}
+}
+
+// A guest built from source is the same binary for the same source,
+// whatever go env holds: images record the guest agent's hash, so one
+// stamped with the commit (go's default in a git checkout, which a go env
+// file's GOFLAGS may or may not turn off) would rebuild them for nothing.
+func TestBuildIsReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the guest agent twice")
+	}
+	src, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isSourceTree(src) {
+		t.Fatalf("%s is not the Airlock source tree", src)
+	}
+	var sums []string
+	for _, env := range []string{"", t.TempDir()} {
+		// This machine's go env, then an empty XDG_CONFIG_HOME and
+		// GOFLAGS: no go env file and no flags, go's defaults (VCS
+		// stamping on).
+		if env != "" {
+			t.Setenv("XDG_CONFIG_HOME", env)
+			t.Setenv("GOFLAGS", "")
+		}
+		p, err := Finder{Executable: "/nonexistent/airlock", SourceDir: src, BuildDir: t.TempDir()}.Find(t.Context(), "amd64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, fmt.Sprintf("%x", sha256.Sum256(b)))
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("the guest agent built with this machine's go env (%.12s) differs from the one built with go's defaults (%.12s)", sums[0], sums[1])
 	}
 }
