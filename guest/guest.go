@@ -87,26 +87,8 @@ type Welcome struct {
 	// Airlock's images), for running its helper subcommands (manifest,
 	// untar, tar) over exec.
 	Agent string `json:"agent,omitempty"`
-	// Features are what the agent's binary can do beyond this protocol
-	// version (AgentFeatures of its build): a host asks only for what the
-	// guest says it has, so an image built before a feature still works.
-	Features []string `json:"features,omitempty"`
-	Error    string   `json:"error,omitempty"` // set when the hello is refused
+	Error string `json:"error,omitempty"` // set when the hello is refused
 }
-
-// FeatureLayerZstd: the agent's layer subcommand takes -zstd and writes
-// the layer zstd-compressed. Under an emulated CPU every byte that
-// crosses the link costs the guest dearly (a builder's layer of a GiB
-// took minutes), and a layer of installed packages compresses several
-// times over.
-const FeatureLayerZstd = "layer-zstd"
-
-// LayerZstdWindow is the window of the guest's zstd encoder for a layer:
-// the memory the host's decoder needs, which the host bounds.
-const LayerZstdWindow = 4 << 20
-
-// AgentFeatures are the features of the agent built from this tree.
-var AgentFeatures = []string{FeatureLayerZstd}
 
 // The boot contract: what the image builder and the VM backends share with
 // airlock-guest running as PID 1.

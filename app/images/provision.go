@@ -16,7 +16,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/machine/launch"
@@ -24,7 +23,6 @@ import (
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
-	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -225,15 +223,11 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	}
 	progress("keeping what the steps changed as a layer")
 	t0 = time.Now()
-	d, n, sent, err := captureLayer(ctx, g.Client, p.Store, maxLayer, slices.Contains(g.Client.Welcome().Features, guest.FeatureLayerZstd))
+	d, n, err := captureLayer(ctx, g.Client, p.Store, maxLayer)
 	if err != nil {
 		return nil, err
 	}
-	how := "as it is"
-	if sent != n {
-		how = bytesize.Format(sent) + " of zstd"
-	}
-	took(fmt.Sprintf("kept the layer (%s, sent %s)", bytesize.Format(n), how), t0)
+	took(fmt.Sprintf("kept the layer (%d MiB)", n>>20), t0)
 	t0 = time.Now()
 	_ = g.Shutdown(ctx)
 	took("stopped the builder", t0)
@@ -255,91 +249,26 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 
 // captureLayer has the guest write its overlay's upper layer as a tar,
 // at most limit bytes, into the content store (hashed as it arrives),
-// and returns its digest and size, and the bytes that crossed the link.
-// With compressed (the guest has
-// guest.FeatureLayerZstd) the guest sends the tar zstd-compressed and it
-// is decompressed here as it comes, so what is kept, hashed and limited
-// is the same tar: a layer of installed packages crosses an emulated
-// machine's link several times faster.
-func captureLayer(ctx context.Context, c runner, st oci.Store, limit int64, compressed bool) (d v1.Hash, size, sent int64, err error) {
+// and returns its digest and size.
+func captureLayer(ctx context.Context, c runner, st oci.Store, limit int64) (v1.Hash, int64, error) {
 	bw, err := st.NewBlob()
 	if err != nil {
-		return v1.Hash{}, 0, 0, err
+		return v1.Hash{}, 0, err
 	}
 	lw := &limitedWriter{w: bw, left: limit}
-	args := []string{guest.RuntimeDir + "/init", "layer", guest.RuntimeDir + "/upper/" + guest.UpperDir}
-	var stdout io.Writer = lw
-	var unzstd *zstdWriter
-	if compressed {
-		args = slices.Insert(args, 2, "-zstd")
-		if unzstd, err = newZstdWriter(lw, limit); err != nil {
-			bw.Abort()
-			return v1.Hash{}, 0, 0, err
-		}
-		stdout = unzstd
-	}
 	var stderr strings.Builder
-	err = c.Run(ctx, client.Command{Args: args, Stdout: stdout, Stderr: &limitedStringWriter{b: &stderr, left: 4096}})
-	if unzstd != nil {
-		// The decoder's error is the cause when there is one: the guest's
-		// writes fail once it stops.
-		if cerr := unzstd.Close(); cerr != nil {
-			err = fmt.Errorf("the layer the guest sent: %w", cerr)
-		}
-	}
-	if lw.over || unzstd != nil && unzstd.in.over {
+	err = c.Run(ctx, client.Command{
+		Args:   []string{guest.RuntimeDir + "/init", "layer", guest.RuntimeDir + "/upper/" + guest.UpperDir},
+		Stdout: lw, Stderr: &limitedStringWriter{b: &stderr, left: 4096},
+	})
+	if lw.over {
 		err = fmt.Errorf("the steps changed more than %d MiB outside the workspace", limit>>20)
 	}
 	if err != nil {
 		bw.Abort()
-		return v1.Hash{}, 0, 0, fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
+		return v1.Hash{}, 0, fmt.Errorf("provision: keep the steps' changes: %w %s", err, safetext.Line(strings.TrimSpace(stderr.String())))
 	}
-	d, size, err = bw.Commit()
-	sent = size
-	if unzstd != nil {
-		sent = limit - unzstd.in.left
-	}
-	return d, size, sent, err
-}
-
-// zstdWriter decompresses what is written to it into w, as it comes.
-// What the guest sends is hostile: the decoder's window (its memory) is
-// bounded, and so are the compressed bytes taken (the decompressed ones
-// are w's to bound), so neither a bomb nor an endless stream of frames
-// that decode to nothing gets far; a stream cut short is an error.
-type zstdWriter struct {
-	pw   *io.PipeWriter
-	in   limitedWriter
-	done chan error
-}
-
-// zstdMaxWindow bounds the decoder's window: twice what the guest's
-// encoder uses.
-const zstdMaxWindow = 2 * guest.LayerZstdWindow
-
-func newZstdWriter(w io.Writer, limit int64) (*zstdWriter, error) {
-	pr, pw := io.Pipe()
-	dec, err := zstd.NewReader(pr, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
-	if err != nil {
-		return nil, err
-	}
-	z := &zstdWriter{pw: pw, in: limitedWriter{w: pw, left: limit}, done: make(chan error, 1)}
-	go func() {
-		_, err := io.Copy(w, dec)
-		dec.Close()
-		pr.CloseWithError(err) // the guest's writes fail from here on
-		z.done <- err
-	}()
-	return z, nil
-}
-
-func (z *zstdWriter) Write(b []byte) (int, error) { return z.in.Write(b) }
-
-// Close ends the compressed stream and waits for the decoder: its error,
-// if the stream was damaged, cut short, or refused by w.
-func (z *zstdWriter) Close() error {
-	z.pw.Close()
-	return <-z.done
+	return bw.Commit()
 }
 
 // runner runs a command in the guest (*client.Client).

@@ -419,11 +419,10 @@ func (a *Agent) syncMachine(h guest.Hello) {
 func (a *Agent) welcome() guest.Welcome {
 	self, _ := os.Executable() // "" when unknown: the host falls back to its default
 	return guest.Welcome{
-		Version:  guest.ProtocolVersion,
-		Kernel:   kernelRelease(),
-		Arch:     runtime.GOARCH,
-		Agent:    self,
-		Features: guest.AgentFeatures,
+		Version: guest.ProtocolVersion,
+		Kernel:  kernelRelease(),
+		Arch:    runtime.GOARCH,
+		Agent:   self,
 	}
 }
 

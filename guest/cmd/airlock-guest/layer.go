@@ -10,13 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
-
-	"github.com/klauspost/compress/zstd"
-
-	"github.com/airlock-dev/airlock/guest"
 )
 
 // layerCommand writes to stdout the OCI layer (an uncompressed tar) of the
@@ -25,37 +20,12 @@ import (
 // directories (trusted.overlay.opaque=y) get a .wh..wh..opq entry; hard
 // links within the layer stay links; extended attributes other than
 // overlay's own go along as PAX records.
-//
-// With -zstd the tar goes out zstd-compressed (guest.FeatureLayerZstd):
-// the fastest level, its blocks compressed on every CPU while the tar is
-// written.
-func layerCommand(args []string) error { return layerTo(os.Stdout, args) }
-
-func layerTo(out io.Writer, args []string) error {
-	compress := len(args) > 0 && args[0] == "-zstd"
-	if compress {
-		args = args[1:]
-	}
+func layerCommand(args []string) error {
 	if len(args) != 1 || !filepath.IsAbs(args[0]) {
-		return errors.New("usage: airlock-guest layer [-zstd] UPPERDIR (absolute)")
+		return errors.New("usage: airlock-guest layer UPPERDIR (absolute)")
 	}
-	w := bufio.NewWriterSize(out, 1<<20)
-	if !compress {
-		if err := writeLayer(w, args[0], osXattrs{}); err != nil {
-			return err
-		}
-		return w.Flush()
-	}
-	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest),
-		zstd.WithEncoderConcurrency(runtime.NumCPU()), zstd.WithWindowSize(guest.LayerZstdWindow))
-	if err != nil {
-		return err
-	}
-	if err := writeLayer(zw, args[0], osXattrs{}); err != nil {
-		zw.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	if err := writeLayer(w, args[0], osXattrs{}); err != nil {
 		return err
 	}
 	return w.Flush()

@@ -3,19 +3,12 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/klauspost/compress/zstd"
-
-	"github.com/airlock-dev/airlock/guest"
 )
 
 // fakeXattrs marks one directory opaque and gives one file a capability.
@@ -116,65 +109,4 @@ func keys(m map[string]*tar.Header) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// layer -zstd writes the same tar as layer, compressed with a window a
-// decoder bounded to twice guest.LayerZstdWindow (the host's) accepts.
-func TestLayerZstd(t *testing.T) {
-	up := t.TempDir()
-	for i := range 50 {
-		// Files larger than the window, so the stream has many blocks.
-		b := bytes.Repeat([]byte(fmt.Sprintf("file %d of the layer\n", i)), 40000)
-		if err := os.WriteFile(filepath.Join(up, fmt.Sprint("f", i)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var plain, packed bytes.Buffer
-	if err := layerTo(&plain, []string{up}); err != nil {
-		t.Fatal(err)
-	}
-	if err := layerTo(&packed, []string{"-zstd", up}); err != nil {
-		t.Fatal(err)
-	}
-	dec, err := zstd.NewReader(&packed, zstd.WithDecoderMaxWindow(2*guest.LayerZstdWindow), zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	got, err := io.ReadAll(dec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The same entries and contents (reading a file in the first run
-	// moves its access time, which the second one records).
-	if a, b := tarEntries(t, got), tarEntries(t, plain.Bytes()); a != b {
-		t.Errorf("layer -zstd decompresses to\n%s\nlayer writes\n%s", a, b)
-	}
-	if packed.Len() == 0 || packed.Len() > plain.Len()/10 {
-		t.Errorf("compressed %d bytes to %d", plain.Len(), packed.Len())
-	}
-	if err := layerTo(io.Discard, []string{"-zstd", "relative"}); err == nil {
-		t.Error("layer -zstd took a relative directory")
-	}
-}
-
-// tarEntries lists a tar's entries: name, type, mode, size and contents.
-func tarEntries(t *testing.T, b []byte) string {
-	t.Helper()
-	var out strings.Builder
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out.String()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&out, "%s %c %o %d %x\n", h.Name, h.Typeflag, h.Mode, h.Size, sha256.Sum256(data))
-	}
 }

@@ -37,9 +37,7 @@ const usage = `usage:
   airlock-guest untar [--allow-git] DIR
                                 extract a tar stream from stdin into DIR (empty or absent)
   airlock-guest tar DIR         write a tar of the NUL-separated paths on stdin
-  airlock-guest layer [-zstd] UPPERDIR
-                                write the OCI layer (tar; -zstd: compressed) of an
-                                overlay upper directory
+  airlock-guest layer UPPERDIR  write the OCI layer (tar) of an overlay upper directory
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
