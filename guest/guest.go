@@ -96,6 +96,12 @@ const (
 	// ModulesOrder lists the kernel modules PID 1 loads, one absolute path
 	// per line, in dependency order.
 	ModulesOrder = "/lib/modules/airlock/modules.order"
+	// DockerModulesOrder lists, as ModulesOrder does, the modules a Docker
+	// Engine needs, which nothing loads until one is started
+	// (airlock-guest docker-kernel). After a switch to a root disk they
+	// are in RuntimeDir/modules, listed in RuntimeDockerModulesOrder.
+	DockerModulesOrder        = "/lib/modules/airlock/docker.order"
+	RuntimeDockerModulesOrder = RuntimeDir + "/modules/docker.order"
 	// ProbeArg on the kernel command line makes PID 1 print ProbeOK on the
 	// console and power off at once (the host's KVM probe boot).
 	ProbeArg = "airlock.probe"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -82,6 +83,9 @@ func switchRoot(dev, lower string, later []string) (newLater []string, busybox s
 		}
 		newLater = append(newLater, dst)
 	}
+	if err := carryDockerModules(sysroot); err != nil {
+		return nil, "", err
+	}
 	if err := linkInit(sysroot+"/init", guest.RuntimeDir+"/init"); err != nil {
 		return nil, "", err
 	}
@@ -146,6 +150,32 @@ func linkInit(path, target string) error {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
 	return nil
+}
+
+// carryDockerModules copies the Docker Engine's modules of the initramfs
+// (guest.DockerModulesOrder, none in an image built before them) to
+// guest.RuntimeDir/modules under sysroot, with their list
+// (guest.RuntimeDockerModulesOrder): a root disk has no such modules of
+// its own, and nothing loads them until a Docker Engine starts.
+func carryDockerModules(sysroot string) error {
+	mods, err := readModuleList(guest.DockerModulesOrder)
+	if err != nil || len(mods) == 0 {
+		return err
+	}
+	if err := os.MkdirAll(sysroot+guest.RuntimeDir+"/modules", 0o755); err != nil {
+		return err
+	}
+	var list strings.Builder
+	for _, p := range mods {
+		dst := guest.RuntimeDir + "/modules/" + filepath.Base(p)
+		if _, err := os.Stat(sysroot + dst); err != nil { // not a late module already carried
+			if err := copyFile(p, sysroot+dst, 0o444); err != nil {
+				return fmt.Errorf("copy Docker's module: %w", err)
+			}
+		}
+		list.WriteString(dst + "\n")
+	}
+	return os.WriteFile(sysroot+guest.RuntimeDockerModulesOrder, []byte(list.String()), 0o444)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

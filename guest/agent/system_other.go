@@ -18,3 +18,6 @@ func BecomeSubreaper() error { return errNotLinux }
 
 // Init is only supported on Linux.
 func Init(ctx context.Context) error { return errNotLinux }
+
+// PrepareDockerKernel is only supported on Linux.
+func PrepareDockerKernel() (string, error) { return "", errNotLinux }

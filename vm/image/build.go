@@ -99,6 +99,7 @@ type builder struct {
 	progress func(Progress)
 	apt      *apt
 	wanted   []WantedModule
+	docker   []WantedModule // loaded when a Docker Engine starts
 	// rootfs is the root disk's content (the full image); nil builds an
 	// image that runs from its initramfs.
 	rootfs *RootfsSpec
@@ -137,6 +138,7 @@ func newBuilder(opts BuildOptions) (*builder, error) {
 	}
 	b.apt = newApt(cache, b.log)
 	b.wanted = MinimalModules(opts.Arch)
+	b.docker = DockerModules()
 	if opts.Rootfs != nil {
 		b.rootfs = opts.Rootfs
 	} else if b.name == FullName {
@@ -281,6 +283,7 @@ type bootFiles struct {
 	format  string
 	release string
 	modules []string // loaded by the initramfs, in order
+	docker  []string // loaded when a Docker Engine starts, in order
 	sel     *moduleSelection
 	initrd  FileMeta
 }
@@ -335,19 +338,32 @@ func (b *builder) writeBoot(ctx context.Context, pk debs, guest []byte, scratch,
 	for _, m := range sel.order {
 		names = append(names, m.name)
 	}
+	dsel, err := resolveModules(km, b.docker)
+	if err != nil {
+		return bootFiles{}, fmt.Errorf("Docker's modules of %s: %w", kpkg.Name, err)
+	}
+	dfiles, err := readModules(kfs, dsel)
+	if err != nil {
+		return bootFiles{}, err
+	}
+	var dnames []string
+	for _, m := range dsel.order {
+		dnames = append(dnames, m.name)
+	}
+	sel.missing = append(sel.missing, dsel.missing...)
 	b.progress(Progress{Step: StepModules, Item: kpkg.Name, Done: int64(len(files)), Total: int64(len(files))})
 	if len(sel.builtin) > 0 || len(sel.missing) > 0 {
 		b.log.Info("modules not loaded", "builtin", sel.builtin, "missing", sel.missing)
 	}
 
 	b.progress(Progress{Step: StepInitramfs})
-	initrd, err := writeInitrdFile(filepath.Join(tmp, InitrdFile), initramfsContents{guest: guest, busybox: busybox, modules: files})
+	initrd, err := writeInitrdFile(filepath.Join(tmp, InitrdFile), initramfsContents{guest: guest, busybox: busybox, modules: files, docker: dfiles})
 	if err != nil {
 		return bootFiles{}, err
 	}
 	b.progress(Progress{Step: StepInitramfs, Done: initrd.Size, Total: initrd.Size})
 
-	return bootFiles{kernel: kernelMeta, format: format, release: km.release, modules: names, sel: sel, initrd: initrd}, nil
+	return bootFiles{kernel: kernelMeta, format: format, release: km.release, modules: names, docker: dnames, sel: sel, initrd: initrd}, nil
 }
 
 // meta is the image's meta.json.
@@ -372,6 +388,7 @@ func (b *builder) meta(pk debs, bf bootFiles, guest []byte, cmdline string, root
 		Modules:        bf.modules,
 		BuiltinModules: bf.sel.builtin,
 		MissingModules: bf.sel.missing,
+		DockerModules:  bf.docker,
 		Rootfs:         rootfs,
 	}
 	if rootfs != nil && rootfs.User != "" {

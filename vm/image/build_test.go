@@ -85,8 +85,14 @@ func TestBuildFake(t *testing.T) {
 		m.Kernel.MetaPackage != "linux-image-cloud-amd64 6.1.999-1" || m.Busybox.Version != "1:1.35.0-4" {
 		t.Errorf("meta %+v", m)
 	}
-	if !slices.Equal(m.MissingModules, []string{"9pnet_virtio", "9p"}) || len(m.Modules) != 19 {
+	if !slices.Equal(m.MissingModules[:2], []string{"9pnet_virtio", "9p"}) || len(m.Modules) != 19 {
 		t.Errorf("modules %v missing %v", m.Modules, m.MissingModules)
+	}
+	// Docker's modules this kernel has, with their dependencies, are in
+	// the initramfs to load later; those it lacks are named as missing.
+	if !slices.Equal(m.DockerModules, []string{"llc", "stp", "bridge", "veth", "br_netfilter"}) ||
+		!slices.Contains(m.MissingModules, "nf_tables") || slices.Contains(m.MissingModules, "bridge") {
+		t.Errorf("Docker's modules %v, missing %v", m.DockerModules, m.MissingModules)
 	}
 	if err := im.Verify(); err != nil {
 		t.Error(err)

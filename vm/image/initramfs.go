@@ -25,6 +25,9 @@ const (
 	// ModulesOrder lists the modules of ModulesDir to load, one absolute
 	// path per line, dependencies first.
 	ModulesOrder = ModulesDir + "/modules.order"
+	// DockerModulesOrder lists, as ModulesOrder does, the modules a Docker
+	// Engine needs (DockerModules), loaded only when one is started.
+	DockerModulesOrder = ModulesDir + "/docker.order"
 )
 
 // DefaultCmdline is the kernel command line of the minimal image. The VM
@@ -45,6 +48,9 @@ type initramfsContents struct {
 	guest   []byte       // the airlock-guest binary, /init
 	busybox []byte       // /bin/busybox
 	modules []moduleFile // in load order
+	// docker are the Docker Engine's modules in load order, those
+	// already in modules too (their file is written once).
+	docker []moduleFile
 }
 
 // emptyDirs are the directories the initramfs has for mount points and
@@ -95,13 +101,22 @@ func writeInitramfs(w io.Writer, c initramfsContents) (int64, error) {
 	add(a.File("/etc/group", 0o644, []byte("root:x:0:\n")))
 	add(a.File("/etc/hostname", 0o644, []byte(DefaultHostname+"\n")))
 	add(a.Dir(ModulesDir, 0o755))
-	var order strings.Builder
-	for _, m := range c.modules {
-		p := ModulesDir + "/" + m.name + ".ko"
-		add(a.File(p, 0o644, m.data))
-		order.WriteString(p + "\n")
+	written := map[string]bool{}
+	for _, list := range []struct {
+		path string
+		mods []moduleFile
+	}{{ModulesOrder, c.modules}, {DockerModulesOrder, c.docker}} {
+		var order strings.Builder
+		for _, m := range list.mods {
+			p := ModulesDir + "/" + m.name + ".ko"
+			if !written[m.name] {
+				add(a.File(p, 0o644, m.data))
+				written[m.name] = true
+			}
+			order.WriteString(p + "\n")
+		}
+		add(a.File(list.path, 0o644, []byte(order.String())))
 	}
-	add(a.File(ModulesOrder, 0o644, []byte(order.String())))
 	if err := errors.Join(errs...); err != nil {
 		return 0, fmt.Errorf("initramfs: %w", err)
 	}

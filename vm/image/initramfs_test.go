@@ -22,6 +22,12 @@ func testContents(t *testing.T) initramfsContents {
 			{name: "virtio", data: testModule(t, "name=virtio", "depends=virtio_ring")},
 			{name: "virtio_blk", data: testModule(t, "name=virtio_blk", "depends=virtio,virtio_ring")},
 		},
+		// Docker's list shares a module with the boot list: its file is
+		// written once, and both lists name it.
+		docker: []moduleFile{
+			{name: "virtio_ring", data: testModule(t, "name=virtio_ring")},
+			{name: "bridge", data: testModule(t, "name=bridge", "depends=virtio_ring")},
+		},
 	}
 }
 
@@ -93,6 +99,8 @@ func TestInitramfsContents(t *testing.T) {
 		"lib/modules":                        dir(0o755),
 		"lib/modules/airlock":                dir(0o755),
 		"lib/modules/airlock/modules.order":  file(0o644, "/lib/modules/airlock/virtio_ring.ko\n/lib/modules/airlock/virtio.ko\n/lib/modules/airlock/virtio_blk.ko\n"),
+		"lib/modules/airlock/docker.order":   file(0o644, "/lib/modules/airlock/virtio_ring.ko\n/lib/modules/airlock/bridge.ko\n"),
+		"lib/modules/airlock/bridge.ko":      file(0o644, string(c.docker[1].data)),
 		"lib/modules/airlock/virtio.ko":      file(0o644, string(c.modules[1].data)),
 		"lib/modules/airlock/virtio_blk.ko":  file(0o644, string(c.modules[2].data)),
 		"lib/modules/airlock/virtio_ring.ko": file(0o644, string(c.modules[0].data)),

@@ -55,6 +55,29 @@ func MinimalModules(arch vm.Arch) []WantedModule {
 	return w
 }
 
+// DockerModules are the modules a Docker Engine in the guest needs
+// beyond the minimal image's (overlay is one of those): its bridge
+// network (bridge, veth, br_netfilter), the iptables rules it writes
+// (x_tables with the nat, filter and raw tables and the matches it uses,
+// through nf_tables' compatibility layer too), and connection tracking.
+// They are in the initramfs but loaded only when a Docker Engine is
+// started (guest.DockerModulesOrder), so a boot without one pays nothing
+// for them. All are optional: an image whose kernel lacks one is built,
+// records it as missing, and the guest's check names it.
+func DockerModules() []WantedModule {
+	var w []WantedModule
+	for _, name := range []string{
+		"bridge", "veth", "br_netfilter",
+		"nf_conntrack", "nf_nat", "nf_tables", "nft_compat", "nft_chain_nat", "nft_masq",
+		"ip_tables", "iptable_filter", "iptable_nat", "iptable_raw", "iptable_mangle",
+		"ip6_tables", "ip6table_filter", "ip6table_nat",
+		"xt_MASQUERADE", "xt_conntrack", "xt_addrtype", "xt_nat", "xt_tcpudp", "xt_mark", "xt_comment",
+	} {
+		w = append(w, WantedModule{Name: name})
+	}
+	return w
+}
+
 // kmod is one loadable module of a kernel package.
 type kmod struct {
 	name    string

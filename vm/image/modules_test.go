@@ -56,6 +56,11 @@ func cloudTree(t *testing.T) fstest.MapFS {
 		"drivers/input/evdev.ko":                             nil,
 		"drivers/acpi/button.ko":                             nil,
 		"net/unrelated.ko":                                   {"vsock"},
+		"net/llc/llc.ko":                                     nil,
+		"net/802/stp.ko":                                     {"llc"},
+		"net/bridge/bridge.ko":                               {"stp", "llc"},
+		"net/bridge/br_netfilter.ko":                         {"bridge"},
+		"drivers/net/veth.ko":                                nil,
 	}, "fs/ext4/ext4.ko", "drivers/char/hw_random/rng-core.ko")
 }
 

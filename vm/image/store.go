@@ -81,6 +81,10 @@ type Meta struct {
 	// MissingModules are optional wanted modules this kernel lacks
 	// altogether (neither a module nor built in).
 	MissingModules []string `toml:"missing_modules,omitempty"`
+	// DockerModules are the modules of a Docker Engine in the initramfs
+	// (image.DockerModules with their dependencies), in load order,
+	// loaded only when one starts; none in an image built before them.
+	DockerModules []string `toml:"docker_modules,omitempty"`
 	// Rootfs describes the root disk, when the image has one (full, or
 	// the blank upper layer of an image made from an OCI image).
 	Rootfs *RootfsMeta `toml:"rootfs,omitempty"`

@@ -17,6 +17,7 @@ func TestLinkContractAgrees(t *testing.T) {
 		{"probe cmdline argument", qemu.ProbeCmdline, guest.ProbeArg},
 		{"probe marker", qemu.ProbeMarker, guest.ProbeOK},
 		{"module list (vm/image)", image.ModulesOrder, guest.ModulesOrder},
+		{"Docker's module list (vm/image)", image.DockerModulesOrder, guest.DockerModulesOrder},
 	} {
 		if c.qemu != c.guest {
 			t.Errorf("%s: vm/qemu says %q, the guest %q", c.name, c.qemu, c.guest)

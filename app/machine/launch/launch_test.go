@@ -237,6 +237,33 @@ func TestMinimalAMD64(t *testing.T) {
 			t.Errorf("hostname over the second connection: %q, %v", out.String(), err)
 		}
 	})
+
+	// Last: it loads modules into this machine.
+	t.Run("docker kernel", func(t *testing.T) { checkDockerKernel(t, g) })
+}
+
+// checkDockerKernel: a boot loads none of a Docker Engine's modules, and
+// airlock-guest docker-kernel readies the kernel for one (its modules,
+// cgroup v2 with the controllers limits need, forwarding) and names
+// nothing missing.
+func checkDockerKernel(t *testing.T, g *launch.Guest) {
+	t.Helper()
+	if out, _, err := run(t, g, client.Command{Script: "grep -E '^(bridge|veth|nf_tables) ' /proc/modules || echo none"}); err != nil || strings.TrimSpace(out) != "none" {
+		t.Errorf("Docker's modules before anyone asked for them: %q, %v", out, err)
+	}
+	out, errOut, err := run(t, g, client.Command{Script: `"$(readlink -f /init)" docker-kernel && cat /proc/sys/net/ipv4/ip_forward && grep -c . /proc/modules && grep ' /sys/fs/cgroup ' /proc/mounts`})
+	if err != nil {
+		t.Fatalf("docker-kernel: %v\n%s%s", err, out, errOut)
+	}
+	for _, want := range []string{"ready for a Docker Engine", "cgroup v2 (", "memory", "pids", "\n1\n", "cgroup2 /sys/fs/cgroup cgroup2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docker-kernel says %q, lacks %q", out, want)
+		}
+	}
+	// Again: nothing to do, the same answer.
+	if out, errOut, err := run(t, g, client.Command{Script: `"$(readlink -f /init)" docker-kernel`}); err != nil || !strings.Contains(out, "ready for a Docker Engine") {
+		t.Errorf("docker-kernel a second time: %v\n%s%s", err, out, errOut)
+	}
 }
 
 // watchWriter collects output and closes seen once it contains want.

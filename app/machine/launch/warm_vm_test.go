@@ -289,6 +289,8 @@ func TestWarmStartFullImage(t *testing.T) {
 	if out := sh(t, g3, "cat /home/agent/probe.txt"); out != "sandbox" {
 		t.Errorf("a later round: /home/agent/probe.txt = %q", out)
 	}
+	// On a root disk, Docker's modules came along from the initramfs.
+	checkDockerKernel(t, g3)
 }
 
 // TestColdBootKeepsWarmSnapshot alternates cold and warm boots of one

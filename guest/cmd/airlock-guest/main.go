@@ -38,6 +38,8 @@ const usage = `usage:
                                 extract a tar stream from stdin into DIR (empty or absent)
   airlock-guest tar DIR         write a tar of the NUL-separated paths on stdin
   airlock-guest layer UPPERDIR  write the OCI layer (tar) of an overlay upper directory
+  airlock-guest docker-kernel   ready the kernel for a Docker Engine (modules, cgroup v2,
+                                forwarding) and name any missing piece (as root)
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
@@ -64,6 +66,11 @@ func main() {
 		err = watchCommand(os.Args[2:])
 	case "layer":
 		err = layerCommand(os.Args[2:])
+	case "docker-kernel":
+		var ok string
+		if ok, err = agent.PrepareDockerKernel(); err == nil {
+			fmt.Println(ok)
+		}
 	case "demo-agent":
 		err = demoAgent(os.Args[2:])
 	default:

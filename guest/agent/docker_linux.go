@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/guest"
+)
+
+// DockerModulesNeeded are the modules a Docker Engine cannot start or
+// network its containers without: its bridge, the veth pairs, bridged
+// traffic through netfilter, and the iptables rules it writes, in their
+// legacy tables and through nf_tables (Debian's iptables is iptables-nft),
+// raw table included.
+var DockerModulesNeeded = []string{
+	"bridge", "veth", "br_netfilter", "nf_conntrack", "nf_nat",
+	"ip_tables", "iptable_filter", "iptable_nat", "iptable_raw",
+	"nf_tables", "nft_compat", "nft_chain_nat",
+	"xt_MASQUERADE", "xt_conntrack", "xt_addrtype",
+}
+
+// DockerControllers are the cgroup v2 controllers a Docker Engine's
+// resource limits use.
+var DockerControllers = []string{"cpu", "io", "memory", "pids"}
+
+// cgroup2Magic is CGROUP2_SUPER_MAGIC.
+const cgroup2Magic = 0x63677270
+
+// PrepareDockerKernel readies the kernel for a Docker Engine: it loads
+// the Docker modules the image carries (guest.RuntimeDockerModulesOrder
+// after a switch to a root disk, else guest.DockerModulesOrder), mounts
+// cgroup v2 on /sys/fs/cgroup, turns on IP forwarding and bridged traffic
+// through iptables, then checks every piece and returns a summary, or an
+// error that names each missing piece and why. It needs root; running it
+// again is harmless.
+func PrepareDockerKernel() (string, error) {
+	var missing []string
+	list, err := readModuleList(guest.RuntimeDockerModulesOrder)
+	if err == nil && len(list) == 0 {
+		list, err = readModuleList(guest.DockerModulesOrder)
+	}
+	if err != nil {
+		missing = append(missing, err.Error())
+	}
+	if len(list) == 0 && err == nil {
+		missing = append(missing, "Docker's kernel modules: this image carries none (it was built before Airlock did); rebuild it")
+	}
+	loadErrs := map[string]error{}
+	for _, p := range list {
+		if err := loadModule(p); err != nil {
+			loadErrs[moduleName(p)] = err
+		}
+	}
+	for _, m := range DockerModulesNeeded {
+		if _, err := os.Stat("/sys/module/" + m); err == nil {
+			continue
+		}
+		why := "not in this image's kernel"
+		if err := loadErrs[m]; err != nil {
+			why = "failed to load: " + err.Error()
+		}
+		missing = append(missing, fmt.Sprintf("kernel module %s (%s)", m, why))
+	}
+	if fs, err := os.ReadFile("/proc/filesystems"); err != nil || !slices.Contains(strings.Fields(string(fs)), "overlay") {
+		missing = append(missing, "the overlay file system (Docker's storage driver)")
+	}
+	controllers, err := mountCgroup2()
+	if err != nil {
+		missing = append(missing, "cgroup v2 on /sys/fs/cgroup ("+err.Error()+")")
+	} else {
+		for _, c := range DockerControllers {
+			if !slices.Contains(controllers, c) {
+				missing = append(missing, "the cgroup v2 controller "+c+" (resource limits of containers)")
+			}
+		}
+	}
+	for _, s := range []string{"net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables"} {
+		if err := os.WriteFile("/proc/sys/"+s, []byte("1\n"), 0); err != nil {
+			missing = append(missing, fmt.Sprintf("sysctl %s (%v)", strings.ReplaceAll(s, "/", "."), errors.Unwrap(err)))
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("the kernel cannot run a Docker Engine; missing: %s", strings.Join(missing, "; "))
+	}
+	return fmt.Sprintf("ready for a Docker Engine: %d modules, cgroup v2 (%s), overlay, IP forwarding", len(list), strings.Join(controllers, " ")), nil
+}
+
+// mountCgroup2 mounts the cgroup v2 hierarchy on /sys/fs/cgroup unless it
+// is there, and returns its controllers.
+func mountCgroup2() ([]string, error) {
+	const dir = "/sys/fs/cgroup"
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil, err
+	}
+	if st.Type != cgroup2Magic {
+		if err := unix.Mount("cgroup2", dir, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "nsdelegate"); err != nil {
+			return nil, fmt.Errorf("mount: %w", err)
+		}
+	}
+	b, err := os.ReadFile(dir + "/cgroup.controllers")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
