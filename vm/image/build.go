@@ -326,29 +326,13 @@ func (b *builder) writeBoot(ctx context.Context, pk debs, guest []byte, scratch,
 	if err != nil {
 		return bootFiles{}, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
 	}
-	sel, err := resolveModules(km, b.wanted)
+	sel, files, names, err := pickModules(kfs, km, b.wanted)
 	if err != nil {
 		return bootFiles{}, fmt.Errorf("modules of %s: %w", kpkg.Name, err)
 	}
-	files, err := readModules(kfs, sel)
-	if err != nil {
-		return bootFiles{}, err
-	}
-	var names []string
-	for _, m := range sel.order {
-		names = append(names, m.name)
-	}
-	dsel, err := resolveModules(km, b.docker)
+	dsel, dfiles, dnames, err := pickModules(kfs, km, b.docker)
 	if err != nil {
 		return bootFiles{}, fmt.Errorf("Docker's modules of %s: %w", kpkg.Name, err)
-	}
-	dfiles, err := readModules(kfs, dsel)
-	if err != nil {
-		return bootFiles{}, err
-	}
-	var dnames []string
-	for _, m := range dsel.order {
-		dnames = append(dnames, m.name)
 	}
 	sel.missing = append(sel.missing, dsel.missing...)
 	b.progress(Progress{Step: StepModules, Item: kpkg.Name, Done: int64(len(files)), Total: int64(len(files))})
@@ -418,6 +402,24 @@ func kernelFromPackage(fsys fs.FS, arch vm.Arch) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("%s: %w", path.Base(matches[0]), err)
 	}
 	return k, format, nil
+}
+
+// pickModules resolves wanted over the kernel's modules and reads their
+// files: the selection, the files and the modules' names, in load order.
+func pickModules(fsys fs.FS, km *kernelModules, wanted []WantedModule) (*moduleSelection, []moduleFile, []string, error) {
+	sel, err := resolveModules(km, wanted)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files, err := readModules(fsys, sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names := make([]string, 0, len(sel.order))
+	for _, m := range sel.order {
+		names = append(names, m.name)
+	}
+	return sel, files, names, nil
 }
 
 // readModules reads the selected modules' files, in load order.
