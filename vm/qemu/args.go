@@ -202,7 +202,13 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 		if host.QBoot != "" {
 			add("-bios", host.QBoot)
 		}
-		console = "console=ttyS0"
+		// no_timer_check: the kernel's early check that the timer
+		// interrupt arrives fails now and then when the host is busy (a
+		// vCPU thread descheduled in its few milliseconds) and panics
+		// the boot ("IO-APIC + timer doesn't work!"), seen in a full
+		// test run; QEMU's timer is not broken, so the check is skipped,
+		// as other projects booting Linux under QEMU do.
+		console = "console=ttyS0 no_timer_check"
 	case vm.ARM64:
 		if host.Accel == KVM {
 			add("-machine", "virt,gic-version=host"+memBackend)
