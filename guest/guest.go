@@ -98,10 +98,11 @@ const (
 	ModulesOrder = "/lib/modules/airlock/modules.order"
 	// DockerModulesOrder lists, as ModulesOrder does, the modules a Docker
 	// Engine needs, which nothing loads until one is started
-	// (airlock-guest docker-kernel). After a switch to a root disk they
-	// are in RuntimeDir/modules, listed in RuntimeDockerModulesOrder.
-	DockerModulesOrder        = "/lib/modules/airlock/docker.order"
-	RuntimeDockerModulesOrder = RuntimeDir + "/modules/docker.order"
+	// (airlock-guest docker-kernel). After a switch to a root disk the
+	// initramfs's module directory, this list with them, is bind-mounted
+	// on InitramfsModules: nothing is copied at boot.
+	DockerModulesOrder = "/lib/modules/airlock/docker.order"
+	InitramfsModules   = RuntimeDir + "/initramfs-modules"
 	// ProbeArg on the kernel command line makes PID 1 print ProbeOK on the
 	// console and power off at once (the host's KVM probe boot).
 	ProbeArg = "airlock.probe"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,30 +25,26 @@ var DockerModulesNeeded = []string{
 	"xt_MASQUERADE", "xt_conntrack", "xt_addrtype",
 }
 
-// DockerControllers are the cgroup v2 controllers a Docker Engine's
+// dockerControllers are the cgroup v2 controllers a Docker Engine's
 // resource limits use.
-var DockerControllers = []string{"cpu", "io", "memory", "pids"}
+var dockerControllers = []string{"cpu", "io", "memory", "pids"}
 
 // cgroup2Magic is CGROUP2_SUPER_MAGIC.
 const cgroup2Magic = 0x63677270
 
 // PrepareDockerKernel readies the kernel for a Docker Engine: it loads
-// the Docker modules the image carries (guest.RuntimeDockerModulesOrder
-// after a switch to a root disk, else guest.DockerModulesOrder), mounts
+// the Docker modules the image carries (dockerModules), mounts
 // cgroup v2 on /sys/fs/cgroup, turns on IP forwarding and bridged traffic
 // through iptables, then checks every piece and returns a summary, or an
 // error that names each missing piece and why. It needs root; running it
 // again is harmless.
 func PrepareDockerKernel() (string, error) {
 	var missing []string
-	list, err := readModuleList(guest.RuntimeDockerModulesOrder)
-	if err == nil && len(list) == 0 {
-		list, err = readModuleList(guest.DockerModulesOrder)
-	}
-	if err != nil {
+	list, err := dockerModules()
+	switch {
+	case err != nil:
 		missing = append(missing, err.Error())
-	}
-	if len(list) == 0 && err == nil {
+	case len(list) == 0:
 		missing = append(missing, "Docker's kernel modules: this image carries none (it was built before Airlock did); rebuild it")
 	}
 	loadErrs := map[string]error{}
@@ -73,7 +70,7 @@ func PrepareDockerKernel() (string, error) {
 	if err != nil {
 		missing = append(missing, "cgroup v2 on /sys/fs/cgroup ("+err.Error()+")")
 	} else {
-		for _, c := range DockerControllers {
+		for _, c := range dockerControllers {
 			if !slices.Contains(controllers, c) {
 				missing = append(missing, "the cgroup v2 controller "+c+" (resource limits of containers)")
 			}
@@ -88,6 +85,21 @@ func PrepareDockerKernel() (string, error) {
 		return "", fmt.Errorf("the kernel cannot run a Docker Engine; missing: %s", strings.Join(missing, "; "))
 	}
 	return fmt.Sprintf("ready for a Docker Engine: %d modules, cgroup v2 (%s), overlay, IP forwarding", len(list), strings.Join(controllers, " ")), nil
+}
+
+// dockerModules lists the Docker modules' files in load order: in the
+// initramfs, or where its module directory is bound after a switch to a
+// root disk (the list names them by their initramfs paths).
+func dockerModules() ([]string, error) {
+	dir := filepath.Dir(guest.DockerModulesOrder)
+	if _, err := os.Stat(guest.InitramfsModules + "/" + filepath.Base(guest.DockerModulesOrder)); err == nil {
+		dir = guest.InitramfsModules
+	}
+	list, err := readModuleList(dir + "/" + filepath.Base(guest.DockerModulesOrder))
+	for i, p := range list {
+		list[i] = filepath.Join(dir, filepath.Base(p))
+	}
+	return list, err
 }
 
 // mountCgroup2 mounts the cgroup v2 hierarchy on /sys/fs/cgroup unless it

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -83,7 +82,7 @@ func switchRoot(dev, lower string, later []string) (newLater []string, busybox s
 		}
 		newLater = append(newLater, dst)
 	}
-	if err := carryDockerModules(sysroot); err != nil {
+	if err := bindInitramfsModules(sysroot); err != nil {
 		return nil, "", err
 	}
 	if err := linkInit(sysroot+"/init", guest.RuntimeDir+"/init"); err != nil {
@@ -152,30 +151,23 @@ func linkInit(path, target string) error {
 	return nil
 }
 
-// carryDockerModules copies the Docker Engine's modules of the initramfs
-// (guest.DockerModulesOrder, none in an image built before them) to
-// guest.RuntimeDir/modules under sysroot, with their list
-// (guest.RuntimeDockerModulesOrder): a root disk has no such modules of
-// its own, and nothing loads them until a Docker Engine starts.
-func carryDockerModules(sysroot string) error {
-	mods, err := readModuleList(guest.DockerModulesOrder)
-	if err != nil || len(mods) == 0 {
+// bindInitramfsModules bind-mounts the initramfs's module directory on
+// guest.InitramfsModules under sysroot when it has Docker's modules
+// (guest.DockerModulesOrder; none in an image built before them): a root
+// disk has no such modules of its own, nothing loads them until a Docker
+// Engine starts, and a bind mount costs a boot nothing.
+func bindInitramfsModules(sysroot string) error {
+	if _, err := os.Stat(guest.DockerModulesOrder); err != nil {
+		return nil
+	}
+	dst := sysroot + guest.InitramfsModules
+	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(sysroot+guest.RuntimeDir+"/modules", 0o755); err != nil {
-		return err
+	if err := unix.Mount(filepath.Dir(guest.DockerModulesOrder), dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the initramfs's modules: %w", err)
 	}
-	var list strings.Builder
-	for _, p := range mods {
-		dst := guest.RuntimeDir + "/modules/" + filepath.Base(p)
-		if _, err := os.Stat(sysroot + dst); err != nil { // not a late module already carried
-			if err := copyFile(p, sysroot+dst, 0o444); err != nil {
-				return fmt.Errorf("copy Docker's module: %w", err)
-			}
-		}
-		list.WriteString(dst + "\n")
-	}
-	return os.WriteFile(sysroot+guest.RuntimeDockerModulesOrder, []byte(list.String()), 0o444)
+	return nil
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

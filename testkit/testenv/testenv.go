@@ -101,15 +101,15 @@ func Image(t testing.TB, arch vm.Arch) *image.Image {
 		t.Fatal(err)
 	}
 	im, err := image.Load(h, image.DefaultName, arch)
-	if err == nil && im.Meta.Guest.SHA256 == sum && !builderNewer(t, im.Meta.Created) {
+	why := staleWhy(im, err, sum)
+	if why == "" && builderNewer(t, im.Meta.Created) {
+		why = "the image builder's source is newer than it"
+	}
+	if why == "" {
 		return im
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	why := staleWhy(im, err, sum)
-	if err == nil && im.Meta.Guest.SHA256 == sum {
-		why = "the image builder's source is newer than it"
-	}
 	t.Logf("building the minimal %s image into %s: %s", arch, h, why)
 	im, err = image.Build(ctx, image.BuildOptions{Home: h, Name: image.DefaultName, Arch: arch, GuestBinary: guest})
 	if err != nil {
@@ -136,12 +136,13 @@ func FullImage(t testing.TB, arch vm.Arch) *image.Image {
 		t.Fatal(err)
 	}
 	im, err := image.Load(h, image.FullName, arch)
-	if err == nil && im.Meta.Guest.SHA256 == sum {
+	why := staleWhy(im, err, sum)
+	if why == "" {
 		return im
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	t.Logf("building the full %s image into %s (minutes on a fresh machine): %s", arch, h, staleWhy(im, err, sum))
+	t.Logf("building the full %s image into %s (minutes on a fresh machine): %s", arch, h, why)
 	im, err = image.Build(ctx, image.BuildOptions{Home: h, Name: image.FullName, Arch: arch, GuestBinary: guest})
 	if err != nil {
 		t.Fatalf("build the full %s test image (needs root, mmdebstrap and npm: scripts/setup-debian): %v", arch, err)
@@ -149,8 +150,8 @@ func FullImage(t testing.TB, arch vm.Arch) *image.Image {
 	return im
 }
 
-// staleWhy says why a test image is built: the error loading it, or the
-// guest agent it holds is not this tree's.
+// staleWhy says why a test image must be built (the error loading it, or
+// the guest agent it holds is not this tree's), or "" when it need not.
 func staleWhy(im *image.Image, err error, sum string) string {
 	if err != nil {
 		return err.Error()
@@ -158,7 +159,7 @@ func staleWhy(im *image.Image, err error, sum string) string {
 	if im.Meta.Guest.SHA256 != sum {
 		return fmt.Sprintf("it holds guest agent %.12s, this tree's is %.12s", im.Meta.Guest.SHA256, sum)
 	}
-	return "it is up to date"
+	return ""
 }
 
 // builderNewer reports whether the image builder's source changed after

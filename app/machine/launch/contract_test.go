@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/agent"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/qemu"
 )
@@ -21,6 +22,21 @@ func TestLinkContractAgrees(t *testing.T) {
 	} {
 		if c.qemu != c.guest {
 			t.Errorf("%s: vm/qemu says %q, the guest %q", c.name, c.qemu, c.guest)
+		}
+	}
+}
+
+// TestDockerModulesAgree: the guest's check names as missing any module
+// of agent.DockerModulesNeeded it does not find, so each must be one the
+// image builder puts in the initramfs (image.DockerModules).
+func TestDockerModulesAgree(t *testing.T) {
+	wanted := map[string]bool{}
+	for _, m := range image.DockerModules() {
+		wanted[m.Name] = true
+	}
+	for _, m := range agent.DockerModulesNeeded {
+		if !wanted[m] {
+			t.Errorf("the guest needs module %s for Docker, which image.DockerModules does not ask for", m)
 		}
 	}
 }
