@@ -267,3 +267,16 @@ func ReadMessage(r io.Reader, v any) error {
 	}
 	return nil
 }
+
+// Where the guest's Docker Engine keeps its socket, its data and its log
+// (airlock-guest docker-start).
+const (
+	DockerSocket  = "/var/run/docker.sock"
+	DockerDataDir = "/var/lib/docker"
+	DockerLog     = "/var/log/airlock-dockerd.log"
+)
+
+// DockerProxyEnv are the variables airlock-guest docker-start passes from
+// its own environment to the daemon: the proxy it pulls through and the
+// trust store holding the sandbox CA.
+var DockerProxyEnv = []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "SSL_CERT_FILE"}

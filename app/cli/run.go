@@ -32,6 +32,7 @@ type runFlags struct {
 
 	netFlags
 	trustProject bool
+	docker       bool
 	fanOut       int
 	parallel     int
 	verify       string
@@ -159,6 +160,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
 	f.agent.register(cmd)
 	fl.BoolVar(&f.trustProject, "trust-project", false, "confirm what the project's airlock.toml asks for beyond your configuration (remembered until the file changes)")
+	fl.BoolVar(&f.docker, "docker", false, "start a Docker Engine in the VM before the command (a root daemon inside the VM, never the host's; the project's environment, or the agent image, built once with Debian's docker.io; as docker = true in airlock.toml)")
 }
 
 func newRunCmd(e *env) *cobra.Command {
@@ -268,6 +270,7 @@ func (f *runFlags) request(req *plan.Request) error {
 	}
 	req.Project, req.Image, req.Arch, req.Sync = f.project, f.image, f.arch, f.sync
 	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
+	req.Docker = f.docker
 	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
 	req.NoCache = f.noCache
 	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold

@@ -276,13 +276,13 @@ type Step struct {
 // network through the egress proxy, which widens what the project may
 // do: it needs the user's confirmation (airlock trust).
 func (e *Environment) NeedsNetwork() bool {
-	return len(e.Apt) > 0 || len(e.Setup) > 0 || e.Build != nil || e.Compose != nil || len(e.Features) > 0
+	return len(e.Apt) > 0 || len(e.Setup) > 0 || e.Build != nil || e.Compose != nil || len(e.Features) > 0 || e.Docker
 }
 
 // Pending names what the environment needs of Airlock's runtime beyond
-// an image, packages and setup steps (a Dockerfile build, Compose
-// services, features, Docker in the VM), one phrase each; nil when it
-// needs nothing more.
+// an image, packages, setup steps and Docker in the VM (a Dockerfile
+// build, Compose services, features), one phrase each; nil when it needs
+// nothing more.
 func (e *Environment) Pending() []string {
 	var out []string
 	if e.Build != nil {
@@ -290,9 +290,6 @@ func (e *Environment) Pending() []string {
 	}
 	if e.Compose != nil {
 		out = append(out, "the Compose services of "+strings.Join(e.Compose.Files, ", ")+" started beside the agent")
-	}
-	if e.Docker {
-		out = append(out, "Docker inside the VM")
 	}
 	for _, f := range e.Features {
 		if f.Supported && f.Name != "docker-in-docker" && f.Name != "docker-outside-of-docker" {

@@ -1,12 +1,14 @@
 package images
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -53,7 +55,42 @@ type EnvironmentRequest struct {
 	// WithAgents also makes the environment's image with the agent CLIs
 	// (Environment.AgentsImage), for agent presets.
 	WithAgents bool
+	// Docker adds Docker inside the VM to the environment (airlock run
+	// --docker): the user's own choice, so it needs no confirmation of
+	// its own; a project without an environment gets one on the agent
+	// image.
+	Docker bool
 }
+
+// DockerPackages are the Debian packages of Docker inside the VM: the
+// engine (dockerd, containerd, runc, tini come with it) and the iptables
+// it writes its rules with.
+var DockerPackages = []string{"docker.io", "iptables"}
+
+// dockerStep puts user (when not root) in the docker group, so that the
+// command reaches the daemon without sudo: the VM is the boundary. The
+// user is the environment's (checked by envspec) or the image's own
+// configuration's, a pulled image's word: an account name, or a uid
+// (with a group after a colon), else an error.
+func dockerStep(user string) (SetupStep, error) {
+	sh := "set -e\ngetent group docker >/dev/null || groupadd --system docker"
+	uid, _, _ := strings.Cut(user, ":")
+	switch {
+	case user == "" || user == "root" || uid == "0":
+	case accountName.MatchString(user):
+		sh += "\nusermod -aG docker " + user
+	case numeric.MatchString(uid):
+		sh += "\nu=$(getent passwd " + uid + " | cut -d: -f1)\nif [ -n \"$u\" ]; then usermod -aG docker \"$u\"; fi"
+	default:
+		return SetupStep{}, fmt.Errorf("the image's user %q is neither an account name nor a uid, so it cannot be put in the docker group", user)
+	}
+	return SetupStep{Name: "Docker inside the VM", Shell: sh}, nil
+}
+
+var (
+	accountName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+	numeric     = regexp.MustCompile(`^[0-9]{1,10}$`)
+)
 
 // UntrustedEnvironmentError is an environment whose setup would reach
 // the network and that the user has not confirmed.
@@ -70,6 +107,9 @@ func (e *UntrustedEnvironmentError) Error() string {
 	}
 	for _, s := range e.Env.Setup {
 		fmt.Fprintf(&b, "  %s: %s\n", s.Origin, stepText(s))
+	}
+	if e.Env.Docker {
+		fmt.Fprintf(&b, "  Docker inside the VM: %s (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
 	if len(e.Env.Hosts) > 0 {
 		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
@@ -120,8 +160,22 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		return nil, err
 	}
 	spec, err := envspec.Find(project)
-	if err != nil || spec == nil {
+	if err != nil {
 		return nil, err
+	}
+	// What the project's files ask for is confirmed by the user; what the
+	// user asked for on the command line (--docker) is not asked again.
+	trusted := spec
+	switch {
+	case spec == nil && !req.Docker:
+		return nil, nil
+	case spec == nil:
+		spec = &envspec.Environment{Source: "--docker", Docker: true}
+		trusted = nil
+	case req.Docker && !spec.Docker:
+		c := *spec
+		c.Docker = true
+		spec = &c
 	}
 	for _, w := range spec.Warnings {
 		src.note("%s", w) // each names its file
@@ -151,9 +205,12 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		}
 		return nil, err
 	}
+	if spec.Docker && baseImg.Meta.OCI != nil && baseImg.Meta.OCI.Libc != "glibc" {
+		return nil, fmt.Errorf("environment %s wants Docker inside the VM, which Airlock installs from Debian's docker.io: its image %s (%s) has %s; base it on a Debian- or Ubuntu-based image", spec.Source, base, baseImg.Meta.OCI.Ref, orNone(baseImg.Meta.OCI.Libc))
+	}
 	env := &Environment{Environment: spec, Image: base}
 	if spec.NeedsNetwork() {
-		if err := src.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
+		if err := src.buildEnvironment(ctx, project, spec, trusted, baseImg, env, req, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -167,10 +224,14 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 
 // buildEnvironment builds what the environment installs on its base, once
 // (env-<key>), after the user's confirmation.
-func (src *Source) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
+// trusted is what the project's files describe (nil: nothing), which
+// the user must have confirmed when it installs or runs anything.
+func (src *Source) buildEnvironment(ctx context.Context, project string, spec, trusted *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
 	arch, base := baseImg.Arch, baseImg.Name
-	if err := src.trustEnvironment(project, spec, req.TrustProject); err != nil {
-		return err
+	if trusted != nil && trusted.NeedsNetwork() {
+		if err := src.trustEnvironment(project, trusted, req.TrustProject); err != nil {
+			return err
+		}
 	}
 	key := environmentKey(spec, baseImg)
 	name := "env-" + key[:12]
@@ -189,6 +250,18 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 			n = fmt.Sprintf("setup %d", i+1)
 		}
 		br.Steps = append(br.Steps, SetupStep{Name: n, Shell: s.Shell, Argv: s.Argv})
+	}
+	if spec.Docker {
+		for _, p := range DockerPackages {
+			if !slices.Contains(br.Apt, p) {
+				br.Apt = append(br.Apt, p)
+			}
+		}
+		step, err := dockerStep(cmp.Or(spec.User, baseImg.User()))
+		if err != nil {
+			return fmt.Errorf("environment %s: %w", spec.Source, err)
+		}
+		br.Steps = append(br.Steps, step)
 	}
 	prov, err := src.Build(br)
 	if err != nil {

@@ -176,13 +176,40 @@ func TestEnvironmentNotBuiltYet(t *testing.T) {
 			}
 		})
 	}
-	t.Run("docker and features are notes", func(t *testing.T) {
+	t.Run("features are notes, Docker is built", func(t *testing.T) {
 		var notes []string
 		err := notBuiltYet(&envspec.Environment{Source: "x.json", Docker: true,
 			Features: []envspec.Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Supported: true}, {ID: "y", Name: "y"}}},
 			func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
-		if err != nil || len(notes) != 2 || !strings.Contains(notes[0], "Docker inside the VM") || !strings.Contains(notes[1], "features/node:1 installed") {
+		if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "features/node:1 installed") {
 			t.Errorf("notBuiltYet: %v, notes %q", err, notes)
 		}
 	})
+}
+
+// The docker group step takes the environment's or the image's user as
+// the shell sees it only when it is an account name or a uid: an
+// image's configured user is a pulled image's word.
+func TestDockerStep(t *testing.T) {
+	for _, tt := range []struct{ user, want, err string }{
+		{"", "groupadd --system docker", ""},
+		{"root", "groupadd --system docker", ""},
+		{"0:0", "groupadd --system docker", ""},
+		{"dev", "usermod -aG docker dev", ""},
+		{"1000:1000", "getent passwd 1000 | cut -d: -f1", ""},
+		{"dev; rm -rf /", "", "neither an account name nor a uid"},
+		{"$(reboot)", "", "neither an account name nor a uid"},
+	} {
+		step, err := dockerStep(tt.user)
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("dockerStep(%q) = %q, %v; want an error saying %q", tt.user, step.Shell, err, tt.err)
+			}
+		case err != nil || !strings.Contains(step.Shell, tt.want):
+			t.Errorf("dockerStep(%q) = %q, %v; want it to hold %q", tt.user, step.Shell, err, tt.want)
+		case (tt.user == "" || tt.user == "root" || tt.user == "0:0") && strings.Contains(step.Shell, "usermod"):
+			t.Errorf("dockerStep(%q) puts root in a group: %q", tt.user, step.Shell)
+		}
+	}
 }

@@ -139,6 +139,11 @@ type RunSpec struct {
 	Excludes []string
 	// Env is added to the command's environment.
 	Env map[string]string
+	// Docker starts the image's Docker Engine in the VM before the
+	// command (root daemon, its data on the sandbox's disk, its pulls
+	// through the run's network); the image must have one (an
+	// environment with docker = true).
+	Docker bool
 	// Cache is the project's cache disk (a path under the home's caches/);
 	// the sandbox gets a copy on CacheDir, which becomes the project's
 	// next one when the run's verify passes. Empty: no caches.
@@ -280,7 +285,8 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 		r.o.Transfer = DefaultTransfer()
 	}
 	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: o.Sync,
-		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt}
+		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt,
+		Docker: o.Docker}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}

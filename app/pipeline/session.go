@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -91,6 +92,11 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	}
 	if r.o.Script != nil {
 		if err := putScript(ctx, m, r.o.Script); err != nil {
+			return err
+		}
+	}
+	if r.o.Docker {
+		if err := r.startDocker(ctx, m); err != nil {
 			return err
 		}
 	}
@@ -409,3 +415,40 @@ func (w *stagingWorkspace) collected() {
 		w.r.log.Warn("remove staging clone", "sandbox", w.r.sb.ID, "err", err)
 	}
 }
+
+// startDocker starts the image's Docker Engine in the VM as root
+// (airlock-guest docker-start), with the run's proxy variables and the
+// trust store holding the sandbox CA, and waits until it answers.
+func (r *runner) startDocker(ctx context.Context, m Machine) error {
+	r.progress(Progress{Step: StepRun, Message: "starting Docker in the VM"})
+	t := time.Now()
+	words := []string{"env"}
+	for _, k := range guest.DockerProxyEnv {
+		if v, ok := r.netEnv[k]; ok {
+			words = append(words, k+"="+v)
+		}
+	}
+	words = append(words, transfer.DefaultAgentPath, "docker-start")
+	stdout, stderr := &capped{max: 4 << 10}, &capped{max: 16 << 10}
+	if err := m.Exec(ctx, transfer.ShellCommand(words...), nil, stdout, stderr); err != nil {
+		return fmt.Errorf("start Docker in the VM: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventDocker, Data: map[string]any{
+		"ms": time.Since(t).Milliseconds(), "says": strings.TrimSpace(stdout.String())}})
+}
+
+// capped keeps the first max bytes written to it and drops the rest: the
+// guest's output where only a message is wanted.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string { return c.buf.String() }

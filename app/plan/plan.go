@@ -134,6 +134,9 @@ type Request struct {
 	NoVerify bool
 	// NoCache gives the run no dependency caches (see pipeline.CacheEnv).
 	NoCache bool
+	// Docker adds Docker inside the VM to the project's environment
+	// (images.EnvironmentRequest.Docker).
+	Docker bool
 	// Progress, if set, also receives what planning does that takes a
 	// while (the project's environment pulled or built), as it happens.
 	Progress func(string)
@@ -416,7 +419,7 @@ func (pl *Planner) environment(ctx context.Context, project string, req Request,
 		withAgents = withAgents || needsAgentCLIs(ps.Image)
 	}
 	env, err := pl.Images().Environment(ctx, images.EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
-		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents})
+		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents, Docker: req.Docker})
 	if err == nil && env != nil {
 		pl.note("environment: %s, image %s", env.Source, env.Image)
 	}
@@ -448,6 +451,10 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 			o.User = env.User
 		}
 	}
+	// Docker in the environment, or asked for on an image of the user's
+	// (--image) or of a reply's sandbox: the engine is started before
+	// the command, and an image without one says so there.
+	o.Docker = req.Docker || (p.Environment != nil && p.Environment.Docker)
 	if o.Image == "" {
 		o.Image = "minimal"
 	}
@@ -560,6 +567,7 @@ func (pl *Planner) reply(ctx context.Context, req *Request) (*sandbox.Meta, *san
 	if req.Image == "" {
 		req.Image = m.Image
 	}
+	req.Docker = req.Docker || m.Docker
 	if req.Arch == "" {
 		req.Arch = m.Arch
 	}

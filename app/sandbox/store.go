@@ -119,9 +119,12 @@ type Meta struct {
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
 	// Project is the absolute path of the real project.
-	Project string   `json:"project"`
-	Image   string   `json:"image"`
-	Arch    string   `json:"arch"`
+	Project string `json:"project"`
+	Image   string `json:"image"`
+	Arch    string `json:"arch"`
+	// Docker says a Docker Engine was started in the VM before the
+	// command; a reply round starts it again.
+	Docker  bool     `json:"docker,omitempty"`
 	Command []string `json:"command"`
 	// Script is the SHA-256 of the script run with --script, if any, and
 	// ScriptName its file name; a copy is kept in the sandbox directory.

@@ -21,3 +21,6 @@ func Init(ctx context.Context) error { return errNotLinux }
 
 // PrepareDockerKernel is only supported on Linux.
 func PrepareDockerKernel() (string, error) { return "", errNotLinux }
+
+// StartDocker is only supported on Linux.
+func StartDocker(ctx context.Context) (string, error) { return "", errNotLinux }

@@ -173,6 +173,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ShellCommand is a shell command line of words, each quoted for
+// /bin/sh.
+func ShellCommand(words ...string) string { return command(words...) }
+
 // command builds a shell command line from words.
 func command(words ...string) string {
 	q := make([]string, len(words))

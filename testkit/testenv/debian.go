@@ -45,6 +45,17 @@ func DebianGo(t testing.TB) string {
 	return debianLayer(t, "bookworm-go-amd64", "debian-go", []string{"ca-certificates", "golang-go"})
 }
 
+// DebianDocker is DebianBase with Docker inside the VM's packages
+// (images.DockerPackages: Debian's docker.io and iptables) installed: the
+// base of a Docker environment in tests, whose apt step in the builder
+// VM then finds nothing to install (dpkg unpacking the engine takes
+// minutes under QEMU without KVM; TestGoProjectEnvironment proves apt
+// installing in a builder VM).
+func DebianDocker(t testing.TB) string {
+	t.Helper()
+	return debianLayer(t, "bookworm-docker-amd64", "debian-docker", []string{"ca-certificates", "docker.io", "iptables"})
+}
+
 // debianLayer makes (once per test home) the gzip tar name.tar.gz of a
 // minbase Debian 12 with include installed, caching the .debs under
 // cache/debs/cacheName.

@@ -40,6 +40,8 @@ const usage = `usage:
   airlock-guest layer UPPERDIR  write the OCI layer (tar) of an overlay upper directory
   airlock-guest docker-kernel   ready the kernel for a Docker Engine (modules, cgroup v2,
                                 forwarding) and name any missing piece (as root)
+  airlock-guest docker-start    start the image's Docker Engine and wait until it answers
+                                (as root; the proxy variables are passed on to it)
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
@@ -69,6 +71,11 @@ func main() {
 	case "docker-kernel":
 		var ok string
 		if ok, err = agent.PrepareDockerKernel(); err == nil {
+			fmt.Println(ok)
+		}
+	case "docker-start":
+		var ok string
+		if ok, err = agent.StartDocker(context.Background()); err == nil {
 			fmt.Println(ok)
 		}
 	case "demo-agent":
