@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/internal/bytesize"
 	"github.com/airlock-dev/airlock/internal/lockio"
@@ -27,7 +28,7 @@ func (f *provisionFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.from, "from", "", "build on this image (made by airlock image pull), with the setup steps below")
 	fl.StringSliceVar(&f.apt, "apt", nil, "Debian packages to install first (repeatable, or comma-separated)")
 	fl.StringArrayVar(&f.run, "run", nil, "a setup command, run by /bin/sh -c as root after the packages (repeatable, in order)")
-	fl.StringArrayVar(&f.allow, "allow", nil, "a host the setup steps may reach: HOST, HOST:PORT, or a registry preset (@npm, @pypi, @go, @crates, @rubygems, @maven, @debian)")
+	fl.StringArrayVar(&f.allow, "allow", nil, "a host the setup steps may reach: HOST, HOST:PORT, or a registry preset ("+egress.RegistryNames()+")")
 }
 
 // buildAgents pulls the agent image's Debian base and builds the agent

@@ -82,6 +82,23 @@ var registries = []Registry{
 		// deb.debian.org/debian-security, older releases this host.
 		{Host: "security.debian.org"},
 	}},
+	{Name: "docker", Description: "Docker Hub, for Docker inside the VM (docker pull, docker compose pull, a Dockerfile's FROM)", Hosts: []Rule{
+		// The registry API (/v2/…): manifests, and blobs by redirect.
+		{Host: "registry-1.docker.io", Port: 443},
+		// Bearer tokens for pulls (/token?service=registry.docker.io).
+		{Host: "auth.docker.io", Port: 443},
+		// Where blob requests are redirected: Docker's CDNs, and the
+		// storage anonymous and personal accounts are sent to.
+		{Host: "production.cloudflare.docker.com", Port: 443},
+		{Host: "production.cloudfront.docker.com", Port: 443},
+		{Host: "docker-images-prod.6aa30f8b08e16409b46e0173d6de2f56.r2.cloudflarestorage.com", Port: 443},
+	}},
+	{Name: "ghcr", Description: "the GitHub Container Registry, for Docker inside the VM (ghcr.io/… images)", Hosts: []Rule{
+		// The registry API and its tokens (/token).
+		{Host: "ghcr.io", Port: 443},
+		// Where blob requests are redirected.
+		{Host: "pkg-containers.githubusercontent.com", Port: 443},
+	}},
 }
 
 // Registries returns every registry preset, in order.

@@ -2,18 +2,22 @@ package docker
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/testkit/fakevendor"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/testkit/testenv"
 )
@@ -23,9 +27,12 @@ import (
 // builder VM (the engine's packages already in the test's base, so apt
 // installs nothing; the user put in the docker group), then the run
 // starts the Docker Engine in the VM before the command, and the
-// command's user, not root, loads a tiny busybox image and runs a
-// container that writes into /workspace through a bind mount: the file
-// comes back in the changeset like any other. The audit log says when
+// command's user, not root, pulls a tiny busybox image from Docker Hub
+// through Airlock's proxy (--allow @docker; Docker Hub is the test's
+// registry under its name), is refused a pull from ghcr.io (not
+// allowed), and runs a container that writes into /workspace through a
+// bind mount and finds no direct way out: the file comes back in the
+// changeset like any other. The audit log says when
 // the engine answered; a reply round, in a fresh VM, starts it again.
 func TestDockerInTheVM(t *testing.T) {
 	testenv.SkipIfShort(t)
@@ -34,13 +41,18 @@ func TestDockerInTheVM(t *testing.T) {
 	ref := reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
 		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianDocker(t))))
 
+	// Docker Hub, as the daemon sees it through the proxy: the test's
+	// registry under registry-1.docker.io's name, over TLS with a CA of
+	// the test's (the proxy verifies it; the daemon trusts the sandbox's).
+	reg.Push(t, "airlock-test/bb:1", busybox(t))
+	hub := fakevendor.Start(t, fakevendor.Script{}, dockerHub{reg: reg.Host})
+
 	proj := t.TempDir()
 	toml := "[environment]\nimage = \"" + ref + "\"\ndocker = true\nuser = \"dev\"\n" +
 		"setup = [\"useradd --create-home --uid 1000 dev && mkdir -p /workspace && chown dev: /workspace\"]\n"
 	if err := os.WriteFile(filepath.Join(proj, "airlock.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeBusyboxArchive(t, filepath.Join(proj, "bb.tar"))
 
 	// Untrusted first: nothing is built, and the prompt names Docker.
 	code, out, errOut := clitest.Run(t, home, nil, "run", "--arch", "amd64", "--project", proj, "--", "true")
@@ -56,12 +68,17 @@ func TestDockerInTheVM(t *testing.T) {
 		"id -un",
 		`if [ -n "$AIRLOCK_REPLY" ]; then docker info --format 'round 2: driver={{.Driver}}'; exit 0; fi`,
 		"docker info --format 'driver={{.Driver}} cgroup={{.CgroupVersion}}'",
-		"docker load -q -i bb.tar",
-		"timeout 300 docker run --rm -v \"$PWD\":/out airlock-test/bb:1 sh -c 'echo made-in-a-container > /out/from-container.txt; uname -s' ||",
+		"docker pull -q airlock-test/bb:1",
+		// Not allowed: the proxy refuses, and the pull says so.
+		"if docker pull -q ghcr.io/airlock-test/bb:1 2>&1; then echo ghcr-pulled; fi",
+		// The container writes into /workspace, and finds no way out
+		// but the proxy: the VM has no network device.
+		"timeout 300 docker run --rm -v \"$PWD\":/out airlock-test/bb:1 sh -c 'echo made-in-a-container > /out/from-container.txt; uname -s; nc -w 5 1.1.1.1 80 </dev/null 2>&1 || echo no-direct-way-out' ||",
 		"  { echo 'docker run failed or hung' >&2; ps -eo pid,stat,pcpu,etime,args >&2; tail -50 /var/log/airlock-dockerd.log >&2; exit 1; }",
 	}, "\n")
 	start := time.Now()
-	code, out, errOut = clitest.Run(t, home, nil, "run", "--arch", "amd64", "--json", "--trust-project", "--project", proj, "--", "sh", "-c", script)
+	up := []cli.Option{clitest.UpstreamHook(hub)}
+	code, out, errOut = clitest.Run(t, home, up, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "@docker", "--project", proj, "--", "sh", "-c", script)
 	t.Logf("first run (environment built, engine started) in %s", time.Since(start).Round(time.Second))
 	if code != 0 {
 		t.Fatalf("run with Docker: exit %d\n%s%s", code, out, errOut)
@@ -84,14 +101,33 @@ func TestDockerInTheVM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dev\n", "driver=overlay2 cgroup=2", "Loaded image: airlock-test/bb:1", "Linux"} {
+	for _, want := range []string{"dev\n", "driver=overlay2 cgroup=2", "docker.io/airlock-test/bb:1", "Linux",
+		"1.1.1.1): Network is unreachable", "no-direct-way-out", `"https://ghcr.io/v2/": Forbidden`} {
 		if !strings.Contains(string(transcript), want) {
 			t.Errorf("the transcript lacks %q:\n%s", want, transcript)
 		}
 	}
+	if strings.Contains(string(transcript), "ghcr-pulled") {
+		t.Errorf("a pull from a registry not allowed went through:\n%s", transcript)
+	}
+	// The daemon's pull went through the proxy, which logged it; the
+	// refused one too.
+	var pulled, refused bool
+	for _, r := range hub.Requests() {
+		pulled = pulled || ((r.Method == "GET" || r.Method == "HEAD") && r.Path == "/v2/airlock-test/bb/manifests/1" && r.Status == 200)
+	}
+	if !pulled {
+		t.Errorf("Docker Hub never served the manifest: %+v", hub.Requests())
+	}
 	audit, err := sb.AuditRaw()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(audit), "\n") {
+		refused = refused || (strings.Contains(l, `"event":"egress"`) && strings.Contains(l, `"host":"ghcr.io"`) && !strings.Contains(l, `"allowed":true`))
+	}
+	if !refused {
+		t.Errorf("the audit log has no refusal of ghcr.io:\n%s", audit)
 	}
 	if !strings.Contains(string(audit), `"event":"docker"`) || !strings.Contains(string(audit), "Docker Engine started in") {
 		t.Errorf("the audit log does not say the engine started:\n%s", audit)
@@ -104,7 +140,7 @@ func TestDockerInTheVM(t *testing.T) {
 
 	// A reply round runs in a fresh VM of the sandbox's image: the
 	// engine is started again before the command.
-	code, out, errOut = clitest.Run(t, home, nil, "reply", res.Sandbox, "--message", "once more")
+	code, out, errOut = clitest.Run(t, home, up, "reply", res.Sandbox, "--message", "once more")
 	if code != 0 {
 		t.Fatalf("reply: exit %d\n%s%s", code, out, errOut)
 	}
@@ -139,27 +175,46 @@ func TestDockerRefusedOnMusl(t *testing.T) {
 	}
 }
 
-// writeBusyboxArchive writes a docker-archive (docker load) of a tiny
-// image: the host's static busybox as /bin/busybox and /bin/sh.
-func writeBusyboxArchive(t *testing.T, path string) {
+// busybox is a tiny image: the host's static busybox as /bin/busybox and
+// the commands the test's containers use.
+func busybox(t *testing.T) v1.Image {
 	t.Helper()
 	bb, err := os.ReadFile("/bin/busybox")
 	if err != nil {
 		t.Fatalf("busybox-static (scripts/setup-debian installs it): %v", err)
 	}
-	img := ocitest.Image(t, "amd64", []string{"PATH=/bin"}, ocitest.Layer(t,
-		ocitest.Entry{Name: "bin/", Type: tar.TypeDir},
-		ocitest.Entry{Name: "bin/busybox", Mode: 0o755, Body: string(bb)},
-		ocitest.Entry{Name: "bin/sh", Type: tar.TypeSymlink, Linkname: "busybox"},
-		ocitest.Entry{Name: "bin/uname", Type: tar.TypeSymlink, Linkname: "busybox"},
-		ocitest.Entry{Name: "bin/echo", Type: tar.TypeSymlink, Linkname: "busybox"}))
-	tag, err := name.NewTag("airlock-test/bb:1")
+	entries := []ocitest.Entry{{Name: "bin/", Type: tar.TypeDir}, {Name: "bin/busybox", Mode: 0o755, Body: string(bb)}}
+	for _, c := range []string{"sh", "uname", "echo", "nc"} {
+		entries = append(entries, ocitest.Entry{Name: "bin/" + c, Type: tar.TypeSymlink, Linkname: "busybox"})
+	}
+	return ocitest.Image(t, "amd64", []string{"PATH=/bin"}, ocitest.Layer(t, entries...))
+}
+
+// dockerHub answers for Docker Hub's registry host with the test's
+// registry (plain HTTP on loopback) behind it.
+type dockerHub struct{ reg string }
+
+func (dockerHub) Hosts() []string { return []string{"registry-1.docker.io"} }
+
+func (h dockerHub) Serve(_ *fakevendor.Server, w http.ResponseWriter, r *http.Request, body []byte) int {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+h.reg+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
-		t.Fatal(err)
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return http.StatusBadGateway
 	}
-	if err := tarball.WriteToFile(path, tag, img); err != nil {
-		t.Fatal(err)
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return http.StatusBadGateway
 	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+	return resp.StatusCode
 }
 
 func openSandbox(t *testing.T, home, id string) *sandbox.Sandbox {
