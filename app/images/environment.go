@@ -63,9 +63,51 @@ type EnvironmentRequest struct {
 }
 
 // DockerPackages are the Debian packages of Docker inside the VM: the
-// engine (dockerd, containerd, runc, tini come with it) and the iptables
-// it writes its rules with.
-var DockerPackages = []string{"docker.io", "iptables"}
+// engine (dockerd, containerd, runc, tini come with it), the iptables it
+// writes its rules with, and curl, which fetches Compose (ComposeDeb).
+var DockerPackages = []string{"docker.io", "iptables", "curl"}
+
+// ComposeDeb is Compose v2 for Docker inside the VM: Debian 13's
+// docker-compose package (Debian 12's is Compose v1, in Python), a static
+// Go binary that needs only glibc 2.34, so it installs on Debian 12 and
+// Ubuntu 22.04 and later. It is fetched from Debian's mirror (@debian)
+// and installed only when its SHA-256 is the one pinned here.
+type ComposeDeb struct {
+	Version, Path, SHA256 string
+}
+
+// composeDebs are the pinned packages, by architecture.
+var composeDebs = map[vm.Arch]ComposeDeb{
+	vm.AMD64: {Version: "2.26.1", Path: "pool/main/d/docker-compose/docker-compose_2.26.1-4_amd64.deb",
+		SHA256: "47681197cb2b1ab88206b42a1a92fc75f50d9530a6322d03494a473eed0408ea"},
+	vm.ARM64: {Version: "2.26.1", Path: "pool/main/d/docker-compose/docker-compose_2.26.1-4_arm64.deb",
+		SHA256: "bbafaa666f3e7fa00ad36f2a8bab889f1c791ca8743d674e7267a3d07203869c"},
+}
+
+// Compose returns the pinned Compose package for arch.
+func Compose(arch vm.Arch) (ComposeDeb, bool) {
+	c, ok := composeDebs[arch]
+	return c, ok
+}
+
+// composeStep installs Compose v2 (ComposeDeb) as Docker's CLI plugin
+// (docker compose) and as docker-compose.
+func composeStep(arch vm.Arch) (SetupStep, error) {
+	c, ok := Compose(arch)
+	if !ok {
+		return SetupStep{}, fmt.Errorf("no Compose package is pinned for %s", arch)
+	}
+	deb := "/tmp/airlock-compose.deb"
+	sh := strings.Join([]string{
+		"set -e",
+		"curl -fsSL -o " + deb + " http://deb.debian.org/debian/" + c.Path,
+		"echo '" + c.SHA256 + "  " + deb + "' | sha256sum -c --quiet -",
+		"dpkg -i " + deb,
+		"rm -f " + deb,
+		"docker compose version",
+	}, "\n")
+	return SetupStep{Name: "Docker Compose " + c.Version, Shell: sh}, nil
+}
 
 // dockerStep puts user (when not root) in the docker group, so that the
 // command reaches the daemon without sudo: the VM is the boundary. The
@@ -109,7 +151,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 		fmt.Fprintf(&b, "  %s: %s\n", s.Origin, stepText(s))
 	}
 	if e.Env.Docker {
-		fmt.Fprintf(&b, "  Docker inside the VM: %s (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
+		fmt.Fprintf(&b, "  Docker inside the VM: %s and Compose v2 (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
 	if len(e.Env.Hosts) > 0 {
 		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
@@ -261,7 +303,11 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec, t
 		if err != nil {
 			return fmt.Errorf("environment %s: %w", spec.Source, err)
 		}
-		br.Steps = append(br.Steps, step)
+		compose, err := composeStep(arch)
+		if err != nil {
+			return fmt.Errorf("environment %s: %w", spec.Source, err)
+		}
+		br.Steps = append(br.Steps, compose, step)
 	}
 	prov, err := src.Build(br)
 	if err != nil {
@@ -361,6 +407,12 @@ func envBaseName(ref string) string {
 func environmentKey(spec *envspec.Environment, base *image.Image) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "airlock environment 1\x00%s\x00%s\x00", spec.Key(), base.Meta.OCI.Digest)
+	if spec.Docker {
+		// What Docker inside the VM installs is Airlock's choice: a
+		// new pin builds the environment again.
+		c, _ := Compose(base.Arch)
+		fmt.Fprintf(h, "docker\x00%q\x00%s\x00", DockerPackages, c.SHA256)
+	}
 	for _, e := range base.Meta.OCI.Extra {
 		fmt.Fprintf(h, "%s\x00", e)
 	}

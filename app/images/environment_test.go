@@ -213,3 +213,19 @@ func TestDockerStep(t *testing.T) {
 		}
 	}
 }
+
+// Compose v2 is installed only as the package pinned for the arch, by
+// its hash.
+func TestComposeStep(t *testing.T) {
+	for _, arch := range []vm.Arch{vm.AMD64, vm.ARM64} {
+		c, ok := Compose(arch)
+		step, err := composeStep(arch)
+		if !ok || err != nil || !strings.Contains(step.Shell, "http://deb.debian.org/debian/"+c.Path) ||
+			!strings.Contains(step.Shell, c.SHA256+"  /tmp/airlock-compose.deb' | sha256sum -c") || !strings.Contains(c.Path, "_"+string(arch)+".deb") {
+			t.Errorf("%s: %+v %q %v", arch, c, step.Shell, err)
+		}
+	}
+	if _, err := composeStep("riscv64"); err == nil {
+		t.Error("a Compose step for an arch without a pinned package")
+	}
+}

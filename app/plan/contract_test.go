@@ -105,6 +105,28 @@ func TestPlansAreComplete(t *testing.T) {
 		t.Errorf("reply job: %q %q fan-out %v", reply.Reply, reply.Message, reply.FanOut())
 	}
 
+	// A reply round of a sandbox that had Docker inside its VM starts
+	// the engine again.
+	sbd, err := store.Create(sandbox.Meta{Project: project, Image: "minimal", Arch: "amd64", Command: []string{"make", "fix"}, SyncMode: sandbox.SyncCopy, Docker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sbd.Update(func(m *sandbox.Meta) { m.Status = sandbox.StatusReady }); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{sandbox.BaselineFile, sandbox.GuestFile} {
+		if err := os.WriteFile(sbd.Path(name), []byte(`{"entries":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dreply, err := pl.Run(ctx, Request{Reply: sbd.ID, Message: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !dreply.Runs[0].Docker || reply.Runs[0].Docker {
+		t.Errorf("Docker in reply rounds: %v with it, %v without", dreply.Runs[0].Docker, reply.Runs[0].Docker)
+	}
+
 	// A command in a fresh VM: its limits, image and network.
 	ex, err := pl.Exec(ctx, ExecRequest{})
 	if err != nil {

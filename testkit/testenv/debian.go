@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,14 +48,14 @@ func DebianGo(t testing.TB) string {
 }
 
 // DebianDocker is DebianBase with Docker inside the VM's packages
-// (images.DockerPackages: Debian's docker.io and iptables) installed: the
+// (images.DockerPackages: Debian's docker.io, iptables and curl) installed: the
 // base of a Docker environment in tests, whose apt step in the builder
 // VM then finds nothing to install (dpkg unpacking the engine takes
 // minutes under QEMU without KVM; TestGoProjectEnvironment proves apt
 // installing in a builder VM).
 func DebianDocker(t testing.TB) string {
 	t.Helper()
-	return debianLayer(t, "bookworm-docker-amd64", "debian-docker", []string{"ca-certificates", "docker.io", "iptables"})
+	return debianLayer(t, "bookworm-docker-amd64", "debian-docker", []string{"ca-certificates", "docker.io", "iptables", "curl"})
 }
 
 // debianLayer makes (once per test home) the gzip tar name.tar.gz of a
@@ -64,7 +66,10 @@ func debianLayer(t testing.TB, name, cacheName string, include []string) string 
 	h := Home(t)
 	unlock := lock(t, filepath.Join(h, ".build-"+cacheName+".lock"))
 	defer unlock()
-	out := filepath.Join(h, "debian-base", name+".tar.gz")
+	// The file is named after what is in it, so that a layer made with
+	// other packages is never taken for this one.
+	sum := sha256.Sum256([]byte(strings.Join(include, "\x00")))
+	out := filepath.Join(h, "debian-base", name+"-"+hex.EncodeToString(sum[:4])+".tar.gz")
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
