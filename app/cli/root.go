@@ -155,5 +155,8 @@ func (e *env) printError(err error) {
 		_ = writeJSON(e.stderr, map[string]string{"error": err.Error()})
 		return
 	}
-	fmt.Fprintf(e.stderr, "airlock: %v\n", err)
+	// An error may carry the guest's words (a setup step's or the Docker
+	// daemon's output): on a terminal, their control sequences are shown
+	// as escapes, never obeyed.
+	fmt.Fprintf(e.stderr, "airlock: %s\n", shown(e.stderr, err.Error()))
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -218,6 +219,31 @@ func TestGuestTextOnATerminal(t *testing.T) {
 		`Done\x1b[2J\x1b[H: nothing to see`, `\x1b]52;c;Y3VybCBldmls\x07`)
 	out = onTerminal(t, home, "logs", "--audit", sb.ID)
 	checkShownSafely(t, "logs --audit", out)
+}
+
+// TestErrorOnATerminal: an error that carries the guest's words (a
+// setup step's output, the Docker daemon's log) reaches a terminal with
+// its control sequences escaped, and a pipe exactly.
+func TestErrorOnATerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer ptmx.Close()
+	done := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(ptmx)
+		done <- b
+	}()
+	hostile := "start Docker in the VM: exit status 1: dockerd said \x1b]0;pwned\x07\x1b[2Jall is well\u202e"
+	(&env{stderr: tty}).printError(errors.New(hostile))
+	tty.Close()
+	checkShownSafely(t, "an error", string(<-done), `\x1b]0;pwned\x07\x1b[2Jall is well<U+202E>`)
+	var buf bytes.Buffer
+	(&env{stderr: &buf}).printError(errors.New(hostile))
+	if buf.String() != "airlock: "+hostile+"\n" {
+		t.Errorf("to a pipe: %q", buf.String())
+	}
 }
 
 // TestStatShowsNamesSafely: --stat marks flagged files and escapes their
