@@ -51,7 +51,9 @@ func StartDocker(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if ping(ctx) == nil {
+	c := dockerClient()
+	defer c.CloseIdleConnections()
+	if ping(ctx, c) == nil {
 		return "Docker Engine already running", nil
 	}
 	log, err := os.OpenFile(guest.DockerLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -76,7 +78,7 @@ func StartDocker(ctx context.Context) (string, error) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ping(ctx) == nil {
+		if ping(ctx, c) == nil {
 			return fmt.Sprintf("Docker Engine started in %.1fs (data in %s, %s)", time.Since(start).Seconds(), guest.DockerDataDir, where), nil
 		}
 		select {
@@ -153,12 +155,16 @@ func dockerEnv(env []string) []string {
 	return out
 }
 
-// ping asks the daemon on guest.DockerSocket for /_ping.
-func ping(ctx context.Context) error {
-	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+// dockerClient is an HTTP client of the daemon on guest.DockerSocket.
+func dockerClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", guest.DockerSocket)
 	}}, Timeout: 2 * time.Second}
+}
+
+// ping asks the daemon for /_ping.
+func ping(ctx context.Context, c *http.Client) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
 	if err != nil {
 		return err
