@@ -567,6 +567,9 @@ func TestLargeFileColouredLater(t *testing.T) {
 	r := reviewOf(t, cs)
 	var pending []func()
 	r.async = func(f func()) { pending = append(pending, f) }
+	// The highlighter's time limit is not what this test is about: a
+	// loaded machine under -race once took more than its 5 s.
+	r.diff.asyncBudget = 5 * time.Minute
 	coloured := func() bool {
 		for _, v := range r.diff.dv.codes {
 			for _, row := range v.rows {

@@ -1,11 +1,13 @@
 package gui
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -30,7 +32,10 @@ type diffPane struct {
 	// canvas, and a theme change redraws only an open window.
 	win   fyne.Window
 	async func(func()) // highlights a large file off fyne's goroutine
-	ev    diffEvents
+	// asyncBudget is how long that may take per side (zero:
+	// asyncHighlightTime); tests that are not about the limit raise it.
+	asyncBudget time.Duration
+	ev          diffEvents
 	// instead, if set, draws what the cursor is on in the pane's place
 	// when that is not a file (a staged action), and reports whether it
 	// did.
@@ -250,9 +255,10 @@ func (p *diffPane) prepare(f *review.File) {
 		// time the window may wait: the colours come later, as for a
 		// large file, never plain for good.
 	}
+	budget := cmp.Or(p.asyncBudget, asyncHighlightTime)
 	p.async(func() {
-		oldStyled, _ := styleSide(f.Path, old, asyncHighlightTime)
-		newStyled, _ := styleSide(f.Path, new, asyncHighlightTime)
+		oldStyled, _ := styleSide(f.Path, old, budget)
+		newStyled, _ := styleSide(f.Path, new, budget)
 		fyne.Do(func() {
 			if p.dv.file != f {
 				return // another file is shown by now

@@ -16,7 +16,9 @@ func startWatcher(t *testing.T, dir string) (*storeWatcher, <-chan struct{}) {
 	t.Helper()
 	changed := make(chan struct{}, 100)
 	sw := newStoreWatcher(dir, func() { changed <- struct{}{} })
-	sw.quiet = 20 * time.Millisecond
+	// Long enough that a burst of writes stays one burst on a loaded
+	// machine under -race (20 ms once split one into six).
+	sw.quiet = 100 * time.Millisecond
 	if err := sw.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
