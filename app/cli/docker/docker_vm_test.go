@@ -30,12 +30,12 @@ import (
 // command's user, not root, pulls a tiny busybox image from Docker Hub
 // through Airlock's proxy (--allow @docker; Docker Hub is the test's
 // registry under its name), is refused a pull from ghcr.io (not
-// allowed), runs a Compose v2 service (fetched from Debian's mirror by
-// the builder, by hash), and runs a container that writes into /workspace through a
-// bind mount and finds no direct way out: the file comes back in the
-// changeset like any other. The audit log says when the engine answered.
-// (That a reply round starts it again is app/plan's contract test: the
-// session's code is the same.)
+// allowed), and runs a Compose v2 service (Compose fetched from Debian's
+// mirror by the builder, by hash) whose container writes into /workspace
+// through a bind mount and finds no direct way out: the file comes back
+// in the changeset like any other. The audit log says when the engine
+// answered. (That a reply round starts it again is app/plan's contract
+// test: the session's code is the same.)
 func TestDockerInTheVM(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := testenv.VMHome(t)
@@ -55,7 +55,15 @@ func TestDockerInTheVM(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, "airlock.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	compose := "services:\n  hello:\n    image: airlock-test/bb:1\n    command: [\"sh\", \"-c\", \"echo hello-from-compose\"]\n"
+	// One service: it writes into /workspace through a bind of the
+	// project's folder, and finds no way out but the proxy (the VM has
+	// no network device).
+	compose := `services:
+  hello:
+    image: airlock-test/bb:1
+    volumes: [".:/out"]
+    command: ["sh", "-c", "echo hello-from-compose; echo made-in-a-container > /out/from-container.txt; uname -s; nc -w 5 1.1.1.1 80 </dev/null 2>&1 || echo no-direct-way-out"]
+`
 	if err := os.WriteFile(filepath.Join(proj, "compose.yaml"), []byte(compose), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +85,8 @@ func TestDockerInTheVM(t *testing.T) {
 		// Not allowed: the proxy refuses, and the pull says so.
 		"if docker pull -q ghcr.io/airlock-test/bb:1 2>&1; then echo ghcr-pulled; fi",
 		"docker compose version",
-		"docker compose run --rm -T hello",
-		// The container writes into /workspace, and finds no way out
-		// but the proxy: the VM has no network device.
-		"timeout 300 docker run --rm -v \"$PWD\":/out airlock-test/bb:1 sh -c 'echo made-in-a-container > /out/from-container.txt; uname -s; nc -w 5 1.1.1.1 80 </dev/null 2>&1 || echo no-direct-way-out' ||",
-		"  { echo 'docker run failed or hung' >&2; ps -eo pid,stat,pcpu,etime,args >&2; tail -50 /var/log/airlock-dockerd.log >&2; exit 1; }",
+		"timeout 300 docker compose run --rm -T hello ||",
+		"  { echo 'the container failed or hung' >&2; ps -eo pid,stat,pcpu,etime,args >&2; tail -50 /var/log/airlock-dockerd.log >&2; exit 1; }",
 	}, "\n")
 	start := time.Now()
 	up := []cli.Option{clitest.UpstreamHook(hub)}
