@@ -405,6 +405,28 @@ func (m *machine) event(name string, data json.RawMessage) {
 			m.shutdownReason = d.Reason
 		}
 		m.mu.Unlock()
+	case "BLOCK_IO_ERROR":
+		// QEMU's default for a drive's write errors (werror=enospc)
+		// pauses the guest when the host's disk is full, so a run would
+		// wait on it for ever: end the machine, saying why.
+		var d struct {
+			Device    string `json:"device"`
+			NodeName  string `json:"node-name"`
+			Operation string `json:"operation"`
+			Action    string `json:"action"`
+			NoSpace   bool   `json:"nospace"`
+			Reason    string `json:"reason"`
+		}
+		json.Unmarshal(data, &d)
+		if d.Action != "stop" {
+			return
+		}
+		disk := cmp.Or(d.Device, d.NodeName)
+		why := fmt.Sprintf("a %s of its disk %s failed on the host (%s), which paused it", d.Operation, disk, d.Reason)
+		if d.NoSpace {
+			why = fmt.Sprintf("the host's disk is full (a write to its disk %s found no space); free some space and run again", disk)
+		}
+		m.kill(why)
 	}
 }
 
