@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -429,26 +430,10 @@ func (r *runner) startDocker(ctx context.Context, m Machine) error {
 		}
 	}
 	words = append(words, transfer.DefaultAgentPath, "docker-start")
-	stdout, stderr := &capped{max: 4 << 10}, &capped{max: 16 << 10}
+	stdout, stderr := &headtail.Head{Max: 4 << 10}, &headtail.Head{Max: 16 << 10}
 	if err := m.Exec(ctx, transfer.ShellCommand(words...), nil, stdout, stderr); err != nil {
 		return fmt.Errorf("start Docker in the VM: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return r.sb.Audit(sandbox.Event{Event: sandbox.EventDocker, Data: map[string]any{
 		"ms": time.Since(t).Milliseconds(), "says": strings.TrimSpace(stdout.String())}})
 }
-
-// capped keeps the first max bytes written to it and drops the rest: the
-// guest's output where only a message is wanted.
-type capped struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
@@ -65,7 +66,7 @@ func Seed(ctx context.Context, r Remote, dir string, m *manifest.Manifest, opts 
 	go func() { pw.CloseWithError(m.Encode(pw)) }()
 	defer pr.Close()
 	var stdout, stderr capped
-	stdout.max, stderr.max = 4<<10, 16<<10
+	stdout.Max, stderr.Max = 4<<10, 16<<10
 	err := r.Exec(ctx, command(opts.agent(), "manifest", "--seed", "--", dir), pr, &stdout, &stderr)
 	if err != nil {
 		if strings.Contains(stderr.String(), "flag provided but not defined") {
@@ -153,7 +154,7 @@ func RemoteManifest(ctx context.Context, r Remote, dir string, since Known, opts
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &capped{max: 16 << 10}
+	stderr := &capped{headtail.Head{Max: 16 << 10}}
 	execErr := make(chan error, 1)
 	go func() {
 		err := r.Exec(ctx, command(args...), nil, pw, stderr)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/airlock-dev/airlock/internal/ctxio"
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -200,7 +201,7 @@ func pullTar(ctx context.Context, r Remote, dir string, want []manifest.Entry, s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pr, pw := io.Pipe()
-	stderr := &capped{max: 16 << 10}
+	stderr := &capped{headtail.Head{Max: 16 << 10}}
 	execErr := make(chan error, 1)
 	go func() {
 		err := r.Exec(ctx, command(opts.agent(), "tar", "--", dir), strings.NewReader(names.String()), pw, stderr)

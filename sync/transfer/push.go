@@ -15,6 +15,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -124,7 +125,7 @@ func pushTar(ctx context.Context, r Remote, dest string, m *manifest.Manifest, s
 		pw.CloseWithError(err)
 		writeErr <- err
 	}()
-	stderr := &capped{max: 16 << 10}
+	stderr := &capped{headtail.Head{Max: 16 << 10}}
 	err := r.Exec(ctx, command(args...), pr, nil, stderr)
 	pr.CloseWithError(errors.New("guest untar ended")) // unblocks the writer
 	cancel()
@@ -207,7 +208,7 @@ func execSymlinks(ctx context.Context, r Remote, dest string, m *manifest.Manife
 		if script.Len() == 0 {
 			return nil
 		}
-		stderr := &capped{max: 16 << 10}
+		stderr := &capped{headtail.Head{Max: 16 << 10}}
 		err := r.Exec(ctx, "set -e\n"+script.String(), nil, nil, stderr)
 		script.Reset()
 		if err != nil {
@@ -279,43 +280,14 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// capped keeps the first max bytes written to it (a guest's stderr).
-type capped struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - len(c.buf); room > 0 {
-		c.buf = append(c.buf, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-// String returns what was kept.
-func (c *capped) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.buf)
-}
+// capped is a command's stderr kept for an error message.
+type capped struct{ headtail.Head }
 
 // suffix is ": <stderr>" or "".
 func (c *capped) suffix() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := string(trimSpace(c.buf))
+	s := strings.TrimRight(c.String(), "\n\r ")
 	if s == "" {
 		return ""
 	}
 	return ": " + s
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
