@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -182,12 +183,14 @@ func ping(ctx context.Context, c *http.Client) error {
 
 // logTail is the last n bytes of the file at path.
 func logTail(path string, n int) string {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "(" + err.Error() + ")"
 	}
-	if len(b) > n {
-		b = b[len(b)-n:]
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > int64(n) {
+		f.Seek(fi.Size()-int64(n), io.SeekStart)
 	}
+	b, _ := io.ReadAll(io.LimitReader(f, int64(n)))
 	return string(bytes.TrimSpace(b))
 }

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -14,5 +17,19 @@ func TestDockerEnv(t *testing.T) {
 		"SSL_CERT_FILE=/etc/airlock/ca-bundle.pem", "no_proxy=localhost"}
 	if !slices.Equal(got, want) {
 		t.Errorf("dockerEnv = %q, want %q", got, want)
+	}
+}
+
+// logTail reads only the end of a log, however long it is.
+func TestLogTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(p, []byte(strings.Repeat("x", 10000)+"the end\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := logTail(p, 8); got != "the end" {
+		t.Errorf("logTail = %q", got)
+	}
+	if got := logTail(filepath.Join(t.TempDir(), "none"), 8); !strings.Contains(got, "no such file") {
+		t.Errorf("logTail of a missing file = %q", got)
 	}
 }
