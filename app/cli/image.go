@@ -115,6 +115,8 @@ const imageBuildLong = `build makes a guest image from Debian packages. Two imag
            at pinned versions installed in a builder VM through the egress
            proxy (@debian, @npm), and the user "agent". The agent presets
            run on it when the full image is not built. Minutes, once.
+           --npm-registry URL gets node and the CLIs from a mirror of the
+           npm registry instead, the builder reaching only its host.
   full     the same kernel and initramfs, plus an 8 GiB sparse ext4 root disk
            holding Debian 12 (git, curl, build-essential, python3, ripgrep),
            Node.js 22 and npm, and the agent CLIs claude, codex and gemini at
@@ -152,6 +154,7 @@ func newImageBuildCmd(e *env) *cobra.Command {
   airlock image build --arch arm64 minimal
   sudo airlock image build full
   airlock image build agents
+  airlock image build agents --npm-registry https://npm.example.com/
   airlock image pull debian:bookworm-slim
   airlock image build go --from debian-bookworm-slim --apt golang-go,git`,
 		Args: cobra.ExactArgs(1),
@@ -160,7 +163,10 @@ func newImageBuildCmd(e *env) *cobra.Command {
 				return buildProvisioned(cmd, e, args[0], arch, pf)
 			}
 			if args[0] == images.AgentsImage {
-				return buildAgents(cmd, e, arch, pf.base)
+				return buildAgents(cmd, e, arch, pf.base, pf.npm)
+			}
+			if cmd.Flags().Changed("npm-registry") || cmd.Flags().Changed("base") {
+				return errors.New("--base and --npm-registry are for the agent image: airlock image build agents --npm-registry URL")
 			}
 			if cmd.Flags().Changed("apt") || cmd.Flags().Changed("run") || cmd.Flags().Changed("allow") {
 				return errors.New("--apt, --run and --allow build on an image: name it with --from IMAGE (see airlock image ls)")

@@ -16,6 +16,7 @@ import (
 // image and setup steps.
 type provisionFlags struct {
 	base  string
+	npm   string
 	from  string
 	apt   []string
 	run   []string
@@ -25,6 +26,7 @@ type provisionFlags struct {
 func (f *provisionFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.base, "base", images.AgentsBase, "the agent image's Debian base, an OCI image reference (image build agents)")
+	fl.StringVar(&f.npm, "npm-registry", "", "a mirror of the npm registry to get node and the agent CLIs from, its host the only one the builder may reach (image build agents; default "+images.NpmRegistry+")")
 	fl.StringVar(&f.from, "from", "", "build on this image (made by airlock image pull), with the setup steps below")
 	fl.StringSliceVar(&f.apt, "apt", nil, "Debian packages to install first (repeatable, or comma-separated)")
 	fl.StringArrayVar(&f.run, "run", nil, "a setup command, run by /bin/sh -c as root after the packages (repeatable, in order)")
@@ -33,7 +35,14 @@ func (f *provisionFlags) register(cmd *cobra.Command) {
 
 // buildAgents pulls the agent image's Debian base and builds the agent
 // image on it, in two stages (packages and user; node and the agent CLIs).
-func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
+func buildAgents(cmd *cobra.Command, e *env, arch, base, registry string) error {
+	var npm images.NpmSource
+	if registry != "" {
+		var err error
+		if npm, err = images.NpmMirror(registry); err != nil {
+			return err
+		}
+	}
 	lines := lockio.NewWriter(e.stderr)
 	src, err := e.openImages(lines)
 	if err != nil {
@@ -45,7 +54,7 @@ func buildAgents(cmd *cobra.Command, e *env, arch, base string) error {
 	if !e.json {
 		output = lines
 	}
-	im, dir, err := src.BuildAgents(cmd.Context(), base, arch, func(s string) { p.Step(s) }, output)
+	im, dir, err := src.BuildAgents(cmd.Context(), base, arch, npm, func(s string) { p.Step(s) }, output)
 	p.Done("")
 	if err != nil {
 		return err

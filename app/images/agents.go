@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/airlock-dev/airlock/vm"
@@ -38,7 +40,7 @@ func AgentsRef(repo string, arch vm.Arch) string {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", AgentsBase)
-	for _, req := range []BuildRequest{ToolsRequest(AgentsBase, arch), AgentsRequest(toolsImage, arch)} {
+	for _, req := range []BuildRequest{ToolsRequest(AgentsBase, arch), AgentsRequest(toolsImage, arch, NpmSource{})} {
 		fmt.Fprintf(h, "%q\x00", req.Apt)
 		for _, s := range req.Steps {
 			fmt.Fprintf(h, "%s\x00", s.Shell)
@@ -64,16 +66,70 @@ func ToolsRequest(base string, arch vm.Arch) BuildRequest {
 // npmCache is npm's cache while the agent image's second stage installs.
 const npmCache = "/var/cache/airlock-npm"
 
+// NpmRegistry is the npm registry the agent image's second stage
+// installs from unless told otherwise.
+const NpmRegistry = "https://registry.npmjs.org"
+
+// NpmSource is where the agent image's second stage gets node, npm and
+// the agent CLIs: the zero value is npm's own registry (@npm); NpmMirror
+// makes one for a mirror of it.
+type NpmSource struct {
+	// URL is the registry's base URL, without a trailing slash.
+	URL string
+	// Allow is the egress rule that lets the builder reach it.
+	Allow string
+}
+
+// NpmMirror checks raw, the URL of a mirror of the npm registry (a
+// company's Verdaccio, Artifactory or Nexus), and returns where the
+// builder gets the packages from and the egress rule (HOST:PORT) that
+// lets it reach the mirror and nothing else. The URL goes into a setup
+// step's shell script and the build's record, so it is refused unless it
+// is a plain http(s) URL: no credentials (the record would keep them), no
+// query or fragment, nothing a shell would read as anything but the URL.
+func NpmMirror(raw string) (NpmSource, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return NpmSource{}, fmt.Errorf("npm registry %q: %w", raw, err)
+	}
+	switch {
+	case u.Scheme != "https" && u.Scheme != "http":
+		return NpmSource{}, fmt.Errorf("npm registry %q: give an http:// or https:// URL", raw)
+	case u.Hostname() == "":
+		return NpmSource{}, fmt.Errorf("npm registry %q: the URL names no host", raw)
+	case u.User != nil:
+		return NpmSource{}, fmt.Errorf("npm registry %q: the URL carries credentials, which the build's record would keep; give the mirror's URL without them", raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "":
+		return NpmSource{}, fmt.Errorf("npm registry %q: give the registry's base URL, without a query or fragment", raw)
+	}
+	base := strings.TrimRight(u.String(), "/")
+	for _, c := range base {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(":/.-_~%", c)) {
+			return NpmSource{}, fmt.Errorf("npm registry %q: the URL has a %q, which the build's shell step would not read as part of a URL; percent-encode it", raw, c)
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return NpmSource{URL: base, Allow: net.JoinHostPort(u.Hostname(), port)}, nil
+}
+
 // AgentsRequest is the agent image's second stage, on the first (image
-// tools): node and npm from the npm registry and the agent CLIs at their
-// pinned versions, all under AgentPrefix, with links in /usr/local/bin.
-// What it adds is the image's top layer, the agent layer: self-contained,
-// so it also goes on top of any glibc image (a project's environment).
-func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
+// tools): node and npm from the npm registry (or the mirror npm names)
+// and the agent CLIs at their pinned versions, all under AgentPrefix,
+// with links in /usr/local/bin. What it adds is the image's top layer,
+// the agent layer: self-contained, so it also goes on top of any glibc
+// image (a project's environment).
+func AgentsRequest(tools string, arch vm.Arch, npm NpmSource) BuildRequest {
 	spec := image.FullSpec(arch)
+	registry, allow, registryFlag := NpmRegistry, "@npm", ""
+	if npm.URL != "" {
+		registry, allow, registryFlag = npm.URL, npm.Allow, " --registry "+npm.URL
+	}
 	tarball := func(p image.NpmPackage) string {
 		last := p.Name[strings.LastIndex(p.Name, "/")+1:]
-		return fmt.Sprintf("https://registry.npmjs.org/%s/-/%s-%s.tgz", p.Name, last, p.Version)
+		return fmt.Sprintf("%s/%s/-/%s-%s.tgz", registry, p.Name, last, p.Version)
 	}
 	p := AgentPrefix
 	node := strings.Join([]string{
@@ -101,7 +157,7 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 	// delete the same files.
 	install := strings.Join([]string{
 		"set -e",
-		"npm install --global --prefix " + p + " --cache " + npmCache + " --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " "),
+		"npm install --global --prefix " + p + " --cache " + npmCache + registryFlag + " --no-fund --no-audit --no-update-notifier --loglevel=error " + strings.Join(agents, " "),
 		"mkdir -p /usr/local/bin",
 		"for b in " + strings.Join(bins, " ") + "; do ln -sf " + p + "/bin/$b /usr/local/bin/$b; done",
 		"rm -rf " + npmCache + " /root/.npm /root/.cache /tmp/*",
@@ -118,16 +174,17 @@ func AgentsRequest(tools string, arch vm.Arch) BuildRequest {
 			// No npm asks the registry whether a newer npm exists.
 			"npm_config_update_notifier": "false",
 		},
-		Allow:  []string{"@npm"},
+		Allow:  []string{allow},
 		Source: "agent image",
 		Label:  "the agent image (" + strings.Join(agents, ", ") + ")",
 	}
 }
 
 // BuildAgents builds the agent image here: base (an OCI reference) pulled,
-// then its two stages in builder VMs. It returns the image and where the
-// last stage's record is.
-func (src *Source) BuildAgents(ctx context.Context, base, archName string, progress func(string), output io.Writer) (*image.Image, string, error) {
+// then its two stages in builder VMs, node and the agent CLIs from npm
+// (the zero value: npm's own registry). It returns
+// the image and where the last stage's record is.
+func (src *Source) BuildAgents(ctx context.Context, base, archName string, npm NpmSource, progress func(string), output io.Writer) (*image.Image, string, error) {
 	arch := vm.Arch(src.arch(archName))
 	baseName := AgentsImage + "-base"
 	if _, err := src.Pull(ctx, PullRequest{Ref: base, Name: baseName, Arch: string(arch), Progress: progress}); err != nil {
@@ -135,7 +192,7 @@ func (src *Source) BuildAgents(ctx context.Context, base, archName string, progr
 	}
 	var im *image.Image
 	var dir string
-	for _, req := range []BuildRequest{ToolsRequest(baseName, arch), AgentsRequest(toolsImage, arch)} {
+	for _, req := range []BuildRequest{ToolsRequest(baseName, arch), AgentsRequest(toolsImage, arch, npm)} {
 		prov, err := src.Build(req)
 		if err != nil {
 			return nil, "", err
@@ -187,7 +244,7 @@ func (src *Source) EnsureAgents(ctx context.Context, archName string, progress f
 		return ctx.Err()
 	}
 	progress("could not pull the agent image (" + oneLine(perr.Error()) + "); building it here instead, once (minutes)")
-	if _, _, err := src.BuildAgents(ctx, AgentsBase, string(arch), progress, src.BuildOutput); err != nil {
+	if _, _, err := src.BuildAgents(ctx, AgentsBase, string(arch), NpmSource{}, progress, src.BuildOutput); err != nil {
 		return fmt.Errorf("the agent image: the published one did not pull (%v), and building it failed: %w", perr, err)
 	}
 	return nil

@@ -28,8 +28,10 @@ import (
 // On success it does not return: the machine powers off. It returns an
 // error only when power-off itself failed; PID 1 must then not exit (the
 // kernel would panic), so the caller should log and hang in a way the
-// runtime does not mistake for a deadlock.
-func Init(ctx context.Context) error {
+// runtime does not mistake for a deadlock. builtin is the agent's
+// Config.Builtin, the binary at /init and its copy in guest.RuntimeDir
+// its Self.
+func Init(ctx context.Context, builtin func(args []string) Builtin) error {
 	cmdline, console, log := mountAndOpenConsole()
 	if cmdlineHas(cmdline, guest.ProbeArg) {
 		fmt.Fprintln(console, guest.ProbeOK)
@@ -57,6 +59,8 @@ func Init(ctx context.Context) error {
 		PowerOff:       func() error { off.request("requested by host"); return nil },
 		Reaper:         reaper,
 		Ready:          commandsReady,
+		Self:           []string{"/init", guest.RuntimeDir + "/init"},
+		Builtin:        builtin,
 		AfterFirstCommand: func() {
 			n := loadModules(later, presentVirtioDevices, log)
 			log.Debug("deferred modules loaded", "count", n)

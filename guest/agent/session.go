@@ -2,12 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -125,6 +127,8 @@ type session struct {
 	// done is closed when the command's output is drained and its exit
 	// reported.
 	done chan struct{}
+	// stop ends a builtin (Config.Builtin) the session runs; nil otherwise.
+	stop context.CancelFunc
 }
 
 // Payloads of the session requests (RFC 4254 section 6).
@@ -170,6 +174,9 @@ func (a *Agent) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	}
 	if s.proc != nil && !s.proc.exited() {
 		_ = s.proc.signalGroup(syscall.SIGKILL)
+	}
+	if s.stop != nil {
+		s.stop()
 	}
 	if s.done != nil {
 		<-s.done
@@ -271,6 +278,10 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 			if err := ssh.Unmarshal(req.Payload, &r); err != nil {
 				return false, err
 			}
+			if run := s.builtin(r.Command); run != nil {
+				s.runBuiltin(req, run)
+				return true, nil
+			}
 			argv = []string{name, "-c", r.Command}
 		}
 		s.run(req, argv)
@@ -299,6 +310,10 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		sig := unix.SignalNum("SIG" + r.Signal)
 		if sig == 0 {
 			return false, fmt.Errorf("unknown signal %q", r.Signal)
+		}
+		if s.stop != nil {
+			s.stop() // a builtin: any signal ends it
+			return false, nil
 		}
 		if s.proc == nil || s.proc.exited() {
 			return false, errors.New("no running command")
@@ -445,6 +460,104 @@ func (s *session) run(req *ssh.Request, argv []string) {
 			closeAll(stdout, stderr)
 		}
 		s.exit(proc.status)
+	}()
+}
+
+// builtin is what runs command in the agent's own process
+// (Config.Builtin), or nil when the shell runs it: a command of other
+// words, quoted otherwise, for a user or on a terminal.
+func (s *session) builtin(command string) Builtin {
+	c := s.a.cfg
+	if c.Builtin == nil || s.user != nil || s.ptmx != nil {
+		return nil
+	}
+	words, ok := unquoteWords(command)
+	if !ok || len(words) < 2 || !slices.Contains(c.Self, words[0]) {
+		return nil
+	}
+	return c.Builtin(words[1:])
+}
+
+// unquoteWords reads a command line of words one space apart, each
+// either in single quotes (a quote inside as quote, backslash, quote,
+// quote), as sync/transfer quotes every word, or bare and made only of
+// letters, digits and @%+=:,./_- (nothing /bin/sh reads otherwise), as
+// guest/client leaves such words. Anything else is not read (ok false),
+// for the shell to run.
+func unquoteWords(s string) (words []string, ok bool) {
+	for s != "" {
+		var w strings.Builder
+		if s[0] == '\'' {
+			s = s[1:]
+			for {
+				i := strings.IndexByte(s, '\'')
+				if i < 0 {
+					return nil, false
+				}
+				w.WriteString(s[:i])
+				s = s[i+1:]
+				if !strings.HasPrefix(s, `\''`) {
+					break
+				}
+				w.WriteByte('\'')
+				s = s[3:]
+			}
+		} else {
+			i := strings.IndexFunc(s, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+			})
+			if i < 0 {
+				i = len(s)
+			}
+			if i == 0 {
+				return nil, false
+			}
+			w.WriteString(s[:i])
+			s = s[i:]
+		}
+		words = append(words, w.String())
+		if s != "" {
+			if s[0] != ' ' || len(s) == 1 {
+				return nil, false
+			}
+			s = s[1:]
+		}
+	}
+	return words, len(words) > 0
+}
+
+// runBuiltin replies to req and runs run in the background on the
+// channel, then reports its exit as a command's and closes the channel.
+// A panic in it is the command's failure (status 70), not the agent's
+// end.
+func (s *session) runBuiltin(req *ssh.Request, run Builtin) {
+	s.done = make(chan struct{})
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if req.WantReply {
+		_ = req.Reply(true, nil)
+	}
+	s.a.log.Debug("command run by a builtin in the agent's process")
+	go func() {
+		defer close(s.done)
+		defer stop()
+		status := uint32(0)
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					s.a.log.Error("builtin panicked", "panic", v, "stack", string(debug.Stack()))
+					fmt.Fprintf(s.ch.Stderr(), "airlock-guest: internal error: %v\n", v)
+					status = 70
+				}
+			}()
+			if err := run(ctx, s.ch, s.ch, s.ch.Stderr()); err != nil {
+				fmt.Fprintln(s.ch.Stderr(), "airlock-guest:", err)
+				status = 1
+			}
+		}()
+		_, _ = s.ch.SendRequest("exit-status", false, ssh.Marshal(exitStatus{status}))
+		_ = s.ch.CloseWrite()
+		_ = s.ch.Close()
 	}()
 }
 

@@ -17,7 +17,7 @@ func kernelRelease() string { return "" }
 func BecomeSubreaper() error { return errNotLinux }
 
 // Init is only supported on Linux.
-func Init(ctx context.Context) error { return errNotLinux }
+func Init(ctx context.Context, builtin func(args []string) Builtin) error { return errNotLinux }
 
 // PrepareDockerKernel is only supported on Linux.
 func PrepareDockerKernel() (string, error) { return "", errNotLinux }

@@ -95,9 +95,16 @@ func startPipeGuest(t *testing.T) testGuest {
 }
 
 func startProcessGuest(t *testing.T) testGuest {
+	g, _ := startProcessGuestWith(t)
+	return g
+}
+
+// startProcessGuestWith starts the agent binary with serve's flags extra
+// and returns it and what it has logged so far.
+func startProcessGuestWith(t *testing.T, extra ...string) (testGuest, func() string) {
 	sock := filepath.Join(t.TempDir(), "link.sock")
-	cmd := exec.Command(agentBin, "serve", "--unix", sock, "--subreaper")
-	var stderr bytes.Buffer
+	cmd := exec.Command(agentBin, append([]string{"serve", "--unix", sock, "--subreaper"}, extra...)...)
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -108,7 +115,7 @@ func startProcessGuest(t *testing.T) testGuest {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
-		if t.Failed() && stderr.Len() > 0 {
+		if t.Failed() && stderr.String() != "" {
 			t.Logf("agent stderr:\n%s", stderr.String())
 		}
 	})
@@ -136,7 +143,25 @@ func startProcessGuest(t *testing.T) testGuest {
 			close(off) // a clean exit is the plain process's power off
 		}
 	}()
-	return testGuest{dial: dial, pid: cmd.Process.Pid, poweredOff: off}
+	return testGuest{dial: dial, pid: cmd.Process.Pid, poweredOff: off}, stderr.String
+}
+
+// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // connect makes first contact with g and returns the client.

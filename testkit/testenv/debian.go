@@ -110,3 +110,24 @@ func debianLayer(t testing.TB, name, cacheName string, include []string) string 
 	t.Logf("made the Debian layer %s with mmdebstrap in %s", out, time.Since(start).Round(time.Second))
 	return out
 }
+
+// NpmTarball is p's tarball from the npm registry, fetched once with the
+// host's npm into the test home's cache (where the full image's build
+// keeps it too) and shared by every test binary.
+func NpmTarball(t testing.TB, p image.NpmPackage) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatalf("npm fetches %s from the npm registry (scripts/setup-debian installs it): %v", p, err)
+	}
+	dir := filepath.Join(Home(t), "cache", "npm", "packs")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer lock(t, filepath.Join(dir, ".lock"))()
+	file, err := image.NpmPack(context.Background(), npm, p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
+}

@@ -201,7 +201,7 @@ type treeNode struct {
 func (b *builder) installNode(ctx context.Context, h fullHost, spec RootfsSpec, tree, work, npmCache string) (treeNode, error) {
 	b.progress(Progress{Step: StepNode, Item: spec.Node.String() + ", " + spec.NPM.String()})
 	local := filepath.Join(tree, "usr", "local")
-	nodeTgz, err := npmPack(ctx, h.npm, spec.Node, filepath.Join(npmCache, "packs"))
+	nodeTgz, err := NpmPack(ctx, h.npm, spec.Node, filepath.Join(npmCache, "packs"))
 	if err != nil {
 		return treeNode{}, err
 	}
@@ -218,7 +218,7 @@ func (b *builder) installNode(ctx context.Context, h fullHost, spec RootfsSpec, 
 	}); err != nil {
 		return treeNode{}, fmt.Errorf("node from %s: %w", spec.Node, err)
 	}
-	npmTgz, err := npmPack(ctx, h.npm, spec.NPM, filepath.Join(npmCache, "packs"))
+	npmTgz, err := NpmPack(ctx, h.npm, spec.NPM, filepath.Join(npmCache, "packs"))
 	if err != nil {
 		return treeNode{}, err
 	}

@@ -67,9 +67,9 @@ func agentList(ps []NpmPackage) string {
 	return strings.Join(s, " ")
 }
 
-// npmPack downloads p's tarball into dir with `npm pack` (kept there: a
+// NpmPack downloads p's tarball into dir with `npm pack` (kept there: a
 // rebuild reuses it) and returns its path.
-func npmPack(ctx context.Context, npm string, p NpmPackage, dir string) (string, error) {
+func NpmPack(ctx context.Context, npm string, p NpmPackage, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil { // cache/ is the user's: private
 		return "", err
 	}

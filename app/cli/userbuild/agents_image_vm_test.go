@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/testkit/fakenpm"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/testkit/testenv"
 	"github.com/airlock-dev/airlock/vm"
@@ -23,8 +24,20 @@ const nobody = "65534"
 // does, as an ordinary user: the Debian base pulled from a registry (here
 // a layer made from Debian packages, on loopback), then the packages
 // (already in that base, see below), node, the agent CLIs and the agent
-// user installed in builder VMs through the egress proxy. claude, codex,
-// gemini, git and node answer in it, as the agent user.
+// user installed in builder VMs through the egress proxy, from a mirror
+// of the npm registry (--npm-registry). claude, codex, gemini, git and
+// node answer in it, as the agent user.
+//
+// The mirror is the test's, on loopback: node and npm are the real
+// tarballs, the three CLIs small stand-ins with their pinned names and
+// versions that print what the real ones print for --version. The real
+// CLIs are 340 MB of tarballs and a 1 GiB layer: npm unpacking them took
+// 7 to 15 minutes under QEMU without KVM and bringing the layer back 5
+// to 7 more, most of the suite's longest lane, for nothing this test
+// proves that the stand-ins do not (every stage, the proxy, the layer,
+// the image's disk, as an ordinary user). The real CLIs are proven on
+// every run in app/cli/agents and app/cli/gemini, installed by npm from
+// npm's registry into the full image.
 func TestAgentsImageByNonRootUser(t *testing.T) {
 	testenv.SkipIfShort(t)
 	if os.Getuid() != 0 {
@@ -40,6 +53,19 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	// takes to unpack them under QEMU without KVM.
 	// TestGoProjectEnvironment proves apt installing in a builder VM.
 	tools := reg.Push(t, "library/debian:bookworm-tools", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianTools(t))))
+
+	// The npm mirror: 127.0.0.2, a loopback address the guest's NO_PROXY
+	// does not name, so npm and curl in the builder go through the
+	// proxy, which reaches the mirror because the build allows it by
+	// address and port (and nothing else: not npm's registry).
+	spec := image.FullSpec(vm.AMD64)
+	claude, codex, gemini := spec.Agents[0], spec.Agents[1], spec.Agents[2]
+	npmReg := fakenpm.Start(t, "127.0.0.2:0",
+		fakenpm.FromFile(t, spec.Node.Name, spec.Node.Version, testenv.NpmTarball(t, spec.Node)),
+		fakenpm.FromFile(t, spec.NPM.Name, spec.NPM.Version, testenv.NpmTarball(t, spec.NPM)),
+		fakenpm.CLI(t, claude.Name, claude.Version, "claude", claude.Version+" (Claude Code)"),
+		fakenpm.CLI(t, codex.Name, codex.Version, "codex", "codex-cli "+codex.Version),
+		fakenpm.CLI(t, gemini.Name, gemini.Version, "gemini", gemini.Version))
 
 	// The unprivileged user's own home, with the minimal image (it ships
 	// with the app) and the airlock binary.
@@ -80,7 +106,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	}
 
 	start := time.Now()
-	out, err := asNobody("image", "build", "--arch", "amd64", "--base", tools, "agents")
+	out, err := asNobody("image", "build", "--arch", "amd64", "--base", tools, "--npm-registry", npmReg.URL, "agents")
 	if err != nil {
 		t.Fatalf("image build agents as an unprivileged user: %v\n%s", err, out)
 	}
@@ -89,7 +115,12 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 		!strings.Contains(out, ": all installed already") {
 		t.Errorf("image build agents says:\n%s", out)
 	}
-	spec := image.FullSpec(vm.AMD64)
+	served := strings.Join(npmReg.Requests(), "\n")
+	for _, p := range append([]image.NpmPackage{spec.Node, spec.NPM}, spec.Agents...) {
+		if !strings.Contains(served, p.Version+".tgz 200") {
+			t.Errorf("the mirror did not serve %s's tarball:\n%s", p, served)
+		}
+	}
 	out, err = asNobody("exec", "--arch", "amd64", "--image", "agents", "--", "sh", "-c",
 		`id -un; claude --version; codex --version; gemini --version; git --version; node --version`)
 	if err != nil {
@@ -126,10 +157,6 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	}
 	envAgents = strings.TrimSpace(envAgents)
 	out, err = asNobody("exec", "--arch", "amd64", "--image", envAgents, "--", "sh", "-c",
-		// gemini answered on the agent image above; here it is enough
-		// that it is there (its --version takes a minute under QEMU
-		// without KVM), while claude shows node and the layer run on
-		// this base.
 		`claude --version; command -v gemini; command -v codex; node --version; command -v git || echo no-git`)
 	if err != nil {
 		t.Fatalf("exec on %s: %v\n%s", envAgents, err, out)

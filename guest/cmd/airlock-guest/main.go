@@ -93,7 +93,7 @@ func main() {
 
 // runInit is PID 1. It must never exit: the kernel panics when init dies.
 func runInit() {
-	err := agent.Init(context.Background())
+	err := agent.Init(context.Background(), builtin)
 	fmt.Fprintln(os.Stderr, "airlock-guest: power off failed:", err)
 	// Hang without looking deadlocked to the runtime: a live ticker.
 	for range time.Tick(time.Hour) {
@@ -148,6 +148,10 @@ func serve(args []string) error {
 		Shell:    o.shell,
 		Home:     o.home,
 		PowerOff: func() error { powerOff(); return nil },
+		Builtin:  builtin,
+	}
+	if exe, err := os.Executable(); err == nil {
+		cfg.Self = []string{exe}
 	}
 	if o.subreaper {
 		if err := agent.BecomeSubreaper(); err != nil {
