@@ -1,9 +1,11 @@
 package egress
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/http/httputil"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // forward decides and forwards one HTTP request (plain, or intercepted
@@ -38,6 +42,30 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	if s := pol.leak(own, r); s != nil {
 		p.deny(w, rec, placeholderDecision(s, t), t)
 		return
+	}
+	// A connection switched to another protocol (a WebSocket) carries raw
+	// bytes both ways, past every method limit, stage and scan: only on a
+	// host with none of those, or whose rule names UPGRADE. h2c is
+	// dropped instead (the client carries on in HTTP/1.1), and so are
+	// the headers that ask a server to take a request as another method.
+	guard := pol.guard(Request{Host: t.host, Port: t.port, Method: r.Method, Path: r.URL.Path, Connect: t.connect}, own)
+	if up := upgradeOf(r.Header); up != "" {
+		switch {
+		case strings.EqualFold(up, "h2c") && guard != "":
+			stripUpgrade(r.Header)
+		case guard != "":
+			p.deny(w, rec, Decision{Rule: "upgrade " + up, Reason: fmt.Sprintf(
+				"%s %s%s asks to switch the connection to %q, which would carry bytes past what Airlock checks on %s (%s); a rule naming UPGRADE allows it: \"%s (%s,UPGRADE)\"",
+				r.Method, t, r.URL.Path, up, t, guard, t.host, r.Method)}, t)
+			return
+		default:
+			rec.Upgrade = up
+		}
+	}
+	if guard != "" {
+		for _, h := range methodOverrides {
+			r.Header.Del(h)
+		}
 	}
 	if d.Stage != nil {
 		p.hold(w, r, t, rec, d.Stage, own)
@@ -107,7 +135,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		},
 	}
 	rp.ServeHTTP(cw, r)
-	rec.BytesUp, rec.BytesDown, rec.Duration = body.n.Load(), cw.n, time.Since(start)
+	rec.BytesUp, rec.BytesDown, rec.Duration = body.n.Load()+cw.up.Load(), cw.n+cw.down.Load(), time.Since(start)
 	if rec.Secret != "" && !wrote.Load() {
 		rec.SecretNotSent = true
 	}
@@ -182,12 +210,70 @@ func (c *countingReader) Read(b []byte) (int, error) {
 
 func (c *countingReader) Close() error { return c.r.Close() }
 
-// countingWriter counts the response body and keeps its status.
+// countingWriter counts the response body and keeps its status; once
+// hijacked for a switched protocol, it counts the bytes both ways.
 type countingWriter struct {
 	http.ResponseWriter
-	status int
-	n      int64
+	status   int
+	n        int64
+	up, down atomic.Int64 // after a hijack
 }
+
+// Hijack hands over the guest's connection for a switched protocol
+// (httputil.ReverseProxy after a 101), counting what crosses it.
+func (c *countingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(c.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.status == 0 {
+		c.status = http.StatusSwitchingProtocols
+	}
+	return &countingConn{Conn: conn, up: &c.up, down: &c.down}, brw, nil
+}
+
+// countingConn counts the bytes read from (up) and written to (down) a
+// guest's connection.
+type countingConn struct {
+	net.Conn
+	up, down *atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.up.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.down.Add(int64(n))
+	return n, err
+}
+
+// upgradeOf is the protocol a request asks to switch to, as
+// httputil.ReverseProxy reads it (Connection naming upgrade), or any
+// Upgrade header at all: "" when it asks for none.
+func upgradeOf(h http.Header) string {
+	up := strings.TrimSpace(h.Get("Upgrade"))
+	if up == "" && httpguts.HeaderValuesContainsToken(h["Connection"], "upgrade") {
+		up = "(unnamed)"
+	}
+	return up
+}
+
+// stripUpgrade makes a request that asked to switch protocols an ordinary
+// one.
+func stripUpgrade(h http.Header) {
+	h.Del("Upgrade")
+	h.Del("HTTP2-Settings")
+	h.Del("Connection")
+}
+
+// methodOverrides are the headers frameworks read as the request's real
+// method (a GET a server takes as a DELETE): dropped on a host with a
+// method limit or a stage.
+var methodOverrides = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
 
 func (c *countingWriter) WriteHeader(code int) {
 	if c.status == 0 {

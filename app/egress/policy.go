@@ -467,6 +467,40 @@ func (p *Policy) Inspects() bool {
 }
 
 // secretFor returns the secret configured for host:port, if any.
+// guard says why what p checks on req's host and port would be lost on a
+// connection switched to another protocol, or in a request a server
+// reads as another method: a stage covers it, own (its secret) is sent to
+// it, or a rule with methods allows it. "" when none does, or when a rule
+// for it names UPGRADE.
+func (p *Policy) guard(req Request, own *Secret) string {
+	host := normHost(req.Host)
+	var why []string
+	limit, every := "", false
+	for _, r := range p.Allow {
+		if !matchHost(normHost(r.Host), host) || !r.matchPort(req.Port, req.Connect) {
+			continue
+		}
+		switch {
+		case slices.Contains(r.Methods, "UPGRADE"):
+			return ""
+		case len(r.Methods) == 0:
+			every = true
+		case limit == "":
+			limit = fmt.Sprintf("%s allows %s only", r.describe(), strings.Join(r.Methods, ", "))
+		}
+	}
+	if limit != "" && !every {
+		why = append(why, limit)
+	}
+	if st := p.staged(host, req.Port, req.Connect); st != nil {
+		why = append(why, "the stage "+st.String()+" holds requests to it")
+	}
+	if own != nil {
+		why = append(why, "the secret "+own.Name+" is sent to it")
+	}
+	return strings.Join(why, "; ")
+}
+
 func (p *Policy) secretFor(host string, port int) *Secret {
 	for i := range p.Secrets {
 		s := &p.Secrets[i]

@@ -51,6 +51,9 @@ type Record struct {
 	// could not be kept (too large a body).
 	Held   bool `json:"held,omitempty"`
 	Action int  `json:"action,omitempty"`
+	// Upgrade is the protocol an allowed request switched the connection
+	// to (a WebSocket); its bytes both ways are in BytesUp and BytesDown.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // Rejected says whether the upstream refused the secret the proxy put
@@ -76,6 +79,9 @@ func (r Record) String() string {
 	}
 	if r.Status != 0 {
 		s += fmt.Sprintf(" → %d", r.Status)
+	}
+	if r.Upgrade != "" {
+		s += " switched to " + r.Upgrade
 	}
 	if r.Held && r.Allowed {
 		s += fmt.Sprintf(" (action %d, for review: nothing was sent)", r.Action)
