@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/app/images"
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/internal/safetext"
 )
 
 // netFlags are the network flags of run and exec.
@@ -107,9 +108,10 @@ exact file by its SHA-256 in Airlock's home (trust.json). airlock run honours
 a project's widening entries only for a confirmed file; changing the file
 needs a new confirmation. Deny entries always apply and need none.
 
-When the project describes an environment whose build installs packages or
-runs setup commands (airlock env), trust confirms that exact environment too:
-its setup runs in a builder VM, through the egress proxy.`,
+When the project describes an environment (airlock env: an image to pull,
+packages, setup commands, hosts), trust confirms that exact environment too,
+hosts included: nothing is pulled or run for it before, and its setup runs in
+a builder VM, through the egress proxy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrust(e, args[0])
@@ -144,7 +146,7 @@ func runTrust(e *env, dir string) error {
 	if t.env, err = envspec.Find(t.project); err != nil {
 		return err
 	}
-	if t.env != nil && !t.env.NeedsNetwork() {
+	if t.env != nil && !t.env.AsksConfirmation() {
 		t.env = nil
 	}
 	if proj.SHA256 == "" && t.env == nil {
@@ -163,14 +165,14 @@ func runTrust(e *env, dir string) error {
 		}
 	}
 	if t.env != nil {
-		if err := trust.Confirm(images.TrustKey(t.project), t.env.Key()); err != nil {
+		if err := trust.Confirm(images.TrustKey(t.project), t.env.ConfirmKey()); err != nil {
 			return err
 		}
 	}
 	if e.json {
 		out := map[string]any{"project": t.project, "sha256": t.sha256, "widens": append([]string{}, t.widens...)}
 		if spec := t.env; spec != nil {
-			out["environment"] = map[string]any{"source": spec.Source, "key": spec.Key(), "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
+			out["environment"] = map[string]any{"source": spec.Source, "key": spec.ConfirmKey(), "image": spec.Image, "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
 		}
 		return e.printJSON(out)
 	}
@@ -190,7 +192,11 @@ func printTrusted(w io.Writer, t trusted) {
 		}
 	}
 	if spec := t.env; spec != nil {
-		fmt.Fprintf(w, "Trusted the environment of %s: %d Debian packages, %d setup commands, built in a VM through the egress proxy", spec.Source, len(spec.Apt), len(spec.Setup))
+		fmt.Fprintf(w, "Trusted the environment of %s: ", spec.Source)
+		if spec.Image != "" {
+			fmt.Fprintf(w, "image %s, ", safetext.Line(spec.Image))
+		}
+		fmt.Fprintf(w, "%d Debian packages, %d setup commands, built in a VM through the egress proxy", len(spec.Apt), len(spec.Setup))
 		if len(spec.Hosts) > 0 {
 			fmt.Fprintf(w, " (hosts: %s)", strings.Join(spec.Hosts, ", "))
 		}

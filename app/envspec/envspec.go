@@ -26,6 +26,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -357,6 +358,29 @@ func (e *Environment) Key() string {
 	}
 	h.Write(w.buf)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AsksConfirmation reports whether the environment asks for anything the
+// user must confirm before Airlock acts on it: an image to pull, hosts to
+// reach, or anything to install or run (NeedsNetwork).
+func (e *Environment) AsksConfirmation() bool {
+	return e.Image != "" || len(e.Hosts) > 0 || e.NeedsNetwork()
+}
+
+// ConfirmKey is what the user's confirmation of the environment is
+// recorded against: Key and the hosts its setup may reach (sorted). Key
+// leaves the hosts out (they do not change what is built); a
+// confirmation must not, or a trusted environment could be pointed at
+// another host unasked.
+func (e *Environment) ConfirmKey() string {
+	var w keyWriter
+	w.str("airlock-environment-confirmation-v1")
+	w.str(e.Key())
+	hosts := slices.Clone(e.Hosts)
+	sort.Strings(hosts)
+	w.strs("hosts", hosts)
+	sum := sha256.Sum256(w.buf)
+	return hex.EncodeToString(sum[:])
 }
 
 // keyWriter is Key's encoding: every string and list is preceded by its

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
+	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/vm"
 	"github.com/airlock-dev/airlock/vm/image"
 	"github.com/airlock-dev/airlock/vm/oci"
@@ -143,7 +144,10 @@ type UntrustedEnvironmentError struct {
 
 func (e *UntrustedEnvironmentError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s describes an environment whose setup runs in a VM with the network:\n", e.Env.Source)
+	fmt.Fprintf(&b, "%s describes an environment Airlock would fetch and build for it:\n", e.Env.Source)
+	if e.Env.Image != "" {
+		fmt.Fprintf(&b, "  image: %s (pulled from its registry, and every run boots it)\n", safetext.Line(e.Env.Image))
+	}
 	if len(e.Env.Apt) > 0 {
 		fmt.Fprintf(&b, "  Debian packages: %s (from @debian)\n", strings.Join(e.Env.Apt, " "))
 	}
@@ -156,8 +160,8 @@ func (e *UntrustedEnvironmentError) Error() string {
 	if len(e.Env.Hosts) > 0 {
 		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
 	}
-	b.WriteString("A project's files are untrusted input, so Airlock builds nothing from them until you confirm\n")
-	b.WriteString("this exact environment. Nothing was run. To confirm it:\n")
+	b.WriteString("A project's files are untrusted input, so Airlock fetches and builds nothing for them until\n")
+	b.WriteString("you confirm this exact environment. Nothing was fetched or run. To confirm it:\n")
 	fmt.Fprintf(&b, "  airlock trust %s\n", e.Project)
 	b.WriteString("Changing the environment needs a new confirmation.")
 	return b.String()
@@ -225,6 +229,13 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	if err := notBuiltYet(spec, src.note); err != nil {
 		return nil, err
 	}
+	// Confirmed before anything is fetched for it: the image is pulled,
+	// and its layers written, only for an environment the user trusts.
+	if trusted != nil && trusted.AsksConfirmation() {
+		if err := src.trustEnvironment(project, trusted, req.TrustProject); err != nil {
+			return nil, err
+		}
+	}
 	arch := vm.Arch(src.arch(req.Arch))
 	progress := func(s string) {
 		if req.Progress != nil {
@@ -252,7 +263,7 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	}
 	env := &Environment{Environment: spec, Image: base}
 	if spec.NeedsNetwork() {
-		if err := src.buildEnvironment(ctx, project, spec, trusted, baseImg, env, req, progress); err != nil {
+		if err := src.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -265,16 +276,10 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 }
 
 // buildEnvironment builds what the environment installs on its base, once
-// (env-<key>), after the user's confirmation.
-// trusted is what the project's files describe (nil: nothing), which
-// the user must have confirmed when it installs or runs anything.
-func (src *Source) buildEnvironment(ctx context.Context, project string, spec, trusted *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
+// (env-<key>), after the user's confirmation (Environment asks for it
+// first).
+func (src *Source) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
 	arch, base := baseImg.Arch, baseImg.Name
-	if trusted != nil && trusted.NeedsNetwork() {
-		if err := src.trustEnvironment(project, trusted, req.TrustProject); err != nil {
-			return err
-		}
-	}
 	key := environmentKey(spec, baseImg)
 	name := "env-" + key[:12]
 	if im, err := image.Load(src.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
@@ -382,14 +387,14 @@ func orNone(s string) string {
 // setup (or confirms it now).
 func (src *Source) trustEnvironment(project string, spec *envspec.Environment, confirm bool) error {
 	trust := config.Trust{Path: home.Layout{Root: src.Home}.TrustFile()}
-	ok, err := trust.Trusted(TrustKey(project), spec.Key())
+	ok, err := trust.Trusted(TrustKey(project), spec.ConfirmKey())
 	if err != nil || ok {
 		return err
 	}
 	if !confirm {
 		return &UntrustedEnvironmentError{Project: project, Env: spec}
 	}
-	if err := trust.Confirm(TrustKey(project), spec.Key()); err != nil {
+	if err := trust.Confirm(TrustKey(project), spec.ConfirmKey()); err != nil {
 		return err
 	}
 	src.note("confirmed the environment of %s (%s)", project, spec.Source)

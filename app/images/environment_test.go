@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func TestAgentLayerOnTheProjectsOwnImage(t *testing.T) {
 	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+glibc+"\"\n")
 
 	var progress []string
-	env, err := src.Environment(ctx, EnvironmentRequest{Project: proj, WithAgents: true, Progress: func(s string) { progress = append(progress, s) }})
+	env, err := src.Environment(ctx, EnvironmentRequest{Project: proj, WithAgents: true, TrustProject: true, Progress: func(s string) { progress = append(progress, s) }})
 	if err != nil {
 		t.Fatalf("environment: %v\n%s", err, strings.Join(*notes, "\n"))
 	}
@@ -113,7 +114,7 @@ func TestAgentLayerOnTheProjectsOwnImage(t *testing.T) {
 	musl := reg.Push(t, "team/alpine:1", ocitest.Image(t, "amd64", nil, ocitest.Layer(t, ocitest.Entry{Name: "lib/ld-musl-x86_64.so.1", Body: "ld"})))
 	proj2 := t.TempDir()
 	writeFile(t, filepath.Join(proj2, "airlock.toml"), "[environment]\nimage = \""+musl+"\"\n")
-	if _, err := src.Environment(ctx, EnvironmentRequest{Project: proj2, WithAgents: true}); err == nil || !strings.Contains(err.Error(), "musl") {
+	if _, err := src.Environment(ctx, EnvironmentRequest{Project: proj2, WithAgents: true, TrustProject: true}); err == nil || !strings.Contains(err.Error(), "musl") {
 		t.Errorf("agents on a musl environment: %v", err)
 	}
 	if !strings.Contains(strings.Join(*notes, "\n"), "has no glibc loader") {
@@ -139,6 +140,53 @@ func TestUntrustedEnvironmentBuildsNothing(t *testing.T) {
 	}
 	if ims, _ := image.List(src.Home); len(ims) != 2 {
 		t.Errorf("images after a refused build: %d, want the minimal and agent images only", len(ims))
+	}
+}
+
+// TestTrustCoversImageAndHosts: an environment that only names an image
+// is confirmed before the image is pulled (nothing of it is written,
+// nothing is asked of its registry), and a confirmed environment whose
+// hosts change is asked about again (attacks of issue 32: the image was
+// pulled before the refusal, an image-only environment booted unasked,
+// and the trust key left the hosts out).
+func TestTrustCoversImageAndHosts(t *testing.T) {
+	src, _ := testSource(t)
+	reg := ocitest.NewRegistry(t)
+	pushedAgents(t, src, reg)
+	ctx := context.Background()
+	ref := reg.Push(t, "team/go:1", ocitest.Image(t, "amd64", nil, ocitest.Layer(t, ocitest.Entry{Name: "lib64/ld-linux-x86-64.so.2", Body: "ld"})))
+	blobs := func() int {
+		n := 0
+		filepath.WalkDir(home.Layout{Root: src.Home}.OCI(), func(_ string, d fs.DirEntry, _ error) error {
+			if d != nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	before := blobs()
+	proj := t.TempDir()
+	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+ref+"\"\n")
+	_, err := src.Environment(ctx, EnvironmentRequest{Project: proj})
+	var untrusted *UntrustedEnvironmentError
+	if !errors.As(err, &untrusted) || !strings.Contains(err.Error(), "image: "+ref) || !strings.Contains(err.Error(), "Nothing was fetched") {
+		t.Fatalf("an unconfirmed image-only environment: %v", err)
+	}
+	if ims, _ := image.List(src.Home); len(ims) != 2 || blobs() != before {
+		t.Errorf("the refused environment's image was pulled: %d images, %d blobs (were %d)", len(ims), blobs(), before)
+	}
+	if _, err := src.Environment(ctx, EnvironmentRequest{Project: proj, TrustProject: true}); err != nil {
+		t.Fatalf("confirmed: %v", err)
+	}
+	if _, err := src.Environment(ctx, EnvironmentRequest{Project: proj}); err != nil {
+		t.Fatalf("confirmed before: %v", err)
+	}
+
+	// The same environment with a host added: asked again.
+	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+ref+"\"\nhosts = [\"evil.example:8443\"]\n")
+	if _, err := src.Environment(ctx, EnvironmentRequest{Project: proj}); !errors.As(err, &untrusted) || !strings.Contains(err.Error(), "hosts: evil.example:8443") {
+		t.Errorf("a confirmed environment's hosts changed and it was not asked again: %v", err)
 	}
 }
 

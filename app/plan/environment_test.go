@@ -56,7 +56,7 @@ func TestAgentOnTheProjectsOwnImage(t *testing.T) {
 	writeFile(t, filepath.Join(proj, "airlock.toml"), "[environment]\nimage = \""+glibc+"\"\n[environment.env]\nPROJECT = \"yes\"\n")
 
 	var progress []string
-	p, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x", Progress: func(s string) { progress = append(progress, s) }})
+	p, err := pl.Run(ctx, Request{Project: proj, Agents: []string{"claude"}, Prompt: "x", TrustProject: true, Progress: func(s string) { progress = append(progress, s) }})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, strings.Join(*notes, "\n"))
 	}

@@ -146,7 +146,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	if out, err := exec.Command("chown", "-R", nobody+":"+nobody, proj).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	out, err = asNobody("env", "build", "--arch", "amd64", "--with-agents", proj)
+	out, err = asNobody("env", "build", "--arch", "amd64", "--with-agents", "--trust-project", proj)
 	if err != nil || !strings.Contains(out, "with the agent CLIs: image envbase-") {
 		t.Fatalf("env build --with-agents: %v\n%s", err, out)
 	}
