@@ -25,6 +25,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/internal/ctxio"
+	"github.com/airlock-dev/airlock/internal/diskfree"
 	"github.com/airlock-dev/airlock/sync/manifest"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
@@ -275,7 +276,7 @@ func makeLayerDisk(ctx context.Context, req BaseDiskRequest, name string, l laye
 		}
 	}
 	need := baseDiskNeed(l.entries)
-	if err := checkBaseDiskRoom(req.Dir, need, freeSpace(req.Dir)); err != nil {
+	if err := checkBaseDiskRoom(req.Dir, need, diskfree.Bytes(req.Dir)); err != nil {
 		return BaseDisk{}, err
 	}
 	start := time.Now()

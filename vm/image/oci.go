@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/airlock-dev/airlock/internal/diskfree"
 	"github.com/airlock-dev/airlock/vm/ext4"
 	"github.com/airlock-dev/airlock/vm/oci"
 )
@@ -189,7 +190,7 @@ func checkRoom(dir string, im *oci.Image, extra []string, st oci.Store) error {
 			}
 		}
 	}
-	free := freeBytes(dir)
+	free := diskfree.Bytes(dir)
 	if free >= 0 && free < need {
 		return fmt.Errorf("%s needs about %d MB for its disk and %s has %d MB free: free some space (airlock rm, airlock env rm, airlock image ls) and try again",
 			im.Ref, need/1e6, dir, free/1e6)

@@ -2,8 +2,10 @@ package oci
 
 import (
 	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,4 +374,59 @@ func TestPushAProvisionedImageAndPullItBack(t *testing.T) {
 	if got := debugfs(t, dst, "ls -l /etc"); strings.Contains(got, " keep") {
 		t.Errorf("the provisioning layer's whiteout did not travel:\n%s", got)
 	}
+}
+
+// TestWriteRootfsInflation: a layer of a few hundred kilobytes of gzip
+// holding a large file of zeros (a decompression bomb) stops the disk's
+// writing past the inflation limit, with the figures, and leaves no disk;
+// a host's disk running low stops it too, saying how much is left.
+func TestWriteRootfsInflation(t *testing.T) {
+	defer func(floor, free, every int64) { maxInflatedFloor, minFree, freeCheckEvery = floor, free, every }(maxInflatedFloor, minFree, freeCheckEvery)
+	maxInflatedFloor = 32 << 20
+	bomb := filepath.Join(t.TempDir(), "bomb.tar.gz")
+	f, err := os.Create(bomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	tw := tar.NewWriter(gz)
+	const size = 64 << 20
+	if err := tw.WriteHeader(&tar.Header{Name: "zeros", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(tw, zeroReader{}, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(tw.Close(), gz.Close(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	reg := ocitest.NewRegistry(t)
+	ref := reg.Push(t, "team/bomb:1", ocitest.Image(t, "amd64", nil, ocitest.LayerFromFile(t, bomb)))
+	s := Store{Dir: t.TempDir()}
+	im, err := s.Pull(context.Background(), ref, PullOptions{Arch: vm.AMD64, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "lower.img")
+	_, err = s.WriteRootfs(context.Background(), im, dst)
+	if err == nil || !strings.Contains(err.Error(), "inflate to more than 32.0 MiB from") || !strings.Contains(err.Error(), "over 100 to 1") {
+		t.Fatalf("a decompression bomb: %v", err)
+	}
+	if _, serr := os.Stat(dst); !errors.Is(serr, os.ErrNotExist) {
+		t.Errorf("a disk was left at %s: %v", dst, serr)
+	}
+	t.Log(err)
+
+	// Within the limit, on a host whose disk is "full".
+	maxInflatedFloor, minFree, freeCheckEvery = 1<<30, 1<<62, 1<<20
+	if _, err := s.WriteRootfs(context.Background(), im, dst); err == nil || !strings.Contains(err.Error(), "the host's disk has") || !strings.Contains(err.Error(), "free some space") {
+		t.Fatalf("a host's disk running low: %v", err)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

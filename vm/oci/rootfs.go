@@ -18,6 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/airlock-dev/airlock/internal/bytesize"
+	"github.com/airlock-dev/airlock/internal/diskfree"
 )
 
 // maxRootfs is the largest file system a root disk may describe.
@@ -50,7 +53,9 @@ type Rootfs struct {
 // layers) go on top of the image's own, in order.
 func (s Store) WriteRootfs(ctx context.Context, im *Image, dst string, extra ...string) (Rootfs, error) {
 	var layers []v1.Layer
+	in := inflation{ref: im.Ref, dir: path.Dir(dst)}
 	for _, l := range im.Layers {
+		in.compressed += l.Size
 		d, err := v1.NewHash(l.Digest)
 		if err != nil {
 			return Rootfs{}, fmt.Errorf("layer %q: %w", l.Digest, err)
@@ -66,6 +71,9 @@ func (s Store) WriteRootfs(ctx context.Context, im *Image, dst string, extra ...
 		if err != nil {
 			return Rootfs{}, err
 		}
+		if n, err := bl.Size(); err == nil {
+			in.compressed += n
+		}
 		layers = append(layers, bl)
 	}
 	img := layered{Image: empty.Image, layers: layers}
@@ -80,7 +88,7 @@ func (s Store) WriteRootfs(ctx context.Context, im *Image, dst string, extra ...
 	defer flat.Close()
 	pr, pw := io.Pipe()
 	var res Rootfs
-	go func() { pw.CloseWithError(reorder(ctx, flat, pw, &res)) }()
+	go func() { pw.CloseWithError(reorder(ctx, flat, &inflationWriter{w: pw, in: &in}, &res)) }()
 	err = tar2ext4.ConvertTarToExt4(pr, f, tar2ext4.MaximumDiskSize(maxRootfs))
 	pr.CloseWithError(errors.New("conversion stopped"))
 	if err == nil {
@@ -98,6 +106,59 @@ func (s Store) WriteRootfs(ctx context.Context, im *Image, dst string, extra ...
 	}
 	res.Size = fi.Size()
 	return res, os.Rename(tmp, dst)
+}
+
+// What the layers may inflate to while their disk is written: a layer of
+// a few megabytes of gzip can hold gigabytes of zeros (4 MB gave a 4 GiB
+// file, written to the host's disk whole), and a provisioning layer comes
+// from a guest. Past maxInflatedFloor, the file system may be at most
+// maxInflation times the layers as stored; and the host's disk keeps
+// minFree.
+const maxInflation = 100
+
+// Variables for the tests' sake.
+var (
+	maxInflatedFloor int64 = 1 << 30
+	minFree          int64 = 1 << 30
+	freeCheckEvery   int64 = 256 << 20
+)
+
+// inflation is what the layers of one image have inflated to so far.
+type inflation struct {
+	ref        string
+	dir        string // where the disk is written
+	compressed int64  // the layers' bytes as stored
+	written    int64  // the flattened tar's bytes so far
+	nextCheck  int64
+}
+
+// limit is the most the flattened layers may reach.
+func (in *inflation) limit() int64 {
+	return max(maxInflatedFloor, maxInflation*in.compressed)
+}
+
+// inflationWriter passes the flattened tar on, failing with the figures
+// once it passes the inflation limit or the host's disk runs low.
+type inflationWriter struct {
+	w  io.Writer
+	in *inflation
+}
+
+func (iw *inflationWriter) Write(p []byte) (int, error) {
+	in := iw.in
+	in.written += int64(len(p))
+	if in.written > in.limit() {
+		return 0, fmt.Errorf("the layers of %s inflate to more than %s from %s as stored (over %d to 1): Airlock does not write such an image's disk (a decompression bomb, or an image far larger than its download)",
+			in.ref, bytesize.Format(in.limit()), bytesize.Format(in.compressed), maxInflation)
+	}
+	if in.written >= in.nextCheck {
+		in.nextCheck = in.written + freeCheckEvery
+		if free := diskfree.Bytes(in.dir); free >= 0 && free < minFree {
+			return 0, fmt.Errorf("the host's disk has %s left after %s of the disk of %s: Airlock stops rather than fill it; free some space (old sandboxes: airlock rm; environments: airlock env rm) and try again",
+				bytesize.Format(free), bytesize.Format(in.written), in.ref)
+		}
+	}
+	return iw.w.Write(p)
 }
 
 // reorder copies the flattened tar stream from r to w, with hard links

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package diskfree
+
+func bytes(string) int64 { return -1 }
