@@ -38,6 +38,7 @@ type runFlags struct {
 	verify       string
 	noVerify     bool
 	noCache      bool
+	freshCache   bool
 	keep         bool
 	// replyTo and message make runRun a reply round of that sandbox.
 	replyTo, message string
@@ -155,6 +156,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.fanOut, "fan-out", 1, fmt.Sprintf("run the same command N times (up to %d), each in its own sandbox and VM, all from one snapshot, then compare them", pipeline.MaxFanOut))
 	fl.StringVar(&f.verify, "verify", "", `a shell command to run in the VM after the agent, e.g. "go test ./..." (default: the project's airlock.toml verify); its output and exit status are part of the review`)
 	fl.BoolVar(&f.noVerify, "no-verify", false, "skip the verify step, even the project's")
+	fl.BoolVar(&f.freshCache, "fresh-cache", false, "start with empty dependency caches instead of the project's (kept from a sandbox's run whose verify passed, which could sway the result); this run's take their place if its verify passes")
 	fl.BoolVar(&f.noCache, "no-cache", false, "no dependency caches: start with none and keep none (a project's caches are on /var/cache/airlock in the VM, kept from its last run whose verify passed)")
 	fl.BoolVar(&f.keep, "keep", false, "leave the VM running after the run, under its supervisor until the idle TTL (airlock exec ID, checkpoint, rollback, stop)")
 	fl.IntVar(&f.parallel, "parallel", 0, "with --fan-out, how many VMs at once (default: as many as the host's memory holds)")
@@ -272,7 +274,10 @@ func (f *runFlags) request(req *plan.Request) error {
 	req.Limits, req.OpenNetwork, req.Allow, req.TrustProject = f.limits.request(&f.bootFlags), f.openNetwork, f.allow, f.trustProject
 	req.Docker = f.docker
 	req.Verify, req.NoVerify, req.Keep, req.FanOut, req.Parallel = f.verify, f.noVerify, f.keep, f.fanOut, f.parallel
-	req.NoCache = f.noCache
+	if f.noCache && f.freshCache {
+		return errors.New("--no-cache and --fresh-cache: choose one (--no-cache starts with no caches and keeps none; --fresh-cache starts with empty ones and keeps them if the run's verify passes)")
+	}
+	req.NoCache, req.FreshCache = f.noCache, f.freshCache
 	req.Link, req.BootTimeout, req.Cold = vm.LinkKind(f.link), f.bootTimeout, f.cold
 	req.Reply, req.Message = f.replyTo, f.message
 	return nil
@@ -331,6 +336,9 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 		case pipeline.StepCreated:
 			s.sandbox = ev.Sandbox
 			e.note("sandbox %s (sync: %s)", ev.Sandbox, mode)
+			if ev.CacheFrom != "" {
+				e.note("starts with the dependency caches kept by sandbox %s's run (its verify passed): what it left there can sway this result; --fresh-cache starts without them", ev.CacheFrom)
+			}
 		case pipeline.StepSnapshot:
 			p.stepOrUpdate("snapshot", counted(ev.Message, ev.Done, ev.Total))
 		case pipeline.StepExcluded:

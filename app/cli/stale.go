@@ -110,6 +110,9 @@ func printStatus(w io.Writer, r statusReport) {
 	if m.Verify != nil {
 		fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)
 	}
+	if m.CacheFrom != "" {
+		fmt.Fprintf(w, "caches    kept by sandbox %s's run (its verify passed): what it left could sway this result; airlock run --fresh-cache proves one without them\n", m.CacheFrom)
+	}
 	writeSecrets(w, m.Secrets)
 	writeActionStates(w, m.ID, r.Actions)
 	writeComments(w, r.Comments)

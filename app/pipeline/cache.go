@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/machine/launch"
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/internal/atomicfile"
 	"github.com/airlock-dev/airlock/vm/disk"
 	"github.com/airlock-dev/airlock/vm/ext4"
 )
@@ -66,8 +67,17 @@ func (r *runner) cacheDisk(ctx context.Context) (launch.Disk, error) {
 	}
 	clone := r.sb.Path(CacheFile)
 	os.Remove(clone)
-	if _, err := disk.Keep(ctx, base, clone); err != nil {
-		return launch.Disk{}, fmt.Errorf("the project's cache disk: %w", err)
+	if r.o.FreshCache {
+		if err := ext4.Format(clone, CacheSize, "airlock-cache"); err != nil {
+			return launch.Disk{}, fmt.Errorf("a fresh cache disk: %w", err)
+		}
+	} else {
+		if _, err := disk.Keep(ctx, base, clone); err != nil {
+			return launch.Disk{}, fmt.Errorf("the project's cache disk: %w", err)
+		}
+		if from := cacheFrom(base); from != "" {
+			_ = r.sb.Audit(sandbox.Event{Event: EventCacheUsed, Data: map[string]any{"from": from}})
+		}
 	}
 	r.cache = clone
 	return launch.Disk{Path: clone, Mount: CacheDir}, nil
@@ -130,6 +140,7 @@ func (r *runner) keepCache(promote bool) {
 	}
 	if promote {
 		if err := os.Rename(r.cache, r.o.Cache); err == nil {
+			_ = atomicfile.WriteFile(r.o.Cache+cacheFromSuffix, []byte(r.sb.ID+"\n"), 0o600)
 			_ = r.sb.Audit(sandbox.Event{Event: EventCacheKept, Data: map[string]any{"cache": r.o.Cache}})
 			return
 		}
@@ -137,5 +148,27 @@ func (r *runner) keepCache(promote bool) {
 	os.Remove(r.cache)
 }
 
+// cacheFromSuffix names the file beside a project's cache disk that says
+// which sandbox's run left it.
+const cacheFromSuffix = ".from"
+
+// cacheFrom is the sandbox whose run left the cache disk at path, "" when
+// none is recorded (a disk made empty, or kept before the record).
+func cacheFrom(path string) string {
+	b, err := os.ReadFile(path + cacheFromSuffix)
+	if err != nil || len(b) > 128 {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if !sandbox.ValidID(id) {
+		return ""
+	}
+	return id
+}
+
 // EventCacheKept: the sandbox's caches became its project's.
 const EventCacheKept sandbox.EventKind = "cache-kept"
+
+// EventCacheUsed: the run started with the project's caches, kept by the
+// sandbox in "from".
+const EventCacheUsed sandbox.EventKind = "cache-used"

@@ -96,6 +96,9 @@ type Progress struct {
 	// Excluded is set on StepExcluded (what the snapshot left out) and on
 	// a StepCollect event that reports what the guest left out.
 	Excluded []manifest.Exclusion `json:"excluded,omitempty"`
+	// CacheFrom, on StepCreated, is the sandbox whose run left the
+	// project's dependency caches this run starts with (Meta.CacheFrom).
+	CacheFrom string `json:"cache_from,omitempty"`
 }
 
 // RunOptions is one run as the executor receives it: what to run
@@ -148,6 +151,10 @@ type RunSpec struct {
 	// the sandbox gets a copy on CacheDir, which becomes the project's
 	// next one when the run's verify passes. Empty: no caches.
 	Cache string
+	// FreshCache starts the run with empty caches instead of the
+	// project's (which stay as they are unless this run earns its own
+	// place): a result that does not lean on what an earlier run left.
+	FreshCache bool
 	// Group and Attempt mark one run of a fan-out: the runs of one group
 	// start from one baseline, numbered from 1. The command sees
 	// AIRLOCK_ATTEMPT (and AIRLOCK_GROUP). The executor sets them.
@@ -290,6 +297,9 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}
+	if o.Cache != "" && !o.FreshCache {
+		meta.CacheFrom = cacheFrom(o.Cache)
+	}
 	if o.Script != nil {
 		sum := sha256.Sum256(o.Script)
 		meta.Script, meta.ScriptName = hex.EncodeToString(sum[:]), o.ScriptName
@@ -305,7 +315,7 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 	defer release()
 	r.sb = sb
 	r.res = &RunResult{Sandbox: sb}
-	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID})
+	r.progress(Progress{Step: StepCreated, Sandbox: sb.ID, CacheFrom: meta.CacheFrom})
 	started := time.Now()
 	return r.finish(ctx, started, r.run(ctx))
 }

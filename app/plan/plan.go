@@ -134,6 +134,9 @@ type Request struct {
 	NoVerify bool
 	// NoCache gives the run no dependency caches (see pipeline.CacheEnv).
 	NoCache bool
+	// FreshCache starts the run with empty dependency caches, not the
+	// project's kept ones (pipeline.RunSpec.FreshCache).
+	FreshCache bool
 	// Docker adds Docker inside the VM to the project's environment
 	// (images.EnvironmentRequest.Docker).
 	Docker bool
@@ -472,6 +475,7 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 	// OCI image's configuration: its PATH, its toolchain's).
 	if !req.NoCache {
 		o.Cache = filepath.Join(home.Layout{Root: pl.Home}.Caches(), projectKey(p.Project), pipeline.CacheFile)
+		o.FreshCache = req.FreshCache
 		o.Env = pipeline.WithCacheEnv(o.Env)
 	}
 	if im.Meta.OCI != nil {

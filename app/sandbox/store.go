@@ -124,8 +124,12 @@ type Meta struct {
 	Arch    string `json:"arch"`
 	// Docker says a Docker Engine was started in the VM before the
 	// command; a reply round starts it again.
-	Docker  bool     `json:"docker,omitempty"`
-	Command []string `json:"command"`
+	Docker bool `json:"docker,omitempty"`
+	// CacheFrom is the sandbox whose run left the project's dependency
+	// caches this run started with (its verify passed): what it put there
+	// could sway this run's result. Empty for a run that started with none.
+	CacheFrom string   `json:"cache_from,omitempty"`
+	Command   []string `json:"command"`
 	// Script is the SHA-256 of the script run with --script, if any, and
 	// ScriptName its file name; a copy is kept in the sandbox directory.
 	Script     string `json:"script_sha256,omitempty"`
@@ -280,9 +284,9 @@ func NewID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// validID reports whether s is shaped like a sandbox ID (and so safe as a
-// path element).
-func validID(s string) bool {
+// ValidID reports whether s is shaped like a sandbox ID (and so safe as a
+// path element, or on a terminal).
+func ValidID(s string) bool {
 	if len(s) != idLen {
 		return false
 	}
@@ -335,7 +339,7 @@ func (s *Store) IDs() ([]string, error) {
 	}
 	var ids []string
 	for _, de := range des {
-		if de.IsDir() && validID(de.Name()) {
+		if de.IsDir() && ValidID(de.Name()) {
 			ids = append(ids, de.Name())
 		}
 	}

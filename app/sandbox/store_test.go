@@ -42,7 +42,7 @@ func TestCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !validID(sb.ID) {
+	if !ValidID(sb.ID) {
 		t.Errorf("ID %q is not %d hex digits", sb.ID, idLen)
 	}
 	m, err := sb.Meta()
