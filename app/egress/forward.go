@@ -104,13 +104,32 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	var wrote atomic.Bool
 	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}))
 	var proxyErr error
+	var scrub *scrubber
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = &url.URL{Scheme: scheme, Host: t.String(), Path: pr.In.URL.Path, RawPath: pr.In.URL.RawPath, RawQuery: pr.In.URL.RawQuery}
 			pr.Out.Host = hostHeader(t)
 			if own != nil && substitute(pr.Out.Header, own, value) {
 				rec.Secret = own.Name
+				// The answer is scrubbed of the value (scrub.go): it
+				// must come as sent, not in an encoding of the guest's
+				// choosing.
+				pr.Out.Header.Del("Accept-Encoding")
 			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if rec.Secret == "" || len(value) < minScrubbed {
+				return nil
+			}
+			rec.SecretEchoed += scrubHeader(resp.Header, value, own.Placeholder)
+			if resp.Body != nil && resp.Body != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols {
+				scrub = newScrubber(resp.Body, value, own.Placeholder)
+				resp.Body = scrub
+				// The placeholder's length is not the value's.
+				resp.ContentLength = -1
+				resp.Header.Del("Content-Length")
+			}
+			return nil
 		},
 		Transport: p.transport,
 		// The default FlushInterval already flushes at once for
@@ -136,6 +155,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	}
 	rp.ServeHTTP(cw, r)
 	rec.BytesUp, rec.BytesDown, rec.Duration = body.n.Load()+cw.up.Load(), cw.n+cw.down.Load(), time.Since(start)
+	if scrub != nil {
+		rec.SecretEchoed += scrub.found
+	}
 	if rec.Secret != "" && !wrote.Load() {
 		rec.SecretNotSent = true
 	}

@@ -44,8 +44,12 @@ type Record struct {
 	// SecretNotSent is true when the request with the secret never left
 	// the host (its upstream could not be reached or its TLS failed): the
 	// credential did not go anywhere.
-	SecretNotSent bool   `json:"secret_not_sent,omitempty"`
-	Error         string `json:"error,omitempty"`
+	SecretNotSent bool `json:"secret_not_sent,omitempty"`
+	// SecretEchoed counts the times the upstream's answer held the
+	// secret's value (in a header or the body), each given to the guest
+	// as the placeholder instead.
+	SecretEchoed int    `json:"secret_echoed,omitempty"`
+	Error        string `json:"error,omitempty"`
 	// Held is true for a request a stage matched: answered by the proxy
 	// and kept for review (Action is its number), or refused when it
 	// could not be kept (too large a body).
@@ -102,6 +106,9 @@ func (r Record) String() string {
 		s += fmt.Sprintf(" [%s substituted; %s answered %d: it rejected the credential, check the value of %s]", r.Secret, r.Host, r.Status, r.Secret)
 	case r.Secret != "":
 		s += " [" + r.Secret + " substituted]"
+	}
+	if r.SecretEchoed > 0 {
+		s += fmt.Sprintf(" [the answer held %s's value %d times: the guest got the placeholder]", r.Secret, r.SecretEchoed)
 	}
 	if r.Error != "" {
 		s += " error: " + r.Error

@@ -1,0 +1,111 @@
+package egress
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// A secret goes to its host in a request; an upstream that echoes the
+// request (a debugging endpoint, an error page quoting the header, a
+// service that returns the key it was given) would hand its value back to
+// the guest. Every answer to a request the proxy put a secret in is
+// scrubbed on its way back: the value becomes the placeholder again, in
+// the headers and in the body as it streams. The request asks for no
+// encoding of its own (the transport asks for gzip and decodes it), so
+// the body is seen as sent.
+
+// minScrubbed is the shortest value scrubbed: a shorter one would match
+// ordinary text in answers (no real credential is that short).
+const minScrubbed = 8
+
+// scrubHeader replaces value with placeholder in every header of h, and
+// reports how many it replaced.
+func scrubHeader(h http.Header, value, placeholder string) int {
+	n := 0
+	for k, vs := range h {
+		for i, v := range vs {
+			if strings.Contains(v, value) {
+				vs[i] = strings.ReplaceAll(v, value, placeholder)
+				n++
+			}
+		}
+		h[k] = vs
+	}
+	return n
+}
+
+// scrubber is a response body with every occurrence of value replaced by
+// placeholder. It holds back only what could be the start of value (the
+// longest end of what it read that value begins with), so a stream of
+// events reaches the guest as it comes, and no byte of value ever does.
+type scrubber struct {
+	r                  io.ReadCloser
+	value, placeholder []byte
+	pending            []byte // read, not yet given out
+	out                []byte // ready to give out
+	buf                []byte // what the body is read into
+	found              int
+	eof                bool
+}
+
+func newScrubber(r io.ReadCloser, value, placeholder string) *scrubber {
+	return &scrubber{r: r, value: []byte(value), placeholder: []byte(placeholder)}
+}
+
+func (s *scrubber) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		if s.eof {
+			return 0, io.EOF
+		}
+		if s.buf == nil {
+			s.buf = make([]byte, 32<<10)
+		}
+		n, err := s.r.Read(s.buf)
+		s.pending = append(s.pending, s.buf[:n]...)
+		if err != nil {
+			if err != io.EOF {
+				return 0, err
+			}
+			s.eof = true
+		}
+		s.scrub()
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}
+
+// scrub moves what is safe from pending to out, replacing every whole
+// occurrence of value; at the end, everything.
+func (s *scrubber) scrub() {
+	for {
+		i := bytes.Index(s.pending, s.value)
+		if i < 0 {
+			break
+		}
+		s.out = append(append(s.out, s.pending[:i]...), s.placeholder...)
+		s.pending = s.pending[i+len(s.value):]
+		s.found++
+	}
+	keep := 0
+	if !s.eof {
+		keep = partialMatch(s.pending, s.value)
+	}
+	s.out = append(s.out, s.pending[:len(s.pending)-keep]...)
+	s.pending = append([]byte(nil), s.pending[len(s.pending)-keep:]...)
+}
+
+// partialMatch is the length of the longest end of b that value begins
+// with (shorter than value: a whole one is replaced before).
+func partialMatch(b, value []byte) int {
+	for n := min(len(b), len(value)-1); n > 0; n-- {
+		if bytes.HasPrefix(value, b[len(b)-n:]) {
+			return n
+		}
+	}
+	return 0
+}
+
+func (s *scrubber) Close() error { return s.r.Close() }
