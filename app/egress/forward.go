@@ -43,29 +43,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		p.deny(w, rec, placeholderDecision(s, t), t)
 		return
 	}
-	// A connection switched to another protocol (a WebSocket) carries raw
-	// bytes both ways, past every method limit, stage and scan: only on a
-	// host with none of those, or whose rule names UPGRADE. h2c is
-	// dropped instead (the client carries on in HTTP/1.1), and so are
-	// the headers that ask a server to take a request as another method.
-	guard := pol.guard(Request{Host: t.host, Port: t.port, Method: r.Method, Path: r.URL.Path, Connect: t.connect}, own)
-	if up := upgradeOf(r.Header); up != "" {
-		switch {
-		case strings.EqualFold(up, "h2c") && guard != "":
-			stripUpgrade(r.Header)
-		case guard != "":
-			p.deny(w, rec, Decision{Rule: "upgrade " + up, Reason: fmt.Sprintf(
-				"%s %s%s asks to switch the connection to %q, which would carry bytes past what Airlock checks on %s (%s); a rule naming UPGRADE allows it: \"%s (%s,UPGRADE)\"",
-				r.Method, t, r.URL.Path, up, t, guard, t.host, r.Method)}, t)
-			return
-		default:
-			rec.Upgrade = up
-		}
-	}
-	if guard != "" {
-		for _, h := range methodOverrides {
-			r.Header.Del(h)
-		}
+	if !p.guardSwitch(w, r, t, &rec, pol, own) {
+		return
 	}
 	if d.Stage != nil {
 		p.hold(w, r, t, rec, d.Stage, own)
@@ -82,18 +61,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		}
 		value = v
 	}
-	var scan *placeholderScanner
-	var timeout *bodyTimeout
-	body := &countingReader{r: r.Body}
-	if r.Body != nil && r.Body != http.NoBody {
-		timeout = &bodyTimeout{r: r.Body, rc: http.NewResponseController(w), d: p.cfg.BodyTimeout}
-		var in io.ReadCloser = timeout
-		if scan = newPlaceholderScanner(in, pol.foreign(own)); scan != nil {
-			in = scan
-		}
-		body.r = in
-		r.Body = body
-	}
+	body, scan, timeout := p.watchBody(w, r, pol, own)
 	cw := &countingWriter{ResponseWriter: w}
 	scheme := "http"
 	if t.connect {
@@ -104,34 +72,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	var wrote atomic.Bool
 	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{WroteHeaders: func() { wrote.Store(true) }}))
 	var proxyErr error
-	var scrub *scrubber
+	inj := &injection{own: own, value: value}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = &url.URL{Scheme: scheme, Host: t.String(), Path: pr.In.URL.Path, RawPath: pr.In.URL.RawPath, RawQuery: pr.In.URL.RawQuery}
 			pr.Out.Host = hostHeader(t)
-			if own != nil && substitute(pr.Out.Header, own, value) {
+			if inj.put(pr.Out.Header) {
 				rec.Secret = own.Name
-				// The answer is scrubbed of the value (scrub.go): it
-				// must come as sent, not in an encoding of the guest's
-				// choosing.
-				pr.Out.Header.Del("Accept-Encoding")
 			}
 		},
-		ModifyResponse: func(resp *http.Response) error {
-			if rec.Secret == "" || len(value) < minScrubbed {
-				return nil
-			}
-			rec.SecretEchoed += scrubHeader(resp.Header, value, own.Placeholder)
-			if resp.Body != nil && resp.Body != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols {
-				scrub = newScrubber(resp.Body, value, own.Placeholder)
-				resp.Body = scrub
-				// The placeholder's length is not the value's.
-				resp.ContentLength = -1
-				resp.Header.Del("Content-Length")
-			}
-			return nil
-		},
-		Transport: p.transport,
+		ModifyResponse: inj.scrub,
+		Transport:      p.transport,
 		// The default FlushInterval already flushes at once for
 		// server-sent events and responses of unknown length.
 		BufferPool: p.buffers,
@@ -155,9 +106,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	}
 	rp.ServeHTTP(cw, r)
 	rec.BytesUp, rec.BytesDown, rec.Duration = body.n.Load()+cw.up.Load(), cw.n+cw.down.Load(), time.Since(start)
-	if scrub != nil {
-		rec.SecretEchoed += scrub.found
-	}
+	rec.SecretEchoed = inj.echoed()
 	if rec.Secret != "" && !wrote.Load() {
 		rec.SecretNotSent = true
 	}
@@ -185,6 +134,55 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 		rec.Error = proxyErr.Error()
 	}
 	p.record(rec)
+}
+
+// watchBody wraps the request's body, if it has one, to count it, end
+// an upload that stalls and find foreign placeholders as it streams.
+func (p *Proxy) watchBody(w http.ResponseWriter, r *http.Request, pol *Policy, own *Secret) (*countingReader, *placeholderScanner, *bodyTimeout) {
+	body := &countingReader{r: r.Body}
+	if r.Body == nil || r.Body == http.NoBody {
+		return body, nil, nil
+	}
+	timeout := &bodyTimeout{r: r.Body, rc: http.NewResponseController(w), d: p.cfg.BodyTimeout}
+	var in io.ReadCloser = timeout
+	scan := newPlaceholderScanner(in, pol.foreign(own))
+	if scan != nil {
+		in = scan
+	}
+	body.r = in
+	r.Body = body
+	return body, scan, timeout
+}
+
+// guardSwitch keeps a request from carrying anything past what the
+// proxy checks on its host. A connection switched to another protocol (a
+// WebSocket) carries raw bytes both ways, past every method limit, stage
+// and scan: it is refused (false, answered) unless the host has none of
+// those, or a rule for it names UPGRADE. h2c is dropped instead (the
+// client carries on in HTTP/1.1), and so are the headers that ask a
+// server to take a request as another method. An allowed switch is noted
+// in rec.
+func (p *Proxy) guardSwitch(w http.ResponseWriter, r *http.Request, t target, rec *Record, pol *Policy, own *Secret) bool {
+	guard := pol.guard(Request{Host: t.host, Port: t.port, Method: r.Method, Path: r.URL.Path, Connect: t.connect}, own)
+	if up := upgradeOf(r.Header); up != "" {
+		switch {
+		case strings.EqualFold(up, "h2c") && guard != "":
+			stripUpgrade(r.Header)
+		case guard != "":
+			p.deny(w, *rec, Decision{Rule: "upgrade " + up, Reason: fmt.Sprintf(
+				"%s %s%s asks to switch the connection to %q, which would carry bytes past what Airlock checks on %s (%s); a rule naming UPGRADE allows it: \"%s (%s,UPGRADE)\"",
+				r.Method, t, r.URL.Path, up, t, guard, t.host, r.Method)}, t)
+			return false
+		default:
+			rec.Upgrade = up
+		}
+	}
+	if guard != "" {
+		for _, h := range methodOverrides {
+			r.Header.Del(h)
+		}
+	}
+	return true
 }
 
 // noSecret answers a request whose secret's value could not be had

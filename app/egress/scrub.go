@@ -109,3 +109,53 @@ func partialMatch(b, value []byte) int {
 }
 
 func (s *scrubber) Close() error { return s.r.Close() }
+
+// injection is the secret a request carries to its own host (own, its
+// value taken for this request): put in on the way out, scrubbed from the
+// answer on the way back.
+type injection struct {
+	own     *Secret
+	value   string
+	sent    bool
+	headers int // echoes found in the answer's headers
+	body    *scrubber
+}
+
+// put substitutes the secret into the outgoing headers h, and reports
+// whether the request carries it. The answer is then scrubbed, so it must
+// come as sent, not in an encoding of the guest's choosing: the
+// transport asks for gzip and decodes it.
+func (in *injection) put(h http.Header) bool {
+	if in.own == nil || !substitute(h, in.own, in.value) {
+		return false
+	}
+	in.sent = true
+	h.Del("Accept-Encoding")
+	return true
+}
+
+// scrub is the reverse proxy's ModifyResponse: the answer to a request
+// that carried the secret gets the placeholder where it held the value.
+func (in *injection) scrub(resp *http.Response) error {
+	if !in.sent || len(in.value) < minScrubbed {
+		return nil
+	}
+	in.headers += scrubHeader(resp.Header, in.value, in.own.Placeholder)
+	if resp.Body != nil && resp.Body != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols {
+		in.body = newScrubber(resp.Body, in.value, in.own.Placeholder)
+		resp.Body = in.body
+		// The placeholder's length is not the value's.
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	}
+	return nil
+}
+
+// echoed is how many times the answer held the value.
+func (in *injection) echoed() int {
+	n := in.headers
+	if in.body != nil {
+		n += in.body.found
+	}
+	return n
+}

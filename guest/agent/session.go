@@ -268,24 +268,7 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		}
 		return false, setWinsize(s.ptmx, r.Rows, r.Cols, r.Wpx, r.Hpx)
 	case "shell", "exec":
-		if s.proc != nil || s.done != nil {
-			return false, errStarted
-		}
-		name := filepath.Base(s.a.cfg.Shell)
-		argv := []string{"-" + name} // a login shell, as sshd starts one
-		if req.Type == "exec" {
-			var r execRequest
-			if err := ssh.Unmarshal(req.Payload, &r); err != nil {
-				return false, err
-			}
-			if run := s.builtin(r.Command); run != nil {
-				s.runBuiltin(req, run)
-				return true, nil
-			}
-			argv = []string{name, "-c", r.Command}
-		}
-		s.run(req, argv)
-		return true, nil
+		return s.start(req)
 	case "subsystem":
 		var r execRequest
 		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
@@ -461,6 +444,29 @@ func (s *session) run(req *ssh.Request, argv []string) {
 		}
 		s.exit(proc.status)
 	}()
+}
+
+// start runs a shell or exec request's command: a login shell, the
+// command by the shell, or a builtin in the agent's own process.
+func (s *session) start(req *ssh.Request) (replied bool, err error) {
+	if s.proc != nil || s.done != nil {
+		return false, errStarted
+	}
+	name := filepath.Base(s.a.cfg.Shell)
+	argv := []string{"-" + name} // a login shell, as sshd starts one
+	if req.Type == "exec" {
+		var r execRequest
+		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
+			return false, err
+		}
+		if run := s.builtin(r.Command); run != nil {
+			s.runBuiltin(req, run)
+			return true, nil
+		}
+		argv = []string{name, "-c", r.Command}
+	}
+	s.run(req, argv)
+	return true, nil
 }
 
 // builtin is what runs command in the agent's own process

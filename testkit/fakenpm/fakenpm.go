@@ -3,7 +3,8 @@
 // the tarballs they point at (GET /NAME/-/BASE-VERSION.tgz), with each
 // tarball's integrity, as npm install and curl fetch them. Packages are
 // real tarballs (node, npm) or stand-ins for a CLI (CLI): a package.json
-// with a bin that prints a line.
+// with a bin that prints a line. It must not import app, guest, vm, fyne
+// or vz: it is the npm registry's side only.
 package fakenpm
 
 import (
