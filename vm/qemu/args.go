@@ -174,6 +174,9 @@ func checkSocketPath(what, path, goos string) error {
 // must be passed to QEMU as fd 3, for serial links the link listener as
 // fd 4, the write end of the console pipe as fd 5, and with Memory.Shared
 // the RAM's memfd as fd 6.
+// Sandbox is the -sandbox option every QEMU on Linux runs with.
+const Sandbox = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+
 func Args(spec vm.Spec, host Host) ([]string, error) {
 	prog, link, err := checkArgs(spec, host)
 	if err != nil {
@@ -225,6 +228,13 @@ func Args(spec vm.Spec, host Host) ([]string, error) {
 	}
 	add("-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem))
 	add("-nodefaults", "-no-user-config", "-nographic", "-no-reboot")
+	if host.OS == "linux" {
+		// QEMU's own seccomp filter: no obsolete system calls, no
+		// setuid and the like, no new processes (a restore reads the
+		// state through a descriptor, not a command), no changes to
+		// scheduling or resource limits. Only Linux builds have it.
+		add("-sandbox", Sandbox)
+	}
 	add("-object", memoryObject(host.Memory, len(spec.Shares) > 0, mem))
 	if spec.Name != "" {
 		add("-name", "guest=airlock-"+escape(spec.Name))

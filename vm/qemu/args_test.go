@@ -14,7 +14,7 @@ func TestArgs(t *testing.T) {
 	base := vm.Spec{Name: "t1", Kernel: "/img/vmlinux", Initrd: "/img/initrd", Cmdline: "panic=-1 quiet", StateDir: "/s"}
 	tcg := Host{Accel: TCG, Arch: vm.AMD64, OS: "linux", QBoot: "/usr/share/qemu/qboot.rom"}
 	common := func(cpus, mem string) []string {
-		return []string{"-smp", cpus, "-m", mem, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot"}
+		return []string{"-smp", cpus, "-m", mem, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot", "-sandbox", Sandbox}
 	}
 	serial := []string{"-device", "virtio-serial-pci",
 		"-chardev", "socket,id=link,fd=4,server=on,wait=off",
@@ -91,7 +91,7 @@ func TestArgs(t *testing.T) {
 		{
 			name: "serial link asked for on a vsock host",
 			spec: vm.Spec{Arch: vm.AMD64, Kernel: "/k", StateDir: "/s", Link: vm.Link{Kind: vm.LinkSerial, SocketPath: "/run/l.sock"}},
-			host: Host{Accel: TCG, Arch: vm.AMD64, Vsock: true, CID: 9},
+			host: Host{Accel: TCG, Arch: vm.AMD64, OS: "linux", Vsock: true, CID: 9},
 			want: cat(
 				[]string{"qemu-system-x86_64", "-machine", "q35,memory-backend=mem", "-accel", "tcg", "-cpu", "max"},
 				common("1", "512"),

@@ -389,6 +389,15 @@ func incomingMachine(q *qmp) *machine {
 		log: slog.New(slog.DiscardHandler), done: make(chan struct{})}
 }
 
+// savedState is a state file for load, handed to QEMU as a descriptor.
+func savedState(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(p, []byte("QEVM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestLoadWaitsForEvents(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -400,22 +409,22 @@ func TestLoadWaitsForEvents(t *testing.T) {
 		name:      "saved paused",
 		incoming:  fakeReply{after: []string{migration("active"), migration("completed")}},
 		status:    "paused",
-		wantCalls: []string{"migrate-set-capabilities", "migrate-incoming", "query-status", "cont"},
+		wantCalls: []string{"migrate-set-capabilities", "getfd", "migrate-incoming", "query-status", "cont"},
 	}, {
 		name:      "saved running",
 		incoming:  fakeReply{after: []string{migration("active"), "RESUME", migration("completed")}},
 		status:    "running",
-		wantCalls: []string{"migrate-set-capabilities", "migrate-incoming", "query-status"},
+		wantCalls: []string{"migrate-set-capabilities", "getfd", "migrate-incoming", "query-status"},
 	}, {
 		name:      "load failed",
 		incoming:  fakeReply{after: []string{migration("active"), migration("failed")}},
 		wantErr:   "loading the saved state: migration failed",
-		wantCalls: []string{"migrate-set-capabilities", "migrate-incoming"},
+		wantCalls: []string{"migrate-set-capabilities", "getfd", "migrate-incoming"},
 	}, {
 		name:      "qemu exits",
 		incoming:  fakeReply{after: []string{migration("active")}, hangUp: true},
 		wantErr:   "qemu ended while loading the saved state",
-		wantCalls: []string{"migrate-set-capabilities", "migrate-incoming"},
+		wantCalls: []string{"migrate-set-capabilities", "getfd", "migrate-incoming"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,7 +440,7 @@ func TestLoadWaitsForEvents(t *testing.T) {
 				return fakeReply{}
 			})
 			m := incomingMachine(q)
-			err := m.load(t.Context(), "/saved/state")
+			err := m.load(t.Context(), savedState(t))
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("load: %v", err)
@@ -463,7 +472,7 @@ func TestLoadCancelled(t *testing.T) {
 		<-started
 		cancel()
 	}()
-	if err := incomingMachine(q).load(ctx, "/saved/state"); !errors.Is(err, context.Canceled) {
+	if err := incomingMachine(q).load(ctx, savedState(t)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("load: %v, want context.Canceled", err)
 	}
 }

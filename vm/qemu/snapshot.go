@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/atomicfile"
@@ -23,8 +22,9 @@ import (
 // of a pipe (getfd, then an fd: migration URI) and copies the stream into
 // the state file: the pipe's end is the sign that QEMU is done with the
 // migration, which its MIGRATION event comes a little before. QEMU 7.2
-// (Debian 12) has no file: migration URI, so Restore reads the state
-// through `cat` started by QEMU's exec: URI (run by /bin/sh). Next to the
+// (Debian 12) has no file: migration URI, so Restore hands QEMU the state
+// file's descriptor the same way (getfd, fd:): QEMU runs with spawn=deny
+// (Sandbox) and could not start a reader of its own. Next to the
 // state file, Save writes SavedMachine (path + SavedSuffix): the
 // accelerator, firmware and command line of the saved machine. Restore
 // takes the spec from its caller, as vm.Restorer says, and checks that the
@@ -74,11 +74,9 @@ type SavedMachine struct {
 	RAMFile bool `json:"ram_file,omitempty"`
 }
 
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// loadURI is the migration URI that reads the state from path.
-func loadURI(path string) string { return "exec:cat " + shellQuote(path) }
+// loadFD is the name the state file's descriptor is given to QEMU
+// under for a restore (getfd, then the fd: migration URI).
+const loadFD = "airlock-load"
 
 // errShares says why a machine with virtio-fs shares cannot be saved.
 func errShares(n int) error {
@@ -93,15 +91,18 @@ var (
 )
 
 // migrationArgs is a QEMU command line with what a migration stream does
-// not depend on masked: the vsock cid (the guest rereads it), the
+// not depend on masked (and the -sandbox filter left out): the vsock cid (the guest rereads it), the
 // machine's name, the console log's path and the disks' files. A machine
 // restores into another run directory (a warm snapshot restored for each
 // sandbox) with other disk files: whoever restores vouches for what they
 // hold (vm.Restorer).
 func migrationArgs(args []string) []string {
-	out := make([]string, len(args))
+	out := make([]string, 0, len(args))
 	for i, a := range args {
 		switch {
+		case a == "-sandbox" || i > 0 && args[i-1] == "-sandbox":
+			// QEMU's system call filter: no part of the machine.
+			continue
 		case i > 0 && args[i-1] == "-name":
 			a = "*"
 		default:
@@ -110,7 +111,7 @@ func migrationArgs(args []string) []string {
 			a = driveArg.ReplaceAllString(a, "${1}*${2}")
 			a = memoryArg.ReplaceAllString(a, "memory-backend-*,${1}")
 		}
-		out[i] = a
+		out = append(out, a)
 	}
 	return out
 }
@@ -490,7 +491,18 @@ func (m *machine) load(ctx context.Context, path string) error {
 	if err := q.call(ctx, "migrate-set-capabilities", migrationCaps, nil); err != nil {
 		return err
 	}
-	if err := q.call(ctx, "migrate-incoming", map[string]string{"uri": loadURI(path)}, nil); err != nil {
+	// The state file goes to QEMU as a descriptor: QEMU starts no
+	// process to read it (its seccomp filter forbids that, Sandbox).
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = q.callFile(ctx, "getfd", map[string]string{"fdname": loadFD}, nil, f)
+	f.Close() // QEMU holds its own copy
+	if err != nil {
+		return err
+	}
+	if err := q.call(ctx, "migrate-incoming", map[string]string{"uri": "fd:" + loadFD}, nil); err != nil {
 		return err
 	}
 	// QEMU says completed once the state is loaded; when the load fails
