@@ -466,7 +466,6 @@ func (p *Policy) Inspects() bool {
 	return len(p.Secrets) > 0 || len(p.Stage) > 0 || slices.ContainsFunc(p.Allow, func(r Rule) bool { return len(r.Methods) > 0 })
 }
 
-// secretFor returns the secret configured for host:port, if any.
 // guard says why what p checks on req's host and port would be lost on a
 // connection switched to another protocol, or in a request a server
 // reads as another method: a stage covers it, own (its secret) is sent to
@@ -501,6 +500,7 @@ func (p *Policy) guard(req Request, own *Secret) string {
 	return strings.Join(why, "; ")
 }
 
+// secretFor returns the secret configured for host:port, if any.
 func (p *Policy) secretFor(host string, port int) *Secret {
 	for i := range p.Secrets {
 		s := &p.Secrets[i]
