@@ -153,8 +153,12 @@ func (r *runner) keepCache(promote bool) {
 const cacheFromSuffix = ".from"
 
 // cacheFrom is the sandbox whose run left the cache disk at path, "" when
-// none is recorded (a disk made empty, or kept before the record).
+// none is recorded (a disk made empty, or kept before the record) or the
+// disk is gone (its record outlived it: the next disk starts empty).
 func cacheFrom(path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
 	b, err := os.ReadFile(path + cacheFromSuffix)
 	if err != nil || len(b) > 128 {
 		return ""
