@@ -60,6 +60,9 @@ type timing struct {
 	Package, Test string
 	Elapsed       float64
 	Action        string // pass, fail, skip
+	// Start and End are a package's first and last event times (go
+	// test's own), for the timeline; zero for tests.
+	Start, End time.Time
 }
 
 // report adds up the events of one run.
@@ -144,6 +147,15 @@ func (r *report) read(in io.Reader, label string, out io.Writer) error {
 }
 
 func (r *report) add(e event, out io.Writer) {
+	if e.Package != "" && !e.Time.IsZero() {
+		p := r.pkg(e.Package)
+		if p.Start.IsZero() || e.Time.Before(p.Start) {
+			p.Start = e.Time
+		}
+		if e.Time.After(p.End) {
+			p.End = e.Time
+		}
+	}
 	switch e.Action {
 	case "output", "build-output":
 		io.WriteString(out, e.Output)
@@ -170,7 +182,7 @@ func (r *report) add(e event, out io.Writer) {
 		return
 	}
 	delete(r.running, e.Package+"\x00"+e.Test)
-	r.tests = append(r.tests, timing{e.Package, e.Test, e.Elapsed, e.Action})
+	r.tests = append(r.tests, timing{Package: e.Package, Test: e.Test, Elapsed: e.Elapsed, Action: e.Action})
 }
 
 func (r *report) pkg(name string) *timing {
@@ -230,6 +242,7 @@ func (r *report) print(w io.Writer, top int) {
 		}
 		fmt.Fprintf(w, "%9.2fs  %-4s  %s\n", p.Elapsed, action, p.Package)
 	}
+	r.printTimeline(w, pkgs)
 	if len(r.builds) > 0 {
 		var names []string
 		for n := range r.builds {
@@ -243,6 +256,39 @@ func (r *report) print(w io.Writer, top int) {
 	}
 	pass, fail, skip := r.counts()
 	fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped\n", pass, fail, skip)
+}
+
+// printTimeline writes when each package that ran tests started and
+// ended, from the first start of any, in the order they started: with
+// several go test runs side by side, the critical path shows (which
+// stream ended last, and what it waited on), not only each package's
+// total.
+func (r *report) printTimeline(w io.Writer, pkgs []*timing) {
+	var ran []*timing
+	var first time.Time
+	for _, p := range pkgs {
+		if p.Action == "skip" || p.Start.IsZero() {
+			continue
+		}
+		ran = append(ran, p)
+		if first.IsZero() || p.Start.Before(first) {
+			first = p.Start
+		}
+	}
+	if len(ran) == 0 {
+		return
+	}
+	sort.SliceStable(ran, func(i, j int) bool { return ran[i].Start.Before(ran[j].Start) })
+	fmt.Fprintf(w, "\n=== when each package ran (from the first start)\n")
+	for _, p := range ran {
+		fmt.Fprintf(w, "  +%s  to +%s  %s\n", clock(p.Start.Sub(first)), clock(p.End.Sub(first)), p.Package)
+	}
+}
+
+// clock is d as minutes and seconds, 03:07.
+func clock(d time.Duration) string {
+	s := int(d.Round(time.Second) / time.Second)
+	return fmt.Sprintf("%02d:%02d", s/60, s%60)
 }
 
 // counts are the closing line's numbers: tests passed, failed and skipped;

@@ -168,3 +168,33 @@ func TestReportSeveralStreams(t *testing.T) {
 		t.Error("readAll of a missing stream: no error")
 	}
 }
+
+// The timeline puts packages of streams run side by side in the order
+// they started, each with its start and end from the first start.
+func TestReportTimeline(t *testing.T) {
+	in := `{"Time":"2026-01-01T10:00:05Z","Action":"start","Package":"late"}
+{"Time":"2026-01-01T10:00:00Z","Action":"start","Package":"early"}
+{"Time":"2026-01-01T10:00:01Z","Action":"run","Package":"early","Test":"TestA"}
+{"Time":"2026-01-01T10:02:07Z","Action":"pass","Package":"early","Test":"TestA","Elapsed":126}
+{"Time":"2026-01-01T10:02:08Z","Action":"pass","Package":"early","Elapsed":128}
+{"Time":"2026-01-01T10:00:05Z","Action":"skip","Package":"notests","Elapsed":0}
+{"Time":"2026-01-01T10:00:06Z","Action":"run","Package":"late","Test":"TestB"}
+{"Time":"2026-01-01T11:01:06Z","Action":"pass","Package":"late","Test":"TestB","Elapsed":3660}
+{"Time":"2026-01-01T11:01:06Z","Action":"pass","Package":"late","Elapsed":3661}
+`
+	r := newReport()
+	var out bytes.Buffer
+	if err := r.read(strings.NewReader(in), "", &out); err != nil {
+		t.Fatal(err)
+	}
+	r.print(&out, 25)
+	want := "\n=== when each package ran (from the first start)\n" +
+		"  +00:00  to +02:08  early\n" +
+		"  +00:05  to +61:06  late\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks the timeline %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "notests\n  ") || strings.Count(out.String(), "notests") != 1 {
+		t.Errorf("a package without tests is in the timeline:\n%s", out.String())
+	}
+}
