@@ -275,7 +275,7 @@ func TestGoProjectEnvironment(t *testing.T) {
 	full := testenv.FullImage(t, vm.AMD64)
 	reg := ocitest.NewRegistry(t)
 	ref := reg.Push(t, "library/golang:bookworm", ocitest.Image(t, "amd64",
-		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianGo(t))))
+		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
 	proj := t.TempDir()
 	for name, body := range map[string]string{
 		"airlock.toml": "[environment]\nimage = \"" + ref + "\"\napt = [\"golang-go\", \"hello\"]\n",

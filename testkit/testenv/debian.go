@@ -15,17 +15,27 @@ import (
 	"github.com/airlock-dev/airlock/vm/image"
 )
 
-// DebianBase returns a gzip tar of a minimal Debian 12 root file system
-// (mmdebstrap's minbase variant, apt pointing at deb.debian.org), the
-// base layer tests build images on where no registry is reachable. It is
-// made once per test home (the .debs are cached beside the full image's)
-// and needs root and mmdebstrap, as the full image does.
-func DebianBase(t testing.TB) string {
+// DebianEnv returns a gzip tar of a minimal Debian 12 root file system
+// (mmdebstrap's minbase variant, apt pointing at deb.debian.org) with
+// Go (Debian's golang-go) and Docker inside the VM's packages
+// (images.DockerPackages: docker.io, iptables, curl) installed, and no
+// git and no node: the base layer tests build project images on where
+// no registry is reachable. One layer serves the Go project's
+// environment, the Docker environment and the bare base the agent
+// layer is stacked on: three layers made it three mmdebstraps of
+// minutes each, in three lanes of the suite. Installing these in a
+// builder VM is what the tests leave out (dpkg unpacking the Go
+// toolchain's 15,000 files took a test 15 minutes under QEMU without
+// KVM, the engine minutes more); TestGoProjectEnvironment proves apt
+// installing in a builder VM on a small package. It is made once per
+// test home (the .debs cached beside the full image's) and needs root
+// and mmdebstrap, as the full image does.
+func DebianEnv(t testing.TB) string {
 	t.Helper()
-	return debianLayer(t, "bookworm-minbase-amd64", "debian-base", []string{"ca-certificates"})
+	return debianLayer(t, "bookworm-env-amd64", "debian-env", []string{"ca-certificates", "golang-go", "docker.io", "iptables", "curl"})
 }
 
-// DebianTools is DebianBase with the full image's Debian packages
+// DebianTools is a minbase Debian 12 with the full image's Debian packages
 // (image.FullSpec) already installed: a base on which the agent image's
 // first stage finds nothing left to install. Installing those packages
 // in a builder VM takes tens of minutes under QEMU without KVM (dpkg
@@ -35,27 +45,6 @@ func DebianBase(t testing.TB) string {
 func DebianTools(t testing.TB) string {
 	t.Helper()
 	return debianLayer(t, "bookworm-tools-amd64", "debian-tools", image.FullSpec(vm.AMD64).Packages)
-}
-
-// DebianGo is DebianBase with Go (Debian's golang-go) installed: the
-// image of a Go project's environment in tests. Installing Go in a
-// builder VM (dpkg unpacking some 15,000 files of the toolchain and its
-// sources under QEMU without KVM, then bringing them back) took a test
-// 15 minutes; the test installs a small package there instead.
-func DebianGo(t testing.TB) string {
-	t.Helper()
-	return debianLayer(t, "bookworm-go-amd64", "debian-go", []string{"ca-certificates", "golang-go"})
-}
-
-// DebianDocker is DebianBase with Docker inside the VM's packages
-// (images.DockerPackages: Debian's docker.io, iptables and curl) installed: the
-// base of a Docker environment in tests, whose apt step in the builder
-// VM then finds nothing to install (dpkg unpacking the engine takes
-// minutes under QEMU without KVM; TestGoProjectEnvironment proves apt
-// installing in a builder VM).
-func DebianDocker(t testing.TB) string {
-	t.Helper()
-	return debianLayer(t, "bookworm-docker-amd64", "debian-docker", []string{"ca-certificates", "docker.io", "iptables", "curl"})
 }
 
 // debianLayer makes (once per test home) the gzip tar name.tar.gz of a

@@ -41,7 +41,7 @@ func TestDockerInTheVM(t *testing.T) {
 	home := testenv.VMHome(t)
 	reg := ocitest.NewRegistry(t)
 	ref := reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
-		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianDocker(t))))
+		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
 
 	// Docker Hub, as the daemon sees it through the proxy: the test's
 	// registry under registry-1.docker.io's name, over TLS with a CA of

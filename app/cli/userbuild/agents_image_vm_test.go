@@ -46,7 +46,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	minimal := testenv.Image(t, vm.AMD64)
 	reg := ocitest.NewRegistry(t)
 	path := "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	base := reg.Push(t, "library/debian:bookworm-slim", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianBase(t))))
+	base := reg.Push(t, "library/debian:bookworm-slim", ocitest.Image(t, "amd64", []string{path}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
 	// The agent image's base has its Debian packages already: the build
 	// runs every stage as a user's does (the apt step in the builder VM
 	// finds them installed and runs no apt), without the half hour dpkg
@@ -134,7 +134,7 @@ func TestAgentsImageByNonRootUser(t *testing.T) {
 	}
 
 	// The agent layer on a project's own image: an environment naming an
-	// image (here the bare Debian base, no git, no node) gets the agent
+	// image (here the Debian base of the tests' environments: Go and Docker, no git, no node) gets the agent
 	// CLIs stacked on it, without a VM.
 	proj := filepath.Join(dir, "project")
 	if err := os.MkdirAll(proj, 0o755); err != nil {
