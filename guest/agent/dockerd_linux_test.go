@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The daemon gets a fixed PATH and the proxy variables, nothing else of
@@ -20,16 +23,77 @@ func TestDockerEnv(t *testing.T) {
 	}
 }
 
-// logTail reads only the end of a log, however long it is.
+// logTail reads only the end of a log, however long it is, and nothing
+// before the offset it is given (what an earlier start logged).
 func TestLogTail(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "log")
 	if err := os.WriteFile(p, []byte(strings.Repeat("x", 10000)+"the end\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := logTail(p, 8); got != "the end" {
+	if got := logTail(p, 0, 8); got != "the end" {
 		t.Errorf("logTail = %q", got)
 	}
-	if got := logTail(filepath.Join(t.TempDir(), "none"), 8); !strings.Contains(got, "no such file") {
+	if got := logTail(p, 10004, 100); got != "end" {
+		t.Errorf("logTail from 10004 = %q", got)
+	}
+	if got := logTail(filepath.Join(t.TempDir(), "none"), 0, 8); !strings.Contains(got, "no such file") {
 		t.Errorf("logTail of a missing file = %q", got)
+	}
+}
+
+// fakeDaemon exits with each of logs in turn (one per start) and
+// answers at the start after the last, when answers is set.
+type fakeDaemon struct {
+	logs    []string
+	answers bool
+	starts  int
+}
+
+func (f *fakeDaemon) daemon() daemon {
+	return daemon{
+		start: func() (<-chan error, error) {
+			f.starts++
+			exited := make(chan error, 1)
+			if f.starts <= len(f.logs) {
+				exited <- errors.New("exit status 1")
+			}
+			return exited, nil
+		},
+		answer: func(context.Context) error {
+			if f.answers && f.starts > len(f.logs) {
+				return nil
+			}
+			return errors.New("connection refused")
+		},
+		log: func() string { return f.logs[min(f.starts, len(f.logs))-1] },
+	}
+}
+
+// A dockerd that gave up on a slow containerd is started again, up to
+// dockerStarts times; one that exits for anything else, or past that
+// many starts, is an error with its log; one that never answers is an
+// error at the deadline.
+func TestAwaitDaemon(t *testing.T) {
+	slow := "level=info msg=\"starting containerd\"\nfailed to start daemon: " + containerdSlow
+	ctx := context.Background()
+	f := &fakeDaemon{logs: []string{slow, slow}, answers: true}
+	if starts, err := awaitDaemon(ctx, f.daemon(), time.Millisecond); err != nil || starts != 3 {
+		t.Errorf("after two slow containerds: %d starts, %v; want 3 starts, no error", starts, err)
+	}
+	f = &fakeDaemon{logs: []string{slow, slow, slow}, answers: true}
+	if starts, err := awaitDaemon(ctx, f.daemon(), time.Millisecond); err == nil || starts != dockerStarts || !strings.Contains(err.Error(), containerdSlow) {
+		t.Errorf("three slow containerds: %d starts, %v; want %d and an error with the log", starts, err, dockerStarts)
+	}
+	f = &fakeDaemon{logs: []string{"failed to start daemon: pid file found"}, answers: true}
+	if starts, err := awaitDaemon(ctx, f.daemon(), time.Millisecond); err == nil || starts != 1 || !strings.Contains(err.Error(), "pid file found") {
+		t.Errorf("another failure: %d starts, %v; want one start and its log", starts, err)
+	}
+	f = &fakeDaemon{}
+	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	d := f.daemon()
+	d.log = func() string { return "still starting" }
+	if _, err := awaitDaemon(ctx, d, time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("a daemon that never answers: %v", err)
 	}
 }
