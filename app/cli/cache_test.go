@@ -30,6 +30,12 @@ func TestDependencyCache(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("run %q: exit %d, %v\n%s%s", args, code, err, out, errOut)
 		}
+		// Every run here collects a changeset (even the one whose verify
+		// fails): without one, what the next step reads is meaningless
+		// and its failure would not say why.
+		if res.Changes == nil {
+			t.Fatalf("run %q: exit %d and no changeset:\n%s%s", args, code, out, errOut)
+		}
 		return res
 	}
 	seen := func(res runResult) string {
