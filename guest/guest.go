@@ -201,6 +201,12 @@ const (
 	// session's command as that user of the guest's /etc/passwd, with its
 	// groups, HOME and working directory its home.
 	RequestUser = "user@airlock"
+	// RequestJail (session request, payload: ssh string, the directories
+	// the command may write below, NUL-separated) runs the session's
+	// command in the agent's jail (no_new_privs, a seccomp filter,
+	// Landlock: package agent's Jail): the sandbox's own command and its
+	// verify, never Airlock's own steps.
+	RequestJail = "jail@airlock"
 )
 
 // The egress proxy: the host asks the guest agent (SSH "tcpip-forward",

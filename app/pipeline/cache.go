@@ -30,6 +30,12 @@ const CacheFile = "cache.img"
 // what is written).
 const CacheSize = 32 << 30
 
+// JailWrite are the directories the sandbox's command and its verify may
+// write below, besides their home and /tmp: they run in the guest
+// agent's jail (guest.RequestJail; docs/architecture.md says what it
+// denies).
+var JailWrite = []string{sandbox.Workspace, CacheDir}
+
 // CacheEnv points the common toolchains' caches into CacheDir: Go's module
 // and build caches, npm, pip, cargo's registry, Maven's and Gradle's
 // repositories, and anything that follows XDG_CACHE_HOME.

@@ -690,7 +690,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	}
 	cmd := client.Command{
 		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
-		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY,
+		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY, Jail: JailWrite,
 	}
 	runCtx := ctx
 	if r.o.Timeout > 0 {

@@ -448,3 +448,16 @@ func (a *Agent) welcome() guest.Welcome {
 func authorizedKey(k ssh.PublicKey) string {
 	return string(bytes.TrimSpace(ssh.MarshalAuthorizedKey(k)))
 }
+
+// self is a path of this agent's own binary that a command can run: the
+// last of Config.Self that is there (its copy in guest.RuntimeDir when
+// the root disk was switched to, whose own /init may be anything), or
+// "" when there is none.
+func (a *Agent) self() string {
+	for i := len(a.cfg.Self) - 1; i >= 0; i-- {
+		if fi, err := os.Stat(a.cfg.Self[i]); err == nil && fi.Mode().IsRegular() {
+			return a.cfg.Self[i]
+		}
+	}
+	return ""
+}

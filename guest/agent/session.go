@@ -120,6 +120,9 @@ type session struct {
 	// user, when a user request named one, runs the command as that
 	// account; nil runs it as the agent's own.
 	user *account
+	// jail, when not nil, runs the command in the agent's jail with
+	// writes allowed below these directories (guest.RequestJail).
+	jail []string
 	term string
 	ptmx *os.File // nil without a pty-req
 	tty  *os.File // the pty's child end, until the command starts
@@ -222,6 +225,8 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		}
 		s.dir, s.dirSet = r.Dir, true
 		return false, nil
+	case guest.RequestJail:
+		return false, s.jailRequest(req.Payload)
 	case guest.RequestUser:
 		var r struct{ Name string }
 		if err := ssh.Unmarshal(req.Payload, &r); err != nil {
@@ -304,6 +309,33 @@ func (s *session) handle(req *ssh.Request) (replied bool, err error) {
 		return false, s.proc.signalGroup(sig)
 	}
 	return false, fmt.Errorf("unknown request %q", req.Type)
+}
+
+// jailRequest takes a guest.RequestJail: the command will run in the
+// agent's jail, writes allowed below the payload's directories.
+func (s *session) jailRequest(payload []byte) error {
+	var r struct{ Write string }
+	if err := ssh.Unmarshal(payload, &r); err != nil {
+		return err
+	}
+	if s.proc != nil || s.done != nil {
+		return errStarted
+	}
+	if s.a.self() == "" {
+		return errors.New("this agent cannot jail a command: it does not know its own binary")
+	}
+	jail := []string{}
+	for _, d := range strings.Split(r.Write, "\x00") {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("jail: %q is not absolute", d)
+		}
+		jail = append(jail, filepath.Clean(d))
+	}
+	s.jail = jail
+	return nil
 }
 
 func setWinsize(ptmx *os.File, rows, cols, wpx, hpx uint32) error {
@@ -404,7 +436,24 @@ func (s *session) run(req *ssh.Request, argv []string) {
 		stdin, stdout, stderr = inW, outR, errR
 	}
 
-	proc, err := s.a.startProcess(s.a.cfg.Shell, argv, attr)
+	name := s.a.cfg.Shell
+	if s.jail != nil {
+		// The agent's own binary puts itself in the jail, then runs the
+		// shell as it would have run (argv[0] may be a login shell's
+		// "-sh").
+		self := s.a.self()
+		home := s.a.cfg.Home
+		if s.user != nil {
+			home = s.user.home
+		}
+		jargv := []string{self, "jail", "--home", home}
+		for _, d := range s.jail {
+			jargv = append(jargv, "--write", d)
+		}
+		argv = append(append(jargv, "--", name), argv...)
+		name = self
+	}
+	proc, err := s.a.startProcess(name, argv, attr)
 	closeAll(childEnd...)
 	reply()
 	if err != nil {

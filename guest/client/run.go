@@ -56,6 +56,11 @@ type Command struct {
 	// TTY, if set, runs the command under a pseudo-terminal; the terminal
 	// merges the command's stderr into Stdout.
 	TTY *TTY
+	// Jail, when not nil, runs the command in the guest agent's jail
+	// (guest.RequestJail), writes allowed below these directories, the
+	// command's home and /tmp only: for the sandbox's command and its
+	// verify.
+	Jail []string
 }
 
 // ExitError is returned by Run when the command did not exit with status 0.
@@ -207,6 +212,15 @@ func setup(s *ssh.Session, cmd Command) error {
 		}
 		if !ok {
 			return fmt.Errorf("run as %s: the guest has no such user (the minimal image has root only; the full image has agent)", cmd.User)
+		}
+	}
+	if cmd.Jail != nil {
+		ok, err := s.SendRequest(guest.RequestJail, true, ssh.Marshal(struct{ Write string }{strings.Join(cmd.Jail, "\x00")}))
+		if err != nil {
+			return fmt.Errorf("jail the command: %w", err)
+		}
+		if !ok {
+			return errors.New("jail the command: the guest agent refused (an image whose agent has no jail: build it again)")
 		}
 	}
 	if t := cmd.TTY; t != nil {

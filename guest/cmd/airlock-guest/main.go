@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,6 +43,11 @@ const usage = `usage:
                                 forwarding) and name any missing piece (as root)
   airlock-guest docker-start    start the image's Docker Engine and wait until it answers
                                 (as root; the proxy variables are passed on to it)
+  airlock-guest jail [--home DIR] [--write DIR]... -- PATH ARGV0 [ARG...]
+                                run PATH (as ARGV0 ARG...) in the agent's jail: no_new_privs,
+                                seccomp, Landlock (writes below the DIRs, HOME, /tmp only)
+  airlock-guest jail-probe [FILE]
+                                try what the jail denies (and writing FILE) and say what happened
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
@@ -78,6 +84,12 @@ func main() {
 		if ok, err = agent.StartDocker(context.Background()); err == nil {
 			fmt.Println(ok)
 		}
+	case "jail":
+		err = jailCommand(os.Args[2:])
+	case "jail-probe":
+		var b strings.Builder
+		agent.JailProbe(&b, strings.Join(os.Args[2:], " "))
+		fmt.Print(b.String())
 	case "demo-agent":
 		err = demoAgent(os.Args[2:])
 	default:
@@ -175,4 +187,23 @@ func serve(args []string) error {
 		return a.Serve(ctx, l)
 	})
 	return g.Wait()
+}
+
+// jailCommand is airlock-guest jail: the session's command, started in
+// the agent's jail (agent.Jail), which it replaces.
+func jailCommand(args []string) error {
+	fs := flag.NewFlagSet("jail", flag.ContinueOnError)
+	home := fs.String("home", "", "the command's home, which it may write below")
+	var write []string
+	fs.Func("write", "a directory the command may write below (repeatable)", func(d string) error {
+		write = append(write, d)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 2 {
+		return errors.New("jail: want -- PATH ARGV0 [ARG...]")
+	}
+	return agent.Jail(write, *home, fs.Args(), os.Environ())
 }
