@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/filelock"
 )
 
 // EventKind names an audit event.
@@ -68,7 +70,7 @@ func appendLine(path, lock string, v any) error {
 		return err
 	}
 	line = append(line, '\n')
-	unlock, err := flock(lock)
+	unlock, err := filelock.Lock(lock)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/filelock"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
 
@@ -482,7 +483,7 @@ func (sb *Sandbox) Meta() (Meta, error) {
 // Update changes sandbox.json under the sandbox's lock: it reads the
 // current metadata, calls change, and writes the result atomically.
 func (sb *Sandbox) Update(change func(*Meta)) (Meta, error) {
-	unlock, err := flock(sb.Path(lockFile))
+	unlock, err := filelock.Lock(sb.Path(lockFile))
 	if err != nil {
 		return Meta{}, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
@@ -526,23 +527,6 @@ func (sb *Sandbox) Hold() (func(), error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock sandbox %s: %w", sb.ID, ErrRunning)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
-
-// flock takes an exclusive lock on path (created if needed), waiting for
-// it.
-func flock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
