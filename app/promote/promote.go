@@ -41,18 +41,6 @@ import (
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
-// verifyWord is the verify step's result for a trailer: passed, failed,
-// or not run.
-func verifyWord(m sandbox.Meta) string {
-	switch {
-	case m.Verify == nil || m.Verify.Error != "":
-		return "not run"
-	case m.Verify.Passed:
-		return "passed"
-	}
-	return "failed"
-}
-
 // Message is a commit message made for a sandbox's changes.
 type Message struct {
 	Subject string `json:"subject"`
@@ -129,7 +117,7 @@ func CommitMessage(sb *sandbox.Sandbox, m sandbox.Meta, override string) (Messag
 		agent = m.CommandLine()
 	}
 	agent = safetext.Cut(safetext.Line(agent), 200)
-	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + verifyWord(m)}
+	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}
 	return msg, nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/audit"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
@@ -447,11 +448,26 @@ func (s *Store) Remove(id string, force bool) error {
 	if err := os.RemoveAll(sb.Dir); err != nil {
 		return fmt.Errorf("remove %s: %w", sb.ID, err)
 	}
-	return appendLine(filepath.Join(s.Dir(), auditFile), filepath.Join(s.Dir(), ".audit.lock"), Event{
+	return s.auditLog().Append(Event{
 		Time: s.now().UTC(), Event: EventRemoved, Sandbox: sb.ID,
 		Data: map[string]any{"project": m.Project, "status": m.Status, "forced": force},
 	})
 }
+
+// StoreLog is the name the store's own audit log is signed under.
+const StoreLog = "store"
+
+// auditLog is the store's own audit log: sandboxes/audit.jsonl, chained
+// like a sandbox's.
+func (s *Store) auditLog() audit.Log {
+	return audit.Log{Name: StoreLog, Path: filepath.Join(s.Dir(), auditFile), HeadPath: filepath.Join(s.Dir(), AuditHeadFile), LockPath: filepath.Join(s.Dir(), ".audit.lock"), Keys: s.Keys()}
+}
+
+// VerifyAudit checks the store's own audit log (removals).
+func (s *Store) VerifyAudit() (audit.Result, error) { return s.auditLog().Check() }
+
+// Keys is the key that signs the home's audit logs.
+func (s *Store) Keys() audit.Keys { return audit.FileKeys{Path: s.home.AuditKey()} }
 
 // Sandbox is one sandbox directory.
 type Sandbox struct {
