@@ -32,6 +32,7 @@ func auditHome(t *testing.T) (string, *sandbox.Sandbox) {
 
 func TestAuditVerify(t *testing.T) {
 	home, sb := auditHome(t)
+	skipAuditCheck(t, home) // it tampers with the log
 	code, out, errOut := run(t, home, "", "audit", "verify")
 	if code != 0 || !strings.Contains(out, sb.ID+"  ok (2 lines, signed by key ") || !strings.Contains(out, "store     ok (empty)") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -88,4 +89,10 @@ func TestAuditReceipt(t *testing.T) {
 	if code, out, _ := run(t, home, "", "audit", "export", sb.ID); code != 0 || !strings.Contains(out, `"audit_head"`) {
 		t.Errorf("export to stdout: exit %d, %q", code, out)
 	}
+	// The key's folder is an entry the home may hold, and private.
+	checkHomeLayout(t, home)
+	if _, err := os.Stat(filepath.Join(home, "keys", "audit.key")); err != nil {
+		t.Fatal(err)
+	}
+	checkKeyModes(t, home)
 }
