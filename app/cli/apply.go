@@ -121,8 +121,10 @@ action sent, 1 when a file conflicted or an action could not be sent, and
 
 Promotion: the commit's message is -m MSG, or the agent's summary
 (.airlock/summary.md: its first line the subject, the rest the body), or
-its final message, with the trailers Airlock-Sandbox, Airlock-Agent and
-Airlock-Verify (passed, failed or not run). --commit stages only the paths
+its final message, with the trailers Airlock-Sandbox, Airlock-Agent,
+Airlock-Verify (passed, failed or not run) and Airlock-Receipt (the hash of
+the audit log's last line as the commit is made: airlock audit export writes
+the receipt that names it). --commit stages only the paths
 it wrote (never git add -A) and refuses, before writing anything, an index
 that holds changes you staged; airlock undo takes the files back, the
 commit stays (git reset HEAD~ drops it). --branch builds the commit in a

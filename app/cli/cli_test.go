@@ -13,6 +13,7 @@ import (
 // run runs the command line in-process with home as AIRLOCK_HOME.
 func run(t *testing.T, home string, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	verifyAuditAtEnd(t, home)
 	var out, errOut bytes.Buffer
 	code = Main(append([]string{"--home", home}, args...), strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()

@@ -79,10 +79,29 @@ func checkHomeLayout(t *testing.T, home string) {
 	}
 	// caches: the project's cache disk, which the guest writes and only a
 	// later guest reads.
-	allowed := map[string]bool{"images": true, "cache": true, "objects": true, "sandboxes": true, "run": true, "caches": true}
+	// keys: the audit key (keys/audit.key), 0600 in a 0700 folder.
+	allowed := map[string]bool{"images": true, "cache": true, "objects": true, "sandboxes": true, "run": true, "caches": true, "keys": true}
 	for _, de := range des {
 		if !allowed[de.Name()] {
 			t.Errorf("unexpected entry in the Airlock home: %s", de.Name())
+		}
+	}
+	checkKeyModes(t, home)
+}
+
+// checkKeyModes fails when the home's audit key is readable by others: the
+// key 0600, its folder 0700. A home without one is fine.
+func checkKeyModes(t *testing.T, home string) {
+	t.Helper()
+	for p, want := range map[string]os.FileMode{filepath.Join(home, "keys"): 0o700, filepath.Join(home, "keys", "audit.key"): 0o600} {
+		fi, err := os.Stat(p)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Error(err)
+		} else if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
 		}
 	}
 }

@@ -201,7 +201,8 @@ None of them is ever given to a VM or to the agent.
 
 When gh (GitHub's command line) is installed, it then opens a pull request
 from the branch with the commit's subject as its title and the rest of its
-message (the agent's summary and the trailers) as its body, and prints its
+message (the agent's summary and the trailers) and the sandbox's signed
+receipt (airlock audit export) as its body, and prints its
 URL; without gh it prints where to open one. A gh that fails leaves the
 branch pushed and says so.
 

@@ -219,6 +219,7 @@ func TestApplyCommit(t *testing.T) {
 	if strings.Contains(tr, "Airlock-Verify: passed") {
 		t.Errorf("the agent's summary forged a trailer:\n%s", tr)
 	}
+	requireReceiptTrailer(t, sb, tr)
 	if st := git(t, project, "status", "--porcelain"); st != "M notes.txt" {
 		t.Errorf("after the commit git status is %q, want only the user's edit", st)
 	}
@@ -345,6 +346,7 @@ func TestApplyBranch(t *testing.T) {
 	if strings.Contains(modes, "\told.txt") || strings.Contains(modes, "\tnew.txt") {
 		t.Errorf("the branch holds old.txt or new.txt:\n%s", modes)
 	}
+	requireReceiptTrailer(t, sb, trailers(t, project, "agent/rate-limit"))
 	if !strings.Contains(trailers(t, project, "agent/rate-limit"), "Airlock-Sandbox: "+sb.ID) {
 		t.Error("the branch's commit has no Airlock-Sandbox trailer")
 	}
@@ -459,6 +461,9 @@ func TestPush(t *testing.T) {
 	}
 	if body := strings.Join(args[4:], "\n"); !strings.Contains(body, "counts attempts") || !strings.Contains(body, "Airlock-Sandbox: "+sb.ID) {
 		t.Errorf("the pull request's body is %q, want the summary and trailers", body)
+	}
+	if body := strings.Join(args[4:], "\n"); !strings.Contains(body, "Airlock receipt") || !strings.Contains(body, `"audit_head"`) {
+		t.Errorf("the pull request's body has no receipt: %q", body)
 	}
 	requireEvent(t, sb, sandbox.EventBranchPushed, "agent/x")
 
@@ -635,4 +640,22 @@ func withoutNotes(patch string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// requireReceiptTrailer fails unless the trailers tr hold Airlock-Receipt
+// with the hash of a line of the sandbox's audit log, which verifies.
+func requireReceiptTrailer(t *testing.T, sb *sandbox.Sandbox, tr string) {
+	t.Helper()
+	_, after, ok := strings.Cut(tr, "Airlock-Receipt: ")
+	head, _, _ := strings.Cut(after, "\n")
+	res, err := sb.VerifyAudit()
+	if !ok || err != nil {
+		t.Fatalf("no Airlock-Receipt trailer (%v):\n%s", err, tr)
+	}
+	for seq := res.Seq; seq > 0; seq-- {
+		if h, _ := res.HashAt(seq); h == strings.TrimSpace(head) {
+			return
+		}
+	}
+	t.Errorf("Airlock-Receipt: %s is no line of the sandbox's audit log", head)
 }

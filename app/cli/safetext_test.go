@@ -165,6 +165,7 @@ func TestDiffToAFileIsExact(t *testing.T) {
 // and returns what the terminal received.
 func onTerminal(t *testing.T, home string, args ...string) string {
 	t.Helper()
+	verifyAuditAtEnd(t, home)
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)

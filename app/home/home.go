@@ -64,14 +64,14 @@ func Make(root string) error {
 
 // Tighten takes group and other permissions away from an existing home
 // root and from the folders right under it that hold the user's data
-// (objects/, sandboxes/, cache/, run/): homes made before Airlock kept
+// (objects/, sandboxes/, cache/, run/, keys/): homes made before Airlock kept
 // them private were 0755. It changes only what has such bits, so it costs
 // a few stats on every open; it walks nothing deeper (the objects written
 // as 0444 then are out of reach behind a 0700 objects/). A missing home
 // or folder is left alone.
 func Tighten(root string) error {
 	l := Layout{Root: root}
-	for i, dir := range []string{root, l.Objects(), l.Sandboxes(), l.Cache(), l.Runs()} {
+	for i, dir := range []string{root, l.Objects(), l.Sandboxes(), l.Cache(), l.Runs(), l.Keys()} {
 		stat := os.Lstat
 		if i == 0 {
 			stat = os.Stat // the home itself may be a symbolic link the user made
@@ -112,6 +112,7 @@ func Tighten(root string) error {
 //	builds/<image>/         the last provisioning of an image: output.log, audit.jsonl
 //	caches/<project>/       a project's dependency caches: cache.img (app/pipeline)
 //	trust.json              the trust store of project configurations
+//	keys/audit.key          the key that signs the audit logs (app/audit)
 type Layout struct{ Root string }
 
 // Images is where built guest images live.
@@ -169,6 +170,12 @@ func (l Layout) Runs() string { return filepath.Join(l.Root, "run") }
 // Run is the runtime directory of the machine name (a sandbox's ID, or a
 // random name for airlock exec).
 func (l Layout) Run(name string) string { return filepath.Join(l.Runs(), name) }
+
+// Keys holds the home's own keys, private to the user (0700).
+func (l Layout) Keys() string { return filepath.Join(l.Root, "keys") }
+
+// AuditKey is the Ed25519 key that signs the home's audit logs (0600).
+func (l Layout) AuditKey() string { return filepath.Join(l.Keys(), "audit.key") }
 
 // TrustFile is the trust store: the project configurations the user
 // confirmed, by hash.

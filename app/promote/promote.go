@@ -20,6 +20,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -40,18 +41,6 @@ import (
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
-
-// verifyWord is the verify step's result for a trailer: passed, failed,
-// or not run.
-func verifyWord(m sandbox.Meta) string {
-	switch {
-	case m.Verify == nil || m.Verify.Error != "":
-		return "not run"
-	case m.Verify.Passed:
-		return "passed"
-	}
-	return "failed"
-}
 
 // Message is a commit message made for a sandbox's changes.
 type Message struct {
@@ -129,8 +118,35 @@ func CommitMessage(sb *sandbox.Sandbox, m sandbox.Meta, override string) (Messag
 		agent = m.CommandLine()
 	}
 	agent = safetext.Cut(safetext.Line(agent), 200)
-	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + verifyWord(m)}
+	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}
 	return msg, nil
+}
+
+// withReceipt adds the trailer Airlock-Receipt to msg: the hash of the
+// last line of the sandbox's audit log as the commit is made, the
+// audit_head of the receipt airlock audit export writes then. A log that
+// does not verify gives no trailer and a note saying so.
+func withReceipt(sb *sandbox.Sandbox, msg Message, notes []string) (Message, []string) {
+	res, err := sb.VerifyAudit()
+	if err != nil || res.Head == "" {
+		return msg, append(notes, fmt.Sprintf("no Airlock-Receipt trailer: the sandbox's audit log does not verify (airlock audit verify %s says why)", sb.ID))
+	}
+	msg.Trailers = append(slices.Clip(msg.Trailers), "Airlock-Receipt: "+res.Head)
+	return msg, notes
+}
+
+// receiptBlock is the sandbox's signed receipt for a pull request's
+// body, "" when its audit log does not verify.
+func receiptBlock(sb *sandbox.Sandbox) string {
+	r, err := sb.Receipt()
+	if err != nil {
+		return ""
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return "\n\nAirlock receipt (hashes only; airlock audit verify --receipt FILE checks it):\n\n```json\n" + string(data) + "\n```\n"
 }
 
 // CommitOptions are the choices of a commit of a sandbox's changes.
@@ -268,6 +284,8 @@ func ApplyCommit(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions, o
 	if err != nil {
 		return res, nil, err
 	}
+	msg, cr.Notes = withReceipt(sb, msg, cr.Notes)
+	cr.Message = msg
 	if _, err := g.run(ctx, []byte(msg.String()), "commit", "--quiet", "--file=-"); err != nil {
 		return res, nil, fmt.Errorf("commit: %s, but git commit failed: %w; commit them yourself, or airlock undo %s", staged, err, sb.ID)
 	}
@@ -440,6 +458,7 @@ func Branch(ctx context.Context, sb *sandbox.Sandbox, d review.Decisions, copts 
 	if baseTree, _ := g.line(ctx, "rev-parse", base+"^{tree}"); baseTree == tree {
 		return nil, fmt.Errorf("branch: nothing to commit: the approved changes leave the baseline's commit %s as it is", short(base))
 	}
+	cr.Message, cr.Notes = withReceipt(sb, cr.Message, cr.Notes)
 	commit, err := g.run(ctx, []byte(cr.Message.String()), "commit-tree", tree, "-p", base, "-F", "-")
 	if err != nil {
 		return nil, err
@@ -833,6 +852,7 @@ func Push(ctx context.Context, sb *sandbox.Sandbox, opts PushOptions) (*PushResu
 		if body == "" {
 			body = msg.String()
 		}
+		body += receiptBlock(sb)
 		// "--flag=value": a value starting with "-" stays a value.
 		gh := exec.CommandContext(ctx, "gh", "pr", "create", "--head="+name, "--title="+msg.Subject, "--body="+body)
 		var out strings.Builder

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/filelock"
 	"github.com/airlock-dev/airlock/review"
 )
 
@@ -127,7 +128,7 @@ func (sb *Sandbox) HoldAction(h egress.Held, round int) (int, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
-	unlock, err := flock(filepath.Join(dir, ".lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return 0, err
 	}
@@ -327,7 +328,7 @@ func (sb *Sandbox) SendActions(ctx context.Context, ids []int, send SendFunc, re
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	unlock, err := flock(filepath.Join(dir, ".send.lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".send.lock"))
 	if err != nil {
 		return nil, err
 	}

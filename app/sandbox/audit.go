@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/airlock-dev/airlock/app/audit"
 )
 
 // EventKind names an audit event.
@@ -35,7 +37,12 @@ const (
 	EventCapped    EventKind = "capped"    // a log the guest filled (transcript, verify.log) was cut to its cap: bytes seen and kept
 )
 
-// Event is one line of audit.jsonl.
+// AuditHeadFile is the signed head of a sandbox's audit log: the last
+// line's number and hash (app/audit).
+const AuditHeadFile = "audit.head"
+
+// Event is one line of audit.jsonl, less the chain's fields (seq, prev,
+// key, sig), which app/audit adds and a reader of events ignores.
 type Event struct {
 	Time  time.Time `json:"time"`
 	Event EventKind `json:"event"`
@@ -50,42 +57,28 @@ type Event struct {
 const maxAuditLine = 64 << 20
 
 // Audit appends one event to the sandbox's audit.jsonl (Time is filled
-// in when zero). The file is only ever appended to, one whole line per
-// write under the sandbox's lock, and synced.
+// in when zero): a line chained to the one before and signed with the
+// home's key, written whole under the sandbox's lock and synced, and the
+// head (audit.head) rewritten after it (app/audit).
 func (sb *Sandbox) Audit(ev Event) error {
 	if ev.Time.IsZero() {
 		ev.Time = sb.store.now().UTC()
 	}
-	if err := appendLine(sb.Path(auditFile), sb.Path(lockFile), ev); err != nil {
+	if err := sb.auditLog().Append(ev); err != nil {
 		return fmt.Errorf("audit %s: %w", sb.ID, err)
 	}
 	return nil
 }
 
-func appendLine(path, lock string, v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	line = append(line, '\n')
-	unlock, err := flock(lock)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+// auditLog is the sandbox's chained audit log.
+func (sb *Sandbox) auditLog() audit.Log {
+	return audit.Log{Name: sb.ID, Path: sb.Path(auditFile), HeadPath: sb.Path(AuditHeadFile), LockPath: sb.Path(lockFile), Keys: sb.store.Keys()}
+}
+
+// VerifyAudit checks the sandbox's audit log against its head and the
+// home's key; an *audit.Error names the first bad line.
+func (sb *Sandbox) VerifyAudit() (audit.Result, error) {
+	return sb.auditLog().Check()
 }
 
 // AuditRaw returns audit.jsonl as it is on disk.

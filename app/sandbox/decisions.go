@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/filelock"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
@@ -177,7 +178,7 @@ func (sb *Sandbox) MarkSent(round int, sent []review.FileComment) error {
 // lose each other's change. An unreadable saved review is an error when
 // strict, else replaced.
 func (sb *Sandbox) updateDecisions(strict bool, change func(review.Decisions) review.Decisions) error {
-	unlock, err := flock(sb.Path("review.lock"))
+	unlock, err := filelock.Lock(sb.Path("review.lock"))
 	if err != nil {
 		return fmt.Errorf("save the review of %s: %w", sb.ID, err)
 	}

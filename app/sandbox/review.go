@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-dev/airlock/internal/filelock"
 	"github.com/airlock-dev/airlock/review"
 	"github.com/airlock-dev/airlock/sync/manifest"
 )
@@ -335,7 +336,7 @@ func (sb *Sandbox) journalDirs() ([]string, error) {
 // anything changed) and finishes an interrupted undo. Every command that
 // touches a sandbox calls it first. It returns the journals it recovered.
 func (sb *Sandbox) Recover(ctx context.Context) ([]string, error) {
-	unlock, err := flock(sb.Path("apply.lock"))
+	unlock, err := filelock.Lock(sb.Path("apply.lock"))
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", sb.ID, err)
 	}
@@ -407,7 +408,7 @@ func (sb *Sandbox) Apply(ctx context.Context, d review.Decisions) (*ApplyResult,
 // conflicts, which are written in the same journal as the rest of the
 // apply (Undo reverts them with it).
 func (sb *Sandbox) ApplyWith(ctx context.Context, d review.Decisions, opts ApplyOptions) (*ApplyResult, error) {
-	unlock, err := flock(sb.Path("apply.lock"))
+	unlock, err := filelock.Lock(sb.Path("apply.lock"))
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", sb.ID, err)
 	}
@@ -510,7 +511,7 @@ var ErrNothingToUndo = errors.New("nothing to undo")
 // undone and the error (a *review.UndoError) names those files. It
 // returns the journal undone.
 func (sb *Sandbox) Undo(ctx context.Context) (string, error) {
-	unlock, err := flock(sb.Path("apply.lock"))
+	unlock, err := filelock.Lock(sb.Path("apply.lock"))
 	if err != nil {
 		return "", fmt.Errorf("lock %s: %w", sb.ID, err)
 	}

@@ -30,9 +30,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-dev/airlock/app/audit"
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/internal/atomicfile"
+	"github.com/airlock-dev/airlock/internal/filelock"
 	"github.com/airlock-dev/airlock/sync/objects"
 )
 
@@ -446,11 +448,26 @@ func (s *Store) Remove(id string, force bool) error {
 	if err := os.RemoveAll(sb.Dir); err != nil {
 		return fmt.Errorf("remove %s: %w", sb.ID, err)
 	}
-	return appendLine(filepath.Join(s.Dir(), auditFile), filepath.Join(s.Dir(), ".audit.lock"), Event{
+	return s.auditLog().Append(Event{
 		Time: s.now().UTC(), Event: EventRemoved, Sandbox: sb.ID,
 		Data: map[string]any{"project": m.Project, "status": m.Status, "forced": force},
 	})
 }
+
+// StoreLog is the name the store's own audit log is signed under.
+const StoreLog = "store"
+
+// auditLog is the store's own audit log: sandboxes/audit.jsonl, chained
+// like a sandbox's.
+func (s *Store) auditLog() audit.Log {
+	return audit.Log{Name: StoreLog, Path: filepath.Join(s.Dir(), auditFile), HeadPath: filepath.Join(s.Dir(), AuditHeadFile), LockPath: filepath.Join(s.Dir(), ".audit.lock"), Keys: s.Keys()}
+}
+
+// VerifyAudit checks the store's own audit log (removals).
+func (s *Store) VerifyAudit() (audit.Result, error) { return s.auditLog().Check() }
+
+// Keys is the key that signs the home's audit logs.
+func (s *Store) Keys() audit.Keys { return audit.FileKeys{Path: s.home.AuditKey()} }
 
 // Sandbox is one sandbox directory.
 type Sandbox struct {
@@ -482,7 +499,7 @@ func (sb *Sandbox) Meta() (Meta, error) {
 // Update changes sandbox.json under the sandbox's lock: it reads the
 // current metadata, calls change, and writes the result atomically.
 func (sb *Sandbox) Update(change func(*Meta)) (Meta, error) {
-	unlock, err := flock(sb.Path(lockFile))
+	unlock, err := filelock.Lock(sb.Path(lockFile))
 	if err != nil {
 		return Meta{}, fmt.Errorf("update sandbox %s: %w", sb.ID, err)
 	}
@@ -526,23 +543,6 @@ func (sb *Sandbox) Hold() (func(), error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock sandbox %s: %w", sb.ID, ErrRunning)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
-
-// flock takes an exclusive lock on path (created if needed), waiting for
-// it.
-func flock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
