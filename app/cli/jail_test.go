@@ -15,8 +15,8 @@ import (
 // finds vsock and packet sockets, ptrace of PID 1, io_uring, bpf,
 // userfaultfd and mount refused, no_new_privs set, and a write outside
 // the workspace, the caches, its home and /tmp refused, while writes
-// in those work and come back as the run's changes. Its verify is
-// jailed too. An ordinary build in the jail is proven by
+// in those work and come back as the run's changes; the denials are
+// counted in the audit log, by syscall. Its verify is jailed too. An ordinary build in the jail is proven by
 // TestGoProjectEnvironment (go test, as its verify) and the agent CLIs'
 // tests (node, npm's caches).
 func TestAgentJail(t *testing.T) {
@@ -60,6 +60,16 @@ grep NoNewPrivs /proc/self/status >> probe.txt`
 	}
 	if _, d, _ := airlockCLI(t, home, "diff", res.Sandbox, "inside"); !strings.Contains(d, "+inside") {
 		t.Errorf("a write in the workspace did not come back:\n%s", d)
+	}
+	// The denials are counted in the audit, by syscall.
+	_, logs, _ := airlockCLI(t, home, "logs", "--audit", res.Sandbox)
+	for _, want := range []string{`"event":"seccomp","data":{"denied":7,"syscalls":{"bpf":1,"io_uring_setup":1,"mount":1,"ptrace":1,"socket":2,"userfaultfd":1}}`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the audit log lacks %q:\n%s", want, logs)
+		}
+	}
+	if _, l, _ := airlockCLI(t, home, "logs", res.Sandbox); !strings.Contains(l, "the agent's jail refused 7 calls: bpf 1, io_uring_setup 1, mount 1, ptrace 1, socket 2, userfaultfd 1") {
+		t.Errorf("airlock logs does not say what the jail refused:\n%s", l)
 	}
 	if code != 0 {
 		t.Errorf("run (its verify in the jail too): exit %d\n%s%s", code, out, errOut)

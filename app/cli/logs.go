@@ -172,6 +172,13 @@ func auditDetail(ev sandbox.Event) string {
 			parts = append(parts, "left out, runs on your machine: "+strings.Join(paths, ", "))
 		}
 		return strings.Join(parts, "; ")
+	case sandbox.EventSeccomp:
+		calls, _ := m["syscalls"].(map[string]any)
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(calls)) {
+			parts = append(parts, fmt.Sprintf("%s %v", name, calls[name]))
+		}
+		return fmt.Sprintf("the agent's jail refused %v calls: %s", m["denied"], strings.Join(parts, ", "))
 	case sandbox.EventExcluded:
 		list, _ := m["excluded"].([]any)
 		var parts []string

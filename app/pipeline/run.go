@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -738,7 +739,56 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	if exit != nil && exit.Signal != "" {
 		ev["signal"] = exit.Signal
 	}
-	return code, ms, r.sb.Audit(sandbox.Event{Event: sandbox.EventExit, Data: ev})
+	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventExit, Data: ev}); err != nil {
+		return code, ms, err
+	}
+	return code, ms, r.auditDenials(ctx, m)
+}
+
+// auditDenials records the calls the agent's jail refused the command
+// (EventSeccomp), as the guest's kernel counted them: the guest's word,
+// checked for shape and bounded, and only information (a guest that
+// lies hides its own poking). A guest that cannot count them (an
+// answer that is not one) leaves no event and fails nothing.
+func (r *runner) auditDenials(ctx context.Context, m Machine) error {
+	var stdout, stderr headtail.Head
+	stdout.Max, stderr.Max = 8<<10, 2<<10
+	if err := m.Exec(ctx, transfer.ShellCommand(transfer.DefaultAgentPath, "jail-denials"), nil, &stdout, &stderr); err != nil {
+		return nil
+	}
+	counts, err := parseDenials([]byte(stdout.String()))
+	if err != nil || len(counts) == 0 {
+		return nil
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return r.sb.Audit(sandbox.Event{Event: sandbox.EventSeccomp, Data: map[string]any{"denied": total, "syscalls": counts}})
+}
+
+// maxDenialNames bounds the syscalls an EventSeccomp names.
+const maxDenialNames = 64
+
+// denialName is a syscall's name as the guest may give it.
+var denialName = regexp.MustCompile(`^(?:[a-z0-9_]{1,32}|syscall [0-9]{1,6})$`)
+
+// parseDenials reads airlock-guest jail-denials' JSON: syscall names and
+// counts, each name of denialName's shape, each count 1 to a billion.
+func parseDenials(b []byte) (map[string]int, error) {
+	var raw map[string]int
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	if len(raw) > maxDenialNames {
+		return nil, fmt.Errorf("%d syscalls named, over %d", len(raw), maxDenialNames)
+	}
+	for name, n := range raw {
+		if !denialName.MatchString(name) || n < 1 || n > 1e9 {
+			return nil, fmt.Errorf("not a count of denials: %q %d", name, n)
+		}
+	}
+	return raw, nil
 }
 
 // closeCapped writes the end of a log the guest filled (the tail kept

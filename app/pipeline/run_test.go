@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -622,5 +623,29 @@ func TestOneLiveWriterForBoth(t *testing.T) {
 	var a, b bytes.Buffer
 	if o, e := liveWriters(&a, &b); o != io.Writer(&a) || e != io.Writer(&b) {
 		t.Error("two writers were wrapped")
+	}
+}
+
+// The jail's count of denials is the guest's word: only names of a
+// syscall's shape and sane counts are taken.
+func TestParseDenials(t *testing.T) {
+	got, err := parseDenials([]byte(`{"socket":2,"syscall 999":1}` + "\n"))
+	if err != nil || got["socket"] != 2 || got["syscall 999"] != 1 {
+		t.Errorf("parseDenials = %v, %v", got, err)
+	}
+	for _, bad := range []string{`{"\u001b[2J":1}`, `{"socket":0}`, `{"socket":-1}`, `{"socket":2000000000}`, `[1]`, `{"a b":1}`, `nope`} {
+		if _, err := parseDenials([]byte(bad)); err == nil {
+			t.Errorf("parseDenials(%s): no error", bad)
+		}
+	}
+	many := "{"
+	for i := range maxDenialNames + 1 {
+		if i > 0 {
+			many += ","
+		}
+		many += fmt.Sprintf(`"s%d":1`, i)
+	}
+	if _, err := parseDenials([]byte(many + "}")); err == nil {
+		t.Error("parseDenials of 65 names: no error")
 	}
 }

@@ -35,6 +35,7 @@ const (
 	EventRecovered EventKind = "recovered" // an interrupted apply was finished
 	EventRemoved   EventKind = "removed"   // in the store's audit log
 	EventCapped    EventKind = "capped"    // a log the guest filled (transcript, verify.log) was cut to its cap: bytes seen and kept
+	EventSeccomp   EventKind = "seccomp"   // the calls the agent's jail refused it, by syscall (the guest kernel's count)
 )
 
 // AuditHeadFile is the signed head of a sandbox's audit log: the last

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	seccomparch "github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -246,4 +248,59 @@ func errnoErr(e syscall.Errno) error {
 		return nil
 	}
 	return e
+}
+
+// JailDenials counts the jail's denials the kernel has logged since the
+// VM started (its seccomp audit records, type 1326, in /dev/kmsg), by
+// syscall name: what `airlock-guest jail-denials` prints for the host's
+// audit log after the command. Read as root.
+func JailDenials() (map[string]int, error) {
+	// Raw reads: an *os.File of a non-blocking descriptor would wait in
+	// the runtime's poller at the end of the buffer instead of ending.
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	info, err := seccomparch.GetInfo("")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	buf := make([]byte, 8192) // a record comes whole, and is far shorter
+	for range 1 << 20 {       // the ring buffer holds far fewer records
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.EINTR) {
+			continue // records were overwritten before this read: go on
+		}
+		if err != nil || n <= 0 {
+			break // EAGAIN: the end of the buffer
+		}
+		if name, ok := denial(string(buf[:n]), info.SyscallNumbers); ok {
+			out[name]++
+		}
+	}
+	return out, nil
+}
+
+// denial reads one /dev/kmsg record: a seccomp audit record of an
+// errno the jail returned (its code is the action alone, 0x50000) gives
+// the syscall's name.
+func denial(rec string, names map[int]string) (string, bool) {
+	if !strings.Contains(rec, "type=1326 ") || !strings.Contains(rec, " code=0x50000") {
+		return "", false
+	}
+	_, after, ok := strings.Cut(rec, " syscall=")
+	if !ok {
+		return "", false
+	}
+	num, _, _ := strings.Cut(after, " ")
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return "", false
+	}
+	if name, ok := names[n]; ok {
+		return name, true
+	}
+	return "syscall " + num, true
 }

@@ -20,3 +20,8 @@ func Jail(write []string, home string, argv, env []string) error {
 func JailProbe(w *strings.Builder, outside string) {
 	w.WriteString("jail: only in a Linux guest\n")
 }
+
+// JailDenials is Linux's only.
+func JailDenials() (map[string]int, error) {
+	return nil, errors.New("jail: only in a Linux guest")
+}

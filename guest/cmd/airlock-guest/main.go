@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,8 @@ const usage = `usage:
                                 seccomp, Landlock (writes below the DIRs, HOME, /tmp only)
   airlock-guest jail-probe [FILE]
                                 try what the jail denies (and writing FILE) and say what happened
+  airlock-guest jail-denials     count the jail's denials the kernel logged since boot, by
+                                syscall, as JSON (as root)
   airlock-guest watch --generation ID --socket PATH DIR
                                 record what changes in DIR for manifest --since
                                 (started by manifest --seed)
@@ -90,6 +93,11 @@ func main() {
 		var b strings.Builder
 		agent.JailProbe(&b, strings.Join(os.Args[2:], " "))
 		fmt.Print(b.String())
+	case "jail-denials":
+		var counts map[string]int
+		if counts, err = agent.JailDenials(); err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(counts)
+		}
 	case "demo-agent":
 		err = demoAgent(os.Args[2:])
 	default:

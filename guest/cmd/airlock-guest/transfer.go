@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,12 +43,23 @@ func transferCommand(name string, args []string) error {
 var builtinMu sync.Mutex
 
 // builtin is the agent's Config.Builtin: manifest, the one subcommand
-// every collect runs, in the agent's own process, saving the start of
+// every collect runs, and jail-denials, which follows every sandbox
+// command, in the agent's own process, saving the start of
 // this binary (0.1 to 0.2 s under emulation). Not with --seed (it starts
 // a watcher process, found by this binary's path) or --profile, nor for
 // a relative directory (the session's working directory is the
 // process's, not the agent's): those start the binary as ever.
 func builtin(args []string) agent.Builtin {
+	if len(args) == 1 && args[0] == "jail-denials" {
+		// After every sandbox command: no process of its own to start.
+		return func(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+			counts, err := agent.JailDenials()
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(stdout).Encode(counts)
+		}
+	}
 	if len(args) < 2 || args[0] != "manifest" || !filepath.IsAbs(args[len(args)-1]) {
 		return nil
 	}
