@@ -12,7 +12,7 @@ import (
 
 // TestAgentJail: the sandbox's command runs in the guest agent's jail,
 // here as root on the minimal image (the most it could be): the probe
-// finds vsock and packet sockets, ptrace of PID 1, io_uring, bpf,
+// finds vsock and packet sockets, ptrace of PID 1 and its memory, io_uring, bpf,
 // userfaultfd and mount refused, no_new_privs set, and a write outside
 // the workspace, the caches, its home and /tmp refused, while writes
 // in those work and come back as the run's changes; the denials are
@@ -43,6 +43,7 @@ grep NoNewPrivs /proc/self/status >> probe.txt`
 		"vsock socket: denied (operation not permitted)",
 		"packet socket: denied (operation not permitted)",
 		"ptrace of PID 1: denied (operation not permitted)",
+		"read PID 1's memory: denied (open /proc/1/mem: permission denied)",
 		"io_uring: denied (operation not permitted)",
 		"bpf: denied (operation not permitted)",
 		"userfaultfd: denied (operation not permitted)",

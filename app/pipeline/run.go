@@ -238,6 +238,11 @@ type Hooks struct {
 	Progress func(Progress)
 	// Logger receives diagnostics; nil discards.
 	Logger *slog.Logger
+	// NoJail runs the command and its verify outside the guest agent's
+	// jail: for a test that reads the whole guest (every process's
+	// memory, which the jail's Landlock domain keeps from it). Nothing
+	// of the CLI or the app sets it.
+	NoJail bool
 }
 
 // RunResult is what a run produced.
@@ -691,7 +696,7 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	}
 	cmd := client.Command{
 		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
-		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY, Jail: JailWrite,
+		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY, Jail: r.jail(),
 	}
 	runCtx := ctx
 	if r.o.Timeout > 0 {
@@ -743,6 +748,15 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		return code, ms, err
 	}
 	return code, ms, r.auditDenials(ctx, m)
+}
+
+// jail is the command's client.Command.Jail: JailWrite, or nil with
+// Hooks.NoJail.
+func (r *runner) jail() []string {
+	if r.o.NoJail {
+		return nil
+	}
+	return JailWrite
 }
 
 // auditDenials records the calls the agent's jail refused the command

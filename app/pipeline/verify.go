@@ -39,7 +39,7 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 	t := time.Now()
 	err = m.Run(runCtx, client.Command{
 		Args: []string{"sh", "-c", r.o.Verify}, Dir: sandbox.Workspace, Env: r.commandEnv(), User: r.user,
-		Stdout: teeWriter(r.o.Stdout, out), Stderr: teeWriter(r.o.Stderr, out), Jail: JailWrite,
+		Stdout: teeWriter(r.o.Stdout, out), Stderr: teeWriter(r.o.Stderr, out), Jail: r.jail(),
 	})
 	res := &sandbox.VerifyResult{Command: r.o.Verify, DurationMS: time.Since(t).Milliseconds()}
 	var exit *client.ExitError

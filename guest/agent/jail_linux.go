@@ -38,8 +38,10 @@ import (
 //     /tmp and /var/tmp, and to the terminals and /dev's harmless files
 //     (JailDevices); reads and runs everywhere but in /dev, so that not
 //     even root opens the guest link's serial port.
-//   - ptrace of PID 1 (the agent that holds the guest link) is EPERM,
-//     and so is any write to /proc (its memory among them).
+//   - ptrace of PID 1 (the agent that holds the guest link) is EPERM;
+//     Landlock keeps every process outside the jail's domain from
+//     ptrace and from its memory (/proc/PID/mem), and /proc from any
+//     write.
 //
 // The guest link's devices are root's alone (0600), and the agent's
 // user is not root in the images that have one.
@@ -195,6 +197,12 @@ func JailProbe(w *strings.Builder, outside string) {
 		unix.PtraceDetach(1)
 	}
 	try("ptrace of PID 1", errnoErr(e))
+	if f, err := os.Open("/proc/1/mem"); err == nil {
+		f.Close()
+		try("read PID 1's memory", nil)
+	} else {
+		try("read PID 1's memory", err)
+	}
 	if found, err := openAny("/dev/vport*", "/dev/vsock"); found {
 		try("open the guest link's device", err)
 	} else {
