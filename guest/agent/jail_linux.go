@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,7 +37,7 @@ import (
 //     where the guest's kernel has it: writes only below the directories
 //     the host names (the workspace, the caches), the command's home,
 //     /tmp and /var/tmp, and to the terminals and /dev's harmless files
-//     (JailDevices); reads and runs everywhere but in /dev, so that not
+//     (jailDevices); reads and runs everywhere but in /dev, so that not
 //     even root opens the guest link's serial port.
 //   - ptrace of PID 1 (the agent that holds the guest link) is EPERM;
 //     Landlock keeps every process outside the jail's domain from
@@ -46,13 +47,13 @@ import (
 // The guest link's devices are root's alone (0600), and the agent's
 // user is not root in the images that have one.
 
-// JailWritable are the directories every jailed command may write
+// jailWritable are the directories every jailed command may write
 // below, besides those the host names and the command's home.
-var JailWritable = []string{"/tmp", "/var/tmp", "/dev/pts", "/dev/shm", "/dev/mqueue"}
+var jailWritable = []string{"/tmp", "/var/tmp", "/dev/pts", "/dev/shm", "/dev/mqueue"}
 
-// JailDevices are the files of /dev a jailed command may open, for
+// jailDevices are the files of /dev a jailed command may open, for
 // reading and writing; nothing else of /dev opens.
-var JailDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/console"}
+var jailDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/console"}
 
 // jailDenied are the syscalls the jail answers EPERM, whatever their
 // arguments (see the comment above).
@@ -74,15 +75,15 @@ var jailSockets = []uint64{unix.AF_VSOCK, unix.AF_PACKET}
 // jailFilter is the seccomp filter of the jail.
 func jailFilter() seccomp.Filter {
 	eperm := seccomp.ActionErrno | seccomp.Action(unix.EPERM)
-	var sockets []seccomp.NameWithConditions
+	var conditional []seccomp.NameWithConditions
 	for _, family := range jailSockets {
 		for _, call := range []string{"socket", "socketpair"} {
-			sockets = append(sockets, seccomp.NameWithConditions{Name: call, Conditions: seccomp.ArgumentConditions{
+			conditional = append(conditional, seccomp.NameWithConditions{Name: call, Conditions: seccomp.ArgumentConditions{
 				{Argument: 0, Operation: seccomp.Equal, Value: family}}})
 		}
 	}
 	// ptrace(request, pid, ...) of PID 1, whatever the request.
-	sockets = append(sockets, seccomp.NameWithConditions{Name: "ptrace", Conditions: seccomp.ArgumentConditions{
+	conditional = append(conditional, seccomp.NameWithConditions{Name: "ptrace", Conditions: seccomp.ArgumentConditions{
 		{Argument: 1, Operation: seccomp.Equal, Value: 1}}})
 	return seccomp.Filter{
 		NoNewPrivs: true,
@@ -91,7 +92,7 @@ func jailFilter() seccomp.Filter {
 			DefaultAction: seccomp.ActionAllow,
 			Syscalls: []seccomp.SyscallGroup{
 				{Names: jailDenied, Action: eperm},
-				{NamesWithCondtions: sockets, Action: eperm},
+				{NamesWithCondtions: conditional, Action: eperm},
 			},
 		},
 	}
@@ -99,7 +100,7 @@ func jailFilter() seccomp.Filter {
 
 // Jail puts this process in the agent's jail, writes allowed below
 // write (absolute directories; missing ones are skipped) and those of
-// JailWritable and home, then replaces it with the program at argv[0],
+// jailWritable and home, then replaces it with the program at argv[0],
 // run as argv[1:]. It returns only on failure. On a kernel without
 // Landlock, the rest of the jail still holds.
 func Jail(write []string, home string, argv, env []string) error {
@@ -123,7 +124,7 @@ func jailRestrict(write []string, home string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("jail: no_new_privs: %w", err)
 	}
-	dirs := append(append([]string{}, JailWritable...), write...)
+	dirs := append(append([]string{}, jailWritable...), write...)
 	if home != "" {
 		dirs = append(dirs, home)
 	}
@@ -154,7 +155,7 @@ func jailRestrict(write []string, home string) error {
 			roFiles = append(roFiles, p)
 		}
 	}
-	for _, d := range JailDevices {
+	for _, d := range jailDevices {
 		if _, err := os.Stat(d); err == nil {
 			devs = append(devs, d)
 		}
@@ -174,7 +175,7 @@ func jailRestrict(write []string, home string) error {
 // writes one line a probe: "vsock socket: denied (operation not
 // permitted)" or "...: allowed". It is what `airlock-guest jail-probe`
 // prints, for a user (and a test) to see the walls.
-func JailProbe(w *strings.Builder, outside string) {
+func JailProbe(w io.Writer, outside string) {
 	try := func(what string, err error) {
 		if err != nil {
 			fmt.Fprintf(w, "%s: denied (%v)\n", what, err)

@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,14 +89,9 @@ func main() {
 	case "jail":
 		err = jailCommand(os.Args[2:])
 	case "jail-probe":
-		var b strings.Builder
-		agent.JailProbe(&b, strings.Join(os.Args[2:], " "))
-		fmt.Print(b.String())
+		agent.JailProbe(os.Stdout, strings.Join(os.Args[2:], " "))
 	case "jail-denials":
-		var counts map[string]int
-		if counts, err = agent.JailDenials(); err == nil {
-			err = json.NewEncoder(os.Stdout).Encode(counts)
-		}
+		err = jailDenials(os.Stdout)
 	case "demo-agent":
 		err = demoAgent(os.Args[2:])
 	default:

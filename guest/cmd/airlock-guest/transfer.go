@@ -52,13 +52,7 @@ var builtinMu sync.Mutex
 func builtin(args []string) agent.Builtin {
 	if len(args) == 1 && args[0] == "jail-denials" {
 		// After every sandbox command: no process of its own to start.
-		return func(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
-			counts, err := agent.JailDenials()
-			if err != nil {
-				return err
-			}
-			return json.NewEncoder(stdout).Encode(counts)
-		}
+		return func(_ context.Context, _ io.Reader, stdout, _ io.Writer) error { return jailDenials(stdout) }
 	}
 	if len(args) < 2 || args[0] != "manifest" || !filepath.IsAbs(args[len(args)-1]) {
 		return nil
@@ -82,6 +76,15 @@ func builtin(args []string) agent.Builtin {
 		}
 		return err
 	}
+}
+
+// jailDenials is airlock-guest jail-denials: agent.JailDenials as JSON.
+func jailDenials(stdout io.Writer) error {
+	counts, err := agent.JailDenials()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(counts)
 }
 
 // transferOn is transferCommand on the given streams, in a process of
