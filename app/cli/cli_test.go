@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/airlock-dev/airlock/app/cli/clitest/auditcheck"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 // run runs the command line in-process with home as AIRLOCK_HOME.
 func run(t *testing.T, home string, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	verifyAuditAtEnd(t, home)
+	auditcheck.AtEnd(t, home)
 	var out, errOut bytes.Buffer
 	code = Main(append([]string{"--home", home}, args...), strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/airlock-dev/airlock/app/cli/clitest/auditcheck"
 	"io"
 	"os"
 	"os/exec"
@@ -165,7 +166,7 @@ func TestDiffToAFileIsExact(t *testing.T) {
 // and returns what the terminal received.
 func onTerminal(t *testing.T, home string, args ...string) string {
 	t.Helper()
-	verifyAuditAtEnd(t, home)
+	auditcheck.AtEnd(t, home)
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/airlock-dev/airlock/app/cli/clitest/auditcheck"
 	"io"
 	"io/fs"
 	"maps"
@@ -30,7 +31,7 @@ func airlockCLI(t *testing.T, home string, args ...string) (code int, stdout, st
 
 func airlockCLIIn(t *testing.T, home string, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	verifyAuditAtEnd(t, home)
+	auditcheck.AtEnd(t, home)
 	var out, errOut bytes.Buffer
 	code = Main(append([]string{"--home", home}, args...), stdin, &out, &errOut)
 	return code, out.String(), errOut.String()

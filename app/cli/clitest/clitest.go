@@ -1,8 +1,8 @@
 // Package clitest is the kit that app/cli's test packages share: Run,
 // the command line in-process on a home of the test's; Main, the TestMain
 // that lets a test binary act as airlock for the VM supervisors it spawns;
-// VerifyAuditAtEnd, the check at a test's end that every sandbox's audit
-// log it left verifies; and the agent CLIs' proof (AgentCLITest: a real CLI of the full image
+// Run's check at a test's end that every sandbox's audit log it left
+// verifies (app/cli/clitest/auditcheck); and the agent CLIs' proof (AgentCLITest: a real CLI of the full image
 // against its fake vendor through the egress proxy) that app/cli/agents
 // and app/cli/gemini both run. It reaches app/cli through its exported API
 // only; the tests that boot VMs live in app/cli's sub-packages by subject,
@@ -15,6 +15,7 @@ package clitest
 
 import (
 	"bytes"
+	"github.com/airlock-dev/airlock/app/cli/clitest/auditcheck"
 	"io"
 	"os"
 	"strings"
@@ -41,7 +42,7 @@ func Main(m *testing.M) {
 }
 
 // Run runs airlock with args on home, no input, and opts; at the end of
-// t, every sandbox's audit log in home must verify (VerifyAuditAtEnd).
+// t, every sandbox's audit log in home must verify (auditcheck.AtEnd).
 func Run(t testing.TB, home string, opts []cli.Option, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	return RunIn(t, home, strings.NewReader(""), opts, args...)
@@ -50,7 +51,7 @@ func Run(t testing.TB, home string, opts []cli.Option, args ...string) (code int
 // RunIn runs airlock with args on home, reading stdin, with opts.
 func RunIn(t testing.TB, home string, stdin io.Reader, opts []cli.Option, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	VerifyAuditAtEnd(t, home)
+	auditcheck.AtEnd(t, home)
 	var out, errOut bytes.Buffer
 	code = cli.Main(append([]string{"--home", home}, args...), stdin, &out, &errOut, opts...)
 	return code, out.String(), errOut.String()
