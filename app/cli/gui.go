@@ -68,6 +68,13 @@ func WithSendNetwork(dial func(ctx context.Context, network, addr string) (net.C
 	return func(e *env) { e.sendDial, e.sendRoots = dial, roots }
 }
 
+// WithBuildNetwork has builder VMs reach the network through dial and
+// trust roots instead of the host's DNS and roots, and build Dockerfiles
+// on the image dockerBuilder (empty: the agent image with Docker): tests.
+func WithBuildNetwork(dial func(ctx context.Context, network, addr string) (net.Conn, error), roots *x509.CertPool, dockerBuilder string) Option {
+	return func(e *env) { e.buildDial, e.buildRoots, e.dockerBuilder = dial, roots, dockerBuilder }
+}
+
 func newGUICmd(e *env) *cobra.Command {
 	var start bool
 	var reviewID, file string

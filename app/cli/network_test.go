@@ -145,7 +145,7 @@ func TestRegistryPresetFlags(t *testing.T) {
 		{"exec", "--allow", "@npn", "--", "true"},
 	} {
 		code, _, errOut := airlockCLI(t, home, args...)
-		if code != ExitError || !strings.Contains(errOut, "no registry preset @npn; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr") {
+		if code != ExitError || !strings.Contains(errOut, "no registry preset @npn; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr, @mcr") {
 			t.Errorf("%v: exit %d\n%s", args, code, errOut)
 		}
 	}

@@ -58,6 +58,11 @@ type env struct {
 	// actions apply sends (tests).
 	sendDial  func(ctx context.Context, network, addr string) (net.Conn, error)
 	sendRoots *x509.CertPool
+	// buildDial, buildRoots and dockerBuilder are the planner's
+	// BuildDial, BuildRootCAs and DockerBuilderBase (tests).
+	buildDial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	buildRoots    *x509.CertPool
+	dockerBuilder string
 }
 
 // home is Airlock's home for this command (--home, else home.Dir),

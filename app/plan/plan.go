@@ -85,6 +85,12 @@ type Planner struct {
 	// actions an apply sends (tests; Sender).
 	SendDial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	SendRootCAs *x509.CertPool
+	// BuildDial and BuildRootCAs replace the host's DNS and roots for
+	// builder VMs' networks, and DockerBuilderBase the image Dockerfiles
+	// are built on (tests; images.Source).
+	BuildDial         func(ctx context.Context, network, addr string) (net.Conn, error)
+	BuildRootCAs      *x509.CertPool
+	DockerBuilderBase string
 
 	imagesOnce sync.Once
 	src        *images.Source // see Images
@@ -422,7 +428,7 @@ func (pl *Planner) environment(ctx context.Context, project string, req Request,
 		withAgents = withAgents || needsAgentCLIs(ps.Image)
 	}
 	env, err := pl.Images().Environment(ctx, images.EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
-		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents, Docker: req.Docker})
+		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents, Docker: req.Docker, Allow: req.Allow})
 	if err == nil && env != nil {
 		pl.note("environment: %s, image %s", env.Source, env.Image)
 	}
@@ -442,7 +448,7 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 		// environment with the agent layer on top (or on the environment
 		// itself when it builds on the agent image).
 		switch {
-		case !needsAgentCLIs(o.Image) || env.Environment.Image == "":
+		case !needsAgentCLIs(o.Image) || (env.Environment.Image == "" && env.Environment.Build == nil):
 			o.Image = env.Image
 		case env.AgentsImage != "":
 			o.Image = env.AgentsImage

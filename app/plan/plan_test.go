@@ -152,7 +152,7 @@ func TestPlanRun(t *testing.T) {
 				t.Error("a policy with a registry preset does not ask for the CA that enforces its methods")
 			}
 		}},
-		{name: "unknown registry preset in --allow", req: Request{Command: []string{"true"}, Allow: []string{"@cargo"}}, err: "no registry preset @cargo; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr"},
+		{name: "unknown registry preset in --allow", req: Request{Command: []string{"true"}, Allow: []string{"@cargo"}}, err: "no registry preset @cargo; the presets are @npm, @pypi, @go, @crates, @rubygems, @maven, @debian, @docker, @ghcr, @mcr"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl, notes := testPlanner(t, tc.user)

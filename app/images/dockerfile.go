@@ -1,0 +1,397 @@
+package images
+
+import (
+	"archive/tar"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/airlock-dev/airlock/app/envspec"
+	"github.com/airlock-dev/airlock/guest"
+	"github.com/airlock-dev/airlock/guest/client"
+	"github.com/airlock-dev/airlock/internal/headtail"
+	"github.com/airlock-dev/airlock/sync/manifest"
+	"github.com/airlock-dev/airlock/sync/transfer"
+	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/image"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// Limits of a Dockerfile build's context: what is sent into the builder.
+const (
+	maxContextFiles = 200_000
+	maxContextBytes = 4 << 30
+	// maxSaved is the most a builder's `docker save` may send back.
+	maxSaved = maxLayer
+)
+
+// Where the builder keeps a build: the context, and the Dockerfile apart
+// from it (a Dockerfile outside its context is built as Docker does).
+const (
+	buildDir        = "/var/lib/airlock-build"
+	buildContext    = buildDir + "/context"
+	buildDockerfile = buildDir + "/Dockerfile"
+	buildTag        = "airlock-dockerfile:build"
+)
+
+// DockerfileBuilderBase is the image the Dockerfile builder is made
+// from when Source.DockerBuilderBase names none: the agent image, which
+// every host has, with Docker's packages installed on it once.
+const DockerfileBuilderBase = AgentsImage
+
+// dockerfileImage builds the environment's Dockerfile (spec.Build) in a
+// builder VM with Docker and returns the image made of it, dfile-<key>,
+// built once per Dockerfile, context, arguments, target and builder: a
+// later run of the same finds it. The context (a folder of the project,
+// without .git and without the files Airlock treats as secrets) is sent
+// into the builder as a tar; Docker there builds it with BuildKit, its
+// pulls and the build's own requests going through the egress proxy,
+// which allows the registries of the Dockerfile's FROM images
+// (read-only), @debian and the environment's hosts; the result comes back
+// as `docker save`'s archive, read as hostile input (readDockerSave).
+// Nothing of the build runs on the host.
+func (src *Source) dockerfileImage(ctx context.Context, project string, spec *envspec.Environment, arch vm.Arch, req EnvironmentRequest, progress func(string)) (string, error) {
+	b := spec.Build
+	ctxDir := filepath.Join(project, filepath.FromSlash(b.Context))
+	progress("reading the build context " + b.Context)
+	m, rep, err := manifest.Walk(ctx, ctxDir, manifest.WalkOptions{NoGitignore: true})
+	if err != nil {
+		return "", fmt.Errorf("environment %s: the build context: %w", spec.Source, err)
+	}
+	if err := contextFits(m); err != nil {
+		return "", fmt.Errorf("environment %s: the build context %s %w", spec.Source, b.Context, err)
+	}
+	if secrets := manifest.SecretPaths(rep.Excluded); len(secrets) > 0 {
+		src.note("environment %s: the build context leaves out %d %s Airlock treats as secrets (%s): they never enter a VM", spec.Source,
+			len(secrets), plural(len(secrets), "file", "files"), strings.Join(firstN(secrets, 3), ", "))
+	}
+	dockerfile, err := readProjectFile(project, b.Dockerfile, b.Sum)
+	if err != nil {
+		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	builder, err := src.dockerBuilder(ctx, arch, req, progress)
+	if err != nil {
+		return "", fmt.Errorf("environment %s: the Dockerfile builder: %w", spec.Source, err)
+	}
+	key := dockerfileKey(b, m, builder)
+	imName := "dfile-" + key[:12]
+	if im, err := image.Load(src.Home, imName, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
+		return imName, nil
+	}
+	prov, err := src.Build(BuildRequest{Name: imName, Base: builder.Name, Arch: string(arch), Key: key,
+		Label: project + " " + spec.Source + " (" + b.Dockerfile + ")", Allow: append(DockerfileAllow(spec), req.Allow...), Source: "environment " + spec.Source})
+	if err != nil {
+		return "", err
+	}
+	prov.Progress, prov.Output = progress, req.Output
+	progress(fmt.Sprintf("building %s in a builder VM (%s), once: later runs start from it", b.Dockerfile, imName))
+	bl, err := prov.boot(ctx)
+	if err != nil {
+		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	defer bl.close()
+	saved, err := bl.dockerBuild(ctx, ctxDir, m, dockerfile, b)
+	if err != nil {
+		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	bl.shutdown(ctx)
+	layers := make([]string, len(saved.Layers))
+	for i, l := range saved.Layers {
+		layers[i] = l.String()
+	}
+	base := &oci.Image{Ref: "Dockerfile " + b.Dockerfile, Name: project + "/" + b.Dockerfile, Digest: saved.ID.String(),
+		Platform: saved.Platform, Config: saved.Config}
+	if _, err := bl.write(ctx, base, layers, saved.Config.User); err != nil {
+		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	return imName, nil
+}
+
+// DockerfileAllow is what a Dockerfile build may reach: the registries of
+// its FROM images, read-only (@docker, @ghcr and @mcr by their presets),
+// Debian's mirror (most Dockerfiles install packages), and the
+// environment's own hosts (and the run's --allow, which the build is
+// given beside these).
+func DockerfileAllow(spec *envspec.Environment) []string {
+	allow := []string{"@debian"}
+	add := func(s string) {
+		if !slices.Contains(allow, s) {
+			allow = append(allow, s)
+		}
+	}
+	if spec.Build != nil {
+		for _, f := range spec.Build.From {
+			add(registryRule(f.Ref))
+		}
+	}
+	for _, h := range spec.Hosts {
+		add(h)
+	}
+	return allow
+}
+
+// registryRule is the egress rule for pulling ref: its registry's
+// preset, else the registry host, read-only.
+func registryRule(ref string) string {
+	host := "registry-1.docker.io"
+	if r, err := name.ParseReference(ref); err == nil {
+		host = r.Context().RegistryStr()
+	}
+	switch host {
+	case name.DefaultRegistry, "registry-1.docker.io", "docker.io":
+		return "@docker"
+	case "ghcr.io":
+		return "@ghcr"
+	case "mcr.microsoft.com":
+		return "@mcr"
+	}
+	return host + " (GET,HEAD)"
+}
+
+// dockerBuilder is the image Dockerfiles are built in: its base
+// (Source.DockerBuilderBase, else the agent image) with Docker's packages,
+// made once per base.
+func (src *Source) dockerBuilder(ctx context.Context, arch vm.Arch, req EnvironmentRequest, progress func(string)) (*image.Image, error) {
+	base := cmp.Or(src.DockerBuilderBase, DockerfileBuilderBase)
+	if base == AgentsImage {
+		if err := src.EnsureAgents(ctx, string(arch), progress); err != nil {
+			return nil, err
+		}
+	}
+	baseImg, err := image.Find(src.imageRoots(), base, arch)
+	if err != nil {
+		return nil, err
+	}
+	if baseImg.Meta.OCI == nil {
+		return nil, fmt.Errorf("image %s is not made from an OCI image", base)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "airlock dockerfile builder 1\x00%s\x00%s\x00%q", baseImg.Meta.OCI.Key, baseImg.Meta.OCI.Digest, DockerPackages)
+	for _, e := range baseImg.Meta.OCI.Extra {
+		fmt.Fprintf(h, "\x00%s", e)
+	}
+	key := hex.EncodeToString(h.Sum(nil))
+	imName := "dockerbuilder-" + key[:12]
+	if im, err := image.Load(src.Home, imName, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key {
+		return im, nil
+	}
+	prov, err := src.Build(BuildRequest{Name: imName, Base: base, Arch: string(arch), Key: key, Label: "Docker, to build Dockerfiles in",
+		Apt: DockerPackages, Source: "the Dockerfile builder"})
+	if err != nil {
+		return nil, err
+	}
+	prov.Progress, prov.Output = progress, req.Output
+	progress("making the Dockerfile builder (" + imName + "), once")
+	return prov.Run(ctx)
+}
+
+// dockerBuild sends the context and the Dockerfile into the builder,
+// starts Docker, builds with BuildKit through the proxy and reads the
+// image back.
+func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.Manifest, dockerfile []byte, b *envspec.Build) (*savedImage, error) {
+	run := func(what string, cmd client.Command) error {
+		bl.progress(what)
+		fmt.Fprintf(bl.log, "### %s\n", what)
+		if cmd.Stdout == nil {
+			cmd.Stdout = bl.out
+		}
+		cmd.Stderr, cmd.Dir = bl.out, "/"
+		if err := bl.g.Client.Run(ctx, cmd); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%s: %w; the output is above and in %s", what, err, bl.logPath)
+		}
+		return nil
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeContext(ctx, ctxDir, m, pw)) }()
+	err := run(fmt.Sprintf("sending the build context (%d files)", len(m.Entries)), client.Command{
+		Args: []string{"sh", "-c", `set -e; rm -rf "$1"; mkdir -p "$1"; tar -x --no-same-owner -C "$1" -f -`, "sh", buildContext}, Stdin: pr})
+	pr.CloseWithError(errors.New("the builder stopped reading"))
+	if err != nil {
+		return nil, err
+	}
+	if err := run("sending "+b.Dockerfile, client.Command{Args: []string{"sh", "-c", `cat > "$1"`, "sh", buildDockerfile},
+		Stdin: strings.NewReader(string(dockerfile))}); err != nil {
+		return nil, err
+	}
+	words := []string{"env"}
+	for _, k := range guest.DockerProxyEnv {
+		if v, ok := bl.env[k]; ok {
+			words = append(words, k+"="+v)
+		}
+	}
+	words = append(words, transfer.DefaultAgentPath, "docker-start")
+	if err := run("starting Docker in the builder", client.Command{Args: words}); err != nil {
+		return nil, err
+	}
+	argv := []string{"docker", "build", "--network", "host", "--progress", "plain", "-f", buildDockerfile, "-t", buildTag}
+	if b.Target != "" {
+		argv = append(argv, "--target", b.Target)
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Args)) {
+		argv = append(argv, "--build-arg", k+"="+b.Args[k])
+	}
+	// The proxy, for the build's own requests (RUN curl, apt-get):
+	// Docker's predefined arguments, which are not kept in the image.
+	// (The guest agent sets them for the commands it runs; the build's
+	// containers get them only so.)
+	proxy := guest.ProxyEnv()
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
+		if _, given := b.Args[k]; !given {
+			argv = append(argv, "--build-arg", k+"="+cmp.Or(bl.env[k], proxy[k]))
+		}
+	}
+	argv = append(argv, buildContext)
+	env := map[string]string{"DOCKER_BUILDKIT": "1"}
+	if err := run("docker build "+b.Dockerfile, client.Command{Args: argv, Env: env}); err != nil {
+		return nil, err
+	}
+	bl.progress("keeping the image Docker built")
+	sr, sw := io.Pipe()
+	type result struct {
+		im  *savedImage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		im, err := readDockerSave(sr, bl.p.Store, maxSaved)
+		sr.CloseWithError(cmp.Or(err, io.EOF))
+		done <- result{im, err}
+	}()
+	stderr := &headtail.Head{Max: 4 << 10}
+	err = bl.g.Client.Run(ctx, client.Command{Args: []string{"docker", "save", buildTag}, Stdout: sw, Stderr: stderr, Dir: "/"})
+	sw.CloseWithError(cmp.Or(err, io.EOF))
+	res := <-done
+	switch {
+	case res.err != nil:
+		return nil, res.err
+	case err != nil:
+		return nil, fmt.Errorf("docker save: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return res.im, nil
+}
+
+// contextFits refuses a context too large to send.
+func contextFits(m *manifest.Manifest) error {
+	if len(m.Entries) > maxContextFiles {
+		return fmt.Errorf("has %d files; Airlock sends at most %d into a builder", len(m.Entries), maxContextFiles)
+	}
+	var n int64
+	for _, e := range m.Entries {
+		n += e.Size
+	}
+	if n > maxContextBytes {
+		return fmt.Errorf("holds %d MiB; Airlock sends at most %d MiB into a builder", n>>20, maxContextBytes>>20)
+	}
+	return nil
+}
+
+// writeContext writes the context's files as m lists them (a file that
+// changed since is an error: the build's key would not be its content).
+func writeContext(ctx context.Context, dir string, m *manifest.Manifest, w io.Writer) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tw := tar.NewWriter(w)
+	for _, e := range m.Entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h := &tar.Header{Name: e.Path, Mode: int64(e.Mode.Perm()), Format: tar.FormatPAX}
+		switch e.Type {
+		case manifest.Dir:
+			h.Typeflag, h.Name = tar.TypeDir, e.Path+"/"
+		case manifest.Symlink:
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.Target
+		case manifest.File:
+			h.Typeflag, h.Size = tar.TypeReg, e.Size
+		default:
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if e.Type != manifest.File {
+			continue
+		}
+		f, err := root.Open(e.Path)
+		if err != nil {
+			return err
+		}
+		hw := sha256.New()
+		_, err = io.CopyN(io.MultiWriter(tw, hw), f, e.Size)
+		f.Close()
+		if err != nil || hex.EncodeToString(hw.Sum(nil)) != e.SHA256 {
+			return fmt.Errorf("%s changed while the build context was sent; build again", e.Path)
+		}
+	}
+	return tw.Close()
+}
+
+// dockerfileKey identifies a Dockerfile build: the build as described
+// (the Dockerfile's path and SHA-256, context, arguments, target), every
+// file of the context, and the builder.
+func dockerfileKey(b *envspec.Build, m *manifest.Manifest, builder *image.Image) string {
+	h := sha256.New()
+	desc, _ := json.Marshal(b) // plain data
+	fmt.Fprintf(h, "airlock dockerfile 1\x00%s\x00%s\x00%s\x00", desc, builder.Meta.OCI.Key, builder.Arch)
+	for _, e := range m.Entries {
+		fmt.Fprintf(h, "%q %s %o %d %s %q\x00", e.Path, e.Type, e.Mode, e.Size, e.SHA256, e.Target)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// readProjectFile reads the project's file rel (inside the project: a
+// link out of it does not open) and checks it is still what was read
+// when the environment was (sum).
+func readProjectFile(project, rel, sum string) ([]byte, error) {
+	root, err := os.OpenRoot(project)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(filepath.FromSlash(path.Clean(rel)))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20+1))
+	if err != nil {
+		return nil, err
+	}
+	if s := sha256.Sum256(data); hex.EncodeToString(s[:]) != sum {
+		return nil, fmt.Errorf("%s changed while the environment was read; run again", rel)
+	}
+	return data, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(slices.Clone(s[:n]), "…")
+	}
+	return s
+}

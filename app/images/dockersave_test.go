@@ -1,0 +1,198 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/airlock-dev/airlock/testkit/ocitest"
+	"github.com/airlock-dev/airlock/vm/oci"
+)
+
+// savedTar is what Docker 20.10's `docker save` writes for img: each
+// layer an uncompressed tar (ID/layer.tar), the configuration (ID.json)
+// and manifest.json naming them.
+func savedTar(t *testing.T, img v1.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	put := func(name string, body []byte) {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(body)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for i, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		body.ReadFrom(rc)
+		rc.Close()
+		dir := fmt.Sprintf("%064d", i)
+		tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+		put(dir+"/layer.tar", body.Bytes())
+		paths = append(paths, dir+"/layer.tar")
+	}
+	cfg, err := img.RawConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := img.ConfigName()
+	put(id.Hex+".json", cfg)
+	m, _ := json.Marshal([]map[string]any{{"Config": id.Hex + ".json", "RepoTags": []string{"airlock-dockerfile:build"}, "Layers": paths}})
+	put("manifest.json", m)
+	tw.Close()
+	return b.Bytes()
+}
+
+func TestReadDockerSave(t *testing.T) {
+	big := strings.Repeat("x", 2<<20) // past maxSavedSmall: streamed into a blob
+	img := ocitest.Image(t, "amd64", []string{"PATH=/usr/bin", "A=1"},
+		ocitest.Layer(t, ocitest.Entry{Name: "etc/hello", Body: "hello"}),
+		ocitest.Layer(t, ocitest.Entry{Name: "big", Body: big}))
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf.Config.User, cf.Config.WorkingDir = "dev", "/work"
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	st := oci.Store{Dir: t.TempDir()}
+	got, err := readDockerSave(bytes.NewReader(savedTar(t, img)), st, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := img.ConfigName()
+	if got.ID != id || got.Platform != "linux/amd64" || got.Config.User != "dev" || got.Config.WorkingDir != "/work" || len(got.Config.Env) != 2 {
+		t.Errorf("read %+v", got)
+	}
+	if len(got.Layers) != 2 || got.Layers[0] != cf.RootFS.DiffIDs[0] || got.Layers[1] != cf.RootFS.DiffIDs[1] {
+		t.Fatalf("layers %v, want the diff_ids %v", got.Layers, cf.RootFS.DiffIDs)
+	}
+	for _, d := range got.Layers {
+		if !st.Has(d) {
+			t.Errorf("layer %s is not in the store", d)
+		}
+	}
+}
+
+// TestReadDockerSaveRefuses: what a hostile builder could send instead of
+// an image keeps nothing and says what is wrong.
+func TestReadDockerSaveRefuses(t *testing.T) {
+	img := ocitest.Image(t, "amd64", nil, ocitest.Layer(t, ocitest.Entry{Name: "etc/hello", Body: "hello"}))
+	good := savedTar(t, img)
+	entries := func(t *testing.T, b []byte) []tarEntry {
+		tr := tar.NewReader(bytes.NewReader(b))
+		var out []tarEntry
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				return out
+			}
+			var body bytes.Buffer
+			body.ReadFrom(tr)
+			out = append(out, tarEntry{h, body.Bytes()})
+		}
+	}
+	rewrite := func(f func([]tarEntry) []tarEntry) []byte {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, e := range f(entries(t, good)) {
+			e.h.Size = int64(len(e.body))
+			if e.h.Typeflag != tar.TypeReg {
+				e.h.Size = 0
+			}
+			tw.WriteHeader(e.h)
+			tw.Write(e.body)
+		}
+		tw.Close()
+		return b.Bytes()
+	}
+	manifest := func(es []tarEntry) *tarEntry {
+		for i := range es {
+			if es[i].h.Name == "manifest.json" {
+				return &es[i]
+			}
+		}
+		t.Fatal("no manifest.json")
+		return nil
+	}
+	tests := []struct {
+		name  string
+		data  []byte
+		limit int64
+		want  string
+	}{
+		{name: "not a tar", data: []byte("hello"), want: "not a tar archive"},
+		{name: "larger than the cap", data: good, limit: 1024, want: "larger than Airlock takes"},
+		{name: "a path out of the archive", data: rewrite(func(es []tarEntry) []tarEntry {
+			return append(es, tarEntry{&tar.Header{Name: "../../etc/passwd", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("x")})
+		}), want: "has a file named"},
+		{name: "a link out of the archive", data: rewrite(func(es []tarEntry) []tarEntry {
+			return append(es, tarEntry{&tar.Header{Name: "escape", Typeflag: tar.TypeSymlink, Linkname: "../../../etc/shadow"}, nil})
+		}), want: "links \"escape\" out of itself"},
+		{name: "a device", data: rewrite(func(es []tarEntry) []tarEntry {
+			return append(es, tarEntry{&tar.Header{Name: "dev", Typeflag: tar.TypeChar}, nil})
+		}), want: "of a kind"},
+		{name: "a file twice", data: rewrite(func(es []tarEntry) []tarEntry {
+			return append(es, *manifest(es))
+		}), want: "twice"},
+		{name: "no manifest", data: rewrite(func(es []tarEntry) []tarEntry {
+			m := manifest(es)
+			m.h.Name = "not-the-manifest.json"
+			return es
+		}), want: "does not hold"},
+		{name: "two images", data: rewrite(func(es []tarEntry) []tarEntry {
+			m := manifest(es)
+			var list []json.RawMessage
+			json.Unmarshal(m.body, &list)
+			m.body, _ = json.Marshal(append(list, list...))
+			return es
+		}), want: "no manifest.json of one image"},
+		{name: "a layer that is not its diff_id", data: rewrite(func(es []tarEntry) []tarEntry {
+			for i := range es {
+				if strings.HasSuffix(es[i].h.Name, "/layer.tar") {
+					es[i].body = ocitest.Tar(t, ocitest.Entry{Name: "etc/hello", Body: "swapped"})
+				}
+			}
+			return es
+		}), want: "is not the one its configuration names"},
+		{name: "a manifest naming a file outside", data: rewrite(func(es []tarEntry) []tarEntry {
+			m := manifest(es)
+			m.body = []byte(`[{"Config":"../config.json","Layers":[]}]`)
+			return es
+		}), want: "names a file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limit := tt.limit
+			if limit == 0 {
+				limit = 1 << 30
+			}
+			st := oci.Store{Dir: t.TempDir()}
+			_, err := readDockerSave(bytes.NewReader(tt.data), st, limit)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type tarEntry struct {
+	h    *tar.Header
+	body []byte
+}
