@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
+	"github.com/airlock-dev/airlock/app/egress"
+	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/vm/oci"
 )
@@ -195,4 +198,23 @@ func TestReadDockerSaveRefuses(t *testing.T) {
 type tarEntry struct {
 	h    *tar.Header
 	body []byte
+}
+
+// TestDockerfileAllow: a Dockerfile build may reach its FROM images'
+// registries read-only, by their presets where there is one, Debian's
+// mirror and the environment's hosts, each once.
+func TestDockerfileAllow(t *testing.T) {
+	spec := &envspec.Environment{Build: &envspec.Build{From: []envspec.From{
+		{Ref: "debian:bookworm"}, {Ref: "docker.io/library/golang:1.24"}, {Ref: "ghcr.io/o/r:1"},
+		{Ref: "mcr.microsoft.com/devcontainers/go:1"}, {Ref: "quay.io/o/r@sha256:" + strings.Repeat("a", 64)}, {Ref: "ghcr.io/o/other"},
+	}}, Hosts: []string{"proxy.golang.org", "@debian"}}
+	want := []string{"@debian", "@docker", "@ghcr", "@mcr", "quay.io (GET,HEAD)", "proxy.golang.org"}
+	if diff := cmp.Diff(want, DockerfileAllow(spec)); diff != "" {
+		t.Errorf("allow (-want +got):\n%s", diff)
+	}
+	for _, a := range DockerfileAllow(spec) {
+		if _, err := egress.ParseRules(a); err != nil {
+			t.Errorf("%q: %v", a, err)
+		}
+	}
 }

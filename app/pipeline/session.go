@@ -430,6 +430,10 @@ func (r *runner) startDocker(ctx context.Context, m Machine) error {
 		}
 	}
 	words = append(words, transfer.DefaultAgentPath, "docker-start")
+	if u := r.commandUser(m); u != "" {
+		// Its Docker CLI configuration gets the containers' proxy.
+		words = append(words, "--user", u)
+	}
 	stdout, stderr := &headtail.Head{Max: 4 << 10}, &headtail.Head{Max: 16 << 10}
 	if err := m.Exec(ctx, transfer.ShellCommand(words...), nil, stdout, stderr); err != nil {
 		return fmt.Errorf("start Docker in the VM: %w: %s", err, strings.TrimSpace(stderr.String()))

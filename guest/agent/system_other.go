@@ -24,3 +24,9 @@ func PrepareDockerKernel() (string, error) { return "", errNotLinux }
 
 // StartDocker is only supported on Linux.
 func StartDocker(ctx context.Context) (string, error) { return "", errNotLinux }
+
+// StartContainerProxy is only supported on Linux.
+func StartContainerProxy(ctx context.Context, user string) (string, error) { return "", errNotLinux }
+
+// ProxyRelay is only supported on Linux.
+func ProxyRelay(listen, target string) error { return errNotLinux }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/cli/clitest"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/testkit/fakevendor"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
@@ -62,7 +63,7 @@ func TestDockerInTheVM(t *testing.T) {
   hello:
     image: airlock-test/bb:1
     volumes: [".:/out"]
-    command: ["sh", "-c", "echo hello-from-compose; echo made-in-a-container > /out/from-container.txt; uname -s; nc -w 5 1.1.1.1 80 </dev/null 2>&1 || echo no-direct-way-out"]
+    command: ["sh", "-c", "echo hello-from-compose; echo made-in-a-container > /out/from-container.txt; uname -s; nc -w 5 1.1.1.1 80 </dev/null 2>&1 || echo no-direct-way-out; wget -q -O- http://files.airlock.test/compose"]
 `
 	if err := os.WriteFile(filepath.Join(proj, "compose.yaml"), []byte(compose), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,12 +86,24 @@ func TestDockerInTheVM(t *testing.T) {
 		// Not allowed: the proxy refuses, and the pull says so.
 		"if docker pull -q ghcr.io/airlock-test/bb:1 2>&1; then echo ghcr-pulled; fi",
 		"docker compose version",
+		// A container's own HTTP goes through Airlock's proxy (the
+		// CLI gives it the proxy's variables), and only there.
+		"docker run --rm airlock-test/bb:1 sh -c 'wget -q -O- http://files.airlock.test/run'",
+		"docker run --rm airlock-test/bb:1 sh -c 'wget -q -O- http://not-allowed.airlock.test/ 2>&1' || echo refused-by-the-proxy",
 		"timeout 300 docker compose run --rm -T hello ||",
 		"  { echo 'the container failed or hung' >&2; ps -eo pid,stat,pcpu,etime,args >&2; tail -50 /var/log/airlock-dockerd.log >&2; exit 1; }",
 	}, "\n")
 	start := time.Now()
-	up := []cli.Option{clitest.UpstreamHook(hub)}
-	code, out, errOut = clitest.Run(t, home, up, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "@docker", "--project", proj, "--", "sh", "-c", script)
+	files := startFiles(t)
+	up := []cli.Option{cli.WithPlanHook(func(p *plan.Plan) error {
+		for i := range p.Runs {
+			if n := p.Runs[i].Network; n != nil {
+				n.Dial, n.RootCAs = files.dial(hub), hub.RootCAs
+			}
+		}
+		return nil
+	})}
+	code, out, errOut = clitest.Run(t, home, up, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "@docker", "--allow", "files.airlock.test", "--project", proj, "--", "sh", "-c", script)
 	t.Logf("first run (environment built, engine started) in %s", time.Since(start).Round(time.Second))
 	for _, l := range strings.Split(errOut, "\n") {
 		if strings.HasPrefix(l, "###") || strings.Contains(l, "cold boot") {
@@ -119,7 +132,8 @@ func TestDockerInTheVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"dev\n", "driver=overlay2 cgroup=2", "docker.io/airlock-test/bb:1", "Linux",
-		"Docker Compose version 2.26.1", "hello-from-compose", "1.1.1.1): Network is unreachable", "no-direct-way-out", `"https://ghcr.io/v2/": Forbidden`} {
+		"Docker Compose version 2.26.1", "hello-from-compose", "1.1.1.1): Network is unreachable", "no-direct-way-out", `"https://ghcr.io/v2/": Forbidden`,
+		"files-served /run", "files-served /compose", "403 Forbidden", "refused-by-the-proxy"} {
 		if !strings.Contains(string(transcript), want) {
 			t.Errorf("the transcript lacks %q:\n%s", want, transcript)
 		}

@@ -41,7 +41,9 @@ const usage = `usage:
   airlock-guest layer UPPERDIR  write the OCI layer (tar) of an overlay upper directory
   airlock-guest docker-kernel   ready the kernel for a Docker Engine (modules, cgroup v2,
                                 forwarding) and name any missing piece (as root)
-  airlock-guest docker-start    start the image's Docker Engine and wait until it answers
+  airlock-guest docker-start [--user NAME]
+                                start the image's Docker Engine, wait until it answers, and give
+                                its containers the proxy (NAME's Docker CLI configuration)
                                 (as root; the proxy variables are passed on to it)
   airlock-guest jail [--home DIR] [--write DIR]... -- PATH ARGV0 [ARG...]
                                 run PATH (as ARGV0 ARG...) in the agent's jail: no_new_privs,
@@ -82,9 +84,12 @@ func main() {
 			fmt.Println(ok)
 		}
 	case "docker-start":
-		var ok string
-		if ok, err = agent.StartDocker(context.Background()); err == nil {
-			fmt.Println(ok)
+		err = dockerStart(os.Args[2:])
+	case "proxy-relay":
+		if len(os.Args) != 4 {
+			err = errors.New("usage: airlock-guest proxy-relay LISTEN TARGET")
+		} else {
+			err = agent.ProxyRelay(os.Args[2], os.Args[3])
 		}
 	case "jail":
 		err = jailCommand(os.Args[2:])
@@ -103,6 +108,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "airlock-guest:", err)
 		os.Exit(1)
 	}
+}
+
+// dockerStart starts the Docker Engine and the containers' way to the
+// proxy, saying what runs.
+func dockerStart(args []string) error {
+	fs := flag.NewFlagSet("docker-start", flag.ContinueOnError)
+	user := fs.String("user", "", "the command's user, whose Docker CLI configuration gets the containers' proxy")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	ok, err := agent.StartDocker(ctx)
+	if err != nil {
+		return err
+	}
+	url, err := agent.StartContainerProxy(ctx, *user)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s; containers' proxy %s\n", ok, url)
+	return nil
 }
 
 // runInit is PID 1. It must never exit: the kernel panics when init dies.
