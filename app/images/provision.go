@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -36,6 +37,12 @@ type SetupStep struct {
 	Name  string
 	Shell string
 	Argv  []string
+	// Stdin, when set, is the step's standard input (a feature's files,
+	// as a tar its step extracts).
+	Stdin []byte
+	// Env is added to this step's environment, over the build's; it
+	// never replaces the network's variables (the proxy's).
+	Env map[string]string
 }
 
 // String is the step as people read it, on one line: a project's setup
@@ -207,11 +214,15 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	defer stopNet()
+	netEnv := env
 	env = stepEnv(p.Base.Meta.OCI.Config.Env, env, p.Env)
 	for i, s := range p.Steps {
 		progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
 		fmt.Fprintf(logf, "### step %d (%s): %s\n", i+1, s.Name, s)
-		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: env, Dir: "/", Stdout: out, Stderr: out}
+		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: withStepEnv(env, netEnv, s.Env), Dir: "/", Stdout: out, Stderr: out}
+		if s.Stdin != nil {
+			cmd.Stdin = bytes.NewReader(s.Stdin)
+		}
 		t0 := time.Now()
 		if err := g.Client.Run(ctx, cmd); err != nil {
 			if ctx.Err() != nil {
@@ -288,6 +299,21 @@ func stepEnv(image []string, network, own map[string]string) map[string]string {
 	maps.Copy(env, network)
 	maps.Copy(env, own)
 	return env
+}
+
+// withStepEnv is env with a step's own variables over it, save the
+// network's, which stay.
+func withStepEnv(env, network, own map[string]string) map[string]string {
+	if len(own) == 0 {
+		return env
+	}
+	out := maps.Clone(env)
+	for k, v := range own {
+		if _, ok := network[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 type limitedWriter struct {
