@@ -48,15 +48,19 @@ func Order(refs []string, metas []*Metadata) ([]int, error) {
 	var out []int
 	done := make([]bool, len(refs))
 	for len(out) < len(refs) {
-		progressed := false
+		// The first feature, in the order given, whose predecessors are
+		// all installed.
+		next := -1
 		for i := range refs {
-			if done[i] || slices.ContainsFunc(after[i], func(j int) bool { return !done[j] }) {
-				continue
+			if !done[i] && !slices.ContainsFunc(after[i], func(j int) bool { return !done[j] }) {
+				next = i
+				break
 			}
-			done[i], progressed = true, true
-			out = append(out, i)
 		}
-		if !progressed {
+		if next >= 0 {
+			done[next] = true
+			out = append(out, next)
+		} else {
 			var left []string
 			for i, d := range done {
 				if !d {
