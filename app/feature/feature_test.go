@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 )
 
@@ -235,5 +236,16 @@ func TestHosts(t *testing.T) {
 	}
 	if h, ok := Hosts("ghcr.io/rails/devcontainer/features/postgres-client:1"); ok || h != nil {
 		t.Errorf("a feature of another publisher has known hosts: %v", h)
+	}
+}
+
+// Every host the table names is one the egress proxy's rules take.
+func TestHostsParse(t *testing.T) {
+	for name, hosts := range officialHosts {
+		for _, h := range hosts {
+			if _, err := egress.ParseRules(h); err != nil {
+				t.Errorf("%s: %q: %v", name, h, err)
+			}
+		}
 	}
 }
