@@ -70,6 +70,7 @@ func envInfoOf(im *image.Image) envInfo {
 func newEnvBuildCmd(e *env) *cobra.Command {
 	var arch string
 	var rebuild, trust, agents, docker bool
+	var allow []string
 	cmd := &cobra.Command{
 		Use:   "build [DIR]",
 		Short: "Build the environment of the project in DIR (default: the current directory)",
@@ -79,13 +80,14 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			return runEnvBuild(cmd.Context(), e, images.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust, WithAgents: agents, Docker: docker})
+			return runEnvBuild(cmd.Context(), e, images.EnvironmentRequest{Project: dir, Arch: arch, Rebuild: rebuild, TrustProject: trust, WithAgents: agents, Docker: docker, Allow: allow})
 		},
 	}
 	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture, amd64 or arm64 (default: the host's)")
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "pull the base image again and build even when the environment is built")
 	cmd.Flags().BoolVar(&trust, "trust-project", false, "confirm the environment's setup now (as airlock trust DIR does)")
 	cmd.Flags().BoolVar(&docker, "docker", false, "build Docker inside the VM into the environment, as airlock run --docker does (the engine and Compose v2; a project without an environment gets one on the agent image)")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "a host the build may reach too, HOST[:PORT] or a registry preset (@npm), as for airlock run (a feature's downloads); repeatable")
 	cmd.Flags().BoolVar(&agents, "with-agents", false, "also make the environment's image with the agent CLIs on top (what agent presets run on; airlock run makes it when needed)")
 	return cmd
 }

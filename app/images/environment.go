@@ -61,6 +61,10 @@ type EnvironmentRequest struct {
 	// its own; a project without an environment gets one on the agent
 	// image.
 	Docker bool
+	// Allow are hosts the build may reach too (airlock run --allow,
+	// env build --allow: a feature's downloads): the user's own, so they
+	// need no confirmation and are not part of the cache key.
+	Allow []string
 }
 
 // DockerPackages are the Debian packages of Docker inside the VM: the
@@ -297,7 +301,7 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 		return nil
 	}
 	br := BuildRequest{Name: name, Base: base, Arch: string(arch), Key: key, Label: project + " " + spec.Source, Apt: spec.Apt, Env: spec.Env,
-		Allow: append(slices.Clone(spec.Hosts), fp.Hosts...), Source: "environment " + spec.Source, Steps: fp.Steps}
+		Allow: slices.Concat(spec.Hosts, fp.Hosts, req.Allow), Source: "environment " + spec.Source, Steps: fp.Steps}
 	for i, s := range spec.Setup {
 		n := s.Origin
 		if s.Name != "" {

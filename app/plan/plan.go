@@ -422,7 +422,7 @@ func (pl *Planner) environment(ctx context.Context, project string, req Request,
 		withAgents = withAgents || needsAgentCLIs(ps.Image)
 	}
 	env, err := pl.Images().Environment(ctx, images.EnvironmentRequest{Project: project, Arch: req.Arch, TrustProject: req.TrustProject,
-		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents, Docker: req.Docker})
+		Progress: progress, Output: pl.BuildOutput, WithAgents: withAgents, Docker: req.Docker, Allow: req.Allow})
 	if err == nil && env != nil {
 		pl.note("environment: %s, image %s", env.Source, env.Image)
 	}

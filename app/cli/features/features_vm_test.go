@@ -82,7 +82,7 @@ func TestFeatureInstalled(t *testing.T) {
 
 	script := `cat "$HELLO_FILE"; echo "path=$PATH"; hello; if [ -e /pwned ]; then echo pwned; fi`
 	start := time.Now()
-	code, out, errOut = clitest.Run(t, home, nil, "run", "--arch", "amd64", "--json", "--trust-project", "--project", proj, "--", "sh", "-c", script)
+	code, out, errOut = clitest.Run(t, home, nil, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "feature-downloads.example", "--project", proj, "--", "sh", "-c", script)
 	t.Logf("run (feature fetched, environment built) in %s", time.Since(start).Round(time.Second))
 	if code != 0 {
 		t.Fatalf("run with a feature: exit %d\n%s%s", code, out, errOut)
@@ -121,5 +121,20 @@ func TestFeatureInstalled(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "hello feature installed") {
 		t.Errorf("the build's output lacks the install's:\n%s", errOut)
+	}
+	// The build's network: @debian for the feature, and the host the
+	// user allowed on the command line.
+	audits, _ := filepath.Glob(filepath.Join(home, "builds", "env-*", "audit.jsonl"))
+	if len(audits) != 1 {
+		t.Fatalf("builds: %v", audits)
+	}
+	audit, err := os.ReadFile(audits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"deb.debian.org", "feature-downloads.example"} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("the build's policy does not allow %s:\n%s", want, audit)
+		}
 	}
 }
