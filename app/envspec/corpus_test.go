@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlock-dev/airlock/app/feature"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -218,6 +220,26 @@ func TestCorpus(t *testing.T) {
 			needs[c][p.repo], never[c] = true, nv
 		}
 	}
+	// The features installed by their own install.sh, and those whose
+	// downloads Airlock knows no hosts for: they get @debian and what the
+	// project lists (customizations.airlock.hosts).
+	installed, unknown := map[string]bool{}, map[string]bool{}
+	for _, p := range projects {
+		env, err := ReadDevcontainer(p.dir(root), p.config)
+		if err != nil {
+			continue
+		}
+		for _, f := range env.Features {
+			if f.InstalledByScript() {
+				installed[feature.BaseRef(f.Ref)] = true
+				if _, ok := feature.Hosts(f.Ref); !ok {
+					unknown[feature.BaseRef(f.Ref)] = true
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nfeatures installed by their install.sh: %d; of them, with hosts Airlock does not know (@debian and the project's own): %s\n",
+		len(installed), strings.Join(slices.Sorted(maps.Keys(unknown)), ", "))
 	share := float64(asWritten) / float64(len(projects))
 	fmt.Fprintf(&b, "\nas written: %d of %d (%.0f%%); goal %.0f%%\n", asWritten, len(projects), 100*share, 100*asWrittenGoal)
 	fmt.Fprintf(&b, "\nwhat the others need (projects needing it; of them, projects needing nothing else):\n")

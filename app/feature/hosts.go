@@ -1,6 +1,9 @@
 package feature
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // official is where the Dev Container project publishes its features.
 const official = "ghcr.io/devcontainers/features/"
@@ -12,7 +15,7 @@ var githubReleases = []string{"github.com", "api.github.com", "objects.githubuse
 
 // keyservers are the OpenPGP key servers the official scripts fetch
 // signing keys from.
-var keyservers = []string{"keyserver.ubuntu.com", "keyserver.ubuntu.com:11371", "keys.openpgp.org"}
+var keyservers = []string{"keyserver.ubuntu.com", "keyserver.ubuntu.com:11371", "keys.openpgp.org", "keyserver.pgp.com", "keyserver.pgp.com:11371"}
 
 // officialHosts are the hosts each official feature's install.sh
 // reaches besides Debian's mirror (@debian), read from the scripts of
@@ -35,6 +38,30 @@ var officialHosts = map[string][]string{
 	"git": append(append([]string{"ppa.launchpad.net"}, githubReleases...), keyservers...),
 	// gh from its own apt repository, keys from the key servers.
 	"github-cli": append(append([]string{"cli.github.com"}, githubReleases...), keyservers...),
+	// OpenSSH's server from Debian's packages: nothing more.
+	"sshd": nil,
+	// Microsoft's apt repository, else pipx from PyPI; extensions from
+	// GitHub.
+	"azure-cli": append([]string{"packages.microsoft.com", "aka.ms", "@pypi"}, githubReleases...),
+	// SDKMAN! and the JDKs it brokers (Adoptium's API, GitHub's
+	// releases), Maven and Gradle from their own hosts.
+	"java": append([]string{"get.sdkman.io", "api.sdkman.io", "broker.sdkman.io", "api.adoptium.net", "services.gradle.org", "downloads.gradle.org",
+		"archive.apache.org", "dlcdn.apache.org", "repo.maven.apache.org"}, githubReleases...),
+	// dotnet-install.sh and the SDKs it fetches.
+	"dotnet": append([]string{"dot.net", "aka.ms", "builds.dotnet.microsoft.com", "dotnetcli.azureedge.net", "dotnetcli.blob.core.windows.net",
+		"ci.dot.net", "dotnet.microsoft.com"}, githubReleases...),
+	// rustup and the toolchains from static.rust-lang.org; crates for
+	// the components it adds.
+	"rust": append([]string{"static.rust-lang.org", "sh.rustup.rs", "@crates"}, githubReleases...),
+	// A desktop from Debian's packages, noVNC from GitHub.
+	"desktop-lite": githubReleases,
+	// Terraform, tflint, terragrunt from HashiCorp and GitHub, verified
+	// by keys from the key servers and Keybase.
+	"terraform": append(append([]string{"releases.hashicorp.com", "raw.githubusercontent.com", "keybase.io"}, githubReleases...), keyservers...),
+	// kubectl from dl.k8s.io, helm from get.helm.sh, minikube from
+	// Google's storage.
+	"kubectl-helm-minikube": append(append([]string{"dl.k8s.io", "cdn.dl.k8s.io", "get.helm.sh", "storage.googleapis.com", "raw.githubusercontent.com"},
+		githubReleases...), keyservers...),
 }
 
 // Hosts are the hosts Airlock knows a feature's install reaches beyond
@@ -46,5 +73,5 @@ func Hosts(ref string) ([]string, bool) {
 		return nil, false
 	}
 	h, ok := officialHosts[name]
-	return h, ok
+	return slices.Clone(h), ok
 }

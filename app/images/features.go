@@ -228,7 +228,9 @@ func writeFeatures(b *strings.Builder, env *envspec.Environment) {
 		}
 		hosts := "@debian"
 		if h, ok := feature.Hosts(f.Ref); ok {
-			hosts += ", " + strings.Join(h, ", ")
+			if len(h) > 0 {
+				hosts += ", " + strings.Join(h, ", ")
+			}
 		} else {
 			hosts += " and the hosts below"
 		}
