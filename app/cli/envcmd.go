@@ -87,7 +87,7 @@ func newEnvBuildCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&rebuild, "rebuild", false, "pull the base image again and build even when the environment is built")
 	cmd.Flags().BoolVar(&trust, "trust-project", false, "confirm the environment's setup now (as airlock trust DIR does)")
 	cmd.Flags().BoolVar(&docker, "docker", false, "build Docker inside the VM into the environment, as airlock run --docker does (the engine and Compose v2; a project without an environment gets one on the agent image)")
-	cmd.Flags().StringArrayVar(&allow, "allow", nil, "a host (or registry preset) a Dockerfile build may reach beyond its FROM registries, @debian and the environment's hosts, as airlock run --allow gives it (repeatable)")
+	cmd.Flags().StringArrayVar(&allow, "allow", nil, "a host the build may reach too, HOST[:PORT] or a registry preset (@npm), as for airlock run (a feature's downloads, a Dockerfile's RUN steps); repeatable")
 	cmd.Flags().BoolVar(&agents, "with-agents", false, "also make the environment's image with the agent CLIs on top (what agent presets run on; airlock run makes it when needed)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package envspec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"path"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -134,34 +135,86 @@ func lineNo(n int) string { return "line " + strconv.Itoa(n) + ": " }
 
 var (
 	directive = regexp.MustCompile(`^#\s*([a-zA-Z]+)\s*=\s*(\S+)\s*$`)
-	argRef    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+	argRef    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*)|([#%])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
 	// imageRef is the shape of an image reference: registry, path, tag
 	// and digest characters only (go-containerregistry checks it
 	// properly where it is pulled).
 	imageRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$`)
 )
 
-// expandArgs expands ${NAME}, $NAME and ${NAME:-default} from vars
-// (${NAME:+word} gives word when NAME is set); an unknown name is left
-// as written, so the reference is refused.
+// expandArgs expands ${NAME}, $NAME, ${NAME:-word}, ${NAME-word},
+// ${NAME:+word}, ${NAME+word}, ${NAME#pattern} and ${NAME%pattern} from
+// vars, as BuildKit's shell lexer does (a word's quotes removed); an
+// unknown name is left as written, so the reference is refused.
 func expandArgs(s string, vars map[string]string) string {
 	return argRef.ReplaceAllStringFunc(s, func(m string) string {
 		sm := argRef.FindStringSubmatch(m)
-		name := sm[1] + sm[3]
+		if sm[6] != "" {
+			if v, ok := vars[sm[6]]; ok {
+				return v
+			}
+			return m
+		}
+		name, op, word := sm[1], sm[2]+sm[4], unquote(sm[3]+sm[5])
 		v, ok := vars[name]
-		switch {
-		case strings.Contains(m, ":+") || (strings.Contains(m, "+") && !strings.Contains(m, "-")):
+		switch op {
+		case "":
+			if ok {
+				return v
+			}
+		case ":-":
 			if ok && v != "" {
-				return sm[2]
+				return v
+			}
+			return word
+		case "-":
+			if ok {
+				return v
+			}
+			return word
+		case ":+":
+			if ok && v != "" {
+				return word
 			}
 			return ""
-		case ok && (v != "" || !strings.Contains(m, ":-")):
-			return v
-		case strings.Contains(m, "-"):
-			return sm[2]
+		case "+":
+			if ok {
+				return word
+			}
+			return ""
+		case "#":
+			if ok {
+				return trimPattern(v, word, true)
+			}
+		case "%":
+			if ok {
+				return trimPattern(v, word, false)
+			}
 		}
 		return m
 	})
+}
+
+// trimPattern removes the shortest prefix (or suffix) of v that matches
+// the glob pattern.
+func trimPattern(v, pattern string, prefix bool) string {
+	for i := 0; i <= len(v); i++ {
+		if prefix {
+			if ok, _ := path.Match(pattern, v[:i]); ok {
+				return v[i:]
+			}
+		} else if ok, _ := path.Match(pattern, v[len(v)-i:]); ok {
+			return v[:len(v)-i]
+		}
+	}
+	return v
+}
+
+func unquote(w string) string {
+	if len(w) >= 2 && (w[0] == '"' || w[0] == '\'') && w[len(w)-1] == w[0] {
+		return w[1 : len(w)-1]
+	}
+	return w
 }
 
 // sum is the hex SHA-256 of data.

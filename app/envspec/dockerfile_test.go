@@ -49,6 +49,12 @@ func TestDockerfileFroms(t *testing.T) {
 			file: "FROM --platform=$BUILDPLATFORM golang:1.24 AS build\nFROM build-${TARGETARCH:-x}\n",
 			want: []From{{Ref: "golang:1.24", Line: 1}, {Ref: "build-" + runtime.GOARCH, Line: 2}},
 		},
+		{
+			name: "moby's: patterns, and quoted words",
+			file: "ARG S=${TARGETPLATFORM#linux/amd64}\nARG S=${S#linux/arm64}\nARG S=${S:+\"unsupported\"}\nARG S=${S:-\"supported\"}\n" +
+				"ARG V=1.2.3\nFROM debian AS delve-supported\nFROM delve-${S} AS delve\nFROM golang:${V%.*}\n",
+			want: []From{{Ref: "debian", Line: 6}, {Ref: "golang:1.2", Line: 8}},
+		},
 		{name: "no image", file: "FROM --platform=linux/arm64\n", problems: []string{"line 1: FROM names no image"}},
 	}
 	for _, tt := range tests {

@@ -236,8 +236,14 @@ type Feature struct {
 	// Options are the feature's options; a boolean or a number is kept
 	// as its JSON text ("true", "18").
 	Options map[string]string `json:"options,omitempty"`
-	// Supported says Airlock installs it (or, for docker-in-docker and
-	// docker-outside-of-docker, gives Docker inside the VM).
+	// Ref is the OCI reference the feature is fetched from
+	// ("ghcr.io/devcontainers/features/node:1"; a bare "node" is the Dev
+	// Container project's); empty for one Airlock cannot fetch (a folder
+	// of the project, a tarball's URL).
+	Ref string `json:"ref,omitempty"`
+	// Supported says Airlock installs it, by its own install.sh in the
+	// builder VM (or, for docker-in-docker and docker-outside-of-docker,
+	// gives Docker inside the VM).
 	Supported bool `json:"supported"`
 }
 
@@ -288,18 +294,13 @@ func (e *Environment) NeedsNetwork() bool {
 }
 
 // Pending names what the environment needs of Airlock's runtime beyond
-// an image, packages, setup steps, Docker in the VM and a Dockerfile
-// build (Compose services, features), one phrase each; nil when it needs
+// an image, packages, setup steps, features, Docker in the VM and a
+// Dockerfile build (Compose services), one phrase each; nil when it needs
 // nothing more.
 func (e *Environment) Pending() []string {
 	var out []string
 	if e.Compose != nil {
 		out = append(out, "the Compose services of "+strings.Join(e.Compose.Files, ", ")+" started beside the agent")
-	}
-	for _, f := range e.Features {
-		if f.Supported && f.Name != "docker-in-docker" && f.Name != "docker-outside-of-docker" {
-			out = append(out, "the Dev Container feature "+f.ID+" installed")
-		}
 	}
 	return out
 }

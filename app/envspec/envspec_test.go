@@ -272,11 +272,13 @@ func TestFindWarnings(t *testing.T) {
 				"ghcr.io/devcontainers/features/node:1": {"version": "20"},
 				"ghcr.io/devcontainers/features/docker-outside-of-docker:1": {},
 				"ghcr.io/devcontainers/features/sshd:1": {},
-				"ghcr.io/example/features/node:1": {}}}`,
+				"ghcr.io/example/features/node:1": {},
+				"./local": {},
+				"https://example.com/f.tgz": {}}}`,
 			want: []w{
+				{`feature "./local" is not installed`, false},
 				{`feature "ghcr.io/devcontainers/features/docker-outside-of-docker:1" becomes Docker inside the VM`, true},
-				{`feature "ghcr.io/devcontainers/features/sshd:1" is not installed`, false},
-				{`feature "ghcr.io/example/features/node:1" is not installed`, false},
+				{`feature "https://example.com/f.tgz" is not installed`, false},
 			},
 		},
 		{

@@ -12,13 +12,10 @@ import (
 // features.
 const officialFeatures = "ghcr.io/devcontainers/features/"
 
-// supportedFeatures are the features Airlock installs; the Docker ones
-// turn Docker inside the VM on. docker-from-docker is
-// docker-outside-of-docker's former name.
-var supportedFeatures = map[string]bool{
-	"docker-in-docker": true, "docker-outside-of-docker": true, "docker-from-docker": true,
-	"node": true, "python": true, "go": true, "common-utils": true, "git": true, "github-cli": true,
-}
+// dockerFeatures turn Docker inside the VM on instead of being
+// installed: docker-from-docker is docker-outside-of-docker's former
+// name.
+var dockerFeatures = map[string]bool{"docker-in-docker": true, "docker-outside-of-docker": true, "docker-from-docker": true}
 
 // maxFeatureID bounds a feature reference.
 const maxFeatureID = 512
@@ -50,6 +47,7 @@ func featureRef(id string) (name, version string, official bool) {
 // features reads the features object: each ID with its options (an
 // object; a string is the version option, as older files write it).
 func (d *dc) features() {
+	d.airlockHosts()
 	raw, ok := d.doc["features"]
 	if !ok || string(raw) == "null" {
 		return
@@ -72,22 +70,68 @@ func (d *dc) features() {
 		var official bool
 		f.Name, f.Version, official = featureRef(id)
 		f.Options = d.featureOptions(key, m[id])
-		f.Supported = official && supportedFeatures[f.Name]
+		f.Ref = ociRef(id, f.Name, f.Version, official)
+		f.Supported = f.Ref != ""
 		switch {
 		case !f.Supported:
-			d.warn(key, false, "feature %q is not installed: Airlock installs %s; install what it adds in onCreateCommand instead.", id, supportedList())
-		case f.Name == "docker-outside-of-docker" || f.Name == "docker-from-docker":
+			d.warn(key, false, "feature %q is not installed: Airlock installs features published to an OCI registry (\"ghcr.io/OWNER/REPO/NAME:VERSION\"), not a folder of the project or a tarball's URL; install what it adds in onCreateCommand instead.", id)
+		case official && (f.Name == "docker-outside-of-docker" || f.Name == "docker-from-docker"):
 			d.env.Docker = true
 			d.warn(key, true, "feature %q becomes Docker inside the VM: the host's Docker is never shared with a sandbox.", id)
-		case f.Name == "docker-in-docker":
+		case official && f.Name == "docker-in-docker":
 			d.env.Docker = true
 		}
 		d.env.Features = append(d.env.Features, f)
 	}
 }
 
-func supportedList() string {
-	return "docker-in-docker, docker-outside-of-docker (as Docker inside the VM), node, python, go, common-utils, git and github-cli"
+// ociRef is the OCI reference a feature is fetched from: the ID itself
+// when it names a registry, the Dev Container project's own for a bare
+// name (as older files write them); empty when it is not an OCI
+// reference (a folder of the project, "./local-feature", or a tarball's
+// URL).
+func ociRef(id, name, version string, official bool) string {
+	switch {
+	case strings.Contains(id, "://") || strings.HasPrefix(id, ".") || strings.HasPrefix(id, "/") || name == "":
+		return ""
+	case official && !strings.HasPrefix(id, officialFeatures):
+		ref := officialFeatures + name
+		if version == "" {
+			return ref + ":latest"
+		}
+		return ref + ":" + version
+	case !strings.Contains(id, "/"):
+		return ""
+	}
+	return id
+}
+
+// InstalledByScript says the feature is installed by running its own
+// install.sh in the builder VM; the Docker features give Docker inside
+// the VM instead, and one not published to a registry is not installed.
+func (f Feature) InstalledByScript() bool {
+	return f.Supported && !(strings.HasPrefix(f.Ref, officialFeatures) && dockerFeatures[f.Name])
+}
+
+// airlockHosts reads customizations.airlock.hosts: the hosts a
+// devcontainer.json project's features and setup may reach, beyond
+// @debian and what Airlock knows its official features need. They are
+// confirmed with the rest of the environment (airlock trust).
+func (d *dc) airlockHosts() {
+	raw, ok := d.doc["customizations"]
+	if !ok {
+		return
+	}
+	var c struct {
+		Airlock *struct {
+			Hosts []string `json:"hosts"`
+		} `json:"airlock"`
+	}
+	if json.Unmarshal(raw, &c) != nil || c.Airlock == nil {
+		return // editors' settings: moot, and warned of as such
+	}
+	d.c.hosts("customizations.airlock.hosts", c.Airlock.Hosts)
+	d.env.Hosts = append(d.env.Hosts, c.Airlock.Hosts...)
 }
 
 // featureOptions reads a feature's options: an object of strings,

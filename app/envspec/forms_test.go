@@ -85,7 +85,7 @@ func TestCompose(t *testing.T) {
 		Build: &Build{Dockerfile: ".devcontainer/Dockerfile", Context: ".", Args: map[string]string{"RUBY": "3.3"},
 			Sum: sum([]byte("FROM ruby:3.3\n")), From: []From{{Ref: "ruby:3.3", Line: 1}}},
 		Docker:   true,
-		Features: []Feature{{ID: "ghcr.io/devcontainers/features/github-cli:1", Name: "github-cli", Version: "1", Options: map[string]string{}, Supported: true}},
+		Features: []Feature{{ID: "ghcr.io/devcontainers/features/github-cli:1", Name: "github-cli", Version: "1", Options: map[string]string{}, Ref: "ghcr.io/devcontainers/features/github-cli:1", Supported: true}},
 		Compose: &Compose{
 			Files: []string{".devcontainer/compose.yaml"}, Service: "app",
 			RunServices: []string{"db", "redis", "tools"},
@@ -150,7 +150,7 @@ func TestCompose(t *testing.T) {
 	}
 	// Docker inside the VM is built (images.DockerPackages), so it is
 	// not pending.
-	if got := env.Pending(); len(got) != 2 || !strings.Contains(got[0], "Compose") {
+	if got := env.Pending(); len(got) != 1 || !strings.Contains(got[0], "Compose") {
 		t.Errorf("Pending() = %q", got)
 	}
 }
@@ -336,17 +336,23 @@ func TestFeatures(t *testing.T) {
 		"ghcr.io/devcontainers/features/node:1": "20",
 		"ghcr.io/devcontainers/features/python@sha256:abc": {"version": 3.12},
 		"ghcr.io/devcontainers-extra/features/apt-packages:1": {"packages": ["a", "b"]},
-		"./local-feature": {}}}`})
+		"./local-feature": {},
+		"node": {}},
+		"customizations": {"airlock": {"hosts": ["nodejs.org", "example.com:8443"]}}}`})
 	env, err := Find(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Feature{
 		{ID: "./local-feature", Name: "local-feature", Options: map[string]string{}},
-		{ID: "ghcr.io/devcontainers-extra/features/apt-packages:1", Name: "apt-packages", Version: "1", Options: map[string]string{"packages": `["a","b"]`}},
-		{ID: "ghcr.io/devcontainers/features/docker-in-docker:2", Name: "docker-in-docker", Version: "2", Options: map[string]string{"moby": "false", "version": "latest"}, Supported: true},
-		{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Version: "1", Options: map[string]string{"version": "20"}, Supported: true},
-		{ID: "ghcr.io/devcontainers/features/python@sha256:abc", Name: "python", Version: "sha256:abc", Options: map[string]string{"version": "3.12"}, Supported: true},
+		{ID: "ghcr.io/devcontainers-extra/features/apt-packages:1", Name: "apt-packages", Version: "1", Options: map[string]string{"packages": `["a","b"]`},
+			Ref: "ghcr.io/devcontainers-extra/features/apt-packages:1", Supported: true},
+		{ID: "ghcr.io/devcontainers/features/docker-in-docker:2", Name: "docker-in-docker", Version: "2", Options: map[string]string{"moby": "false", "version": "latest"},
+			Ref: "ghcr.io/devcontainers/features/docker-in-docker:2", Supported: true},
+		{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Version: "1", Options: map[string]string{"version": "20"}, Ref: "ghcr.io/devcontainers/features/node:1", Supported: true},
+		{ID: "ghcr.io/devcontainers/features/python@sha256:abc", Name: "python", Version: "sha256:abc", Options: map[string]string{"version": "3.12"},
+			Ref: "ghcr.io/devcontainers/features/python@sha256:abc", Supported: true},
+		{ID: "node", Name: "node", Options: map[string]string{}, Ref: "ghcr.io/devcontainers/features/node:latest", Supported: true},
 	}
 	if diff := cmp.Diff(want, env.Features); diff != "" {
 		t.Errorf("Features (-want +got):\n%s", diff)
@@ -354,8 +360,28 @@ func TestFeatures(t *testing.T) {
 	if !env.Docker {
 		t.Error("docker-in-docker did not turn Docker on")
 	}
-	if n := len(env.Warnings); n != 2 {
-		t.Errorf("%d warnings, want one for each feature not installed: %v", n, env.Warnings)
+	// Every feature published to a registry is installed; the local one
+	// is not.
+	var lacking []Warning
+	for _, w := range env.Warnings {
+		if !w.Moot {
+			lacking = append(lacking, w)
+		}
+	}
+	if len(lacking) != 1 || !strings.Contains(lacking[0].Text, "./local-feature") {
+		t.Errorf("%d warnings, want one for the feature not installed: %v", len(lacking), lacking)
+	}
+	for _, f := range env.Features {
+		if got, want := f.InstalledByScript(), f.Supported && f.Name != "docker-in-docker"; got != want {
+			t.Errorf("%s: InstalledByScript() = %v, want %v", f.ID, got, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"nodejs.org", "example.com:8443"}, env.Hosts); diff != "" {
+		t.Errorf("Hosts, from customizations.airlock.hosts (-want +got):\n%s", diff)
+	}
+	writeTree(t, dir, map[string]string{".devcontainer/devcontainer.json": `{"image": "debian", "customizations": {"airlock": {"hosts": ["not a host!"]}}}`})
+	if _, err := Find(dir); err == nil || !strings.Contains(err.Error(), "customizations.airlock.hosts[0]") {
+		t.Errorf("a bad host in customizations.airlock.hosts: %v", err)
 	}
 }
 

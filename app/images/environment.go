@@ -61,9 +61,10 @@ type EnvironmentRequest struct {
 	// its own; a project without an environment gets one on the agent
 	// image.
 	Docker bool
-	// Allow are hosts the user allowed for the run (airlock run
-	// --allow): a Dockerfile build may reach them too, as it may the
-	// environment's own hosts.
+	// Allow are hosts the build may reach too (airlock run --allow, env
+	// build --allow: a feature's downloads, a Dockerfile's RUN steps):
+	// the user's own, so they need no confirmation and are not part of
+	// the cache key.
 	Allow []string
 }
 
@@ -169,6 +170,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 	for _, s := range e.Env.Setup {
 		fmt.Fprintf(&b, "  %s: %s\n", s.Origin, stepText(s))
 	}
+	writeFeatures(&b, e.Env)
 	if e.Env.Docker {
 		fmt.Fprintf(&b, "  Docker inside the VM: %s and Compose v2 (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
@@ -302,14 +304,23 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 // first).
 func (src *Source) buildEnvironment(ctx context.Context, project string, spec *envspec.Environment, baseImg *image.Image, env *Environment, req EnvironmentRequest, progress func(string)) error {
 	arch, base := baseImg.Arch, baseImg.Name
-	key := environmentKey(spec, baseImg)
+	feats, err := src.environmentFeatures(ctx, spec, req.Rebuild, progress)
+	if err != nil {
+		return err
+	}
+	fp, err := planFeatures(feats, spec, baseImg, cmp.Or(spec.User, baseImg.User()))
+	if err != nil {
+		return fmt.Errorf("environment %s: %w", spec.Source, err)
+	}
+	env.Environment = withFeatureEnv(spec, fp.Env)
+	key := featureKey(environmentKey(spec, baseImg), fp.Digests)
 	name := "env-" + key[:12]
 	if im, err := image.Load(src.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
 		env.Image = name
 		return nil
 	}
 	br := BuildRequest{Name: name, Base: base, Arch: string(arch), Key: key, Label: project + " " + spec.Source, Apt: spec.Apt, Env: spec.Env,
-		Allow: spec.Hosts, Source: "environment " + spec.Source}
+		Allow: slices.Concat(spec.Hosts, fp.Hosts, req.Allow), Source: "environment " + spec.Source, Steps: fp.Steps}
 	for i, s := range spec.Setup {
 		n := s.Origin
 		if s.Name != "" {

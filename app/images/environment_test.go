@@ -256,12 +256,12 @@ func TestEnvironmentNotBuiltYet(t *testing.T) {
 			}
 		})
 	}
-	t.Run("features are notes, Docker is built", func(t *testing.T) {
+	t.Run("features and Docker are built", func(t *testing.T) {
 		var notes []string
 		err := notBuiltYet(&envspec.Environment{Source: "x.json", Docker: true,
-			Features: []envspec.Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Supported: true}, {ID: "y", Name: "y"}}},
+			Features: []envspec.Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Ref: "ghcr.io/devcontainers/features/node:1", Supported: true}, {ID: "y", Name: "y"}}},
 			func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
-		if err != nil || len(notes) != 1 || !strings.Contains(notes[0], "features/node:1 installed") {
+		if err != nil || len(notes) != 0 {
 			t.Errorf("notBuiltYet: %v, notes %q", err, notes)
 		}
 	})

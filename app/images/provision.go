@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/x509"
@@ -38,6 +39,12 @@ type SetupStep struct {
 	Name  string
 	Shell string
 	Argv  []string
+	// Stdin, when set, is the step's standard input (a feature's files,
+	// as a tar its step extracts).
+	Stdin []byte
+	// Env is added to this step's environment, over the build's; it
+	// never replaces the network's variables (the proxy's).
+	Env map[string]string
 }
 
 // String is the step as people read it, on one line: a project's setup
@@ -156,7 +163,10 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	for i, s := range p.Steps {
 		b.progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
 		fmt.Fprintf(b.log, "### step %d (%s): %s\n", i+1, s.Name, s)
-		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: b.env, Dir: "/", Stdout: b.out, Stderr: b.out}
+		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: withStepEnv(b.env, b.netEnv, s.Env), Dir: "/", Stdout: b.out, Stderr: b.out}
+		if s.Stdin != nil {
+			cmd.Stdin = bytes.NewReader(s.Stdin)
+		}
 		t0 := time.Now()
 		if err := b.g.Client.Run(ctx, cmd); err != nil {
 			if ctx.Err() != nil {
@@ -183,6 +193,9 @@ type builder struct {
 	p   Provision
 	g   *launch.Guest
 	env map[string]string // the steps' environment: the image's, the network's, the build's
+	// netEnv is the network's alone, which a step's own variables do
+	// not replace.
+	netEnv map[string]string
 	// log is output.log (at logPath); out is it and Provision.Output.
 	log      *os.File
 	out      io.Writer
@@ -250,6 +263,7 @@ func (p Provision) boot(ctx context.Context) (_ *builder, err error) {
 		return nil, fmt.Errorf("provision: %w", err)
 	}
 	b.cleanups = append(b.cleanups, stopNet)
+	b.netEnv = env
 	b.env = stepEnv(p.Base.Meta.OCI.Config.Env, env, p.Env)
 	return b, nil
 }
@@ -341,6 +355,21 @@ func stepEnv(image []string, network, own map[string]string) map[string]string {
 	maps.Copy(env, network)
 	maps.Copy(env, own)
 	return env
+}
+
+// withStepEnv is env with a step's own variables over it, save the
+// network's, which stay.
+func withStepEnv(env, network, own map[string]string) map[string]string {
+	if len(own) == 0 {
+		return env
+	}
+	out := maps.Clone(env)
+	for k, v := range own {
+		if _, ok := network[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 type limitedWriter struct {
