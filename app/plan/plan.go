@@ -299,6 +299,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
 			return nil, err
 		}
+		if meta != nil {
+			// A reply round starts as its sandbox's first round did.
+			variants[i].Start, variants[i].Hosts = meta.Start, meta.Hosts
+		}
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {
@@ -453,6 +457,7 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 		if env.User != "" && o.User == "" {
 			o.User = env.User
 		}
+		o.Start, o.Hosts = startSteps(env.Environment)
 	}
 	// Docker in the environment, or asked for on an image of the user's
 	// (--image) or of a reply's sandbox: the engine is started before
