@@ -127,6 +127,8 @@ func (r *runner) startCommands(ctx context.Context, m Machine) error {
 	liveOut, liveErr := liveWriters(r.o.Stdout, r.o.Stderr)
 	var failed error
 	for _, s := range r.o.Start {
+		// The transcript says what ran (live, the progress does).
+		fmt.Fprintf(tr, "airlock: %s: %s\n", s.Label(), startText(s))
 		if failed = r.startCommand(ctx, m, s, teeWriter(liveOut, tr), teeWriter(liveErr, tr)); failed != nil {
 			break
 		}
@@ -147,7 +149,6 @@ func (r *runner) startCommand(ctx context.Context, m Machine, s sandbox.StartSte
 		return &StartError{Step: s, ExitCode: -1, Err: errors.New("no program to run")}
 	}
 	r.progress(Progress{Step: StepRun, Message: fmt.Sprintf("running the environment's %s: %s", s.Label(), startText(s))})
-	fmt.Fprintf(stderr, "airlock: %s: %s\n", s.Label(), startText(s))
 	runCtx := ctx
 	if r.o.Timeout > 0 {
 		var cancel context.CancelFunc

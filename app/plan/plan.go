@@ -65,6 +65,9 @@ type Planner struct {
 	Getenv func(string) string
 	// HostCPUs clamps the CPUs asked for; zero does not clamp.
 	HostCPUs int
+	// HostMemory refuses memory asked for past it (bytes; HostMemory()
+	// gives the host's); zero does not check.
+	HostMemory int64
 	// Arch is the guest architecture when a request names none; empty
 	// means the host's.
 	Arch string
@@ -709,7 +712,7 @@ func (pl *Planner) Limits(project string, flags config.Limits) (config.Effective
 // (which may only narrow) and the request's limits, and notes what was
 // ignored.
 func (pl *Planner) limits(user config.User, proj config.Project, flags config.Limits, open bool) (config.Effective, error) {
-	eff, err := config.Resolve(config.Sources{User: user, Project: proj, Flags: flags, OpenNetworkFlag: open, HostCPUs: pl.HostCPUs})
+	eff, err := config.Resolve(config.Sources{User: user, Project: proj, Flags: flags, OpenNetworkFlag: open, HostCPUs: pl.HostCPUs, HostMemory: pl.HostMemory})
 	if err != nil {
 		return config.Effective{}, err
 	}
