@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/plan"
@@ -62,15 +63,18 @@ func TestCPUsAndMemory(t *testing.T) {
 		t.Logf("this host has %d MiB: no 8 GiB machine", host>>20)
 	}
 	past := strconv.FormatInt(plan.HostMemory()>>20+1024, 10) // MiB
+	start := time.Now()
 	code, out, errOut := airlockCLI(t, home, "exec", "--arch", "amd64", "--memory", past, "--", "true")
 	if code == 0 || !strings.Contains(errOut, "is more than this host has") {
 		t.Errorf("--memory %s MiB, past the host's: exit %d\n%s%s", past, code, out, errOut)
 	}
+	t.Logf("refused --memory %s in %s", past, time.Since(start).Round(time.Millisecond))
 	for _, tt := range tests {
 		args := []string{"--cpus", tt.cpus, "--memory", tt.memory}
 		if tt.cold {
 			args = append(args, "--cold")
 		}
+		start := time.Now()
 		res := execJSON(t, home, append(args, "--", "sh", "-c", "nproc; sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo")...)
 		f := strings.Fields(res.Stdout)
 		if res.ExitCode != 0 || len(f) != 2 {
@@ -82,6 +86,7 @@ func TestCPUsAndMemory(t *testing.T) {
 		if cpus != tt.wantCPUs || kb > tt.wantMiB*1024 || kb < tt.wantMiB*1024*3/4 {
 			t.Errorf("--cpus %s --memory %s: the guest sees %d CPUs and %d kB; want %d CPUs and a little under %d MiB", tt.cpus, tt.memory, cpus, kb, tt.wantCPUs, tt.wantMiB)
 		}
+		t.Logf("--memory %s: %d kB in %s", tt.memory, kb, time.Since(start).Round(time.Millisecond))
 	}
 }
 
