@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/app/pipeline"
+	"github.com/airlock-dev/airlock/app/plan"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/testkit/testenv"
 )
@@ -34,20 +36,46 @@ func execJSON(t *testing.T, home string, args ...string) execResult {
 }
 
 // TestCPUsAndMemory boots VMs with --cpus and --memory and checks what
-// the guest sees.
+// the guest sees: memory is limited by the host's only (8 GiB, past the
+// 4 GiB below the PCI hole, on a host that has it), and more than the
+// host has is refused before anything boots.
 func TestCPUsAndMemory(t *testing.T) {
 	testenv.SkipIfShort(t)
 	isolateUserConfig(t)
 	home := testenv.VMHome(t)
-	for _, tt := range []struct {
+	tests := []struct {
 		cpus, memory string
 		wantCPUs     int
 		wantMiB      int
+		cold         bool // no warm snapshot of its RAM saved
 	}{
-		{"1", "512M", 1, 512},
-		{"2", "768M", 2, 768},
-	} {
-		res := execJSON(t, home, "--cpus", tt.cpus, "--memory", tt.memory, "--", "sh", "-c", "nproc; sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo")
+		{"1", "512M", 1, 512, false},
+		{"2", "768M", 2, 768, false},
+	}
+	if host := plan.HostMemory(); host >= 10<<30 {
+		tests = append(tests, struct {
+			cpus, memory string
+			wantCPUs     int
+			wantMiB      int
+			cold         bool
+		}{"1", "8GiB", 1, 8192, true})
+	} else {
+		t.Logf("this host has %d MiB: no 8 GiB machine", host>>20)
+	}
+	past := strconv.FormatInt(plan.HostMemory()>>20+1024, 10) // MiB
+	start := time.Now()
+	code, out, errOut := airlockCLI(t, home, "exec", "--arch", "amd64", "--memory", past, "--", "true")
+	if code == 0 || !strings.Contains(errOut, "is more than this host has") {
+		t.Errorf("--memory %s MiB, past the host's: exit %d\n%s%s", past, code, out, errOut)
+	}
+	t.Logf("refused --memory %s in %s", past, time.Since(start).Round(time.Millisecond))
+	for _, tt := range tests {
+		args := []string{"--cpus", tt.cpus, "--memory", tt.memory}
+		if tt.cold {
+			args = append(args, "--cold")
+		}
+		start := time.Now()
+		res := execJSON(t, home, append(args, "--", "sh", "-c", "nproc; sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo")...)
 		f := strings.Fields(res.Stdout)
 		if res.ExitCode != 0 || len(f) != 2 {
 			t.Fatalf("--cpus %s --memory %s: exit %d, stdout %q, stderr %q", tt.cpus, tt.memory, res.ExitCode, res.Stdout, res.Stderr)
@@ -58,6 +86,7 @@ func TestCPUsAndMemory(t *testing.T) {
 		if cpus != tt.wantCPUs || kb > tt.wantMiB*1024 || kb < tt.wantMiB*1024*3/4 {
 			t.Errorf("--cpus %s --memory %s: the guest sees %d CPUs and %d kB; want %d CPUs and a little under %d MiB", tt.cpus, tt.memory, cpus, kb, tt.wantCPUs, tt.wantMiB)
 		}
+		t.Logf("--memory %s: %d kB in %s", tt.memory, kb, time.Since(start).Round(time.Millisecond))
 	}
 }
 

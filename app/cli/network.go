@@ -172,7 +172,8 @@ func runTrust(e *env, dir string) error {
 	if e.json {
 		out := map[string]any{"project": t.project, "sha256": t.sha256, "widens": append([]string{}, t.widens...)}
 		if spec := t.env; spec != nil {
-			out["environment"] = map[string]any{"source": spec.Source, "key": spec.ConfirmKey(), "image": spec.Image, "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts}
+			out["environment"] = map[string]any{"source": spec.Source, "key": spec.ConfirmKey(), "image": spec.Image, "apt": spec.Apt, "setup": len(spec.Setup), "hosts": spec.Hosts,
+				"start": len(spec.Start), "add_hosts": len(spec.AddHosts)}
 		}
 		return e.printJSON(out)
 	}
@@ -197,6 +198,9 @@ func printTrusted(w io.Writer, t trusted) {
 			fmt.Fprintf(w, "image %s, ", safetext.Line(spec.Image))
 		}
 		fmt.Fprintf(w, "%d Debian packages, %d setup commands, built in a VM through the egress proxy", len(spec.Apt), len(spec.Setup))
+		if len(spec.Start) > 0 || len(spec.AddHosts) > 0 {
+			fmt.Fprintf(w, "; %d start commands and %d /etc/hosts entries in every sandbox", len(spec.Start), len(spec.AddHosts))
+		}
 		if len(spec.Hosts) > 0 {
 			fmt.Fprintf(w, " (hosts: %s)", strings.Join(spec.Hosts, ", "))
 		}

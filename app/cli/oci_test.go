@@ -196,9 +196,13 @@ func TestProvisionedImage(t *testing.T) {
 
 // TestProjectEnvironment runs a project whose .devcontainer/devcontainer.json
 // names an image (from a registry on loopback) and a postCreateCommand:
-// the first run asks for confirmation, then builds the environment once in
-// a VM and runs in it (the environment's variables set, its verify
-// command passing there); the second run reuses the image and starts warm.
+// the first run asks for confirmation (naming its start commands and
+// /etc/hosts entries too), then builds the environment once in a VM and
+// runs in it (the environment's variables set, its postStartCommand and
+// postAttachCommand run before the command, in the agent's jail, its
+// runArgs --add-host names resolving in the VM, host-gateway to the VM
+// itself, its verify command passing there); the second run reuses the
+// image, starts warm, and runs the start commands again.
 func TestProjectEnvironment(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := testenv.VMHome(t)
@@ -213,6 +217,10 @@ func TestProjectEnvironment(t *testing.T) {
   "image": "` + ref + `",
   "containerEnv": {"PROJECT_ENV": "from-devcontainer"},
   "postCreateCommand": ["sh", "-c", "echo built-in-vm > /etc/envfile"],
+  // run in every sandbox before its command, in the agent's jail
+  "postStartCommand": "echo started-$PROJECT_ENV >> started.log",
+  "postAttachCommand": ["sh", "-c", "echo attached >> started.log; if touch /etc/unjailed 2>/dev/null; then echo NOT-JAILED; fi"],
+  "runArgs": ["--add-host", "db.internal:192.0.2.10", "--add-host=host.docker.internal:host-gateway"],
   "forwardPorts": [3000], /* not for Airlock */
 }`
 	if err := os.WriteFile(filepath.Join(proj, ".devcontainer", "devcontainer.json"), []byte(dc), 0o644); err != nil {
@@ -221,10 +229,18 @@ func TestProjectEnvironment(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj, "README"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The busybox image has no resolver of its own (its static libc
+	// cannot load NSS modules): Go's, in the guest agent, dials the name,
+	// and says the address it resolved.
+	resolve := func(name string) string {
+		return "HTTP_PROXY= AIRLOCK_DEMO_API=http://" + name + ":9 /init demo-agent -p x 2>&1 | grep -o 'dial tcp [0-9.]*:9'; "
+	}
 	args := []string{"run", "--arch", "amd64", "--project", proj, "--disk", "none", "--verify", "test -f /etc/envfile",
-		"--", "sh", "-c", "cat /etc/envfile; echo env=$PROJECT_ENV"}
+		"--", "sh", "-c", "cat /etc/envfile; echo env=$PROJECT_ENV; cat started.log; " + resolve("db.internal") + resolve("host.docker.internal")}
 	code, out, errOut := airlockCLI(t, home, args...)
-	if code == 0 || !strings.Contains(errOut, "airlock trust "+proj) || !strings.Contains(errOut, "postCreateCommand: sh -c") {
+	if code == 0 || !strings.Contains(errOut, "airlock trust "+proj) || !strings.Contains(errOut, "postCreateCommand: sh -c") ||
+		!strings.Contains(errOut, "postStartCommand: echo started-$PROJECT_ENV >> started.log (in every sandbox") ||
+		!strings.Contains(errOut, "/etc/hosts in every sandbox: 192.0.2.10 db.internal") {
 		t.Fatalf("an unconfirmed environment's setup ran, or the refusal does not say how to confirm: exit %d\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "forwardPorts") {
@@ -241,10 +257,14 @@ func TestProjectEnvironment(t *testing.T) {
 		}
 		all := out + errOut
 		for _, want := range []string{"built-in-vm", "env=from-devcontainer", "environment: .devcontainer/devcontainer.json, image env-",
-			"verify test -f /etc/envfile: passed"} {
+			"verify test -f /etc/envfile: passed", "\nstarted-from-devcontainer\nattached\n",
+			"dial tcp 192.0.2.10:9", "dial tcp 127.0.0.1:9"} {
 			if !strings.Contains(all, want) {
 				t.Errorf("run %d lacks %q:\n%s", round, want, all)
 			}
+		}
+		if strings.Count(out, "started-") != 1 || strings.Contains(out, "NOT-JAILED") {
+			t.Errorf("run %d: the start commands ran other than once each, in the agent's jail:\n%s", round, out)
 		}
 		built := strings.Contains(errOut, "building the environment")
 		if round == 0 && !built || round == 1 && built {

@@ -52,7 +52,7 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 	return &plan.Planner{
 		Home: h, ImageRoots: home.BundleImageRoots(), UserConfig: path, Agents: loadAgents,
 		Backend: func(idleTTL time.Duration) (vm.Backend, error) { return supervisedBackend(e, h, idleTTL) },
-		Getenv:  os.Getenv, HostCPUs: runtime.NumCPU(), Arch: runtime.GOARCH,
+		Getenv:  os.Getenv, HostCPUs: runtime.NumCPU(), HostMemory: plan.HostMemory(), Arch: runtime.GOARCH,
 		Note:        func(s string) { e.note("%s", s) },
 		BuildOutput: lines,
 		AgentsRepo:  os.Getenv("AIRLOCK_AGENTS_REPO"),

@@ -160,6 +160,10 @@ type Sources struct {
 	// HostCPUs is the host's CPU count; CPUs are clamped to it. Zero means
 	// no clamp.
 	HostCPUs int
+	// HostMemory is the host's memory in bytes; a run asking for more is
+	// refused (a VM's memory is only limited by the host's, so 8 GiB on
+	// a host of 16 is fine). Zero means no check.
+	HostMemory int64
 	// ConfirmWiden is the hook through which a project file may widen a
 	// setting past what the user allows (more CPUs, a longer timeout, open
 	// network): it is asked with the setting's key, the project's value
@@ -208,6 +212,10 @@ func Resolve(s Sources) (Effective, error) {
 	if s.HostCPUs > 0 && l.CPUs > s.HostCPUs {
 		e.Notes = append(e.Notes, fmt.Sprintf("cpus: %d is more than this host's %d, using %d", l.CPUs, s.HostCPUs, s.HostCPUs))
 		l.CPUs = s.HostCPUs
+	}
+	if s.HostMemory > 0 && int64(l.Memory) > s.HostMemory {
+		return Effective{}, fmt.Errorf("limits: memory %s is more than this host has (%.1fG): ask for less (--memory, or [limits] memory in %s)",
+			l.Memory, float64(s.HostMemory)/float64(GiB), UserFileName)
 	}
 	e.Limits = l
 	e.OpenNetwork = s.OpenNetworkFlag || s.User.OpenNetwork

@@ -21,7 +21,6 @@ type keyUse struct {
 }
 
 const (
-	notRun   = "is not run: Airlock runs onCreateCommand, updateContentCommand and postCreateCommand, once, when it builds the environment; nothing runs again as each sandbox starts"
 	vmHasIt  = "is not needed: a sandbox is a VM, which has what a container asks for this"
 	noPorts  = "are not forwarded: nothing reaches into a sandbox from outside"
 	noEditor = "are ignored: editor settings and extensions have no place in a sandbox"
@@ -50,8 +49,6 @@ var otherKeys = map[string]keyUse{
 	"extensions":                  {noEditor, true},
 	"overrideFeatureInstallOrder": {"is not used: Airlock installs the features it supports in its own order", true},
 	"initializeCommand":           {"is not run: it would run on the host, and nothing from a project runs on the host", false},
-	"postStartCommand":            {notRun, false},
-	"postAttachCommand":           {notRun, false},
 	"secrets":                     {"are not asked for: secrets never enter a sandbox; Airlock's [secrets] and the egress proxy supply credentials", false},
 }
 
@@ -62,6 +59,7 @@ var honoured = map[string]bool{
 	"dockerComposeFile": true, "service": true, "runServices": true,
 	"containerEnv": true, "remoteEnv": true, "remoteUser": true, "containerUser": true,
 	"onCreateCommand": true, "updateContentCommand": true, "postCreateCommand": true,
+	"postStartCommand": true, "postAttachCommand": true,
 	"workspaceFolder": true, "features": true, "runArgs": true, "mounts": true,
 	"name": true, "$schema": true,
 }
@@ -69,6 +67,10 @@ var honoured = map[string]bool{
 // lifecycleKeys are the setup commands Airlock runs, in the Dev Container
 // order.
 var lifecycleKeys = []string{"onCreateCommand", "updateContentCommand", "postCreateCommand"}
+
+// startKeys are the commands Airlock runs in every sandbox before the
+// command, in the Dev Container order.
+var startKeys = []string{"postStartCommand", "postAttachCommand"}
 
 // dc is one devcontainer.json being read.
 type dc struct {
@@ -140,6 +142,11 @@ func fromDevcontainer(files projectFiles, name string, data []byte) (*Environmen
 	for _, key := range lifecycleKeys {
 		if raw, ok := d.doc[key]; ok {
 			d.env.Setup = append(d.env.Setup, d.lifecycle(key, raw)...)
+		}
+	}
+	for _, key := range startKeys {
+		if raw, ok := d.doc[key]; ok {
+			d.env.Start = append(d.env.Start, d.lifecycle(key, raw)...)
 		}
 	}
 	if ws := d.str("workspaceFolder"); ws != "" {

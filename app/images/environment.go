@@ -171,6 +171,12 @@ func (e *UntrustedEnvironmentError) Error() string {
 		fmt.Fprintf(&b, "  %s: %s\n", s.Origin, stepText(s))
 	}
 	writeFeatures(&b, e.Env)
+	for _, s := range e.Env.Start {
+		fmt.Fprintf(&b, "  %s: %s (in every sandbox, before its command)\n", startLabel(s), stepText(s))
+	}
+	for _, h := range e.Env.AddHosts {
+		fmt.Fprintf(&b, "  /etc/hosts in every sandbox: %s\n", h.Line())
+	}
 	if e.Env.Docker {
 		fmt.Fprintf(&b, "  Docker inside the VM: %s and Compose v2 (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
@@ -182,6 +188,14 @@ func (e *UntrustedEnvironmentError) Error() string {
 	fmt.Fprintf(&b, "  airlock trust %s\n", e.Project)
 	b.WriteString("Changing the environment needs a new confirmation.")
 	return b.String()
+}
+
+// startLabel is a start command's key, with its name.
+func startLabel(s envspec.Step) string {
+	if s.Name == "" {
+		return s.Origin
+	}
+	return s.Origin + "." + s.Name
 }
 
 // stepText is a setup step as people read it (safetext: the project's

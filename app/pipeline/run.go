@@ -148,6 +148,13 @@ type RunSpec struct {
 	// through the run's network); the image must have one (an
 	// environment with docker = true).
 	Docker bool
+	// Hosts are written to the guest's /etc/hosts (as root) and Start
+	// run (as User, in /workspace, with the command's environment, in
+	// the agent's jail) before the command of every round: a project
+	// environment's runArgs --add-host, postStartCommand and
+	// postAttachCommand. A start command that fails stops the run.
+	Hosts []sandbox.HostEntry
+	Start []sandbox.StartStep
 	// Cache is the project's cache disk (a path under the home's caches/);
 	// the sandbox gets a copy on CacheDir, which becomes the project's
 	// next one when the run's verify passes. Empty: no caches.
@@ -299,7 +306,7 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 	}
 	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: o.Sync,
 		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt,
-		Docker: o.Docker}
+		Docker: o.Docker, Start: o.Start, Hosts: o.Hosts}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}

@@ -91,6 +91,9 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 	if err := r.giveCache(ctx, m); err != nil {
 		return err
 	}
+	if err := r.writeHosts(ctx, m); err != nil {
+		return err
+	}
 	if r.o.Script != nil {
 		if err := putScript(ctx, m, r.o.Script); err != nil {
 			return err
@@ -102,6 +105,9 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 		}
 	}
 	if err := r.setStatus(sandbox.StatusRunning, func(tm *sandbox.Timings) { tm.PushMS = pushMS }); err != nil {
+		return err
+	}
+	if err := r.startCommands(ctx, m); err != nil {
 		return err
 	}
 	code, runMS, err := r.runCommand(ctx, m)

@@ -65,6 +65,9 @@ type Planner struct {
 	Getenv func(string) string
 	// HostCPUs clamps the CPUs asked for; zero does not clamp.
 	HostCPUs int
+	// HostMemory refuses memory asked for past it (bytes; HostMemory()
+	// gives the host's); zero does not check.
+	HostMemory int64
 	// Arch is the guest architecture when a request names none; empty
 	// means the host's.
 	Arch string
@@ -305,6 +308,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
 			return nil, err
 		}
+		if meta != nil {
+			// A reply round starts as its sandbox's first round did.
+			variants[i].Start, variants[i].Hosts = meta.Start, meta.Hosts
+		}
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {
@@ -459,6 +466,7 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 		if env.User != "" && o.User == "" {
 			o.User = env.User
 		}
+		o.Start, o.Hosts = startSteps(env.Environment)
 	}
 	// Docker in the environment, or asked for on an image of the user's
 	// (--image) or of a reply's sandbox: the engine is started before
@@ -710,7 +718,7 @@ func (pl *Planner) Limits(project string, flags config.Limits) (config.Effective
 // (which may only narrow) and the request's limits, and notes what was
 // ignored.
 func (pl *Planner) limits(user config.User, proj config.Project, flags config.Limits, open bool) (config.Effective, error) {
-	eff, err := config.Resolve(config.Sources{User: user, Project: proj, Flags: flags, OpenNetworkFlag: open, HostCPUs: pl.HostCPUs})
+	eff, err := config.Resolve(config.Sources{User: user, Project: proj, Flags: flags, OpenNetworkFlag: open, HostCPUs: pl.HostCPUs, HostMemory: pl.HostMemory})
 	if err != nil {
 		return config.Effective{}, err
 	}

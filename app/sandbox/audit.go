@@ -23,6 +23,8 @@ const (
 	EventStopped   EventKind = "stopped"   // the host stopped the VM itself (hard time limit)
 	EventPushed    EventKind = "pushed"    // the baseline is in /workspace
 	EventDocker    EventKind = "docker"    // the Docker Engine in the VM answered, before the command
+	EventHosts     EventKind = "hosts"     // the /etc/hosts entries written in the VM (runArgs --add-host), before the command
+	EventStart     EventKind = "start"     // a start command ran (postStartCommand, postAttachCommand), before the command
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back

@@ -127,6 +127,11 @@ type Meta struct {
 	// Docker says a Docker Engine was started in the VM before the
 	// command; a reply round starts it again.
 	Docker bool `json:"docker,omitempty"`
+	// Start and Hosts are the environment's start commands and
+	// /etc/hosts entries, run and written before the command of every
+	// round (a reply round too).
+	Start []StartStep `json:"start,omitempty"`
+	Hosts []HostEntry `json:"hosts,omitempty"`
 	// CacheFrom is the sandbox whose run left the project's dependency
 	// caches this run started with (its verify passed): what it put there
 	// could sway this run's result. Empty for a run that started with none.
