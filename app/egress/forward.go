@@ -36,8 +36,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 	// part of the request: the target and headers are searched now, the
 	// body as it streams (placeholderScanner).
 	var own *Secret
+	var cred *Credential
 	if t.connect {
 		own = pol.secretFor(t.host, t.port)
+		cred = pol.credentialFor(t.host, t.port)
 	}
 	if s := pol.leak(own, r); s != nil {
 		p.deny(w, rec, placeholderDecision(s, t), t)
@@ -79,6 +81,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 			pr.Out.Host = hostHeader(t)
 			if inj.put(pr.Out.Header) {
 				rec.Secret = own.Name
+			}
+			if cred != nil && pr.Out.Header.Get("Authorization") == "" {
+				pr.Out.Header.Set("Authorization", cred.Authorization)
+				rec.Secret = cred.Name
 			}
 		},
 		ModifyResponse: inj.scrub,

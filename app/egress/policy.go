@@ -331,6 +331,11 @@ type Policy struct {
 	// but the Allow rules that match it still apply to the requests sent
 	// to it: their method limits hold, with or without the secret.
 	Secrets []Secret `json:"-"`
+	// Credentials are sign-ins the proxy adds to requests to their
+	// hosts (a registry's, from the host's Docker configuration): over
+	// TLS only, to a request without an Authorization of its own, and
+	// only where Allow lets the request through.
+	Credentials []Credential `json:"-"`
 	// Stage holds the requests it matches for review instead of sending
 	// them (Config.Hold): the agent gets the stage's Reply. Deny still
 	// wins; a staged host needs no Allow rule for what is held, and the
@@ -506,6 +511,44 @@ func (p *Policy) secretFor(host string, port int) *Secret {
 		s := &p.Secrets[i]
 		if normHost(s.Host) == host && s.port() == port {
 			return s
+		}
+	}
+	return nil
+}
+
+// Credential is a sign-in the proxy adds to the requests to its hosts
+// that carry no Authorization header: a registry's user and password,
+// which never enter the VM (Docker's daemon there asks the registry's
+// token service anonymously, and gets a token for what the user may
+// pull). A request that brings an Authorization of its own (the token,
+// then) is left as it is.
+type Credential struct {
+	// Hosts are the exact host names it is sent to (a registry's API and
+	// its token service); Port is their TLS port, 0 for 443.
+	Hosts []string
+	Port  int
+	// Authorization is the header's whole value ("Basic …").
+	Authorization string
+	// Name is what records say was added ("registry credentials for
+	// ghcr.io").
+	Name string
+}
+
+// credentialFor is the credential for host:port over TLS, or nil.
+func (p *Policy) credentialFor(host string, port int) *Credential {
+	for i := range p.Credentials {
+		c := &p.Credentials[i]
+		want := c.Port
+		if want == 0 {
+			want = DefaultTLSPort
+		}
+		if want != port {
+			continue
+		}
+		for _, h := range c.Hosts {
+			if normHost(h) == host {
+				return c
+			}
 		}
 	}
 	return nil

@@ -549,3 +549,69 @@ func TestSecretSource(t *testing.T) {
 		t.Errorf("record %+v: want TOKEN not sent, 502, the source's error", r)
 	}
 }
+
+// TestCredentials: a registry's sign-in is added to its hosts' requests
+// that carry no Authorization, over TLS, and nowhere else; a request with
+// its own (a token) keeps it.
+func TestCredentials(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	upCA, err := NewCA("upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(hi.ServerName) }}
+	up.StartTLS()
+	defer up.Close()
+	allow := func(s string) Rule {
+		r, err := ParseRule(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	pol := &Policy{
+		Allow:       []Rule{allow("reg.test:443 (GET,HEAD)"), allow("auth.reg.test:443 (GET)"), allow("other.test:443 (GET)")},
+		Credentials: []Credential{{Hosts: []string{"reg.test", "auth.reg.test"}, Authorization: "Basic dXNlcjpwYXNz", Name: "registry credentials for reg.test"}},
+	}
+	h := newHarness(t, pol)
+	h.roots.AddCert(upCA.Certificate())
+	for _, host := range []string{"reg.test:443", "auth.reg.test:443", "other.test:443"} {
+		h.net.add(host, up.Listener.Addr().String())
+	}
+	c := h.client()
+	get := func(u, auth string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", u, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", u, resp.StatusCode)
+		}
+	}
+	get("https://auth.reg.test/token?scope=pull", "")
+	if r := h.last(t); r.Secret != "registry credentials for reg.test" {
+		t.Errorf("record %+v: want the credential named", r)
+	}
+	get("https://reg.test/v2/x/manifests/1", "Bearer tok")
+	get("https://other.test/", "")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"auth.reg.test Basic dXNlcjpwYXNz", "reg.test Bearer tok", "other.test "}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the upstream saw %q, want %q", seen, want)
+	}
+}

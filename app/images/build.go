@@ -30,6 +30,9 @@ type BuildRequest struct {
 	// Allow are the hosts the steps may reach (egress.ParseRules
 	// patterns and registry presets); an apt step adds @debian.
 	Allow []string
+	// Credentials are sign-ins the proxy adds to the steps' requests to
+	// their hosts (registryCredentials).
+	Credentials []egress.Credential
 	// Source names where the request came from for the rules'
 	// provenance ("image build", "environment .devcontainer/…").
 	Source string
@@ -63,7 +66,7 @@ func (src *Source) Build(req BuildRequest) (Provision, error) {
 		steps = append(steps, AptStep(req.Apt))
 	}
 	steps = append(steps, req.Steps...)
-	pol := &egress.Policy{}
+	pol := &egress.Policy{Credentials: req.Credentials}
 	for _, a := range allow {
 		rules, err := egress.ParseRules(a)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,8 +18,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -92,7 +95,8 @@ func (src *Source) dockerfileImage(ctx context.Context, project string, spec *en
 		return imName, nil
 	}
 	prov, err := src.Build(BuildRequest{Name: imName, Base: builder.Name, Arch: string(arch), Key: key,
-		Label: project + " " + spec.Source + " (" + b.Dockerfile + ")", Allow: append(DockerfileAllow(spec), req.Allow...), Source: "environment " + spec.Source})
+		Label: project + " " + spec.Source + " (" + b.Dockerfile + ")", Allow: append(DockerfileAllow(spec), req.Allow...), Source: "environment " + spec.Source,
+		Credentials: registryCredentials(fromRefs(b), authn.DefaultKeychain)})
 	if err != nil {
 		return "", err
 	}
@@ -394,4 +398,57 @@ func firstN(s []string, n int) []string {
 		return append(slices.Clone(s[:n]), "…")
 	}
 	return s
+}
+
+// registryCredentials are the host's sign-ins (its Docker configuration:
+// ~/.docker/config.json, or $DOCKER_CONFIG, and the credential helpers it
+// names) for the registries of refs, for the proxy to add to the
+// builder's requests to them: a FROM of a private registry pulls with
+// your credentials, which never enter the VM. Registries without one,
+// and identity tokens (which are not a user and password), give none.
+func registryCredentials(refs []string, keychain authn.Keychain) []egress.Credential {
+	var out []egress.Credential
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		r, err := name.ParseReference(ref)
+		if err != nil {
+			continue
+		}
+		reg := r.Context().Registry
+		if seen[reg.RegistryStr()] {
+			continue
+		}
+		seen[reg.RegistryStr()] = true
+		a, err := keychain.Resolve(reg)
+		if err != nil || a == authn.Anonymous {
+			continue
+		}
+		cfg, err := a.Authorization()
+		if err != nil || cfg == nil || cfg.IdentityToken != "" {
+			continue
+		}
+		basic := cfg.Auth
+		if basic == "" && cfg.Username != "" {
+			basic = base64.StdEncoding.EncodeToString([]byte(cfg.Username + ":" + cfg.Password))
+		}
+		if basic == "" {
+			continue
+		}
+		hosts := []string{reg.RegistryStr()}
+		switch reg.RegistryStr() {
+		case name.DefaultRegistry:
+			hosts = []string{"registry-1.docker.io", "auth.docker.io"}
+		}
+		out = append(out, egress.Credential{Hosts: hosts, Authorization: "Basic " + basic, Name: "registry credentials for " + reg.RegistryStr()})
+	}
+	return out
+}
+
+// fromRefs are the Dockerfile's FROM images.
+func fromRefs(b *envspec.Build) []string {
+	var out []string
+	for _, f := range b.From {
+		out = append(out, f.Ref)
+	}
+	return out
 }

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
@@ -216,5 +219,25 @@ func TestDockerfileAllow(t *testing.T) {
 		if _, err := egress.ParseRules(a); err != nil {
 			t.Errorf("%q: %v", a, err)
 		}
+	}
+}
+
+// TestRegistryCredentials: the host's Docker sign-ins for a Dockerfile's
+// FROM registries become the proxy's credentials (Docker Hub's for its
+// API and token hosts); a registry without one gives none.
+func TestRegistryCredentials(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `{"auths": {"https://index.docker.io/v1/": {"auth": "aHViOnB3"}, "private.example": {"username": "me", "password": "secret"}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	got := registryCredentials([]string{"debian", "private.example/team/base:1", "ghcr.io/o/r:1", "private.example/other"}, authn.DefaultKeychain)
+	want := []egress.Credential{
+		{Hosts: []string{"registry-1.docker.io", "auth.docker.io"}, Authorization: "Basic aHViOnB3", Name: "registry credentials for index.docker.io"},
+		{Hosts: []string{"private.example"}, Authorization: "Basic bWU6c2VjcmV0", Name: "registry credentials for private.example"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("credentials (-want +got):\n%s", diff)
 	}
 }
