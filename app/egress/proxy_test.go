@@ -461,20 +461,7 @@ var errNoDeadline = fmt.Errorf("deadline not supported")
 // request (a token refreshed during the run), one credential may go to
 // two hosts under one placeholder, and a failing Source sends nothing.
 func TestSecretSource(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	upCA, err := NewCA("upstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Host+" "+r.Header.Get("Authorization"))
-		mu.Unlock()
-		fmt.Fprint(w, "ok")
-	}))
-	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(hi.ServerName) }}
-	up.StartTLS()
+	up, upCA, seen := authUpstream(t)
 	defer up.Close()
 
 	var token atomic.Value
@@ -525,12 +512,10 @@ func TestSecretSource(t *testing.T) {
 	if code, body := do("https://b.test/y"); code != 200 {
 		t.Fatalf("the second host: %d %s", code, body)
 	}
-	mu.Lock()
 	want := []string{"a.test Bearer tok-1", "a.test Bearer tok-2", "b.test Bearer tok-2"}
-	if !slices.Equal(seen, want) {
-		t.Errorf("the upstream saw %q, want %q", seen, want)
+	if got := seen(); !slices.Equal(got, want) {
+		t.Errorf("the upstream saw %q, want %q", got, want)
 	}
-	mu.Unlock()
 	if r := h.last(t); r.Secret != "TOKEN" || r.SecretNotSent || r.Status != 200 {
 		t.Errorf("record %+v: want TOKEN substituted, 200", r)
 	}
@@ -540,11 +525,9 @@ func TestSecretSource(t *testing.T) {
 	if code != http.StatusBadGateway || !strings.Contains(body, "sign in again") {
 		t.Errorf("a failing source: %d %q, want 502 with its error", code, body)
 	}
-	mu.Lock()
-	if len(seen) != 3 {
-		t.Errorf("a request went upstream without its secret: %q", seen[3:])
+	if got := seen(); len(got) != 3 {
+		t.Errorf("a request went upstream without its secret: %q", got[3:])
 	}
-	mu.Unlock()
 	if r := h.last(t); r.Secret != "TOKEN" || !r.SecretNotSent || r.Status != http.StatusBadGateway || !strings.Contains(r.Error, "sign in again") {
 		t.Errorf("record %+v: want TOKEN not sent, 502, the source's error", r)
 	}
@@ -554,21 +537,7 @@ func TestSecretSource(t *testing.T) {
 // that carry no Authorization, over TLS, and nowhere else; a request with
 // its own (a token) keeps it.
 func TestCredentials(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	upCA, err := NewCA("upstream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Host+" "+r.Header.Get("Authorization"))
-		mu.Unlock()
-		fmt.Fprint(w, "ok")
-	}))
-	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return upCA.Leaf(hi.ServerName) }}
-	up.StartTLS()
-	defer up.Close()
+	up, upCA, seen := authUpstream(t)
 	allow := func(s string) Rule {
 		r, err := ParseRule(s)
 		if err != nil {
@@ -608,10 +577,34 @@ func TestCredentials(t *testing.T) {
 	}
 	get("https://reg.test/v2/x/manifests/1", "Bearer tok")
 	get("https://other.test/", "")
-	mu.Lock()
-	defer mu.Unlock()
 	want := []string{"auth.reg.test Basic dXNlcjpwYXNz", "reg.test Bearer tok", "other.test "}
-	if !slices.Equal(seen, want) {
-		t.Errorf("the upstream saw %q, want %q", seen, want)
+	if got := seen(); !slices.Equal(got, want) {
+		t.Errorf("the upstream saw %q, want %q", got, want)
+	}
+}
+
+// authUpstream is a TLS upstream for any name (its CA's), answering "ok";
+// seen gives the host and Authorization of each request it got.
+func authUpstream(t *testing.T) (up *httptest.Server, ca *CA, seen func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	ca, err := NewCA("upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Host+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	up.TLS = &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) { return ca.Leaf(hi.ServerName) }}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	return up, ca, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }

@@ -40,15 +40,7 @@ import (
 func TestDockerInTheVM(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := testenv.VMHome(t)
-	reg := ocitest.NewRegistry(t)
-	ref := reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
-		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
-
-	// Docker Hub, as the daemon sees it through the proxy: the test's
-	// registry under registry-1.docker.io's name, over TLS with a CA of
-	// the test's (the proxy verifies it; the daemon trusts the sandbox's).
-	reg.Push(t, "airlock-test/bb:1", busybox(t))
-	hub := fakevendor.Start(t, fakevendor.Script{}, dockerHub{reg: reg.Host})
+	ref, hub := dockerRegistries(t)
 
 	proj := t.TempDir()
 	toml := "[environment]\nimage = \"" + ref + "\"\ndocker = true\nuser = \"dev\"\n" +
@@ -188,6 +180,21 @@ func TestDockerRefusedOnMusl(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "installs from Debian's docker.io") || !strings.Contains(errOut, "musl") {
 		t.Errorf("Docker on a musl image: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// dockerRegistries are the tests' registries: the test's own on loopback,
+// holding the Debian base with Docker's engine (testenv.DebianEnv, whose
+// reference base is), and Docker Hub as the daemon sees it through the
+// proxy: that registry under registry-1.docker.io's name, over TLS with a
+// CA of the test's (the proxy verifies it; the daemon trusts the
+// sandbox's), holding airlock-test/bb:1 (busybox).
+func dockerRegistries(t *testing.T) (base string, hub *fakevendor.Server) {
+	t.Helper()
+	reg := ocitest.NewRegistry(t)
+	base = reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
+		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
+	reg.Push(t, "airlock-test/bb:1", busybox(t))
+	return base, fakevendor.Start(t, fakevendor.Script{}, dockerHub{reg: reg.Host})
 }
 
 // busybox is a tiny image: the host's static busybox as /bin/busybox and

@@ -16,7 +16,6 @@ import (
 	"github.com/airlock-dev/airlock/app/cli"
 	"github.com/airlock-dev/airlock/app/cli/clitest"
 	"github.com/airlock-dev/airlock/testkit/fakevendor"
-	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/testkit/testenv"
 )
 
@@ -34,14 +33,10 @@ import (
 func TestDockerfileEnvironment(t *testing.T) {
 	testenv.SkipIfShort(t)
 	home := testenv.VMHome(t)
-	reg := ocitest.NewRegistry(t)
-	builder := reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
-		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
+	builder, hub := dockerRegistries(t)
 	if code, out, errOut := clitest.Run(t, home, nil, "image", "pull", "--insecure", "--arch", "amd64", "--name", "dockerbase", builder); code != 0 {
 		t.Fatalf("pull the builder's base: exit %d\n%s%s", code, out, errOut)
 	}
-	reg.Push(t, "airlock-test/bb:1", busybox(t))
-	hub := fakevendor.Start(t, fakevendor.Script{}, dockerHub{reg: reg.Host})
 	files := startFiles(t)
 	opts := []cli.Option{cli.WithBuildNetwork(files.dial(hub), hub.RootCAs, "dockerbase")}
 
