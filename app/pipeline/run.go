@@ -705,16 +705,8 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), Stdin: r.o.Stdin, User: r.user,
 		Stdout: stdout, Stderr: teeWriter(liveErr, tr), TTY: r.o.TTY, Jail: r.jail(),
 	}
-	runCtx := ctx
-	if r.o.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
-		defer cancel()
-		// The guest ends the command when runCtx ends; a guest that does
-		// not (hung, or hostile) is stopped by the host.
-		hard := time.AfterFunc(r.o.Timeout+r.killGrace(), func() { r.forceStop(m) })
-		defer hard.Stop()
-	}
+	runCtx, stop := r.timeLimited(ctx, m)
+	defer stop()
 	t := time.Now()
 	err = m.Run(runCtx, cmd)
 	ms = time.Since(t).Milliseconds()
@@ -1070,4 +1062,20 @@ func skippedMessage(skipped []manifest.Exclusion, maxFile int64) string {
 		b.WriteString("; the rest of the changes are kept. To take a larger file, raise the cap: --max-file-size, or max_file_size in the [limits] of your config.toml")
 	}
 	return b.String()
+}
+
+// timeLimited is ctx bounded by the run's timeout, for a command in the
+// guest: the guest ends the command when it ends; a guest that does not
+// (hung, or hostile) is stopped by the host a grace later. stop ends
+// both.
+func (r *runner) timeLimited(ctx context.Context, m Machine) (_ context.Context, stop func()) {
+	if r.o.Timeout <= 0 {
+		return ctx, func() {}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	hard := time.AfterFunc(r.o.Timeout+r.killGrace(), func() { r.forceStop(m) })
+	return runCtx, func() {
+		hard.Stop()
+		cancel()
+	}
 }

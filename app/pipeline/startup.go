@@ -149,14 +149,8 @@ func (r *runner) startCommand(ctx context.Context, m Machine, s sandbox.StartSte
 		return &StartError{Step: s, ExitCode: -1, Err: errors.New("no program to run")}
 	}
 	r.progress(Progress{Step: StepRun, Message: fmt.Sprintf("running the environment's %s: %s", s.Label(), startText(s))})
-	runCtx := ctx
-	if r.o.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
-		defer cancel()
-		hard := time.AfterFunc(r.o.Timeout+r.killGrace(), func() { r.forceStop(m) })
-		defer hard.Stop()
-	}
+	runCtx, stop := r.timeLimited(ctx, m)
+	defer stop()
 	t := time.Now()
 	err := m.Run(runCtx, client.Command{
 		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), User: r.user,

@@ -30,12 +30,10 @@ func (r *runner) verify(ctx context.Context, m Machine) error {
 	defer capped.Close() // on an early return too: the tail is written
 	out := lockio.NewWriter(capped)
 	r.progress(Progress{Step: StepVerify, Message: "verifying: " + r.o.Verify})
-	runCtx := ctx
-	if r.o.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, r.o.Timeout)
-		defer cancel()
-	}
+	// Bounded as the command is: a guest that does not end it in time
+	// is stopped.
+	runCtx, stop := r.timeLimited(ctx, m)
+	defer stop()
 	t := time.Now()
 	err = m.Run(runCtx, client.Command{
 		Args: []string{"sh", "-c", r.o.Verify}, Dir: sandbox.Workspace, Env: r.commandEnv(), User: r.user,
