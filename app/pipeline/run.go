@@ -154,6 +154,10 @@ type RunSpec struct {
 	// environment's runArgs --add-host, postStartCommand and
 	// postAttachCommand. A start command that fails stops the run.
 	Hosts []sandbox.HostEntry
+	// StartGrace is how long a start command is waited on before it is
+	// left running beside the command (a server); zero is
+	// DefaultStartGrace.
+	StartGrace time.Duration
 	Start []sandbox.StartStep
 	// Cache is the project's cache disk (a path under the home's caches/);
 	// the sandbox gets a copy on CacheDir, which becomes the project's

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/app/envspec"
@@ -123,15 +125,24 @@ func (r *runner) startCommands(ctx context.Context, m Machine) error {
 	defer tf.Close()
 	capped := headtail.New(tf, "transcript", TranscriptHead, TranscriptTail)
 	defer capped.Close() // on an early return too: the tail is written
-	tr := lockio.NewWriter(capped)
+	// A start command left running (a server) writes here, and on the
+	// terminal, only until the start commands are done: both are the
+	// command's then.
+	tr := &gateWriter{w: lockio.NewWriter(capped)}
 	liveOut, liveErr := liveWriters(r.o.Stdout, r.o.Stderr)
 	var failed error
+	gates := []*gateWriter{tr}
 	for _, s := range r.o.Start {
 		// The transcript says what ran (live, the progress does).
 		fmt.Fprintf(tr, "airlock: %s: %s\n", s.Label(), startText(s))
-		if failed = r.startCommand(ctx, m, s, teeWriter(liveOut, tr), teeWriter(liveErr, tr)); failed != nil {
+		out, errOut := &gateWriter{w: teeWriter(liveOut, tr)}, &gateWriter{w: teeWriter(liveErr, tr)}
+		gates = append(gates, out, errOut)
+		if failed = r.startCommand(ctx, m, s, out, errOut); failed != nil {
 			break
 		}
+	}
+	for _, g := range gates {
+		g.close()
 	}
 	if err := r.closeCapped(capped, sandbox.TranscriptFile); err != nil && failed == nil {
 		return err
@@ -150,12 +161,29 @@ func (r *runner) startCommand(ctx context.Context, m Machine, s sandbox.StartSte
 	}
 	r.progress(Progress{Step: StepRun, Message: fmt.Sprintf("running the environment's %s: %s", s.Label(), startText(s))})
 	runCtx, stop := r.timeLimited(ctx, m)
-	defer stop()
 	t := time.Now()
-	err := m.Run(runCtx, client.Command{
-		Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), User: r.user,
-		Stdout: stdout, Stderr: stderr, Jail: r.jail(),
-	})
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(runCtx, client.Command{
+			Args: args, Dir: sandbox.Workspace, Env: r.commandEnv(), User: r.user,
+			Stdout: stdout, Stderr: stderr, Jail: r.jail(),
+		})
+	}()
+	grace := cmp.Or(r.o.StartGrace, DefaultStartGrace)
+	var err error
+	select {
+	case err = <-done:
+		stop()
+	case <-time.After(grace):
+		// A start command that has not ended is a server (a dev server
+		// is what postAttachCommand often starts): it goes on beside the
+		// command, in the jail, until the VM stops or the run's time is
+		// up, as a Dev Container's does beside the person working.
+		go func() { <-done; stop() }()
+		r.progress(Progress{Step: StepRun, Message: fmt.Sprintf("the environment's %s has not ended after %s: it goes on beside the command", s.Label(), grace)})
+		fmt.Fprintf(stderr, "airlock: %s has not ended after %s: it goes on beside the command (its output from now on is not kept)\n", s.Label(), grace)
+		return r.sb.Audit(sandbox.Event{Event: sandbox.EventStart, Data: startEvent(s, map[string]any{"running": true, "ms": time.Since(t).Milliseconds()})})
+	}
 	code := 0
 	var exit *client.ExitError
 	switch {
@@ -169,12 +197,7 @@ func (r *runner) startCommand(ctx context.Context, m Machine, s sandbox.StartSte
 	default:
 		return &StartError{Step: s, ExitCode: -1, Err: err}
 	}
-	ev := map[string]any{"key": s.Label(), "exit_code": code, "ms": time.Since(t).Milliseconds()}
-	if s.Argv != nil {
-		ev["argv"] = s.Argv
-	} else {
-		ev["shell"] = s.Shell
-	}
+	ev := startEvent(s, map[string]any{"exit_code": code, "ms": time.Since(t).Milliseconds()})
 	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventStart, Data: ev}); err != nil {
 		return err
 	}
@@ -183,4 +206,42 @@ func (r *runner) startCommand(ctx context.Context, m Machine, s sandbox.StartSte
 		return &StartError{Step: s, ExitCode: code}
 	}
 	return nil
+}
+
+// DefaultStartGrace is how long a start command is waited on before it
+// is left running beside the command (RunSpec.StartGrace).
+const DefaultStartGrace = 30 * time.Second
+
+// startEvent is the audit's record of start command s, with more.
+func startEvent(s sandbox.StartStep, more map[string]any) map[string]any {
+	more["key"] = s.Label()
+	if s.Argv != nil {
+		more["argv"] = s.Argv
+	} else {
+		more["shell"] = s.Shell
+	}
+	return more
+}
+
+// gateWriter passes writes on until it is closed, then drops them: the
+// output of a start command left running, once its round has moved on.
+type gateWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gateWriter) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }

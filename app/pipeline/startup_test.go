@@ -7,7 +7,9 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/guest/client"
@@ -21,6 +23,7 @@ import (
 type startMachine struct {
 	localMachine
 	hosts bytes.Buffer
+	mu    sync.Mutex // Run is called from the goroutine a start command runs on
 	ran   []client.Command
 }
 
@@ -36,7 +39,9 @@ func (m *startMachine) Exec(ctx context.Context, script string, stdin io.Reader,
 }
 
 func (m *startMachine) Run(ctx context.Context, c client.Command) error {
+	m.mu.Lock()
 	m.ran = append(m.ran, c)
+	m.mu.Unlock()
 	return m.localMachine.Run(ctx, c)
 }
 
@@ -144,6 +149,42 @@ func TestStartCommands(t *testing.T) {
 	}
 	if tr, _ := res.Sandbox.Transcript(); !strings.Contains(string(tr), "broken") {
 		t.Errorf("the failing command's output is not in the transcript: %q", tr)
+	}
+}
+
+// TestStartCommandLeftRunning: a start command that has not ended within
+// the grace (a dev server) goes on beside the command, which runs after
+// it, and the audit says it was left running.
+func TestStartCommandLeftRunning(t *testing.T) {
+	s := newStore(t)
+	project := newProject(t)
+	res, m, out, err := runStart(t, s, project, RunSpec{StartGrace: 2 * time.Second, Start: []sandbox.StartStep{
+		{Origin: "postAttachCommand", Shell: "echo server-up > started.txt; exec sleep 5"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.ran) != 2 {
+		t.Fatalf("ran %d commands, want the start command and the command", len(m.ran))
+	}
+	if !strings.Contains(out, "postAttachCommand has not ended after 2s: it goes on beside the command") {
+		t.Errorf("the run does not say the start command goes on: %q", out)
+	}
+	cs, err := res.Sandbox.Changeset(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cs.File("seen.txt"); f == nil || string(f.NewContent()) != "server-up\n" {
+		t.Errorf("the command did not run beside the start command: %+v", f)
+	}
+	events, _ := res.Sandbox.ReadAudit()
+	running := false
+	for _, ev := range events {
+		d, _ := ev.Data.(map[string]any)
+		running = running || (ev.Event == sandbox.EventStart && d["running"] == true)
+	}
+	if !running || res.ExitCode != 0 {
+		t.Errorf("the audit does not say the start command was left running (exit %d): %+v", res.ExitCode, events)
 	}
 }
 
