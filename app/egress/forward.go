@@ -82,10 +82,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, start 
 			if inj.put(pr.Out.Header) {
 				rec.Secret = own.Name
 			}
-			if cred != nil && pr.Out.Header.Get("Authorization") == "" {
-				pr.Out.Header.Set("Authorization", cred.Authorization)
-				rec.Secret = cred.Name
-			}
+			cred.addTo(pr.Out.Header, &rec)
 		},
 		ModifyResponse: inj.scrub,
 		Transport:      p.transport,

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -552,6 +553,15 @@ func (p *Policy) credentialFor(host string, port int) *Credential {
 		}
 	}
 	return nil
+}
+
+// addTo sets c as h's Authorization when h has none, and records it; a
+// nil c adds nothing.
+func (c *Credential) addTo(h http.Header, rec *Record) {
+	if c != nil && h.Get("Authorization") == "" {
+		h.Set("Authorization", c.Authorization)
+		rec.Secret = c.Name
+	}
 }
 
 // Validate reports every problem of the policy at once.

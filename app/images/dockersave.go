@@ -57,87 +57,13 @@ type savedFile struct {
 // layer must be the one the configuration's diff_ids name, and what the
 // manifest does not name is dropped. The layers are tar streams checked
 // like any pulled layer when the image's disk is written.
-func readDockerSave(r io.Reader, st oci.Store, limit int64) (_ *savedImage, err error) {
-	files := map[string]*savedFile{}
-	links := map[string]string{}
-	defer func() {
-		for _, f := range files {
-			if f.blob != nil {
-				f.blob.Abort() // kept ones are committed and nil
-			}
-		}
-	}()
-	tr := tar.NewReader(&capReader{r: r, left: limit})
-	var small int64
-	for n := 0; ; n++ {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the image Docker saved is not a tar archive: %w", err)
-		}
-		if n == maxSavedEntries {
-			return nil, fmt.Errorf("the image Docker saved has more than %d files", maxSavedEntries)
-		}
-		name, ok := archiveName(h.Name)
-		if !ok {
-			return nil, fmt.Errorf("the image Docker saved has a file named %s", strconv.Quote(h.Name))
-		}
-		if _, dup := files[name]; dup || links[name] != "" {
-			return nil, fmt.Errorf("the image Docker saved has %s twice", strconv.Quote(name))
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-		case tar.TypeSymlink, tar.TypeLink:
-			target := h.Linkname
-			if h.Typeflag == tar.TypeSymlink && !strings.HasPrefix(target, "/") {
-				target = path.Join(path.Dir(name), target)
-			}
-			t, ok := archiveName(target)
-			if !ok {
-				return nil, fmt.Errorf("the image Docker saved links %s out of itself", strconv.Quote(name))
-			}
-			links[name] = t
-		case tar.TypeReg:
-			f := &savedFile{}
-			if h.Size <= maxSavedSmall && small+h.Size <= maxSavedSmalls {
-				small += h.Size
-				if f.data, err = io.ReadAll(io.LimitReader(tr, maxSavedSmall+1)); err != nil {
-					return nil, savedErr(err)
-				}
-				f.sum, f.size = hashOf(f.data), int64(len(f.data))
-			} else {
-				if f.blob, err = st.NewBlob(); err != nil {
-					return nil, err
-				}
-				files[name] = f
-				hw := sha256.New()
-				if f.size, err = io.Copy(io.MultiWriter(f.blob, hw), tr); err != nil {
-					return nil, savedErr(err)
-				}
-				f.sum = hashSum(hw)
-			}
-			files[name] = f
-		default:
-			return nil, fmt.Errorf("the image Docker saved has %s, of a kind an image archive does not hold (%c)", strconv.Quote(name), h.Typeflag)
-		}
+func readDockerSave(r io.Reader, st oci.Store, limit int64) (*savedImage, error) {
+	a := &savedArchive{files: map[string]*savedFile{}, links: map[string]string{}}
+	defer a.abort()
+	if err := a.read(tar.NewReader(&capReader{r: r, left: limit}), st); err != nil {
+		return nil, err
 	}
-	file := func(name string) (*savedFile, error) {
-		n, ok := archiveName(name)
-		if !ok {
-			return nil, fmt.Errorf("the image Docker saved names a file %s", strconv.Quote(name))
-		}
-		for i := 0; i < 8 && links[n] != ""; i++ {
-			n = links[n]
-		}
-		f := files[n]
-		if f == nil {
-			return nil, fmt.Errorf("the image Docker saved names %s, which it does not hold", strconv.Quote(name))
-		}
-		return f, nil
-	}
-	mf, err := file("manifest.json")
+	mf, err := a.file("manifest.json")
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +74,7 @@ func readDockerSave(r io.Reader, st oci.Store, limit int64) (_ *savedImage, err 
 	if mf.data == nil || json.Unmarshal(mf.data, &manifest) != nil || len(manifest) != 1 {
 		return nil, errors.New("the image Docker saved has no manifest.json of one image")
 	}
-	cf, err := file(manifest[0].Config)
+	cf, err := a.file(manifest[0].Config)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +91,7 @@ func readDockerSave(r io.Reader, st oci.Store, limit int64) (_ *savedImage, err 
 	out := &savedImage{ID: cf.sum, Platform: cfg.OS + "/" + cfg.Architecture,
 		Config: oci.Config{Env: cfg.Config.Env, User: cfg.Config.User, WorkingDir: cfg.Config.WorkingDir}}
 	for i, l := range manifest[0].Layers {
-		f, err := file(l)
+		f, err := a.file(l)
 		if err != nil {
 			return nil, err
 		}
@@ -240,4 +166,97 @@ func (c *capReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
+}
+
+// savedArchive is what readDockerSave has read of an archive: its files
+// by name, and its links.
+type savedArchive struct {
+	files map[string]*savedFile
+	links map[string]string
+}
+
+// abort drops the blobs not kept.
+func (a *savedArchive) abort() {
+	for _, f := range a.files {
+		if f.blob != nil {
+			f.blob.Abort() // kept ones are committed and nil
+		}
+	}
+}
+
+// read reads every entry of the archive: small files into memory, large
+// ones into uncommitted blobs of st, links as names.
+func (a *savedArchive) read(tr *tar.Reader, st oci.Store) error {
+	var small int64
+	for n := 0; ; n++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("the image Docker saved is not a tar archive: %w", err)
+		}
+		if n == maxSavedEntries {
+			return fmt.Errorf("the image Docker saved has more than %d files", maxSavedEntries)
+		}
+		name, ok := archiveName(h.Name)
+		if !ok {
+			return fmt.Errorf("the image Docker saved has a file named %s", strconv.Quote(h.Name))
+		}
+		if _, dup := a.files[name]; dup || a.links[name] != "" {
+			return fmt.Errorf("the image Docker saved has %s twice", strconv.Quote(name))
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+		case tar.TypeSymlink, tar.TypeLink:
+			target := h.Linkname
+			if h.Typeflag == tar.TypeSymlink && !strings.HasPrefix(target, "/") {
+				target = path.Join(path.Dir(name), target)
+			}
+			t, ok := archiveName(target)
+			if !ok {
+				return fmt.Errorf("the image Docker saved links %s out of itself", strconv.Quote(name))
+			}
+			a.links[name] = t
+		case tar.TypeReg:
+			f := &savedFile{}
+			if h.Size <= maxSavedSmall && small+h.Size <= maxSavedSmalls {
+				small += h.Size
+				if f.data, err = io.ReadAll(io.LimitReader(tr, maxSavedSmall+1)); err != nil {
+					return savedErr(err)
+				}
+				f.sum, f.size = hashOf(f.data), int64(len(f.data))
+			} else {
+				if f.blob, err = st.NewBlob(); err != nil {
+					return err
+				}
+				a.files[name] = f
+				hw := sha256.New()
+				if f.size, err = io.Copy(io.MultiWriter(f.blob, hw), tr); err != nil {
+					return savedErr(err)
+				}
+				f.sum = hashSum(hw)
+			}
+			a.files[name] = f
+		default:
+			return fmt.Errorf("the image Docker saved has %s, of a kind an image archive does not hold (%c)", strconv.Quote(name), h.Typeflag)
+		}
+	}
+	return nil
+}
+
+// file is the file called name, through its links.
+func (a *savedArchive) file(name string) (*savedFile, error) {
+	n, ok := archiveName(name)
+	if !ok {
+		return nil, fmt.Errorf("the image Docker saved names a file %s", strconv.Quote(name))
+	}
+	for i := 0; i < 8 && a.links[n] != ""; i++ {
+		n = a.links[n]
+	}
+	f := a.files[n]
+	if f == nil {
+		return nil, fmt.Errorf("the image Docker saved names %s, which it does not hold", strconv.Quote(name))
+	}
+	return f, nil
 }
