@@ -57,6 +57,7 @@ func (e *env) planner(h string, lines *lockio.Writer) (*plan.Planner, error) {
 		BuildOutput: lines,
 		AgentsRepo:  os.Getenv("AIRLOCK_AGENTS_REPO"),
 		SendDial:    e.sendDial, SendRootCAs: e.sendRoots,
+		BuildDial: e.buildDial, BuildRootCAs: e.buildRoots,
 		OnRequest: func(r egress.Record) {
 			// A vendor refusing the credential is said even when quiet:
 			// the agent's own message may not say why it failed.

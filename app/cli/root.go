@@ -58,6 +58,10 @@ type env struct {
 	// actions apply sends (tests).
 	sendDial  func(ctx context.Context, network, addr string) (net.Conn, error)
 	sendRoots *x509.CertPool
+	// buildDial and buildRoots do the same for the builder VMs' network
+	// (tests: registries under their real names).
+	buildDial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	buildRoots *x509.CertPool
 }
 
 // home is Airlock's home for this command (--home, else home.Dir),

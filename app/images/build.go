@@ -102,5 +102,6 @@ func (src *Source) Build(req BuildRequest) (Provision, error) {
 		Base: base, Boot: boot, Name: req.Name, Key: req.Key, Label: req.Label, User: req.User, Steps: steps, Env: req.Env, Policy: pol,
 		Store: oci.Store{Dir: home.Layout{Root: src.Home}.OCI()},
 		Dir:   filepath.Join(home.Layout{Root: src.Home}.Builds(), req.Name),
+		Dial:  src.BuildDial, RootCAs: src.BuildRootCAs,
 	}, nil
 }

@@ -157,6 +157,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 	if e.Env.Docker {
 		fmt.Fprintf(&b, "  Docker inside the VM: %s and Compose v2 (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
+	composePrompt(&b, e.Env.Compose)
 	if len(e.Env.Hosts) > 0 {
 		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
 	}
@@ -183,7 +184,7 @@ var ErrNotBuiltYet = errors.New("not built yet")
 // without for now (Docker inside the VM, features).
 func notBuiltYet(spec *envspec.Environment, note func(string, ...any)) error {
 	pending := spec.Pending()
-	if spec.Build != nil || spec.Compose != nil {
+	if spec.Build != nil || serviceBuilt(spec.Compose) {
 		return fmt.Errorf("environment %s needs %s, which Airlock does not do yet (%w): for now, set an image in airlock.toml's [environment] (image, apt, setup), which comes first",
 			spec.Source, strings.Join(pending, ", and "), ErrNotBuiltYet)
 	}
@@ -313,6 +314,10 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 			return fmt.Errorf("environment %s: %w", spec.Source, err)
 		}
 		br.Steps = append(br.Steps, compose, step)
+	}
+	if imgs := ServiceImages(spec.Compose); len(imgs) > 0 {
+		br.Allow = append(slices.Clone(br.Allow), composeAllow(imgs)...)
+		br.Steps = append(br.Steps, composeImagesStep(imgs))
 	}
 	prov, err := src.Build(br)
 	if err != nil {

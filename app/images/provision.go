@@ -3,11 +3,13 @@ package images
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -108,6 +110,10 @@ type Provision struct {
 	// each step as it starts.
 	Output   io.Writer
 	Progress func(string)
+	// Dial and RootCAs replace the host's DNS and roots for the steps'
+	// network (tests).
+	Dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	RootCAs *x509.CertPool
 }
 
 // StepError is a provisioning step that failed: nothing was kept.
@@ -202,7 +208,7 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	}
 	// The builder's network is a run's: pipeline's proxy over the guest's
 	// link, with the CA kept out of the image.
-	env, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), &pipeline.Network{Policy: pol, Builder: true}, "build-"+p.Name, audit)
+	env, stopNet, err := pipeline.StartNetwork(ctx, pipeline.GuestMachine(g), &pipeline.Network{Policy: pol, Builder: true, Dial: p.Dial, RootCAs: p.RootCAs}, "build-"+p.Name, audit)
 	if err != nil {
 		return nil, fmt.Errorf("provision: %w", err)
 	}

@@ -1,9 +1,12 @@
 package images
 
 import (
+	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,6 +47,10 @@ type Source struct {
 	// glibc, an environment's warnings, an environment confirmed, a
 	// builder's notices); nil discards.
 	Note func(string)
+	// BuildDial and BuildRootCAs replace the host's DNS and roots for the
+	// builders' network (tests: a registry under its real name).
+	BuildDial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	BuildRootCAs *x509.CertPool
 
 	agentsMu sync.Mutex // one fetch of the agent image at a time
 }

@@ -17,6 +17,7 @@ func (pl *Planner) Images() *images.Source {
 		pl.src = &images.Source{
 			Home: pl.Home, ImageRoots: pl.ImageRoots, Arch: pl.Arch,
 			AgentsRepo: pl.AgentsRepo, BuildOutput: pl.BuildOutput,
+			BuildDial: pl.BuildDial, BuildRootCAs: pl.BuildRootCAs,
 			Backend: func() (vm.Backend, error) {
 				if pl.Backend == nil {
 					return nil, ErrNoBackend

@@ -85,6 +85,10 @@ type Planner struct {
 	// actions an apply sends (tests; Sender).
 	SendDial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	SendRootCAs *x509.CertPool
+	// BuildDial and BuildRootCAs replace the host's DNS and roots for the
+	// builder VMs' network (tests; images.Source).
+	BuildDial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	BuildRootCAs *x509.CertPool
 
 	imagesOnce sync.Once
 	src        *images.Source // see Images
@@ -295,10 +299,15 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if err != nil {
 		return nil, err
 	}
+	svc, err := services(p.Environment, meta)
+	if err != nil {
+		return nil, err
+	}
 	for i := range variants {
 		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
 			return nil, err
 		}
+		variants[i].Services = svc
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {

@@ -23,6 +23,7 @@ const (
 	EventStopped   EventKind = "stopped"   // the host stopped the VM itself (hard time limit)
 	EventPushed    EventKind = "pushed"    // the baseline is in /workspace
 	EventDocker    EventKind = "docker"    // the Docker Engine in the VM answered, before the command
+	EventServices  EventKind = "services"  // the Compose services started in the VM (which, how long), before the command
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back
