@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"path"
 	"slices"
@@ -75,11 +76,11 @@ func ServiceRegistries(images []string) []ServiceRegistry {
 		}
 		seen[host] = true
 		r := ServiceRegistry{Host: host}
-		bare, port := host, "443"
-		if h, p, ok := strings.Cut(host, ":"); ok && !strings.Contains(p, ":") {
+		bare, port := strings.Trim(host, "[]"), "443"
+		if h, p, err := net.SplitHostPort(host); err == nil {
 			bare, port = h, p
 		}
-		_, ipErr := netip.ParseAddr(strings.Trim(bare, "[]"))
+		_, ipErr := netip.ParseAddr(bare)
 		switch {
 		case host == name.DefaultRegistry:
 			r.Host, r.Allow = "registry-1.docker.io", "@docker"

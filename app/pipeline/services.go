@@ -102,22 +102,7 @@ func (r *runner) awaitServices(ctx context.Context, m Machine, compose string, n
 	defer tick.Stop()
 	for {
 		ps, err := servicesState(ctx, m, compose)
-		states, pending, failed := map[string]string{}, "", ""
-		for _, n := range names {
-			st, ok := ps[n]
-			switch {
-			case !ok:
-				states[n], pending = "not created", cmpOr(pending, n)
-			case st.State == "running" && (st.Health == "" || st.Health == "healthy"):
-				states[n] = "running" + parens(st.Health)
-			case st.State == "exited" && st.ExitCode == 0:
-				states[n] = "completed"
-			case st.State == "exited" || st.State == "dead" || st.Health == "unhealthy":
-				states[n], failed = fmt.Sprintf("%s, status %d%s", st.State, st.ExitCode, parens(st.Health)), cmpOr(failed, n)
-			default:
-				states[n], pending = st.State+parens(st.Health), cmpOr(pending, n)
-			}
-		}
+		states, pending, failed := readiness(names, ps)
 		switch {
 		case err == nil && failed == "" && pending == "":
 			return states, nil
@@ -133,6 +118,30 @@ func (r *runner) awaitServices(ctx context.Context, m Machine, compose string, n
 		case <-tick.C:
 		}
 	}
+}
+
+// readiness says what each service of names is in ps: ready (running,
+// healthy when it has a healthcheck; or completed, exited 0), failed
+// (exited otherwise, dead, unhealthy) or not yet; pending and failed are
+// the first of names not ready and the first that failed.
+func readiness(names []string, ps map[string]serviceState) (states map[string]string, pending, failed string) {
+	states = map[string]string{}
+	for _, n := range names {
+		st, ok := ps[n]
+		switch {
+		case !ok:
+			states[n], pending = "not created", cmpOr(pending, n)
+		case st.State == "running" && (st.Health == "" || st.Health == "healthy"):
+			states[n] = "running" + parens(st.Health)
+		case st.State == "exited" && st.ExitCode == 0:
+			states[n] = "completed"
+		case st.State == "exited" || st.State == "dead" || st.Health == "unhealthy":
+			states[n], failed = fmt.Sprintf("%s, status %d%s", st.State, st.ExitCode, parens(st.Health)), cmpOr(failed, n)
+		default:
+			states[n], pending = st.State+parens(st.Health), cmpOr(pending, n)
+		}
+	}
+	return states, pending, failed
 }
 
 // serviceState is one container's state as `docker compose ps` says it.
