@@ -153,10 +153,17 @@ type composeHealthcheck struct {
 }
 
 type composeVolume struct {
-	Type     string `json:"type"`
-	Source   string `json:"source,omitempty"`
-	Target   string `json:"target"`
-	ReadOnly bool   `json:"read_only,omitempty"`
+	Type     string       `json:"type"`
+	Source   string       `json:"source,omitempty"`
+	Target   string       `json:"target"`
+	ReadOnly bool         `json:"read_only,omitempty"`
+	Bind     *composeBind `json:"bind,omitempty"`
+}
+
+// composeBind makes a bind's missing source folder, as Compose's short
+// syntax does (its long one does not).
+type composeBind struct {
+	CreateHostPath bool `json:"create_host_path"`
 }
 
 // ComposeFile is the Compose file (JSON, which Compose reads as YAML) that
@@ -207,7 +214,7 @@ func ComposeFile(cs *envspec.Compose, workspace string) ([]byte, error) {
 				if !ok {
 					return nil, fmt.Errorf("the Compose service %s binds %q, which leaves the project", safetext.Line(s.Name), safetext.Line(v.Source))
 				}
-				cv.Source = esc(src)
+				cv.Source, cv.Bind = esc(src), &composeBind{CreateHostPath: true}
 			case "volume":
 				if v.Source != "" {
 					if f.Volumes == nil {

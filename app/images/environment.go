@@ -317,7 +317,9 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 	}
 	if imgs := ServiceImages(spec.Compose); len(imgs) > 0 {
 		br.Allow = append(slices.Clone(br.Allow), composeAllow(imgs)...)
-		br.Steps = append(br.Steps, composeImagesStep(imgs))
+		// First (after apt): a registry refused fails the build before
+		// the rest is fetched.
+		br.Steps = append([]SetupStep{composeImagesStep(imgs)}, br.Steps...)
 	}
 	prov, err := src.Build(br)
 	if err != nil {

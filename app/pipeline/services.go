@@ -109,7 +109,9 @@ func (r *runner) awaitServices(ctx context.Context, m Machine, compose string, n
 		case failed != "":
 			return nil, r.serviceError(m, compose, failed, states[failed])
 		case upErr != nil:
-			return nil, r.serviceError(m, compose, cmpOr(pending, names[0]), "docker compose up: "+upErr.Error())
+			// Compose refused before any service failed (a mount, a
+			// port): its own words say which.
+			return nil, fmt.Errorf("compose services: docker compose up: %w", upErr)
 		}
 		select {
 		case <-ctx.Done():
@@ -220,7 +222,7 @@ func guestRun(ctx context.Context, m Machine, script string, stdin []byte) error
 		in = bytes.NewReader(stdin)
 	}
 	if err := m.Exec(ctx, script, in, out, out); err != nil {
-		return fmt.Errorf("%w: %s", err, safetext.Line(strings.TrimSpace(out.String())))
+		return fmt.Errorf("%w:\n%s", err, safetext.Text(strings.TrimSpace(out.String())))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestComposeServices(t *testing.T) {
 		"set -e",
 		"id -un",
 		"grep 'Compose services' /etc/hosts",
-		"echo by-name: $(curl -fsS http://web/index.html)",
+		"echo by-name: $(curl -fsS http://web:8080/index.html)",
 		"echo by-port: $(curl -fsS http://localhost:8080/index.html)",
 		"docker ps -a --format '{{.Names}} {{.Status}}' | sort",
 		"docker logs airlock-attack-1",
@@ -99,7 +99,7 @@ func TestComposeServices(t *testing.T) {
 		"cat " + escape,
 		"docker image ls --format '{{.Repository}}:{{.Tag}}'",
 	}, "\n")
-	verify := "curl -fsS http://web/index.html | grep -q served-by-web && curl -fsS http://localhost:8080/index.html | grep -q served-by-web && echo verify-reached-web"
+	verify := "curl -fsS http://web:8080/index.html | grep -q served-by-web && curl -fsS http://localhost:8080/index.html | grep -q served-by-web && echo verify-reached-web"
 	code, out, errOut = clitest.Run(t, home, opts, "run", "--arch", "amd64", "--json", "--trust-project", "--project", proj, "--verify", verify, "--", "sh", "-c", script)
 	lap("first run (environment built, images pulled in the builder, services started)")
 	logTimes(t, errOut)
@@ -154,7 +154,7 @@ func TestComposeServices(t *testing.T) {
 	// A second run starts from the environment: its services' images
 	// are in its layer, so nothing is pulled.
 	code, out, errOut = clitest.Run(t, home, opts, "run", "--arch", "amd64", "--json", "--project", proj, "--",
-		"sh", "-c", "curl -fsS http://web/index.html && docker image ls -q | wc -l")
+		"sh", "-c", "curl -fsS http://web:8080/index.html && docker image ls -q | wc -l")
 	lap("second run")
 	logTimes(t, errOut)
 	if code != 0 {
