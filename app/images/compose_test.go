@@ -77,7 +77,7 @@ func TestComposeFile(t *testing.T) {
 	for _, s := range []types.ServiceConfig{db, worker} {
 		for _, v := range s.Volumes {
 			binds[v.Target] = v.Type + " " + v.Source
-			if v.Type == "bind" && (v.Bind == nil || !v.Bind.CreateHostPath) {
+			if v.Type == "bind" && v.Source != "/var/run/docker.sock" && (v.Bind == nil || !v.Bind.CreateHostPath) {
 				t.Errorf("bind on %s: a missing source folder is not made, as Compose's short syntax does", v.Target)
 			}
 		}
