@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/app/sandbox"
+	"github.com/airlock-dev/airlock/guest"
 	"github.com/airlock-dev/airlock/internal/headtail"
 	"github.com/airlock-dev/airlock/internal/safetext"
 	"github.com/airlock-dev/airlock/sync/transfer"
@@ -201,14 +203,15 @@ func (r *runner) bypassProxy(names []string) {
 	if len(names) == 0 || r.netEnv == nil {
 		return
 	}
-	env := map[string]string{}
-	for k, v := range r.netEnv {
-		env[k] = v
-	}
+	env := maps.Clone(r.netEnv)
 	for _, k := range []string{"NO_PROXY", "no_proxy"} {
-		if v, ok := env[k]; ok {
-			env[k] = strings.Join(append([]string{v}, names...), ",")
+		// The guest's own (guest.ProxyEnv) is under the run's variables,
+		// which replace it.
+		v, ok := env[k]
+		if !ok {
+			v = guest.ProxyEnv()[k]
 		}
+		env[k] = strings.Join(append([]string{v}, names...), ",")
 	}
 	r.netEnv = env
 }

@@ -70,6 +70,12 @@ func TestBypassProxy(t *testing.T) {
 	if before["NO_PROXY"] != "localhost,127.0.0.1" {
 		t.Error("the network's own variables were changed in place")
 	}
+	// The run's network sets only the proxy; NO_PROXY is the guest's.
+	r = &runner{netEnv: map[string]string{"HTTP_PROXY": "http://127.0.0.1:3128"}}
+	r.bypassProxy([]string{"web"})
+	if got := r.netEnv["NO_PROXY"]; got != "localhost,127.0.0.1,web" || r.netEnv["no_proxy"] != got {
+		t.Errorf("NO_PROXY without the network's own = %q", got)
+	}
 }
 
 func TestTail(t *testing.T) {
