@@ -131,6 +131,14 @@ func TestComposeServices(t *testing.T) {
 			t.Errorf("the transcript lacks %q:\n%s", want, transcript)
 		}
 	}
+	// Where the services' start went: each container's creation, start
+	// and end.
+	for _, l := range strings.Split(string(transcript), "\n") {
+		if strings.Contains(l, " created ") {
+			t.Logf("  container: %s", l)
+		}
+	}
+	t.Logf("  Docker Hub requests of the build: %d", pulls)
 	if res.Verify == nil || !res.Verify.Passed {
 		t.Errorf("verify did not reach the web service: %+v\n%s", res.Verify, errOut)
 	}
