@@ -202,9 +202,11 @@ func TestEnvironmentNotBuiltYet(t *testing.T) {
 	}{
 		{"dockerfile", map[string]string{".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}}`, ".devcontainer/Dockerfile": "FROM debian\n"},
 			"needs its image built from .devcontainer/Dockerfile in a builder VM"},
-		{"compose", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
-			".devcontainer/c.yml": "services: {app: {image: debian}, db: {image: postgres}}\n"},
-			"needs the Compose services of .devcontainer/c.yml started beside the agent"},
+		// Compose services of images run; one built from a Dockerfile
+		// waits for the Dockerfile form.
+		{"compose service built", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
+			".devcontainer/c.yml": "services: {app: {image: debian}, db: {build: .}}\n", ".devcontainer/Dockerfile": "FROM postgres\n"},
+			"needs the Compose service db's image built from .devcontainer/Dockerfile in a builder VM"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src, _ := testSource(t)
