@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -52,6 +53,13 @@ func TestComposeServices(t *testing.T) {
 	reg := ocitest.NewRegistry(t)
 	dev := reg.Push(t, "library/debian:bookworm-docker", ocitest.Image(t, "amd64",
 		[]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, ocitest.LayerFromFile(t, testenv.DebianEnv(t))))
+	// The dev service's image is pulled into the shared test home under a
+	// name of its reference, which holds the registry's port: the test's
+	// own, removed at the end.
+	t.Cleanup(func() {
+		sum := sha256.Sum256([]byte(dev))
+		os.RemoveAll(filepath.Join(home, "images", "envbase-"+hex.EncodeToString(sum[:])[:12]))
+	})
 	reg.Push(t, "airlock-test/bb:1", composeBusybox(t))
 	hub := fakevendor.Start(t, fakevendor.Script{}, dockerHub{reg: reg.Host})
 	// The builder reaches Docker Hub's name at the test's registry, and
