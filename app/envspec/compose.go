@@ -124,6 +124,7 @@ func (d *dc) composeForm() {
 		}
 	}
 	d.env.Compose = cs
+	d.env.Docker = true // the services run under Docker inside the VM
 }
 
 // loadCompose reads the Compose files through the project's files and
@@ -374,8 +375,11 @@ func (d *dc) service(svc types.ServiceConfig, dev string) Service {
 		}
 	}
 	for i, v := range svc.Volumes {
-		if vol, kind := d.volume(fmt.Sprintf("%s.volumes[%d]", key, i), v, false); kind == ArgVolume {
+		switch vol, kind := d.volume(fmt.Sprintf("%s.volumes[%d]", key, i), v, false); kind {
+		case ArgVolume:
 			s.Volumes = append(s.Volumes, vol)
+		case ArgDocker:
+			s.DockerSocket = vol.Target
 		}
 	}
 	if m := svc.NetworkMode; m != "" && m != "host" && m != "service:"+dev && !strings.HasPrefix(m, "container:") {

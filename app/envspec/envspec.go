@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -191,6 +190,10 @@ type Service struct {
 	Privileged bool     `json:"privileged,omitempty"`
 	CapAdd     []string `json:"capAdd,omitempty"`
 	Platform   string   `json:"platform,omitempty"`
+	// DockerSocket, when set, is where the service binds the Docker
+	// socket: it gets the VM's own daemon's (Docker inside the VM),
+	// never the host's.
+	DockerSocket string `json:"dockerSocket,omitempty"`
 }
 
 // Port is one published port of a service.
@@ -311,7 +314,13 @@ func (e *Environment) NeedsNetwork() bool {
 func (e *Environment) Pending() []string {
 	var out []string
 	if e.Compose != nil {
-		out = append(out, "the Compose services of "+strings.Join(e.Compose.Files, ", ")+" started beside the agent")
+		// The services themselves run (Docker inside the VM); a service
+		// built from a Dockerfile needs the build.
+		for _, s := range e.Compose.Services {
+			if s.Build != nil {
+				out = append(out, "the Compose service "+s.Name+"'s image built from "+s.Build.Dockerfile+" in a builder VM")
+			}
+		}
 	}
 	return out
 }

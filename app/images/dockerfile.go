@@ -125,10 +125,11 @@ func (src *Source) dockerfileImage(ctx context.Context, project string, spec *en
 }
 
 // DockerfileAllow is what a Dockerfile build may reach: the registries of
-// its FROM images, read-only (@docker, @ghcr and @mcr by their presets),
-// Debian's mirror (most Dockerfiles install packages), and the
-// environment's own hosts (and the run's --allow, which the build is
-// given beside these).
+// its FROM images, read-only (ServiceRegistries: @docker, @ghcr and @mcr
+// by their presets, another registry by its name; never one named by an
+// address or a name that is not public), Debian's mirror (most
+// Dockerfiles install packages), and the environment's own hosts (and
+// the run's --allow, which the build is given beside these).
 func DockerfileAllow(spec *envspec.Environment) []string {
 	allow := []string{"@debian"}
 	add := func(s string) {
@@ -137,32 +138,16 @@ func DockerfileAllow(spec *envspec.Environment) []string {
 		}
 	}
 	if spec.Build != nil {
-		for _, f := range spec.Build.From {
-			add(registryRule(f.Ref))
+		for _, r := range ServiceRegistries(fromRefs(spec.Build)) {
+			if r.Allow != "" {
+				add(r.Allow)
+			}
 		}
 	}
 	for _, h := range spec.Hosts {
 		add(h)
 	}
 	return allow
-}
-
-// registryRule is the egress rule for pulling ref: its registry's
-// preset, else the registry host, read-only.
-func registryRule(ref string) string {
-	host := "registry-1.docker.io"
-	if r, err := name.ParseReference(ref); err == nil {
-		host = r.Context().RegistryStr()
-	}
-	switch host {
-	case name.DefaultRegistry, "registry-1.docker.io", "docker.io":
-		return "@docker"
-	case "ghcr.io":
-		return "@ghcr"
-	case "mcr.microsoft.com":
-		return "@mcr"
-	}
-	return host + " (GET,HEAD)"
 }
 
 // dockerBuilder is the image Dockerfiles are built in: its base

@@ -205,13 +205,16 @@ type tarEntry struct {
 
 // TestDockerfileAllow: a Dockerfile build may reach its FROM images'
 // registries read-only, by their presets where there is one, Debian's
-// mirror and the environment's hosts, each once.
+// mirror and the environment's hosts, each once; never a registry named
+// by an address or a name that is not public (the host's own services,
+// its LAN).
 func TestDockerfileAllow(t *testing.T) {
 	spec := &envspec.Environment{Build: &envspec.Build{From: []envspec.From{
 		{Ref: "debian:bookworm"}, {Ref: "docker.io/library/golang:1.24"}, {Ref: "ghcr.io/o/r:1"},
 		{Ref: "mcr.microsoft.com/devcontainers/go:1"}, {Ref: "quay.io/o/r@sha256:" + strings.Repeat("a", 64)}, {Ref: "ghcr.io/o/other"},
+		{Ref: "10.0.0.5:5000/lan:1"}, {Ref: "localhost:5000/host:1"}, {Ref: "registry:5000/intranet"},
 	}}, Hosts: []string{"proxy.golang.org", "@debian"}}
-	want := []string{"@debian", "@docker", "@ghcr", "@mcr", "quay.io (GET,HEAD)", "proxy.golang.org"}
+	want := []string{"@debian", "@docker", "@ghcr", "@mcr", "quay.io:443 (GET,HEAD)", "proxy.golang.org"}
 	if diff := cmp.Diff(want, DockerfileAllow(spec)); diff != "" {
 		t.Errorf("allow (-want +got):\n%s", diff)
 	}

@@ -162,6 +162,11 @@ func (e *UntrustedEnvironmentError) Error() string {
 		for _, f := range d.From {
 			fmt.Fprintf(&b, "    FROM %s (line %d, pulled by the builder)\n", safetext.Line(f.Ref), f.Line)
 		}
+		for _, r := range ServiceRegistries(fromRefs(d)) {
+			if r.Allow == "" {
+				fmt.Fprintf(&b, "    registry %s: never allowed by a project's files (%s), so its pull fails\n", safetext.Line(r.Host), r.Why)
+			}
+		}
 		fmt.Fprintf(&b, "    the build may reach: %s\n", strings.Join(DockerfileAllow(e.Env), ", "))
 	}
 	if len(e.Env.Apt) > 0 {
@@ -180,6 +185,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 	if e.Env.Docker {
 		fmt.Fprintf(&b, "  Docker inside the VM: %s and Compose v2 (from @debian), a root daemon in the VM\n", strings.Join(DockerPackages, " "))
 	}
+	composePrompt(&b, e.Env.Compose)
 	if len(e.Env.Hosts) > 0 {
 		fmt.Fprintf(&b, "  hosts: %s\n", strings.Join(e.Env.Hosts, ", "))
 	}
@@ -213,7 +219,7 @@ var ErrNotBuiltYet = errors.New("not built yet")
 // without for now (Docker inside the VM, features).
 func notBuiltYet(spec *envspec.Environment, note func(string, ...any)) error {
 	pending := spec.Pending()
-	if spec.Compose != nil {
+	if serviceBuilt(spec.Compose) {
 		return fmt.Errorf("environment %s needs %s, which Airlock does not do yet (%w): for now, set an image in airlock.toml's [environment] (image, apt, setup), which comes first",
 			spec.Source, strings.Join(pending, ", and "), ErrNotBuiltYet)
 	}
@@ -360,6 +366,12 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 			return fmt.Errorf("environment %s: %w", spec.Source, err)
 		}
 		br.Steps = append(br.Steps, compose, step)
+	}
+	if imgs := ServiceImages(spec.Compose); len(imgs) > 0 {
+		br.Allow = append(slices.Clone(br.Allow), composeAllow(imgs)...)
+		// First (after apt): a registry refused fails the build before
+		// the rest is fetched.
+		br.Steps = append([]SetupStep{composeImagesStep(imgs)}, br.Steps...)
 	}
 	prov, err := src.Build(br)
 	if err != nil {

@@ -234,9 +234,11 @@ func TestEnvironmentNotBuiltYet(t *testing.T) {
 		files map[string]string
 		want  string
 	}{
-		{"compose", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
-			".devcontainer/c.yml": "services: {app: {image: debian}, db: {image: postgres}}\n"},
-			"needs the Compose services of .devcontainer/c.yml started beside the agent"},
+		// Compose services of images run; one built from a Dockerfile
+		// waits for Compose builds.
+		{"compose service built", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
+			".devcontainer/c.yml": "services: {app: {image: debian}, db: {build: .}}\n", ".devcontainer/Dockerfile": "FROM postgres\n"},
+			"needs the Compose service db's image built from .devcontainer/Dockerfile in a builder VM"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src, _ := testSource(t)

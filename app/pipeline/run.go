@@ -158,7 +158,10 @@ type RunSpec struct {
 	// left running beside the command (a server); zero is
 	// DefaultStartGrace.
 	StartGrace time.Duration
-	Start []sandbox.StartStep
+	Start      []sandbox.StartStep
+	// Services are the Compose services started under that engine
+	// before the command (startServices); nil: none.
+	Services *sandbox.Services
 	// Cache is the project's cache disk (a path under the home's caches/);
 	// the sandbox gets a copy on CacheDir, which becomes the project's
 	// next one when the run's verify passes. Empty: no caches.
@@ -310,7 +313,7 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 	}
 	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: o.Sync,
 		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt,
-		Docker: o.Docker, Start: o.Start, Hosts: o.Hosts}
+		Docker: o.Docker, Start: o.Start, Hosts: o.Hosts, Services: o.Services}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}

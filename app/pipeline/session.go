@@ -104,6 +104,11 @@ func (r *runner) session(ctx context.Context, base *manifest.Manifest, report *m
 			return err
 		}
 	}
+	if r.o.Services != nil {
+		if err := r.startServices(ctx, m); err != nil {
+			return err
+		}
+	}
 	if err := r.setStatus(sandbox.StatusRunning, func(tm *sandbox.Timings) { tm.PushMS = pushMS }); err != nil {
 		return err
 	}

@@ -106,8 +106,9 @@ func TestPlansAreComplete(t *testing.T) {
 	}
 
 	// A reply round of a sandbox that had Docker inside its VM starts
-	// the engine again.
-	sbd, err := store.Create(sandbox.Meta{Project: project, Image: "minimal", Arch: "amd64", Command: []string{"make", "fix"}, SyncMode: sandbox.SyncCopy, Docker: true})
+	// the engine again, and its Compose services.
+	services := &sandbox.Services{File: []byte(`{"name":"airlock"}`), Names: []string{"db"}, Images: "/var/lib/airlock/compose-images/images.tar"}
+	sbd, err := store.Create(sandbox.Meta{Project: project, Image: "minimal", Arch: "amd64", Command: []string{"make", "fix"}, SyncMode: sandbox.SyncCopy, Docker: true, Services: services})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,9 @@ func TestPlansAreComplete(t *testing.T) {
 	}
 	if !dreply.Runs[0].Docker || reply.Runs[0].Docker {
 		t.Errorf("Docker in reply rounds: %v with it, %v without", dreply.Runs[0].Docker, reply.Runs[0].Docker)
+	}
+	if !cmp.Equal(dreply.Runs[0].Services, services) || reply.Runs[0].Services != nil {
+		t.Errorf("Compose services in reply rounds: %+v with them, %+v without", dreply.Runs[0].Services, reply.Runs[0].Services)
 	}
 
 	// A command in a fresh VM: its limits, image and network.

@@ -304,6 +304,10 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 	if err != nil {
 		return nil, err
 	}
+	svc, err := services(p.Environment, meta)
+	if err != nil {
+		return nil, err
+	}
 	for i := range variants {
 		if err := pl.machine(ctx, &variants[i], req, p, eff, backend, progress); err != nil {
 			return nil, err
@@ -312,6 +316,7 @@ func (pl *Planner) Run(ctx context.Context, req Request) (_ *Plan, err error) {
 			// A reply round starts as its sandbox's first round did.
 			variants[i].Start, variants[i].Hosts = meta.Start, meta.Hosts
 		}
+		variants[i].Services = svc
 	}
 	if eff.OpenNetwork {
 		for _, ps := range presets {

@@ -25,6 +25,7 @@ const (
 	EventDocker    EventKind = "docker"    // the Docker Engine in the VM answered, before the command
 	EventHosts     EventKind = "hosts"     // the /etc/hosts entries written in the VM (runArgs --add-host), before the command
 	EventStart     EventKind = "start"     // a start command ran (postStartCommand, postAttachCommand), before the command
+	EventServices  EventKind = "services"  // the Compose services started in the VM (which, how long), before the command
 	EventCommand   EventKind = "command"   // the command started
 	EventExit      EventKind = "exit"      // the command ended
 	EventCollected EventKind = "collected" // the changes came back

@@ -132,6 +132,9 @@ type Meta struct {
 	// round (a reply round too).
 	Start []StartStep `json:"start,omitempty"`
 	Hosts []HostEntry `json:"hosts,omitempty"`
+	// Services are the Compose services started in the VM before the
+	// command; a reply round starts them again.
+	Services *Services `json:"services,omitempty"`
 	// CacheFrom is the sandbox whose run left the project's dependency
 	// caches this run started with (its verify passed): what it put there
 	// could sway this run's result. Empty for a run that started with none.
