@@ -25,6 +25,9 @@ import (
 const (
 	servicesDir  = "/run/airlock-compose"
 	servicesFile = servicesDir + "/compose.json"
+	// servicesCLIConfig is the Docker CLI configuration Airlock's own
+	// docker compose reads: none (the folder is never made).
+	servicesCLIConfig = servicesDir + "/cli"
 )
 
 // servicesWait bounds how long the services may take to start (their
@@ -69,7 +72,12 @@ func (r *runner) startServices(ctx context.Context, m Machine) error {
 	t := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, servicesWait)
 	defer cancel()
-	compose := transfer.ShellCommand("docker", "compose", "-p", "airlock", "-f", servicesFile)
+	// Without the Docker CLI configuration root may have (the
+	// containers' proxy, when the command runs as root): the services
+	// Airlock starts talk to each other and to localhost (their
+	// healthchecks), and a client that ignores NO_PROXY, as busybox's
+	// wget does, would send that to the proxy.
+	compose := transfer.ShellCommand("env", "DOCKER_CONFIG="+servicesCLIConfig, "docker", "compose", "-p", "airlock", "-f", servicesFile)
 	prep := []string{"set -e", "umask 077", "mkdir -p " + servicesDir, "cat > " + servicesFile}
 	if s.Images != "" {
 		prep = append(prep, transfer.ShellCommand("docker", "load", "-q", "-i", s.Images))
