@@ -218,14 +218,10 @@ func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.M
 		Stdin: strings.NewReader(string(dockerfile))}); err != nil {
 		return nil, err
 	}
-	words := []string{"env"}
-	for _, k := range guest.DockerProxyEnv {
-		if v, ok := bl.env[k]; ok {
-			words = append(words, k+"="+v)
-		}
-	}
-	words = append(words, transfer.DefaultAgentPath, "docker-start")
-	if err := run("starting Docker in the builder", client.Command{Args: words}); err != nil {
+	// As a step runs it: the builder's environment (the sandbox CA's
+	// bundle; the agent adds the proxy), which docker-start passes on to
+	// the daemon (guest.DockerProxyEnv).
+	if err := run("starting Docker in the builder", client.Command{Args: []string{transfer.DefaultAgentPath, "docker-start"}, Env: bl.env}); err != nil {
 		return nil, err
 	}
 	argv := []string{"docker", "build", "--network", "host", "--progress", "plain", "-f", buildDockerfile, "-t", buildTag}

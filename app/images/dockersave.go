@@ -138,11 +138,6 @@ func savedErr(err error) error {
 	return fmt.Errorf("read the image Docker saved: %w", err)
 }
 
-func hashOf(b []byte) v1.Hash {
-	s := sha256.Sum256(b)
-	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(s[:])}
-}
-
 func hashSum(h hash.Hash) v1.Hash {
 	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
 }
@@ -225,7 +220,7 @@ func (a *savedArchive) read(tr *tar.Reader, st oci.Store) error {
 				if f.data, err = io.ReadAll(io.LimitReader(tr, maxSavedSmall+1)); err != nil {
 					return savedErr(err)
 				}
-				f.sum, f.size = hashOf(f.data), int64(len(f.data))
+				f.sum, f.size, _ = v1.SHA256(bytes.NewReader(f.data))
 			} else {
 				if f.blob, err = st.NewBlob(); err != nil {
 					return err
