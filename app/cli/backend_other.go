@@ -18,3 +18,7 @@ func newBackend(e *env, h string) (vm.Backend, error) {
 	}
 	return nil, fmt.Errorf("running VMs on %s: %w (Airlock runs VMs on Linux with QEMU and on macOS with Virtualization.framework)", runtime.GOOS, vm.ErrNotSupported)
 }
+
+// newSupervisorBackend is newBackend for a VM's supervisor: Landlock, which
+// confines Linux's, is Linux's only.
+func newSupervisorBackend(e *env, h string) (vm.Backend, error) { return newBackend(e, h) }

@@ -70,7 +70,7 @@ func newVMHostCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			backend, err := newBackend(e, h)
+			backend, err := newSupervisorBackend(e, h)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ package disk
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -191,4 +192,40 @@ func Format(path string) (string, error) {
 		return QCOW2, nil
 	}
 	return Raw, nil
+}
+
+// maxBacking bounds a qcow2 backing file name (qcow2 allows 1023 bytes).
+const maxBacking = 1023
+
+// Backing is the backing file of the qcow2 image at path, resolved
+// against path's directory as QEMU resolves it, or "" for a raw image or
+// a qcow2 image without one. It reads qcow2's header only: written when
+// the overlay was made, never by the guest, whose writes go to data
+// clusters.
+func Backing(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var h [20]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || !bytes.Equal(h[:4], qcow2Magic) {
+		return "", nil // shorter than a qcow2 header, or raw
+	}
+	off, size := binary.BigEndian.Uint64(h[8:16]), binary.BigEndian.Uint32(h[16:20])
+	if off == 0 || size == 0 {
+		return "", nil
+	}
+	if size > maxBacking || off > 1<<21 {
+		return "", fmt.Errorf("%s: qcow2 backing file name of %d bytes at %d: not a name QEMU would write", path, size, off)
+	}
+	name := make([]byte, size)
+	if _, err := f.ReadAt(name, int64(off)); err != nil {
+		return "", fmt.Errorf("read %s's backing file name: %w", path, err)
+	}
+	b := string(name)
+	if !filepath.IsAbs(b) {
+		b = filepath.Join(filepath.Dir(path), b)
+	}
+	return b, nil
 }

@@ -202,3 +202,35 @@ func TestKeepAndCloneAnOverlay(t *testing.T) {
 		t.Errorf("the clone of the kept overlay differs from the overlay: %v\n%s", err, out)
 	}
 }
+
+// TestBacking reads an overlay's backing file as qemu-img wrote it, and
+// refuses a header naming more than qcow2 allows.
+func TestBacking(t *testing.T) {
+	if _, err := exec.LookPath("qemu-img"); err != nil {
+		testenv.Skip(t, testenv.QEMUImg, "qemu-img not installed (scripts/setup-debian installs QEMU)")
+	}
+	dir := t.TempDir()
+	base, over := filepath.Join(dir, "base.img"), filepath.Join(dir, "over.qcow2")
+	if err := os.WriteFile(base, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-img", OverlayArgs(base, over)...).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v\n%s", err, out)
+	}
+	if b, err := Backing(over); err != nil || b != base {
+		t.Errorf("Backing(overlay) = %q, %v; want %q", b, err, base)
+	}
+	if b, err := Backing(base); err != nil || b != "" {
+		t.Errorf("Backing(raw) = %q, %v; want none", b, err)
+	}
+	// A header claiming a 64 KiB name is not QEMU's.
+	f, err := os.OpenFile(over, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0, 1, 0, 0}, 16)
+	f.Close()
+	if b, err := Backing(over); err == nil {
+		t.Errorf("Backing(forged header) = %q, want an error", b)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-dev/airlock/internal/confine"
 	"github.com/airlock-dev/airlock/vm"
 )
 
@@ -66,6 +67,9 @@ type machine struct {
 	// for a power-off, guest-reset for a reboot that -no-reboot turned
 	// into an exit (with panic=-1, a kernel panic), …
 	shutdownReason string
+	// confined says how this process and QEMU are confined, "" when
+	// they were not asked to be (Config.ConfineProcess).
+	confined string
 }
 
 var (
@@ -78,8 +82,9 @@ var (
 
 // start runs QEMU for spec on host and returns once QMP has answered.
 // With incoming, QEMU waits for a saved state (-incoming defer) instead of
-// booting.
-func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Host, incoming bool) (*machine, error) {
+// booting. With rules, this process confines itself to them just before
+// QEMU starts, so QEMU is confined too (Config.ConfineProcess).
+func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Host, incoming bool, rules *confine.Rules) (*machine, error) {
 	args, err := Args(spec, host)
 	if err != nil {
 		return nil, err
@@ -156,6 +161,13 @@ func (b *Backend) start(ctx context.Context, prog string, spec vm.Spec, host Hos
 	cmd.Dir = spec.StateDir
 	cmd.SysProcAttr = sysProcAttr()
 	m.cmd = cmd
+	// After virtiofsd (its own namespace sandbox needs mount, which
+	// Landlock forbids) and before QEMU.
+	if err := m.confine(rules); err != nil {
+		m.killHelpers()
+		removeAll(sockets)
+		return nil, err
+	}
 	m.log.Debug("exec qemu", "args", strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		m.killHelpers()
@@ -620,3 +632,27 @@ func (t *tailBuffer) lines(n int) []string {
 	}
 	return out
 }
+
+// confine confines this process, and so the QEMU it starts next, to
+// rules (nil: not asked to).
+func (m *machine) confine(rules *confine.Rules) error {
+	if rules == nil {
+		return nil
+	}
+	res, err := confine.Process(*rules)
+	switch {
+	case errors.Is(err, confine.ErrUnavailable):
+		m.confined = "not confined: " + err.Error()
+		m.log.Warn("qemu runs unconfined", "why", err)
+	case err != nil:
+		return fmt.Errorf("confine the supervisor and qemu: %w", err)
+	default:
+		m.confined = fmt.Sprintf("landlock ABI %d: the run directory, the image, the disks", res.ABI)
+		m.log.Info("confined", "how", m.confined)
+	}
+	return nil
+}
+
+// Confined says how the process running this machine and its QEMU are
+// confined (Config.ConfineProcess), "" when they were not asked to be.
+func (m *machine) Confined() string { return m.confined }

@@ -57,6 +57,12 @@ type Config struct {
 	Virtiofsd string
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// ConfineProcess has the calling process confine itself, with
+	// Landlock, to what its machine needs (Confinement) just before
+	// QEMU starts, QEMU with it. Only a process that runs one machine
+	// and nothing else may set it: a VM's supervisor. It cannot be
+	// undone.
+	ConfineProcess bool
 }
 
 // DefaultProbeTimeout bounds a probe boot when Config.ProbeTimeout is zero.
@@ -315,7 +321,7 @@ func (b *Backend) Start(ctx context.Context, spec vm.Spec) (vm.Machine, error) {
 		b.notice(TCGNotice(c))
 	}
 	b.log.Info("starting qemu", "machine", spec.Name, "accel", host.Accel, "why", c.Why)
-	m, err := b.start(ctx, prog, spec, host, false)
+	m, err := b.start(ctx, prog, spec, host, false, b.confinement(prog, spec, host, ""))
 	if err != nil {
 		return nil, fmt.Errorf("start qemu: %w", err)
 	}
@@ -341,7 +347,7 @@ func (b *Backend) probeBoot(ctx context.Context, spec vm.Spec) ProbeResult {
 		Link: vm.Link{Kind: vm.LinkSerial}, Network: vm.NetworkNone, StateDir: dir,
 	}
 	host := Host{Accel: b.probeAccel, Arch: hostArch(), OS: runtime.GOOS}
-	m, err := b.start(ctx, prog, p, host, false)
+	m, err := b.start(ctx, prog, p, host, false, nil)
 	if err != nil {
 		return ProbeResult{Why: lastLine(err.Error())}
 	}

@@ -444,7 +444,7 @@ func (b *Backend) restore(ctx context.Context, spec vm.Spec, path string) (*mach
 	}
 	b.log.Info("restoring qemu", "machine", spec.Name, "accel", host.Accel, "state", path)
 	t0 := time.Now()
-	m, err := b.start(ctx, prog, spec, host, true)
+	m, err := b.start(ctx, prog, spec, host, true, b.confinement(prog, spec, host, path))
 	if err != nil {
 		return nil, err
 	}

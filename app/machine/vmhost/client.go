@@ -10,10 +10,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/airlock-dev/airlock/vm"
+	"github.com/airlock-dev/airlock/vm/disk"
 )
 
 // ErrNoSupervisor: no supervisor serves the run directory (none was
@@ -90,9 +92,70 @@ func (c *Client) Resume(ctx context.Context) error {
 
 // Save saves the machine's state to path (a path the supervisor can
 // write); an error wraps vm.ErrNotSupported when its backend cannot.
+//
+// The supervisor writes only in its run directory (on Linux it is
+// confined to it, with its hypervisor): the machine is saved there, and
+// what the backend wrote (the state and the files it keeps beside it)
+// is moved to path.
 func (c *Client) Save(ctx context.Context, path string) error {
-	_, err := c.do(ctx, Request{Op: OpSave, Path: path})
-	return err
+	for _, p := range []string{path, filepath.Dir(path)} {
+		if _, err := os.Lstat(p); p == path && err == nil {
+			return fmt.Errorf("save: %s already exists", path)
+		} else if p != path && err != nil {
+			return fmt.Errorf("save: %w", err)
+		}
+	}
+	dir, err := os.MkdirTemp(c.paths.Dir, "saving-")
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, savedName)
+	if _, err := c.do(ctx, Request{Op: OpSave, Path: tmp}); err != nil {
+		return err
+	}
+	return moveSaved(ctx, dir, path)
+}
+
+// savedName is the name a machine is saved under in its run directory.
+const savedName = "state"
+
+// moveSaved moves the files of a machine saved as dir/savedName to path,
+// each keeping its suffix; the state itself last, so that a state at
+// path always has its companions.
+func moveSaved(ctx context.Context, dir, path string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	var moved []string
+	move := func(name string) error {
+		dst := path + strings.TrimPrefix(name, savedName)
+		src := filepath.Join(dir, name)
+		err := os.Rename(src, dst)
+		if errors.Is(err, syscall.EXDEV) {
+			// Another file system: a sparse copy.
+			if _, err = disk.Keep(ctx, src, dst); err == nil {
+				err = os.Remove(src)
+			}
+		}
+		if err != nil {
+			for _, m := range moved {
+				os.Remove(m)
+			}
+			return fmt.Errorf("save: move the saved machine to %s: %w", dst, err)
+		}
+		moved = append(moved, dst)
+		return nil
+	}
+	for _, e := range entries {
+		if n := e.Name(); n != savedName && strings.HasPrefix(n, savedName) && e.Type().IsRegular() {
+			if err := move(n); err != nil {
+				return err
+			}
+		}
+	}
+	return move(savedName)
 }
 
 // Wait blocks until the machine is gone, or ctx ends, and returns why it

@@ -417,6 +417,9 @@ func (s *server) status() Status {
 	if _, ok := s.m.(vm.Snapshotter); ok {
 		st.Can = append(st.Can, OpSave)
 	}
+	if c, ok := s.m.(interface{ Confined() string }); ok {
+		st.Confined = c.Confined()
+	}
 	if e, ok := s.m.(vm.Emulator); ok {
 		st.Emulated = e.Emulated()
 	}

@@ -44,7 +44,9 @@ func superviseMain(dir string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := Supervise(ctx, dir, hypervisor(), 0, log); err != nil {
+	// Confined as `airlock vmhost` is (app/cli's newSupervisorBackend).
+	hv := qemu.New(qemu.Config{CacheDir: filepath.Join(os.TempDir(), "airlock-vmhost-test-qemu"), ConfineProcess: true})
+	if err := Supervise(ctx, dir, hv, 0, log); err != nil {
 		log.Error("supervise", "err", err)
 		return 1
 	}
@@ -194,6 +196,28 @@ func TestSupervisorQEMU(t *testing.T) {
 	}
 	if got := runIn(t, c2, "echo five"); got != "five" {
 		t.Errorf("after save: %q", got)
+	}
+
+	// The supervisor and its QEMU are confined to the run directory, the
+	// image and the disks: a save sent past Client.Save, outside the run
+	// directory, is refused by the kernel and writes nothing.
+	st = mustState(t, m2)
+	t.Logf("supervisor: %s", st.Confined)
+	if !strings.HasPrefix(st.Confined, "landlock") {
+		if os.Getenv("CI") != "" || !strings.Contains(st.Confined, "not available") {
+			t.Errorf("supervisor confined = %q, want landlock", st.Confined)
+		}
+	} else {
+		outside := filepath.Join(t.TempDir(), "state")
+		if _, err := sc.do(t.Context(), Request{Op: OpSave, Path: outside}); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("a save outside the run directory: %v, want permission denied", err)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(outside)); len(entries) != 0 {
+			t.Errorf("a confined supervisor wrote outside its run directory: %v", entries)
+		}
+		if got := runIn(t, c2, "echo six"); got != "six" {
+			t.Errorf("after the refused save: %q", got)
+		}
 	}
 
 	// Stop through the control socket: the guest powers off cleanly, the

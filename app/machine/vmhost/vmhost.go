@@ -101,6 +101,9 @@ type Status struct {
 	Can []Op `json:"can,omitempty"`
 	// Emulated says the guest's CPU is emulated (vm.Emulator).
 	Emulated bool `json:"emulated,omitempty"`
+	// Confined says how the supervisor and its hypervisor are confined
+	// on the host (Landlock on Linux), "" when the backend does not say.
+	Confined string `json:"confined,omitempty"`
 	// Exit is why the machine ended (wait only; empty after a clean
 	// power-off).
 	Exit string `json:"exit,omitempty"`
