@@ -25,6 +25,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -474,8 +475,34 @@ func (s *Store) auditLog() audit.Log {
 // VerifyAudit checks the store's own audit log (removals).
 func (s *Store) VerifyAudit() (audit.Result, error) { return s.auditLog().Check() }
 
-// Keys is the key that signs the home's audit logs.
-func (s *Store) Keys() audit.Keys { return audit.FileKeys{Path: s.home.AuditKey()} }
+// Keys is the key that signs the home's audit logs (AuditKeys).
+func (s *Store) Keys() audit.Keys { return AuditKeys(s.home) }
+
+// AuditKeyEnv chooses where a Mac keeps a home's audit key: "file" keeps
+// it in the home (the only place on other systems), anything else the
+// login Keychain.
+const AuditKeyEnv = "AIRLOCK_AUDIT_KEY"
+
+// AuditKeys is where the key that signs home l's audit logs is kept: on
+// macOS the login Keychain, one item per home (audit.KeychainKeys), so
+// that a copy of the home has its logs without the key that could
+// re-sign them; elsewhere, with $AIRLOCK_AUDIT_KEY=file, or for a home
+// that already has a key file (it goes on signing with that key), the
+// file keys/audit.key.
+func AuditKeys(l home.Layout) audit.Keys {
+	file := audit.FileKeys{Path: l.AuditKey()}
+	if runtime.GOOS != "darwin" || os.Getenv(AuditKeyEnv) == "file" {
+		return file
+	}
+	if _, err := os.Lstat(file.Path); err == nil {
+		return file
+	}
+	root, err := filepath.Abs(l.Root)
+	if err != nil {
+		root = l.Root
+	}
+	return audit.KeychainKeys{Account: root}
+}
 
 // Sandbox is one sandbox directory.
 type Sandbox struct {
