@@ -172,6 +172,11 @@ func auditDetail(ev sandbox.Event) string {
 			parts = append(parts, "left out, runs on your machine: "+strings.Join(paths, ", "))
 		}
 		return strings.Join(parts, "; ")
+	case sandbox.EventDiskFull:
+		size, _ := m["size"].(float64)
+		used, _ := m["used"].(float64)
+		path, _ := m["path"].(string)
+		return pipeline.DiskFullMessage(sandbox.DiskUsage{Path: path, Size: int64(size), Used: int64(used)})
 	case sandbox.EventSeccomp:
 		calls, _ := m["syscalls"].(map[string]any)
 		var parts []string

@@ -66,6 +66,9 @@ type runResult struct {
 	Network sandbox.NetworkMode   `json:"network"`
 	Limits  config.Limits         `json:"limits"`
 	Verify  *sandbox.VerifyResult `json:"verify,omitempty"`
+	// DiskFull is set when the sandbox's disk was full as the command
+	// ended: its size and what was used, in bytes.
+	DiskFull *sandbox.DiskUsage `json:"disk_full,omitempty"`
 	// Actions counts the requests of this round held for review
 	// (airlock actions ID lists them).
 	Actions int    `json:"actions,omitempty"`
@@ -121,7 +124,8 @@ With --script FILE, the POSIX shell script FILE is copied into the VM
 arguments after -- passed to it.
 
 Limits: the VM gets --cpus, --memory and a disk of its own of --disk for
-/workspace (its quota: a full disk is "No space left on device" in the VM);
+/workspace (its quota: a full disk is "No space left on device" in the VM,
+and run says the disk was full when it still is as a failed command ends);
 --timeout stops the command (exit 124, its work still collected) and the
 host stops the VM if the command does not end; --max-pull-bytes,
 --max-files and --max-file-size cap what is collected. Defaults come from
@@ -375,7 +379,7 @@ func (s *runSeen) render(e *env, p *progressLine, mode sandbox.SyncMode) func(pi
 func printRunJSON(e *env, res *pipeline.RunResult, err error, pn *plan.Plan, seen runSeen) error {
 	m := res.Meta
 	out := runResult{FinalMessage: res.FinalMessage, Sandbox: res.Sandbox.ID, Status: m.Status, SyncMode: m.SyncMode, ExitCode: res.ExitCode, Changes: m.Changes,
-		Excluded: seen.excluded, Skipped: seen.skipped, Summary: res.Summary, Timings: m.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: m.Verify}
+		Excluded: seen.excluded, Skipped: seen.skipped, Summary: res.Summary, Timings: m.Timings, Network: sandbox.NetworkNone, Limits: pn.Limits, Verify: m.Verify, DiskFull: m.DiskFull}
 	if pn.OpenNetwork {
 		out.Network = sandbox.NetworkOpen
 	}
@@ -578,6 +582,9 @@ func printRunSummary(e *env, res *pipeline.RunResult) {
 	}
 	if m.Verify != nil {
 		fmt.Fprintf(w, "  verify %s: %s (airlock logs %s shows its output)\n", m.Verify.Command, m.Verify, id)
+	}
+	if m.DiskFull != nil {
+		fmt.Fprintln(w, "  "+pipeline.DiskFullMessage(*m.DiskFull))
 	}
 	if c := m.Changes; c != nil && c.Files > 0 {
 		if !e.quiet {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/app/pipeline"
 	"github.com/airlock-dev/airlock/app/sandbox"
 	"github.com/airlock-dev/airlock/review"
 )
@@ -106,6 +107,9 @@ func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "stage     %s\n", stageText(m))
 	if m.Changes != nil {
 		fmt.Fprintf(w, "changes   %d %s\n", m.Changes.Files, plural(m.Changes.Files, "file", "files"))
+	}
+	if m.DiskFull != nil {
+		fmt.Fprintf(w, "disk      %s\n", pipeline.DiskFullMessage(*m.DiskFull))
 	}
 	if m.Verify != nil {
 		fmt.Fprintf(w, "verify    %s: %s\n", m.Verify.Command, m.Verify)

@@ -753,7 +753,10 @@ func (r *runner) runCommand(ctx context.Context, m Machine) (code int, ms int64,
 	if err := r.sb.Audit(sandbox.Event{Event: sandbox.EventExit, Data: ev}); err != nil {
 		return code, ms, err
 	}
-	return code, ms, r.auditDenials(ctx, m)
+	if err := r.auditDenials(ctx, m); err != nil {
+		return code, ms, err
+	}
+	return code, ms, r.checkDisk(ctx, m, code)
 }
 
 // jail is the command's client.Command.Jail: JailWrite, or nil with

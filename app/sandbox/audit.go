@@ -39,6 +39,7 @@ const (
 	EventRemoved   EventKind = "removed"   // in the store's audit log
 	EventCapped    EventKind = "capped"    // a log the guest filled (transcript, verify.log) was cut to its cap: bytes seen and kept
 	EventSeccomp   EventKind = "seccomp"   // the calls the agent's jail refused it, by syscall (the guest kernel's count)
+	EventDiskFull  EventKind = "disk-full" // the sandbox's disk was full when the command ended (its size and what was used)
 )
 
 // AuditHeadFile is the signed head of a sandbox's audit log: the last

@@ -195,6 +195,9 @@ type Meta struct {
 	Round int `json:"round,omitempty"`
 	// Verify is the verify step's result, once it ran.
 	Verify *VerifyResult `json:"verify,omitempty"`
+	// DiskFull says the sandbox's disk (its quota) was full when the
+	// command ended: what the command wrote past it failed in the VM.
+	DiskFull *DiskUsage `json:"disk_full,omitempty"`
 	// Guest names the file holding the manifest of /workspace after the
 	// run, once collected.
 	Guest string `json:"guest,omitempty"`
@@ -502,6 +505,14 @@ func AuditKeys(l home.Layout) audit.Keys {
 		root = l.Root
 	}
 	return audit.KeychainKeys{Account: root}
+}
+
+// DiskUsage is a guest file system's size and what was used of it, in
+// bytes, as the guest said, and the directory asked about.
+type DiskUsage struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Used int64  `json:"used"`
 }
 
 // Sandbox is one sandbox directory.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -108,4 +109,72 @@ func mountCgroup2() ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(string(b)), nil
+}
+
+// ContainersCgroup is the cgroup every container of the VM's Docker
+// Engine runs under (dockerd --cgroup-parent): its limits hold for all
+// of them together, so that no container (a fork bomb, a leak) takes the
+// PIDs or the memory the agent, the command and the guest link need.
+const ContainersCgroup = "/airlock-containers"
+
+// ContainersPIDs caps the processes and threads of all containers
+// together: far more than a project's services use (a JVM's few hundred
+// threads each), far fewer than the kernel's 32768.
+const ContainersPIDs = 4096
+
+// containersMemory is what the containers may use of memTotal: all but
+// an eighth, and at least 256 MiB, kept for the rest of the VM (out of
+// memory, the kernel kills inside the containers' cgroup first).
+func containersMemory(memTotal int64) int64 {
+	reserve := max(memTotal/8, 256<<20)
+	return max(memTotal-reserve, 64<<20)
+}
+
+// limitContainers makes ContainersCgroup with its limits, and says them.
+func limitContainers() (string, error) {
+	const root = "/sys/fs/cgroup"
+	// Controllers for the children of the root (which may hold
+	// processes: it is exempt from cgroup v2's no-internal-process
+	// rule), then for the containers' own.
+	if err := os.WriteFile(root+"/cgroup.subtree_control", []byte("+cpu +io +memory +pids"), 0); err != nil {
+		return "", fmt.Errorf("docker: enable the cgroup controllers: %w", err)
+	}
+	dir := root + ContainersCgroup
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("docker: %w", err)
+	}
+	mem, err := memTotal()
+	if err != nil {
+		return "", fmt.Errorf("docker: %w", err)
+	}
+	limit := containersMemory(mem)
+	for file, v := range map[string]string{
+		"pids.max":   strconv.Itoa(ContainersPIDs),
+		"memory.max": strconv.FormatInt(limit, 10),
+		// What runc enables below: each container's own limits.
+		"cgroup.subtree_control": "+cpu +io +memory +pids",
+	} {
+		if err := os.WriteFile(dir+"/"+file, []byte(v), 0); err != nil {
+			return "", fmt.Errorf("docker: limit the containers (%s): %w", file, err)
+		}
+	}
+	return fmt.Sprintf("containers capped at %d processes and %d MiB", ContainersPIDs, limit>>20), nil
+}
+
+// memTotal is the VM's memory, from /proc/meminfo.
+func memTotal() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("/proc/meminfo has no MemTotal")
 }

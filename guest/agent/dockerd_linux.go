@@ -57,6 +57,10 @@ func StartDocker(ctx context.Context) (string, error) {
 	if ping(ctx, c) == nil {
 		return "Docker Engine already running", nil
 	}
+	limits, err := limitContainers()
+	if err != nil {
+		return "", err
+	}
 	log, err := os.OpenFile(guest.DockerLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("docker: open its log: %w", err)
@@ -68,7 +72,8 @@ func StartDocker(ctx context.Context) (string, error) {
 		if fi, err := log.Stat(); err == nil {
 			from = fi.Size()
 		}
-		cmd := exec.Command(dockerd, "--host", "unix://"+guest.DockerSocket, "--data-root", guest.DockerDataDir)
+		cmd := exec.Command(dockerd, "--host", "unix://"+guest.DockerSocket, "--data-root", guest.DockerDataDir,
+			"--cgroup-parent", ContainersCgroup)
 		cmd.Env = dockerEnv(os.Environ())
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.Dir = "/"
@@ -93,7 +98,7 @@ func StartDocker(ctx context.Context) (string, error) {
 	if starts > 1 {
 		again = fmt.Sprintf(", at start %d: dockerd gave up on a slow containerd before", starts)
 	}
-	return fmt.Sprintf("Docker Engine started in %.1fs (data in %s, %s%s)", time.Since(start).Seconds(), guest.DockerDataDir, where, again), nil
+	return fmt.Sprintf("Docker Engine started in %.1fs (data in %s, %s; %s%s)", time.Since(start).Seconds(), guest.DockerDataDir, where, limits, again), nil
 }
 
 // dockerStarts bounds how many times StartDocker starts dockerd. On a

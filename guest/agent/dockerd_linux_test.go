@@ -97,3 +97,18 @@ func TestAwaitDaemon(t *testing.T) {
 		t.Errorf("a daemon that never answers: %v", err)
 	}
 }
+
+// TestContainersMemory: the containers get all but an eighth of the VM,
+// and at least 256 MiB stays for the rest of it.
+func TestContainersMemory(t *testing.T) {
+	for _, c := range []struct{ total, want int64 }{
+		{2 << 30, 2<<30 - 256<<20},
+		{8 << 30, 7 << 30},
+		{512 << 20, 256 << 20},
+		{256 << 20, 64 << 20},
+	} {
+		if got := containersMemory(c.total); got != c.want {
+			t.Errorf("containersMemory(%d MiB) = %d MiB, want %d MiB", c.total>>20, got>>20, c.want>>20)
+		}
+	}
+}

@@ -84,6 +84,21 @@ func TestDockerInTheVM(t *testing.T) {
 		"docker run --rm airlock-test/bb:1 sh -c 'wget -q -O- http://not-allowed.airlock.test/ 2>&1' || echo refused-by-the-proxy",
 		"timeout 300 docker compose run --rm -T hello ||",
 		"  { echo 'the container failed or hung' >&2; ps -eo pid,stat,pcpu,etime,args >&2; tail -50 /var/log/airlock-dockerd.log >&2; exit 1; }",
+		// A fork bomb in a container: the containers' cgroup stops it
+		// at its cap, and the VM (its agent, this script) goes on.
+		"cg=/sys/fs/cgroup/airlock-containers",
+		"docker run -d --name bomb airlock-test/bb:1 sh -c 'b() { b | b & }; b; sleep 600' >/dev/null",
+		"for i in $(seq 120); do [ $(cat $cg/pids.current) -ge $(cat $cg/pids.max) ] && break; sleep 1; done",
+		"echo \"bomb: $(cat $cg/pids.current) of $(cat $cg/pids.max) processes after ${i}s\"",
+		// Its 4096 processes take a while to reap under emulation.
+		"docker rm -f bomb >/dev/null || { sleep 15; docker rm -f bomb >/dev/null; }",
+		"echo the-vm-outlived-the-bomb",
+		// A container that fills the sandbox's disk (its quota, --disk
+		// 1GiB) through a bind mount: No space left on device in the
+		// VM, the changes still come back (the filler left out, over
+		// --max-file-size), and Airlock says the disk was full.
+		"docker run --rm -v /workspace:/w airlock-test/bb:1 sh -c 'dd if=/dev/zero of=/w/filler bs=1M' 2>&1 | tail -3 || true",
+		"df -h /workspace",
 	}, "\n")
 	start := time.Now()
 	files := startFiles(t)
@@ -95,7 +110,7 @@ func TestDockerInTheVM(t *testing.T) {
 		}
 		return nil
 	})}
-	code, out, errOut = clitest.Run(t, home, up, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "@docker", "--allow", "files.airlock.test", "--project", proj, "--", "sh", "-c", script)
+	code, out, errOut = clitest.Run(t, home, up, "run", "--arch", "amd64", "--json", "--trust-project", "--allow", "@docker", "--allow", "files.airlock.test", "--disk", "1GiB", "--max-file-size", "64MiB", "--project", proj, "--", "sh", "-c", script)
 	t.Logf("first run (environment built, engine started) in %s", time.Since(start).Round(time.Second))
 	for _, l := range strings.Split(errOut, "\n") {
 		if strings.HasPrefix(l, "###") || strings.Contains(l, "cold boot") {
@@ -103,7 +118,10 @@ func TestDockerInTheVM(t *testing.T) {
 		}
 	}
 	if code != 0 {
-		t.Fatalf("run with Docker: exit %d\n%s%s", code, out, errOut)
+		var id struct{ Sandbox string }
+		json.Unmarshal([]byte(out), &id)
+		tr, _ := os.ReadFile(filepath.Join(home, "sandboxes", id.Sandbox, sandbox.TranscriptFile))
+		t.Fatalf("run with Docker: exit %d\n%s%s\ntranscript:\n%s", code, out, errOut, tr)
 	}
 	var res struct {
 		Sandbox  string `json:"sandbox"`
@@ -111,6 +129,7 @@ func TestDockerInTheVM(t *testing.T) {
 		Changes  struct {
 			Added int `json:"added"`
 		} `json:"changes"`
+		DiskFull *sandbox.DiskUsage `json:"disk_full"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("run --json: %v\n%s", err, out)
@@ -125,9 +144,18 @@ func TestDockerInTheVM(t *testing.T) {
 	}
 	for _, want := range []string{"dev\n", "driver=overlay2 cgroup=2", "docker.io/airlock-test/bb:1", "Linux",
 		"Docker Compose version 2.26.1", "hello-from-compose", "1.1.1.1): Network is unreachable", "no-direct-way-out", `"https://ghcr.io/v2/": Forbidden`,
-		"files-served /run", "files-served /compose", "403 Forbidden", "refused-by-the-proxy"} {
+		"files-served /run", "files-served /compose", "403 Forbidden", "refused-by-the-proxy",
+		"of 4096 processes after", "the-vm-outlived-the-bomb", "No space left on device"} {
 		if !strings.Contains(string(transcript), want) {
 			t.Errorf("the transcript lacks %q:\n%s", want, transcript)
+		}
+	}
+	if res.DiskFull == nil || res.DiskFull.Path != "/workspace" || res.DiskFull.Size > 1<<30 || res.DiskFull.Used < res.DiskFull.Size-16<<20 {
+		t.Errorf("the full disk is not named in the result: %+v", res.DiskFull)
+	}
+	for _, l := range strings.Split(string(transcript), "\n") {
+		if strings.HasPrefix(l, "bomb:") || strings.Contains(l, "/workspace") {
+			t.Logf("  %s", l)
 		}
 	}
 	if strings.Contains(string(transcript), "ghcr-pulled") {
