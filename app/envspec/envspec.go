@@ -307,24 +307,6 @@ func (e *Environment) NeedsNetwork() bool {
 	return len(e.Apt) > 0 || len(e.Setup) > 0 || e.Build != nil || e.Compose != nil || len(e.Features) > 0 || e.Docker
 }
 
-// Pending names what the environment needs of Airlock's runtime beyond
-// an image, packages, setup steps, features, Docker in the VM and a
-// Dockerfile build (Compose services), one phrase each; nil when it needs
-// nothing more.
-func (e *Environment) Pending() []string {
-	var out []string
-	if e.Compose != nil {
-		// The services themselves run (Docker inside the VM); a service
-		// built from a Dockerfile needs the build.
-		for _, s := range e.Compose.Services {
-			if s.Build != nil {
-				out = append(out, "the Compose service "+s.Name+"'s image built from "+s.Build.Dockerfile+" in a builder VM")
-			}
-		}
-	}
-	return out
-}
-
 // keyVersion changes when the key's encoding does, so an old cache entry
 // is never taken for a new one.
 const keyVersion = "airlock-environment-v1"
