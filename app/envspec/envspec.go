@@ -166,7 +166,9 @@ type Compose struct {
 // Service is one Compose service to run beside the agent.
 type Service struct {
 	Name string `json:"name"`
-	// Image is the image to pull, or the name to tag Build's result with.
+	// Image is the image to pull; with Build, the name the project
+	// gives the built image, which the runtime does not use (it names
+	// the image itself, so it is never taken for a registry's).
 	Image string `json:"image,omitempty"`
 	// Build, when set, builds the service's image from the project.
 	Build *Build `json:"build,omitempty"`
