@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/internal/safetext"
+	"github.com/airlock-dev/airlock/sync/manifest"
 )
 
 // composeBuildDir is where the environment's build unpacks the Compose
@@ -48,7 +49,8 @@ type serviceBuild struct {
 
 // readServiceBuilds reads the context and Dockerfile of each of spec's
 // Compose services that has a build (readBuildInput: no .git, secrets
-// left out, the builder's limits).
+// left out, the builder's limits, which all of them together must keep
+// to as well).
 func (src *Source) readServiceBuilds(ctx context.Context, project string, spec *envspec.Environment) ([]serviceBuild, error) {
 	if spec.Compose == nil {
 		return nil, nil
@@ -63,6 +65,14 @@ func (src *Source) readServiceBuilds(ctx context.Context, project string, spec *
 			return nil, fmt.Errorf("environment %s: the Compose service %s: %w", spec.Source, safetext.Line(s.Name), err)
 		}
 		out = append(out, serviceBuild{service: s.Name, b: s.Build, buildInput: in})
+	}
+	// They are sent into the builder together: the limits are theirs too.
+	var all manifest.Manifest
+	for _, sb := range out {
+		all.Entries = append(all.Entries, sb.m.Entries...)
+	}
+	if err := contextFits(&all); err != nil {
+		return nil, fmt.Errorf("environment %s: the Compose services' build contexts, sent as one, %w", spec.Source, err)
 	}
 	return out, nil
 }

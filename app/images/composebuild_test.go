@@ -110,10 +110,14 @@ func TestServiceBuilds(t *testing.T) {
 }
 
 // TestServiceBuildInput: the step's input holds each build's context
-// under its number and its Dockerfile beside it, and nothing else.
+// under its number and its Dockerfile beside it, and nothing else: a
+// link out of the context is sent as the link, never what it points at.
 func TestServiceBuildInput(t *testing.T) {
 	src, _ := testSource(t)
 	proj := writeProject(t, serviceBuildProject)
+	if err := os.Symlink("../../../etc/passwd", filepath.Join(proj, "web/passwd")); err != nil {
+		t.Fatal(err)
+	}
 	_, builds := readBuilds(t, src, proj)
 	var buf bytes.Buffer
 	if err := writeServiceBuilds(context.Background(), &buf, builds); err != nil {
@@ -131,10 +135,13 @@ func TestServiceBuildInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, h.Name)
+		if h.Name == "0/context/passwd" && (h.Typeflag != tar.TypeSymlink || h.Linkname != "../../../etc/passwd" || h.Size != 0) {
+			t.Errorf("the link out of the context is sent as %+v", h)
+		}
 		data, _ := io.ReadAll(tr)
 		files[h.Name] = string(data)
 	}
-	want := []string{"0/", "0/context/", "0/context/Dockerfile.web", "0/context/index.html", "0/Dockerfile"}
+	want := []string{"0/", "0/context/", "0/context/Dockerfile.web", "0/context/index.html", "0/context/passwd", "0/Dockerfile"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the input holds %q, want %q", got, want)
 	}
