@@ -166,7 +166,9 @@ type Compose struct {
 // Service is one Compose service to run beside the agent.
 type Service struct {
 	Name string `json:"name"`
-	// Image is the image to pull, or the name to tag Build's result with.
+	// Image is the image to pull; with Build, the name the project
+	// gives the built image, which the runtime does not use (it names
+	// the image itself, so it is never taken for a registry's).
 	Image string `json:"image,omitempty"`
 	// Build, when set, builds the service's image from the project.
 	Build *Build `json:"build,omitempty"`
@@ -305,24 +307,6 @@ type Step struct {
 // do: it needs the user's confirmation (airlock trust).
 func (e *Environment) NeedsNetwork() bool {
 	return len(e.Apt) > 0 || len(e.Setup) > 0 || e.Build != nil || e.Compose != nil || len(e.Features) > 0 || e.Docker
-}
-
-// Pending names what the environment needs of Airlock's runtime beyond
-// an image, packages, setup steps, features, Docker in the VM and a
-// Dockerfile build (Compose services), one phrase each; nil when it needs
-// nothing more.
-func (e *Environment) Pending() []string {
-	var out []string
-	if e.Compose != nil {
-		// The services themselves run (Docker inside the VM); a service
-		// built from a Dockerfile needs the build.
-		for _, s := range e.Compose.Services {
-			if s.Build != nil {
-				out = append(out, "the Compose service "+s.Name+"'s image built from "+s.Build.Dockerfile+" in a builder VM")
-			}
-		}
-	}
-	return out
 }
 
 // keyVersion changes when the key's encoding does, so an old cache entry

@@ -2,12 +2,15 @@ package images
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,12 +103,6 @@ func ServiceRegistries(images []string) []ServiceRegistry {
 	return out
 }
 
-// serviceBuilt says a Compose service is built from a Dockerfile, which
-// the runtime does not do yet.
-func serviceBuilt(cs *envspec.Compose) bool {
-	return cs != nil && slices.ContainsFunc(cs.Services, func(s envspec.Service) bool { return s.Build != nil })
-}
-
 // composeFile is Airlock's own Compose file for the services: made from
 // the validated envspec.Compose, never the project's file, so it holds
 // only what Airlock read and checked. binds is the folder of the
@@ -176,15 +173,17 @@ type composeBind struct {
 // source is that folder of the project's copy under workspace; a bind of
 // the Docker socket is the VM's daemon's. Every value is escaped for
 // Compose's interpolation ($ as $$), so what envspec read is what runs.
-// A service built from a Dockerfile is an error (ErrNotBuiltYet).
+// A service with a build of its own runs the image the environment's
+// build made of it (ServiceTag), never built or pulled at run time.
 func ComposeFile(cs *envspec.Compose, workspace string) ([]byte, error) {
 	f := composeFile{Name: ComposeProject, Services: map[string]composeService{}}
 	for _, s := range cs.Services {
+		img := s.Image
 		if s.Build != nil {
-			return nil, fmt.Errorf("the Compose service %s is built from %s, which Airlock does not do yet (%w)", safetext.Line(s.Name), safetext.Line(s.Build.Dockerfile), ErrNotBuiltYet)
+			img = ServiceTag(s.Name)
 		}
 		c := composeService{
-			Image: esc(s.Image), PullPolicy: "never",
+			Image: esc(img), PullPolicy: "never",
 			Command: escAll(s.Command), Entrypoint: escAll(s.Entrypoint),
 			User: esc(s.User), WorkingDir: esc(s.WorkingDir),
 			Privileged: s.Privileged, CapAdd: escAll(s.CapAdd), Platform: esc(s.Platform),
@@ -259,20 +258,39 @@ func durText(d time.Duration) string {
 }
 
 // composeImagesStep pulls the services' images in the builder VM, through
-// the egress proxy (the rules of ServiceRegistries), and saves them as
-// ComposeImages in the environment's layer. The daemon is started for
-// the step (airlock-guest docker-start: its data on the builder's disk,
-// outside the layer) and stopped before the layer is kept; its log and
-// key are removed, so the layer holds the images only.
-func composeImagesStep(images []string) SetupStep {
+// the egress proxy (the rules of ServiceRegistries), builds the services
+// that have builds of their own (their contexts and Dockerfiles sent as
+// the step's input, built by Docker with BuildKit as the Dockerfile form
+// is, tagged ServiceTag), and saves them all as ComposeImages in the
+// environment's layer. The daemon is started for the step
+// (airlock-guest docker-start: its data on the builder's disk, outside
+// the layer) and stopped before the layer is kept; the build inputs, its
+// log and key are removed, so the layer holds the images only.
+func composeImagesStep(images []string, builds []serviceBuild) SetupStep {
 	lines := []string{"set -e", transfer.ShellCommand(transfer.DefaultAgentPath, "docker-start")}
 	for _, img := range images {
 		lines = append(lines, transfer.ShellCommand("docker", "pull", "-q", img))
 	}
+	saved := slices.Clone(images)
+	if len(builds) > 0 {
+		lines = append(lines, transfer.ShellCommand("rm", "-rf", composeBuildDir), transfer.ShellCommand("mkdir", "-p", composeBuildDir),
+			transfer.ShellCommand("tar", "-x", "--no-same-owner", "-C", composeBuildDir, "-f", "-"))
+	}
+	for i, sb := range builds {
+		dir := path.Join(composeBuildDir, strconv.Itoa(i))
+		// The proxy's variables by name: docker takes their values from
+		// the step's environment, which has the builder's proxy.
+		argv := dockerBuildArgv(sb.b, dir+"/Dockerfile", ServiceTag(sb.service), dir+"/context", func(k string) string { return k })
+		lines = append(lines, "DOCKER_BUILDKIT=1 "+transfer.ShellCommand(argv...))
+		saved = append(saved, ServiceTag(sb.service))
+	}
+	if len(builds) > 0 {
+		lines = append(lines, transfer.ShellCommand("rm", "-rf", composeBuildDir))
+	}
 	dir := path.Dir(ComposeImages)
 	lines = append(lines,
 		transfer.ShellCommand("mkdir", "-p", dir),
-		transfer.ShellCommand(append([]string{"docker", "save", "-o", ComposeImages}, images...)...),
+		transfer.ShellCommand(append([]string{"docker", "save", "-o", ComposeImages}, saved...)...),
 		transfer.ShellCommand("ls", "-l", ComposeImages),
 		"pid=$(cat /var/run/docker.pid)",
 		`kill "$pid"`,
@@ -280,13 +298,18 @@ func composeImagesStep(images []string) SetupStep {
 		"umount /var/lib/docker 2>/dev/null || true",
 		"rm -f /var/log/airlock-dockerd.log /etc/docker/key.json /var/run/docker.pid",
 	)
-	return SetupStep{Name: "the Compose services' images", Shell: strings.Join(lines, "\n")}
+	step := SetupStep{Name: "the Compose services' images", Shell: strings.Join(lines, "\n")}
+	if len(builds) > 0 {
+		step.Input = func(ctx context.Context, w io.Writer) error { return writeServiceBuilds(ctx, w, builds) }
+	}
+	return step
 }
 
-// composeAllow are the rules the build's pulls get.
-func composeAllow(images []string) []string {
+// composeAllow are the rules the build's pulls get: the registries of
+// the services' images and of their Dockerfiles' FROMs.
+func composeAllow(cs *envspec.Compose) []string {
 	var out []string
-	for _, r := range ServiceRegistries(images) {
+	for _, r := range ServiceRegistries(append(ServiceImages(cs), serviceFroms(cs)...)) {
 		if r.Allow != "" {
 			out = append(out, r.Allow)
 		}
@@ -294,8 +317,9 @@ func composeAllow(images []string) []string {
 	return out
 }
 
-// composePrompt adds to the trust prompt the services, their images and
-// the registries they are pulled from.
+// composePrompt adds to the trust prompt the services, their images,
+// the Dockerfiles the others are built from, and the registries they
+// are pulled from.
 func composePrompt(b *strings.Builder, cs *envspec.Compose) {
 	if cs == nil {
 		return
@@ -309,7 +333,13 @@ func composePrompt(b *strings.Builder, cs *envspec.Compose) {
 	for _, img := range images {
 		fmt.Fprintf(b, "  service image: %s (pulled once, when the environment is built)\n", safetext.Line(img))
 	}
-	for _, r := range ServiceRegistries(images) {
+	for _, s := range cs.Services {
+		if s.Build != nil {
+			fmt.Fprintf(b, "  service %s: ", safetext.Line(s.Name))
+			writeBuild(b, s.Build, "once, when the environment is built")
+		}
+	}
+	for _, r := range ServiceRegistries(append(images, serviceFroms(cs)...)) {
 		if r.Allow != "" {
 			fmt.Fprintf(b, "  registry: %s (%s, read-only)\n", safetext.Line(r.Host), r.Allow)
 		} else {

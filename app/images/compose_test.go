@@ -2,7 +2,6 @@ package images
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/airlock-dev/airlock/app/egress"
 	"github.com/airlock-dev/airlock/app/envspec"
@@ -113,8 +113,7 @@ func TestComposeFile(t *testing.T) {
 }
 
 // TestComposeFileRefuses: a bind that leaves the project (envspec refuses
-// those; this is the last check) and a service built from a Dockerfile
-// (not built yet) make no file.
+// those; this is the last check) makes no file.
 func TestComposeFileRefuses(t *testing.T) {
 	for _, src := range []string{"..", "../etc", "/etc", "a/../../b"} {
 		cs := &envspec.Compose{Services: []envspec.Service{{Name: "x", Image: "busybox", Volumes: []envspec.Volume{{Type: "bind", Source: src, Target: "/t"}}}}}
@@ -122,12 +121,32 @@ func TestComposeFileRefuses(t *testing.T) {
 			t.Errorf("bind of %q: %v", src, err)
 		}
 	}
-	cs := &envspec.Compose{Services: []envspec.Service{{Name: "x", Build: &envspec.Build{Dockerfile: "Dockerfile", Context: "."}}}}
-	if _, err := ComposeFile(cs, "/workspace"); !errors.Is(err, ErrNotBuiltYet) {
-		t.Errorf("a service built from a Dockerfile: %v", err)
+}
+
+// TestComposeFileBuiltService: a service with a build of its own runs
+// the image the environment's build made (Airlock's name for it, never
+// the image name the project gave), with no build and no pull at run
+// time.
+func TestComposeFileBuiltService(t *testing.T) {
+	cs := &envspec.Compose{Services: []envspec.Service{{Name: "web", Image: "nginx:1", Build: &envspec.Build{Dockerfile: "web/Dockerfile", Context: "web"}}}}
+	data, err := ComposeFile(cs, "/workspace")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !serviceBuilt(cs) || serviceBuilt(composeSpec) || serviceBuilt(nil) {
-		t.Error("serviceBuilt")
+	proj, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir: "/somewhere/else", ConfigFiles: []types.ConfigFile{{Filename: "compose.json", Content: data}},
+	}, func(o *loader.Options) { o.SetProjectName("airlock", true) })
+	if err != nil {
+		t.Fatalf("Compose cannot read Airlock's file: %v\n%s", err, data)
+	}
+	web := proj.Services["web"]
+	if web.Image != ServiceTag("web") || web.Build != nil || web.PullPolicy != types.PullPolicyNever {
+		t.Errorf("web: image %q, build %+v, pull_policy %q; want %s, no build, never pulled", web.Image, web.Build, web.PullPolicy, ServiceTag("web"))
+	}
+	for _, svc := range []string{"web", "a.b_c-d", "Ünïcode", strings.Repeat("x", 200)} {
+		if _, err := name.NewTag(ServiceTag(svc), name.StrictValidation); err != nil || !strings.HasPrefix(ServiceTag(svc), "airlock.invalid/") {
+			t.Errorf("ServiceTag(%q) = %q: %v", svc, ServiceTag(svc), err)
+		}
 	}
 }
 
@@ -182,14 +201,33 @@ func TestComposePrompt(t *testing.T) {
 	}
 }
 
-// TestComposeImagesStep: the build pulls each image, saves them all in
-// the layer, and leaves no daemon state behind.
+// TestComposeImagesStep: the build pulls each image, builds each service
+// with a build of its own from the step's input (with the proxy, its
+// target and arguments), saves them all in the layer, and leaves no
+// build input or daemon state behind.
 func TestComposeImagesStep(t *testing.T) {
-	s := composeImagesStep([]string{"busybox:1", "ghcr.io/a/b:1"})
+	s := composeImagesStep([]string{"busybox:1", "ghcr.io/a/b:1"}, nil)
 	for _, want := range []string{"'/init' 'docker-start'", "'docker' 'pull' '-q' 'busybox:1'", "'docker' 'pull' '-q' 'ghcr.io/a/b:1'",
 		"'docker' 'save' '-o' '" + ComposeImages + "' 'busybox:1' 'ghcr.io/a/b:1'", `kill "$pid"`, "rm -f /var/log/airlock-dockerd.log"} {
 		if !strings.Contains(s.Shell, want) {
 			t.Errorf("the step lacks %q:\n%s", want, s.Shell)
 		}
+	}
+	if s.Input != nil || strings.Contains(s.Shell, "docker' 'build") {
+		t.Errorf("a step without builds builds:\n%s", s.Shell)
+	}
+	builds := []serviceBuild{{service: "web", b: &envspec.Build{Dockerfile: "web/Dockerfile", Context: "web", Target: "prod", Args: map[string]string{"V": "1"}}}}
+	s = composeImagesStep([]string{"busybox:1"}, builds)
+	for _, want := range []string{"'tar' '-x' '--no-same-owner' '-C' '" + composeBuildDir + "' '-f' '-'",
+		"DOCKER_BUILDKIT=1 'docker' 'build' '--network' 'host' '--progress' 'plain' '-f' '" + composeBuildDir + "/0/Dockerfile' '-t' '" + ServiceTag("web") +
+			"' '--target' 'prod' '--build-arg' 'V=1' '--build-arg' 'HTTP_PROXY'",
+		"'" + composeBuildDir + "/0/context'\n'rm' '-rf' '" + composeBuildDir + "'",
+		"'docker' 'save' '-o' '" + ComposeImages + "' 'busybox:1' '" + ServiceTag("web") + "'"} {
+		if !strings.Contains(s.Shell, want) {
+			t.Errorf("the step lacks %q:\n%s", want, s.Shell)
+		}
+	}
+	if s.Input == nil {
+		t.Error("the step has no input: the build contexts are not sent")
 	}
 }

@@ -68,23 +68,12 @@ const DockerfileBuilderBase = AgentsImage
 // Nothing of the build runs on the host.
 func (src *Source) dockerfileImage(ctx context.Context, project string, spec *envspec.Environment, arch vm.Arch, req EnvironmentRequest, progress func(string)) (string, error) {
 	b := spec.Build
-	ctxDir := filepath.Join(project, filepath.FromSlash(b.Context))
 	progress("reading the build context " + b.Context)
-	m, rep, err := manifest.Walk(ctx, ctxDir, manifest.WalkOptions{NoGitignore: true})
-	if err != nil {
-		return "", fmt.Errorf("environment %s: the build context: %w", spec.Source, err)
-	}
-	if err := contextFits(m); err != nil {
-		return "", fmt.Errorf("environment %s: the build context %s %w", spec.Source, b.Context, err)
-	}
-	if secrets := manifest.SecretPaths(rep.Excluded); len(secrets) > 0 {
-		src.note("environment %s: the build context leaves out %d %s Airlock treats as secrets (%s): they never enter a VM", spec.Source,
-			len(secrets), plural(len(secrets), "file", "files"), strings.Join(firstN(secrets, 3), ", "))
-	}
-	dockerfile, err := readProjectFile(project, b.Dockerfile, b.Sum)
+	in, err := src.readBuildInput(ctx, project, spec.Source, b)
 	if err != nil {
 		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
 	}
+	ctxDir, m, dockerfile := in.dir, in.m, in.dockerfile
 	builder, err := src.dockerBuilder(ctx, arch, req, progress)
 	if err != nil {
 		return "", fmt.Errorf("environment %s: the Dockerfile builder: %w", spec.Source, err)
@@ -122,6 +111,39 @@ func (src *Source) dockerfileImage(ctx context.Context, project string, spec *en
 		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
 	}
 	return imName, nil
+}
+
+// buildInput is what a Dockerfile build sends into its builder: the
+// context as a sandbox's copy reads it, and the Dockerfile.
+type buildInput struct {
+	dir        string // the context on the host
+	m          *manifest.Manifest
+	dockerfile []byte
+}
+
+// readBuildInput reads b's context as a sandbox's copy is read (no
+// .gitignore, no .git, the files Airlock treats as secrets left out
+// and named in a note; a link that leaves the context is not followed),
+// within the limits of what is sent into a builder, and its Dockerfile,
+// which must still be what envspec read (b.Sum).
+func (src *Source) readBuildInput(ctx context.Context, project, source string, b *envspec.Build) (*buildInput, error) {
+	dir := filepath.Join(project, filepath.FromSlash(b.Context))
+	m, rep, err := manifest.Walk(ctx, dir, manifest.WalkOptions{NoGitignore: true})
+	if err != nil {
+		return nil, fmt.Errorf("the build context %s: %w", b.Context, err)
+	}
+	if err := contextFits(m); err != nil {
+		return nil, fmt.Errorf("the build context %s %w", b.Context, err)
+	}
+	if secrets := manifest.SecretPaths(rep.Excluded); len(secrets) > 0 {
+		src.note("environment %s: the build context %s leaves out %d %s Airlock treats as secrets (%s): they never enter a VM", source, b.Context,
+			len(secrets), plural(len(secrets), "file", "files"), strings.Join(firstN(secrets, 3), ", "))
+	}
+	dockerfile, err := readProjectFile(project, b.Dockerfile, b.Sum)
+	if err != nil {
+		return nil, err
+	}
+	return &buildInput{dir: dir, m: m, dockerfile: dockerfile}, nil
 }
 
 // DockerfileAllow is what a Dockerfile build may reach: the registries of
@@ -224,24 +246,8 @@ func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.M
 	if err := run("starting Docker in the builder", client.Command{Args: []string{transfer.DefaultAgentPath, "docker-start"}, Env: bl.env}); err != nil {
 		return nil, err
 	}
-	argv := []string{"docker", "build", "--network", "host", "--progress", "plain", "-f", buildDockerfile, "-t", buildTag}
-	if b.Target != "" {
-		argv = append(argv, "--target", b.Target)
-	}
-	for _, k := range slices.Sorted(maps.Keys(b.Args)) {
-		argv = append(argv, "--build-arg", k+"="+b.Args[k])
-	}
-	// The proxy, for the build's own requests (RUN curl, apt-get):
-	// Docker's predefined arguments, which are not kept in the image.
-	// (The guest agent sets them for the commands it runs; the build's
-	// containers get them only so.)
 	proxy := guest.ProxyEnv()
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
-		if _, given := b.Args[k]; !given {
-			argv = append(argv, "--build-arg", k+"="+cmp.Or(bl.env[k], proxy[k]))
-		}
-	}
-	argv = append(argv, buildContext)
+	argv := dockerBuildArgv(b, buildDockerfile, buildTag, buildContext, func(k string) string { return k + "=" + cmp.Or(bl.env[k], proxy[k]) })
 	env := map[string]string{"DOCKER_BUILDKIT": "1"}
 	if err := run("docker build "+b.Dockerfile, client.Command{Args: argv, Env: env}); err != nil {
 		return nil, err
@@ -271,6 +277,31 @@ func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.M
 	return res.im, nil
 }
 
+// dockerBuildArgv is the docker build command line of b, the
+// Dockerfile at dockerfile and its context at dir, tagged tag: BuildKit
+// on the host's network (the builder's, whose only way out is the
+// proxy), b's target and arguments, and the proxy for the build's own
+// requests (RUN curl, apt-get) as Docker's predefined arguments, which
+// are not kept in the image (the guest agent sets them for the commands
+// it runs; the build's containers get them only so). proxyArg is such
+// an argument: NAME=value, or NAME alone for docker to take its value
+// from its own environment.
+func dockerBuildArgv(b *envspec.Build, dockerfile, tag, dir string, proxyArg func(name string) string) []string {
+	argv := []string{"docker", "build", "--network", "host", "--progress", "plain", "-f", dockerfile, "-t", tag}
+	if b.Target != "" {
+		argv = append(argv, "--target", b.Target)
+	}
+	for _, k := range slices.Sorted(maps.Keys(b.Args)) {
+		argv = append(argv, "--build-arg", k+"="+b.Args[k])
+	}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
+		if _, given := b.Args[k]; !given {
+			argv = append(argv, "--build-arg", proxyArg(k))
+		}
+	}
+	return append(argv, dir)
+}
+
 // contextFits refuses a context too large to send.
 func contextFits(m *manifest.Manifest) error {
 	if len(m.Entries) > maxContextFiles {
@@ -289,20 +320,29 @@ func contextFits(m *manifest.Manifest) error {
 // writeContext writes the context's files as m lists them (a file that
 // changed since is an error: the build's key would not be its content).
 func writeContext(ctx context.Context, dir string, m *manifest.Manifest, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	if err := addContext(ctx, tw, "", dir, m); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// addContext writes the context's files as m lists them into tw, each
+// path under prefix.
+func addContext(ctx context.Context, tw *tar.Writer, prefix, dir string, m *manifest.Manifest) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	tw := tar.NewWriter(w)
 	for _, e := range m.Entries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		h := &tar.Header{Name: e.Path, Mode: int64(e.Mode.Perm()), Format: tar.FormatPAX}
+		h := &tar.Header{Name: prefix + e.Path, Mode: int64(e.Mode.Perm()), Format: tar.FormatPAX}
 		switch e.Type {
 		case manifest.Dir:
-			h.Typeflag, h.Name = tar.TypeDir, e.Path+"/"
+			h.Typeflag, h.Name = tar.TypeDir, prefix+e.Path+"/"
 		case manifest.Symlink:
 			h.Typeflag, h.Linkname = tar.TypeSymlink, e.Target
 		case manifest.File:
@@ -327,7 +367,7 @@ func writeContext(ctx context.Context, dir string, m *manifest.Manifest, w io.Wr
 			return fmt.Errorf("%s changed while the build context was sent; build again", e.Path)
 		}
 	}
-	return tw.Close()
+	return nil
 }
 
 // dockerfileKey identifies a Dockerfile build: the build as described
@@ -337,10 +377,16 @@ func dockerfileKey(b *envspec.Build, m *manifest.Manifest, builder *image.Image)
 	h := sha256.New()
 	desc, _ := json.Marshal(b) // plain data
 	fmt.Fprintf(h, "airlock dockerfile 1\x00%s\x00%s\x00%s\x00", desc, builder.Meta.OCI.Key, builder.Arch)
-	for _, e := range m.Entries {
-		fmt.Fprintf(h, "%q %s %o %d %s %q\x00", e.Path, e.Type, e.Mode, e.Size, e.SHA256, e.Target)
-	}
+	writeEntries(h, m)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeEntries writes what a key holds of a build context: every
+// file's path, type, mode, size, SHA-256 and link target.
+func writeEntries(w io.Writer, m *manifest.Manifest) {
+	for _, e := range m.Entries {
+		fmt.Fprintf(w, "%q %s %o %d %s %q\x00", e.Path, e.Type, e.Mode, e.Size, e.SHA256, e.Target)
+	}
 }
 
 // readProjectFile reads the project's file rel (inside the project: a

@@ -5,12 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/airlock-dev/airlock/app/config"
 	"github.com/airlock-dev/airlock/app/envspec"
@@ -154,19 +155,8 @@ func (e *UntrustedEnvironmentError) Error() string {
 		fmt.Fprintf(&b, "  image: %s (pulled from its registry, and every run boots it)\n", safetext.Line(e.Env.Image))
 	}
 	if d := e.Env.Build; d != nil {
-		fmt.Fprintf(&b, "  Dockerfile: %s, built from the context %s", safetext.Line(d.Dockerfile), safetext.Line(d.Context))
-		if d.Target != "" {
-			fmt.Fprintf(&b, ", stage %s", safetext.Line(d.Target))
-		}
-		b.WriteString(", by Docker in a builder VM\n")
-		for _, f := range d.From {
-			fmt.Fprintf(&b, "    FROM %s (line %d, pulled by the builder)\n", safetext.Line(f.Ref), f.Line)
-		}
-		for _, r := range ServiceRegistries(fromRefs(d)) {
-			if r.Allow == "" {
-				fmt.Fprintf(&b, "    registry %s: never allowed by a project's files (%s), so its pull fails\n", safetext.Line(r.Host), r.Why)
-			}
-		}
+		b.WriteString("  ")
+		writeBuild(&b, d, "")
 		fmt.Fprintf(&b, "    the build may reach: %s\n", strings.Join(DockerfileAllow(e.Env), ", "))
 	}
 	if len(e.Env.Apt) > 0 {
@@ -196,6 +186,30 @@ func (e *UntrustedEnvironmentError) Error() string {
 	return b.String()
 }
 
+// writeBuild is a Dockerfile build as the trust prompt names it: the
+// Dockerfile and its SHA-256, the context and stage, when it is built
+// (when set), each image its FROMs start from, and the registries a
+// project's files never open.
+func writeBuild(b *strings.Builder, d *envspec.Build, when string) {
+	fmt.Fprintf(b, "Dockerfile: %s, built from the context %s", safetext.Line(d.Dockerfile), safetext.Line(d.Context))
+	if d.Target != "" {
+		fmt.Fprintf(b, ", stage %s", safetext.Line(d.Target))
+	}
+	b.WriteString(", by Docker in a builder VM")
+	if when != "" {
+		b.WriteString(", " + when)
+	}
+	fmt.Fprintf(b, "\n    Dockerfile SHA-256: %s\n", d.Sum)
+	for _, f := range d.From {
+		fmt.Fprintf(b, "    FROM %s (line %d, pulled by the builder)\n", safetext.Line(f.Ref), f.Line)
+	}
+	for _, r := range ServiceRegistries(fromRefs(d)) {
+		if r.Allow == "" {
+			fmt.Fprintf(b, "    registry %s: never allowed by a project's files (%s), so its pull fails\n", safetext.Line(r.Host), r.Why)
+		}
+	}
+}
+
 // startLabel is a start command's key, with its name.
 func startLabel(s envspec.Step) string {
 	if s.Name == "" {
@@ -208,25 +222,6 @@ func startLabel(s envspec.Step) string {
 // files are untrusted).
 func stepText(s envspec.Step) string {
 	return SetupStep{Shell: s.Shell, Argv: s.Argv}.String()
-}
-
-// ErrNotBuiltYet is an environment that needs a part of Airlock's
-// runtime that does not exist yet (Compose services).
-var ErrNotBuiltYet = errors.New("not built yet")
-
-// notBuiltYet refuses an environment whose image Airlock cannot make yet
-// (the Compose form), and notes what a run goes
-// without for now (Docker inside the VM, features).
-func notBuiltYet(spec *envspec.Environment, note func(string, ...any)) error {
-	pending := spec.Pending()
-	if serviceBuilt(spec.Compose) {
-		return fmt.Errorf("environment %s needs %s, which Airlock does not do yet (%w): for now, set an image in airlock.toml's [environment] (image, apt, setup), which comes first",
-			spec.Source, strings.Join(pending, ", and "), ErrNotBuiltYet)
-	}
-	for _, p := range pending {
-		note("environment %s asks for %s, which is not built yet: the run goes without it", spec.Source, p)
-	}
-	return nil
 }
 
 // TrustKey is the trust store's entry for a project's environment: the
@@ -261,9 +256,6 @@ func (src *Source) Environment(ctx context.Context, req EnvironmentRequest) (*En
 	}
 	for _, w := range spec.Warnings {
 		src.note("%s", w) // each names its file
-	}
-	if err := notBuiltYet(spec, src.note); err != nil {
-		return nil, err
 	}
 	// Confirmed before anything is fetched for it: the image is pulled,
 	// and its layers written, only for an environment the user trusts.
@@ -333,7 +325,11 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 		return fmt.Errorf("environment %s: %w", spec.Source, err)
 	}
 	env.Environment = withFeatureEnv(spec, fp.Env)
-	key := featureKey(environmentKey(spec, baseImg), fp.Digests)
+	builds, err := src.readServiceBuilds(ctx, project, spec)
+	if err != nil {
+		return err
+	}
+	key := serviceBuildsKey(featureKey(environmentKey(spec, baseImg), fp.Digests), builds)
 	name := "env-" + key[:12]
 	if im, err := image.Load(src.Home, name, arch); err == nil && im.Meta.OCI != nil && im.Meta.OCI.Key == key && !req.Rebuild {
 		env.Image = name
@@ -367,11 +363,12 @@ func (src *Source) buildEnvironment(ctx context.Context, project string, spec *e
 		}
 		br.Steps = append(br.Steps, compose, step)
 	}
-	if imgs := ServiceImages(spec.Compose); len(imgs) > 0 {
-		br.Allow = append(slices.Clone(br.Allow), composeAllow(imgs)...)
+	if imgs := ServiceImages(spec.Compose); len(imgs) > 0 || len(builds) > 0 {
+		br.Allow = append(slices.Clone(br.Allow), composeAllow(spec.Compose)...)
+		br.Credentials = registryCredentials(serviceFroms(spec.Compose), authn.DefaultKeychain)
 		// First (after apt): a registry refused fails the build before
 		// the rest is fetched.
-		br.Steps = append([]SetupStep{composeImagesStep(imgs)}, br.Steps...)
+		br.Steps = append([]SetupStep{composeImagesStep(imgs, builds)}, br.Steps...)
 	}
 	prov, err := src.Build(br)
 	if err != nil {

@@ -4,14 +4,12 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/app/envspec"
 	"github.com/airlock-dev/airlock/app/home"
 	"github.com/airlock-dev/airlock/testkit/ocitest"
 	"github.com/airlock-dev/airlock/testkit/testenv"
@@ -222,51 +220,6 @@ func TestDockerfileConfirmed(t *testing.T) {
 	if !errors.As(err, &untrusted) || untrusted.Env.ConfirmKey() == key {
 		t.Errorf("a changed Dockerfile has the same confirmation: %v", err)
 	}
-}
-
-// TestEnvironmentNotBuiltYet: a devcontainer.json in the
-// Compose form is read whole, then refused before anything is pulled or
-// built, saying what it needs; Docker and features are notes, and the run
-// goes on without them.
-func TestEnvironmentNotBuiltYet(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		files map[string]string
-		want  string
-	}{
-		// Compose services of images run; one built from a Dockerfile
-		// waits for Compose builds.
-		{"compose service built", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "app"}`,
-			".devcontainer/c.yml": "services: {app: {image: debian}, db: {build: .}}\n", ".devcontainer/Dockerfile": "FROM postgres\n"},
-			"needs the Compose service db's image built from .devcontainer/Dockerfile in a builder VM"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			src, _ := testSource(t)
-			proj := t.TempDir()
-			for name, data := range tt.files {
-				if err := os.MkdirAll(filepath.Dir(filepath.Join(proj, name)), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				writeFile(t, filepath.Join(proj, name), data)
-			}
-			_, err := src.Environment(context.Background(), EnvironmentRequest{Project: proj})
-			if !errors.Is(err, ErrNotBuiltYet) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "airlock.toml") {
-				t.Fatalf("Environment: %v, want %q", err, tt.want)
-			}
-			if ims, _ := image.List(src.Home); len(ims) != 1 {
-				t.Errorf("images after a refusal: %d, want the minimal image only", len(ims))
-			}
-		})
-	}
-	t.Run("features and Docker are built", func(t *testing.T) {
-		var notes []string
-		err := notBuiltYet(&envspec.Environment{Source: "x.json", Docker: true,
-			Features: []envspec.Feature{{ID: "ghcr.io/devcontainers/features/node:1", Name: "node", Ref: "ghcr.io/devcontainers/features/node:1", Supported: true}, {ID: "y", Name: "y"}}},
-			func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
-		if err != nil || len(notes) != 0 {
-			t.Errorf("notBuiltYet: %v, notes %q", err, notes)
-		}
-	})
 }
 
 // The docker group step takes the environment's or the image's user as

@@ -42,6 +42,10 @@ type SetupStep struct {
 	// Stdin, when set, is the step's standard input (a feature's files,
 	// as a tar its step extracts).
 	Stdin []byte
+	// Input, when set, writes the step's standard input as the step
+	// reads it (a build context, too large to hold); an error it returns
+	// fails the step.
+	Input func(ctx context.Context, w io.Writer) error
 	// Env is added to this step's environment, over the build's; it
 	// never replaces the network's variables (the proxy's).
 	Env map[string]string
@@ -163,12 +167,8 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	for i, s := range p.Steps {
 		b.progress(fmt.Sprintf("step %d/%d (%s): %s", i+1, len(p.Steps), s.Name, s))
 		fmt.Fprintf(b.log, "### step %d (%s): %s\n", i+1, s.Name, s)
-		cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: withStepEnv(b.env, b.netEnv, s.Env), Dir: "/", Stdout: b.out, Stderr: b.out}
-		if s.Stdin != nil {
-			cmd.Stdin = bytes.NewReader(s.Stdin)
-		}
 		t0 := time.Now()
-		if err := b.g.Client.Run(ctx, cmd); err != nil {
+		if err := b.step(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -185,6 +185,35 @@ func (p Provision) Run(ctx context.Context) (*image.Image, error) {
 	b.took(fmt.Sprintf("kept the layer (%d MiB)", n>>20), t0)
 	b.shutdown(ctx)
 	return b.write(ctx, &p.Base.Meta.OCI.Image, append(slices.Clone(p.Base.Meta.OCI.Extra), d.String()), cmp.Or(p.User, p.Base.User()))
+}
+
+// errStoppedReading is what a step's Input gets when the step ended
+// before reading all of it.
+var errStoppedReading = errors.New("the step stopped reading its input")
+
+// step runs one step in the builder, its input streamed to it.
+func (b *builder) step(ctx context.Context, s SetupStep) error {
+	cmd := client.Command{Script: s.Shell, Args: s.Argv, Env: withStepEnv(b.env, b.netEnv, s.Env), Dir: "/", Stdout: b.out, Stderr: b.out}
+	if s.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(s.Stdin)
+	}
+	if s.Input == nil {
+		return b.g.Client.Run(ctx, cmd)
+	}
+	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() {
+		err := s.Input(ctx, pw)
+		pw.CloseWithError(cmp.Or(err, io.EOF))
+		wrote <- err
+	}()
+	cmd.Stdin = pr
+	err := b.g.Client.Run(ctx, cmd)
+	pr.CloseWithError(errStoppedReading)
+	if werr := <-wrote; werr != nil && !errors.Is(werr, errStoppedReading) {
+		return fmt.Errorf("its input: %w", werr)
+	}
+	return err
 }
 
 // builder is a booted builder VM with its network, and the build's

@@ -27,8 +27,8 @@ func services(env *images.Environment, reply *sandbox.Meta) (*sandbox.Services, 
 	for _, svc := range env.Compose.Services {
 		s.Names = append(s.Names, svc.Name)
 	}
-	if len(images.ServiceImages(env.Compose)) > 0 {
-		s.Images = images.ComposeImages
-	}
+	// Every service runs an image the environment's build pulled or
+	// built, saved in its layer.
+	s.Images = images.ComposeImages
 	return s, nil
 }

@@ -33,10 +33,13 @@ import (
 // of the project through a bind), a client service that fetches from it
 // by its service name into the project's copy and, privileged, asks for
 // the host's / and the Docker socket, and a one-shot test service that
-// must complete. The environment's build (airlock env build) pulls the
-// services' images once through the proxy (Docker Hub, the test's
-// registry under its name) and keeps them in the environment's layer; a
-// run starts the services before the command, pulling nothing, and the
+// must complete, built from a Dockerfile of the project (FROM the test's
+// busybox, a COPY of a file with the run's nonce, a RUN). The
+// environment's build (airlock env build) pulls the services' images
+// once through the proxy (Docker Hub, the test's registry under its
+// name), builds the test service's image, and keeps them all in the
+// environment's layer; a run starts the services before the command,
+// building and pulling nothing, and the
 // command and --verify reach the web service by name and by its
 // published port on localhost. A service image of a registry that is not
 // allowed (an intranet name) is named in the trust prompt and its pull
@@ -78,7 +81,10 @@ func TestComposeServices(t *testing.T) {
 	// the proxy when the build pulls from it.
 	bad := composeProject(t, dev, "registry:5000/airlock-test/bb:1", "")
 	code, out, errOut := clitest.Run(t, home, opts, "run", "--arch", "amd64", "--project", bad, "--", "true")
-	for _, want := range []string{"service image: registry:5000/airlock-test/bb:1", "registry: registry:5000 is not allowed", "Docker inside the VM"} {
+	sum := sha256.Sum256([]byte(testServiceDockerfile))
+	for _, want := range []string{"service image: registry:5000/airlock-test/bb:1", "registry: registry:5000 is not allowed", "Docker inside the VM",
+		"service test: Dockerfile: testsvc/Dockerfile, built from the context testsvc", "Dockerfile SHA-256: " + hex.EncodeToString(sum[:]),
+		"FROM airlock-test/bb:1 (line 1"} {
 		if code == 0 || !strings.Contains(errOut, want) {
 			t.Errorf("the trust prompt lacks %q: exit %d\n%s%s", want, code, out, errOut)
 		}
@@ -139,6 +145,9 @@ func TestComposeServices(t *testing.T) {
 	if n := registryPulls(hub); n != pulls {
 		t.Errorf("the run asked Docker Hub %d times: its environment's images should be there", n-pulls)
 	}
+	if strings.Contains(errOut, "building the environment") || strings.Contains(errOut, "docker' 'build") {
+		t.Errorf("the run built its environment again:\n%s", errOut)
+	}
 	res := runResult(t, out)
 	sb := openSandbox(t, home, res.Sandbox)
 	transcript, err := os.ReadFile(filepath.Join(sb.Dir, "transcript.log"))
@@ -147,7 +156,10 @@ func TestComposeServices(t *testing.T) {
 	}
 	for _, want := range []string{"dev\n", "by-name: served-by-web", "by-port: served-by-web",
 		"airlock-web-1 Up", "(healthy)", "airlock-client-1 Up", "airlock-test-1 Exited (0)", "test-passed",
-		"no-host-root", "vm-docker-socket", "privileged-mount", "wrote-the-vm-root", "escaped"} {
+		"no-host-root", "vm-docker-socket", "privileged-mount", "wrote-the-vm-root", "escaped",
+		// The test service ran the image built of the project's
+		// Dockerfile, with this run's nonce: never a stale one.
+		"built-" + hex.EncodeToString(nonce) + "\n", "airlock.invalid/compose:service-test"} {
 		if !strings.Contains(string(transcript), want) {
 			t.Errorf("the transcript lacks %q:\n%s", want, transcript)
 		}
@@ -219,12 +231,14 @@ func composeProject(t *testing.T, dev, image, nonce string) string {
     volumes: ["../out:/out", "/:/host", "/var/run/docker.sock:/var/run/docker.sock"]
     command: ["sh", "-c", "wget -q -O /out/from-client.txt http://web/index.html; if [ -e /host/etc ]; then echo host-root-mounted; else echo no-host-root; fi; [ -S /var/run/docker.sock ] && echo vm-docker-socket; mount -t tmpfs none /mnt && echo privileged-mount; exec sleep 3600"]
   test:
-    image: ` + image + `
+    image: airlock-test/never-pulled:1
+    build: {context: ../testsvc}
     depends_on: {web: {condition: service_healthy}}
-    command: ["sh", "-c", "wget -q -O - http://web/index.html | grep -q served-by-web && echo test-passed"]
+    command: ["sh", "-c", "wget -q -O - http://web/index.html | grep -q served-by-web && cat /built.txt && echo test-passed"]
 `
 	for name, body := range map[string]string{
 		".devcontainer/devcontainer.json": dc, ".devcontainer/compose.yaml": compose, "site/index.html": "served-by-web\n",
+		"testsvc/Dockerfile": testServiceDockerfile, "testsvc/nonce.txt": "built-" + nonce + "\n",
 	} {
 		p := filepath.Join(proj, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -236,6 +250,11 @@ func composeProject(t *testing.T, dev, image, nonce string) string {
 	}
 	return proj
 }
+
+// testServiceDockerfile builds the test service: the test's busybox
+// (Docker Hub's name, served by the test's registry), a file of the
+// context with the run's nonce, and a RUN that needs no network.
+const testServiceDockerfile = "FROM airlock-test/bb:1\nCOPY nonce.txt /nonce.txt\nRUN cat /nonce.txt > /built.txt\n"
 
 // composeBusybox is busybox with what the services run.
 func composeBusybox(t *testing.T) v1.Image {

@@ -1,0 +1,179 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/app/envspec"
+	"github.com/airlock-dev/airlock/vm/image"
+)
+
+// serviceBuildProject is a project of the Compose form whose web service
+// is built from a Dockerfile of its own, in a context with a secret.
+var serviceBuildProject = map[string]string{
+	".devcontainer/devcontainer.json": `{"dockerComposeFile": "compose.yaml", "service": "dev"}`,
+	".devcontainer/compose.yaml": "services:\n  dev: {image: debian:12}\n" +
+		"  web: {image: nginx:1, build: {context: ../web, dockerfile: Dockerfile.web, args: {V: '2'}}}\n  db: {image: postgres:16}\n",
+	"web/Dockerfile.web": "ARG V\nFROM ghcr.io/acme/base:${V}\nCOPY index.html /www/\n",
+	"web/index.html":     "hello\n",
+	"web/.env":           "TOKEN=secret\n",
+}
+
+func writeProject(t *testing.T, files map[string]string) string {
+	t.Helper()
+	proj := t.TempDir()
+	for name, data := range files {
+		p := filepath.Join(proj, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, data)
+	}
+	return proj
+}
+
+// readBuilds reads proj's environment and its services' builds.
+func readBuilds(t *testing.T, src *Source, proj string) (*envspec.Environment, []serviceBuild) {
+	t.Helper()
+	spec, err := envspec.Find(proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds, err := src.readServiceBuilds(context.Background(), proj, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, builds
+}
+
+// TestServiceBuilds: a Compose service's own build is read as the
+// Dockerfile form's is: its context without the secret (named in a
+// note), its Dockerfile checked; the environment's key changes with the
+// Dockerfile and with any file of the context; its FROM registry is
+// allowed read-only.
+func TestServiceBuilds(t *testing.T) {
+	src, notes := testSource(t)
+	proj := writeProject(t, serviceBuildProject)
+	spec, builds := readBuilds(t, src, proj)
+	if len(builds) != 1 || builds[0].service != "web" || builds[0].b.Dockerfile != "web/Dockerfile.web" {
+		t.Fatalf("builds %+v, want web's", builds)
+	}
+	var paths []string
+	for _, e := range builds[0].m.Entries {
+		paths = append(paths, e.Path)
+	}
+	if !slices.Contains(paths, "index.html") || slices.Contains(paths, ".env") {
+		t.Errorf("the context holds %q: want index.html and never .env", paths)
+	}
+	if len(*notes) != 1 || !strings.Contains((*notes)[0], "web leaves out 1 file Airlock treats as secrets (.env)") {
+		t.Errorf("notes %q: want the secret named", *notes)
+	}
+	if got := composeAllow(spec.Compose); !slices.Equal(got, []string{"@docker", "@ghcr"}) {
+		t.Errorf("allow %q: want postgres's registry and the Dockerfile's FROM registry", got)
+	}
+	if got := ServiceImages(spec.Compose); !slices.Equal(got, []string{"postgres:16"}) {
+		t.Errorf("images pulled %q: a built service's image is never pulled", got)
+	}
+	const base = "environment key"
+	key := serviceBuildsKey(base, builds)
+	if key == base || serviceBuildsKey(base, nil) != base {
+		t.Error("the key does not hold the builds, or an environment without builds has a new key")
+	}
+	writeFile(t, filepath.Join(proj, "web/index.html"), "changed\n")
+	_, builds = readBuilds(t, src, proj)
+	k2 := serviceBuildsKey(base, builds)
+	if k2 == key {
+		t.Error("a changed file of the context keeps the key")
+	}
+	writeFile(t, filepath.Join(proj, "web/.env"), "TOKEN=other\n")
+	if _, builds = readBuilds(t, src, proj); serviceBuildsKey(base, builds) != k2 {
+		t.Error("a secret, which never enters the build, changes the key")
+	}
+	writeFile(t, filepath.Join(proj, "web/Dockerfile.web"), "FROM ghcr.io/acme/base:2\nRUN true\n")
+	if _, builds = readBuilds(t, src, proj); serviceBuildsKey(base, builds) == k2 {
+		t.Error("a changed Dockerfile keeps the key")
+	}
+	// A Dockerfile changed after envspec read it is refused.
+	spec, _ = readBuilds(t, src, proj)
+	writeFile(t, filepath.Join(proj, "web/Dockerfile.web"), "FROM ghcr.io/acme/base:3\n")
+	if _, err := src.readServiceBuilds(context.Background(), proj, spec); err == nil || !strings.Contains(err.Error(), "changed while the environment was read") {
+		t.Errorf("a Dockerfile changed since it was read: %v", err)
+	}
+}
+
+// TestServiceBuildInput: the step's input holds each build's context
+// under its number and its Dockerfile beside it, and nothing else: a
+// link out of the context is sent as the link, never what it points at.
+func TestServiceBuildInput(t *testing.T) {
+	src, _ := testSource(t)
+	proj := writeProject(t, serviceBuildProject)
+	if err := os.Symlink("../../../etc/passwd", filepath.Join(proj, "web/passwd")); err != nil {
+		t.Fatal(err)
+	}
+	_, builds := readBuilds(t, src, proj)
+	var buf bytes.Buffer
+	if err := writeServiceBuilds(context.Background(), &buf, builds); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	files := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, h.Name)
+		if h.Name == "0/context/passwd" && (h.Typeflag != tar.TypeSymlink || h.Linkname != "../../../etc/passwd" || h.Size != 0) {
+			t.Errorf("the link out of the context is sent as %+v", h)
+		}
+		data, _ := io.ReadAll(tr)
+		files[h.Name] = string(data)
+	}
+	want := []string{"0/", "0/context/", "0/context/Dockerfile.web", "0/context/index.html", "0/context/passwd", "0/Dockerfile"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the input holds %q, want %q", got, want)
+	}
+	if files["0/Dockerfile"] != serviceBuildProject["web/Dockerfile.web"] || files["0/context/index.html"] != "hello\n" {
+		t.Errorf("the files sent: %q", files)
+	}
+}
+
+// TestServiceBuildConfirmed: a Compose service built from a Dockerfile
+// is confirmed before anything is pulled or built: the prompt names the
+// service, its Dockerfile with its SHA-256, the image its FROM starts
+// from and that image's registry.
+func TestServiceBuildConfirmed(t *testing.T) {
+	src, _ := testSource(t)
+	proj := writeProject(t, serviceBuildProject)
+	_, err := src.Environment(context.Background(), EnvironmentRequest{Project: proj})
+	var untrusted *UntrustedEnvironmentError
+	if !errors.As(err, &untrusted) {
+		t.Fatalf("Environment: %v, want it to ask for a confirmation", err)
+	}
+	for _, want := range []string{"Compose services (started in the VM before every command): db, web",
+		"service web: Dockerfile: web/Dockerfile.web, built from the context web, by Docker in a builder VM, once, when the environment is built",
+		"Dockerfile SHA-256: " + untrusted.Env.Compose.Services[1].Build.Sum, "FROM ghcr.io/acme/base:2 (line 2",
+		"registry: ghcr.io (@ghcr, read-only)", "service image: postgres:16"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the prompt lacks %q:\n%s", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "nginx:1") {
+		t.Errorf("the prompt names the image the project would tag the build with, which is never pulled:\n%s", err)
+	}
+	if ims, _ := image.List(src.Home); len(ims) != 1 {
+		t.Errorf("images before a confirmation: %d, want the minimal image only", len(ims))
+	}
+}
