@@ -14,7 +14,20 @@ type tree struct {
 	// kids and named hold each node's children, and its named ones, in
 	// order: a node's are a window of them.
 	kids, named []int32
-	g           *grammarNames
+	// fields are each node's fields, the node each names: a node's are a
+	// window of them.
+	fields []fieldKid
+	g      *grammarNames
+	// lookup, when set, finds fields instead: the in-process baseline of
+	// the benchmarks asks tree-sitter as the walkers once did.
+	lookup func(n *node, field string) *node
+}
+
+// fieldKid is a node in a field: a child, or a deeper descendant where
+// the field is a hidden node's, inherited.
+type fieldKid struct {
+	field uint16
+	kid   int32
 }
 
 // grammarNames are a grammar's symbol and field names, by id.
@@ -32,13 +45,14 @@ const (
 
 // node is one node of a tree.
 type node struct {
-	t                 *tree
-	start, end, row   uint32
-	sym, field        uint16
-	isNamed, hasError bool
-	parent, pos       int32 // pos: its place among its parent's children
-	kidsFrom, kidsN   int32
-	namedFrom, namedN int32
+	t                   *tree
+	start, end, row     uint32
+	sym, field          uint16
+	isNamed, hasError   bool
+	idx, parent, pos    int32 // pos: its place among its parent's children
+	kidsFrom, kidsN     int32
+	namedFrom, namedN   int32
+	fieldsFrom, fieldsN int32
 }
 
 // point is a position in the source; only rows are read.
@@ -87,15 +101,19 @@ func (n *node) NamedChild(i int) *node {
 	return &n.t.nodes[n.t.named[int(n.namedFrom)+i]]
 }
 
-// ChildByFieldName is n's first child in the field called name.
+// ChildByFieldName is n's child in the field called name, as
+// tree-sitter's ts_node_child_by_field_name finds it.
 func (n *node) ChildByFieldName(name string) *node {
+	if n.t.lookup != nil {
+		return n.t.lookup(n, name)
+	}
 	id, ok := n.t.g.fieldID[name]
 	if !ok {
 		return nil
 	}
-	for i := range int(n.kidsN) {
-		if ch := n.Child(i); ch.field == id {
-			return ch
+	for _, f := range n.t.fields[n.fieldsFrom : n.fieldsFrom+n.fieldsN] {
+		if f.field == id {
+			return &n.t.nodes[f.kid]
 		}
 	}
 	return nil
@@ -146,9 +164,12 @@ func (c *cursor) GoToParent() bool {
 	return true
 }
 
-// recordSize is the size of one node's record in the module's output (see
-// wasm/shim.c's struct record).
-const recordSize = 24
+// The sizes of a node's record and of a field's in the module's output
+// (wasm/shim.c's struct record and struct field).
+const (
+	recordSize = 24
+	fieldSize  = 16
+)
 
 // errBadTree is a module's output that is no tree of the source.
 var errBadTree = errors.New("the parser's output is not a tree of the file")
@@ -158,7 +179,7 @@ var errBadTree = errors.New("the parser's output is not a tree of the file")
 // id known, every parent before its child, every span inside the source
 // and inside its parent's), so that the walkers can index without a
 // check.
-func decodeTree(recs []byte, srcLen int, g *grammarNames) (*tree, error) {
+func decodeTree(recs, fields []byte, srcLen int, g *grammarNames) (*tree, error) {
 	if len(recs) == 0 || len(recs)%recordSize != 0 {
 		return nil, fmt.Errorf("%w: %d bytes of records", errBadTree, len(recs))
 	}
@@ -170,7 +191,7 @@ func decodeTree(recs []byte, srcLen int, g *grammarNames) (*tree, error) {
 	for i := range count {
 		r := recs[i*recordSize:]
 		n := &t.nodes[i]
-		n.t = t
+		n.t, n.idx = t, int32(i)
 		n.sym, n.field = le.Uint16(r[0:]), le.Uint16(r[2:])
 		flags := le.Uint32(r[4:])
 		n.isNamed, n.hasError = flags&1 != 0, flags&2 != 0
@@ -220,7 +241,60 @@ func decodeTree(recs []byte, srcLen int, g *grammarNames) (*tree, error) {
 			p.namedN++
 		}
 	}
+	if err := t.decodeFields(fields); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// decodeFields reads the fields' records: each names a node, in order,
+// and one of its children by span and symbol.
+func (t *tree) decodeFields(recs []byte) error {
+	if len(recs)%fieldSize != 0 {
+		return fmt.Errorf("%w: %d bytes of fields", errBadTree, len(recs))
+	}
+	le := binary.LittleEndian
+	t.fields = make([]fieldKid, 0, len(recs)/fieldSize)
+	last := int64(-1)
+	for i := 0; i < len(recs); i += fieldSize {
+		r := recs[i:]
+		parent, field, sym := le.Uint32(r[0:]), le.Uint16(r[4:]), le.Uint16(r[6:])
+		start, end := le.Uint32(r[8:]), le.Uint32(r[12:])
+		if int64(parent) < last || int64(parent) >= int64(len(t.nodes)) || field == 0 || int(field) >= len(t.g.fields) {
+			return fmt.Errorf("%w: field %d of node %d", errBadTree, field, parent)
+		}
+		n := &t.nodes[parent]
+		if int64(parent) != last {
+			n.fieldsFrom = int32(len(t.fields))
+			last = int64(parent)
+		}
+		kid := t.find(n, start, end, sym)
+		if kid < 0 {
+			return fmt.Errorf("%w: field %d of node %d is not under it", errBadTree, field, parent)
+		}
+		t.fields = append(t.fields, fieldKid{field, kid})
+		n.fieldsN++
+	}
+	return nil
+}
+
+// find is the first node under n, in preorder, of span start-end and
+// symbol sym, looking only inside the nodes whose span holds it; -1 for
+// none.
+func (t *tree) find(n *node, start, end uint32, sym uint16) int32 {
+	for j := range int(n.kidsN) {
+		ch := n.Child(j)
+		if ch.start > start || ch.end < end {
+			continue
+		}
+		if ch.start == start && ch.end == end && ch.sym == sym {
+			return ch.idx
+		}
+		if k := t.find(ch, start, end, sym); k >= 0 {
+			return k
+		}
+	}
+	return -1
 }
 
 func (t *tree) root() *node { return &t.nodes[0] }

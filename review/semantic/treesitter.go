@@ -12,19 +12,29 @@ import (
 // per grammar, and those modules are not all served by the Go module
 // proxy; smacker's module is, with every grammar's sources in it.
 func init() {
-	ts := func(name, file string, walk walker, sep string, syn *syntax) {
-		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
-			return readTree(ctx, file, walk, sep, syn, src)
+	for _, g := range grammars {
+		setReader(g.name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
+			return readTree(ctx, g.file, g.walk, g.sep, g.syn, src)
 		})
 	}
-	ts("Python", "python.wasm", walkPython, ".", pythonSyntax)
-	ts("JavaScript", "javascript.wasm", walkJS, ".", jsSyntax)
-	ts("TypeScript", "typescript.wasm", walkJS, ".", jsSyntax)
-	ts("TSX", "tsx.wasm", walkJS, ".", jsSyntax)
-	ts("Rust", "rust.wasm", walkRust, "::", rustSyntax)
-	ts("Java", "java.wasm", walkJava, ".", javaSyntax)
-	ts("C", "c.wasm", walkC, ".", cSyntax)
-	ts("C++", "cpp.wasm", walkC, "::", cSyntax)
+}
+
+// grammars are the languages read through tree-sitter: the module in
+// wasm/ (file), the walker, how a holder's name joins its member's.
+var grammars = []struct {
+	name, file string
+	walk       walker
+	sep        string
+	syn        *syntax
+}{
+	{"Python", "python.wasm", walkPython, ".", pythonSyntax},
+	{"JavaScript", "javascript.wasm", walkJS, ".", jsSyntax},
+	{"TypeScript", "typescript.wasm", walkJS, ".", jsSyntax},
+	{"TSX", "tsx.wasm", walkJS, ".", jsSyntax},
+	{"Rust", "rust.wasm", walkRust, "::", rustSyntax},
+	{"Java", "java.wasm", walkJava, ".", javaSyntax},
+	{"C", "c.wasm", walkC, ".", cSyntax},
+	{"C++", "cpp.wasm", walkC, "::", cSyntax},
 }
 
 // syntax says, for one grammar, what of a file is not code of its own
@@ -102,6 +112,11 @@ func readTree(ctx context.Context, file string, walk walker, sep string, syn *sy
 	if err != nil {
 		return nil, false, nil, err
 	}
+	return readDecls(ctx, tree, walk, sep, syn, src)
+}
+
+// readDecls reads the declarations of tree, src's.
+func readDecls(ctx context.Context, tree *tree, walk walker, sep string, syn *syntax, src []byte) (_ []decl, _ bool, release func(), _ error) {
 	root := tree.root()
 	r := &walkState{ctx: ctx, src: src, sep: sep, syn: syn, covered: map[[2]uint32]bool{}}
 	walk(r, root, "", 0)

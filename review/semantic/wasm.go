@@ -284,21 +284,30 @@ func (in *instance) run(ctx context.Context, src []byte, names *grammarNames) (t
 	if res[0] == 0 {
 		return nil, fmt.Errorf("%w: no tree", errParse)
 	}
-	count, ok1 := mem.ReadUint32Le(uint32(res[0]))
-	recs, ok2 := mem.ReadUint32Le(uint32(res[0]) + 4)
-	if !ok1 || !ok2 || uint64(count)*recordSize > uint64(mem.Size()) {
-		return nil, fmt.Errorf("%w: %d records", errBadTree, count)
+	var head [4]uint32 // struct result: count, recs, nfields, fields
+	for i := range head {
+		v, ok := mem.ReadUint32Le(uint32(res[0]) + uint32(i)*4)
+		if !ok {
+			return nil, fmt.Errorf("%w: no result", errBadTree)
+		}
+		head[i] = v
 	}
-	buf, ok := mem.Read(recs, count*recordSize)
-	if !ok {
+	count, recs, nfields, fields := head[0], head[1], head[2], head[3]
+	if uint64(count)*recordSize > uint64(mem.Size()) || uint64(nfields)*fieldSize > uint64(mem.Size()) {
+		return nil, fmt.Errorf("%w: %d records, %d fields", errBadTree, count, nfields)
+	}
+	buf, ok1 := mem.Read(recs, count*recordSize)
+	fbuf, ok2 := mem.Read(fields, nfields*fieldSize)
+	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("%w: records out of memory", errBadTree)
 	}
-	// buf is the module's memory: decoded (copied) before it is freed.
-	t, err = decodeTree(buf, len(src), names)
+	// The buffers are the module's memory: decoded (copied) before it is
+	// freed.
+	t, err = decodeTree(buf, fbuf, len(src), names)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []uint32{recs, at} {
+	for _, p := range []uint32{recs, fields, at} {
 		if _, err := in.release.Call(ctx, uint64(p)); err != nil {
 			return nil, fmt.Errorf("%w: %w", errParse, err)
 		}

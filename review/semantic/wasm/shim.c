@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "api.h"
+#include "language.h"
+#include "subtree.h"
 
 #define EXPORT(name) __attribute__((export_name(name)))
 
@@ -25,13 +27,51 @@ struct record {
   uint32_t parent;
 };
 
-// What parse returns: count records at recs.
+// A field of a node with children: the node ts_node_child_by_field_id
+// finds (hidden nodes and inherited fields make it other than the first
+// child the cursor says is in the field, or a deeper node), by its span
+// and symbol.
+struct field {
+  uint32_t parent;  // the node's record
+  uint16_t field, symbol;
+  uint32_t start_byte, end_byte;
+};
+
+// What parse returns: count records at recs, nfields fields at fields.
 struct result {
   uint32_t count;
   struct record *recs;
+  uint32_t nfields;
+  struct field *fields;
 };
 
 static struct result result;
+static uint32_t fields_cap;
+
+// add_fields appends the fields of n, record i; 0 when memory ran out.
+static int add_fields(TSNode n, uint32_t i) {
+  if (ts_node_child_count(n) == 0) return 1;
+  // The node's production's fields (ts_node_child_by_field_id's own
+  // start), sorted by field: each looked up once.
+  const TSFieldMapEntry *map, *end;
+  TSFieldId last = 0;
+  ts_language_field_map(LANGUAGE(), (*(const Subtree *)n.id).ptr->production_id, &map, &end);
+  for (; map < end; map++) {
+    if (map->field_id == last) continue;
+    last = map->field_id;
+    TSNode ch = ts_node_child_by_field_id(n, last);
+    if (ts_node_is_null(ch)) continue;
+    if (result.nfields == fields_cap) {
+      uint32_t c = fields_cap ? fields_cap * 2 : 256;
+      struct field *grown = realloc(result.fields, (size_t)c * sizeof *grown);
+      if (!grown) return 0;
+      result.fields = grown;
+      fields_cap = c;
+    }
+    result.fields[result.nfields++] = (struct field){i, last, ts_node_symbol(ch), ts_node_start_byte(ch), ts_node_end_byte(ch)};
+  }
+  return 1;
+}
 
 EXPORT("alloc") void *alloc(uint32_t n) { return malloc(n ? n : 1); }
 EXPORT("release") void release(void *p) { free(p); }
@@ -68,14 +108,15 @@ static int64_t add(TSTreeCursor *cur, uint32_t parent, uint32_t *cap) {
   r->end_byte = ts_node_end_byte(n);
   r->start_row = start.row;
   r->parent = parent;
+  if (!add_fields(n, result.count)) return -1;
   return result.count++;
 }
 
 // parse parses the len bytes at src and returns the tree's records, or
-// NULL; the caller frees result.recs with release.
+// NULL; the caller frees result.recs and result.fields with release.
 EXPORT("parse") struct result *parse(const char *src, uint32_t len) {
-  result.count = 0;
-  result.recs = NULL;
+  result = (struct result){0};
+  fields_cap = 0;
   TSParser *p = ts_parser_new();
   if (!ts_parser_set_language(p, LANGUAGE())) {
     ts_parser_delete(p);
@@ -109,7 +150,8 @@ done:
   ts_tree_delete(tree);
   if (!ok) {
     free(result.recs);
-    result.recs = NULL;
+    free(result.fields);
+    result = (struct result){0};
     return NULL;
   }
   return &result;
