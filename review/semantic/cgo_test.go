@@ -109,8 +109,14 @@ func cgoReaders(tb testing.TB) map[string]reader {
 			if err != nil {
 				return nil, false, nil, err
 			}
-			st.Close()
-			return readDecls(ctx, tr, g.walk, g.sep, g.syn, src)
+			// Fields are looked up in tree-sitter's tree, to be
+			// kept while tokens are read.
+			ds, clean, _, err := readDecls(ctx, tr, g.walk, g.sep, g.syn, src)
+			if err != nil {
+				st.Close()
+				return nil, false, nil, err
+			}
+			return ds, clean, st.Close, nil
 		}
 	}
 	return out
