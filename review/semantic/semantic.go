@@ -3,12 +3,15 @@
 // renamed, moved or changed (in their signature, with the parameters
 // named, or in their body). Go is read with the standard library's
 // go/parser; Python, JavaScript, TypeScript/TSX, Rust, Java, C and C++ with
-// tree-sitter grammars (cgo; a build without cgo summarizes Go only). Any
-// other file has no summary, and its reader falls back to line counts.
+// tree-sitter grammars compiled to WebAssembly and run under wazero (pure
+// Go: every build has them). Any other file has no summary, and its reader
+// falls back to line counts.
 //
 // Both sides come from the guest and are hostile: a side over MaxSize is
-// not parsed, a parse has a deadline, names are cut to a line's length and
-// the number of declarations is capped. Names are returned as written;
+// not parsed, a parse has a deadline, tree-sitter's memory is capped and
+// what it gives back is checked (a parser that fails fails its file only),
+// names are cut to a line's length and the number of declarations is
+// capped. Names are returned as written;
 // whoever shows them renders them safely.
 //
 // It must not import anything in the module except internal/safetext.
@@ -16,6 +19,7 @@ package semantic
 
 import (
 	"context"
+	"errors"
 	"path"
 	"slices"
 	"strings"
@@ -106,7 +110,8 @@ type Summary struct {
 	// their declarations are what the parser could recover.
 	Errors []string `json:"errors,omitempty"`
 	// Skipped says why a file in a known language was not read ("larger
-	// than 1 MiB", "more than 5000 declarations", "took too long").
+	// than 1 MiB", "more than 5000 declarations", "took too long to
+	// parse", "could not be parsed: ...").
 	Skipped string `json:"skipped,omitempty"`
 }
 
@@ -128,14 +133,12 @@ type language struct {
 	name string
 	exts []string
 	// read lists the declarations of src and whether it parsed cleanly;
-	// nil when this build has no parser for the language (tree-sitter
-	// without cgo).
+	// nil when this build has no parser for the language.
 	read reader
 }
 
 // reader lists the declarations of src and whether it parsed cleanly.
-// Their tokens are read on demand until release is called (a tree-sitter
-// tree stays alive till then).
+// Their tokens are read on demand until release, when not nil, is called.
 type reader func(ctx context.Context, src []byte) (ds []decl, clean bool, release func(), err error)
 
 var languages = []*language{
@@ -204,8 +207,16 @@ func Summarize(p string, old, new []byte) *Summary {
 		case err == errTooMany:
 			s.Skipped = "more than 5000 declarations"
 			return s
-		case err != nil:
+		case errors.Is(err, context.DeadlineExceeded):
 			s.Skipped = "took too long to parse"
+			return s
+		case errors.Is(err, errParserMemory):
+			s.Skipped = "could not be parsed: the parser ran out of memory"
+			return s
+		case err != nil:
+			// The parser trapped or gave back no tree (wazero's words
+			// for it span lines: they are not the summary's).
+			s.Skipped = "could not be parsed"
 			return s
 		}
 		if !clean {

@@ -1,41 +1,40 @@
-//go:build cgo
-
 package semantic
 
 import (
 	"context"
 	"slices"
 	"strings"
-
-	sitter "github.com/smacker/go-tree-sitter"
-	"github.com/smacker/go-tree-sitter/c"
-	"github.com/smacker/go-tree-sitter/cpp"
-	"github.com/smacker/go-tree-sitter/java"
-	"github.com/smacker/go-tree-sitter/javascript"
-	"github.com/smacker/go-tree-sitter/python"
-	"github.com/smacker/go-tree-sitter/rust"
-	"github.com/smacker/go-tree-sitter/typescript/tsx"
-	"github.com/smacker/go-tree-sitter/typescript/typescript"
 )
 
-// The grammars are github.com/smacker/go-tree-sitter's: tree-sitter's own
-// Go bindings (github.com/tree-sitter/go-tree-sitter) need one module per
-// grammar, and those modules are not all served by the Go module proxy;
-// smacker's module is, pinned, with every grammar built in.
+// The grammars are github.com/smacker/go-tree-sitter's, pinned, compiled
+// to WebAssembly by scripts/build-parsers (wasm.go runs them): tree-sitter's
+// own Go bindings (github.com/tree-sitter/go-tree-sitter) need one module
+// per grammar, and those modules are not all served by the Go module
+// proxy; smacker's module is, with every grammar's sources in it.
 func init() {
-	ts := func(name string, lang *sitter.Language, walk walker, sep string, syn *syntax) {
-		setReader(name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
-			return readTree(ctx, lang, walk, sep, syn, src)
+	for _, g := range grammars {
+		setReader(g.name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
+			return readTree(ctx, g.file, g.walk, g.sep, g.syn, src)
 		})
 	}
-	ts("Python", python.GetLanguage(), walkPython, ".", pythonSyntax)
-	ts("JavaScript", javascript.GetLanguage(), walkJS, ".", jsSyntax)
-	ts("TypeScript", typescript.GetLanguage(), walkJS, ".", jsSyntax)
-	ts("TSX", tsx.GetLanguage(), walkJS, ".", jsSyntax)
-	ts("Rust", rust.GetLanguage(), walkRust, "::", rustSyntax)
-	ts("Java", java.GetLanguage(), walkJava, ".", javaSyntax)
-	ts("C", c.GetLanguage(), walkC, ".", cSyntax)
-	ts("C++", cpp.GetLanguage(), walkC, "::", cSyntax)
+}
+
+// grammars are the languages read through tree-sitter: the module in
+// wasm/ (file), the walker, how a holder's name joins its member's.
+var grammars = []struct {
+	name, file string
+	walk       walker
+	sep        string
+	syn        *syntax
+}{
+	{"Python", "python.wasm", walkPython, ".", pythonSyntax},
+	{"JavaScript", "javascript.wasm", walkJS, ".", jsSyntax},
+	{"TypeScript", "typescript.wasm", walkJS, ".", jsSyntax},
+	{"TSX", "tsx.wasm", walkJS, ".", jsSyntax},
+	{"Rust", "rust.wasm", walkRust, "::", rustSyntax},
+	{"Java", "java.wasm", walkJava, ".", javaSyntax},
+	{"C", "c.wasm", walkC, ".", cSyntax},
+	{"C++", "cpp.wasm", walkC, "::", cSyntax},
 }
 
 // syntax says, for one grammar, what of a file is not code of its own
@@ -90,7 +89,7 @@ var (
 
 // walker reads the declarations directly under n (a file, a class body, a
 // namespace ...) into r, prefix naming what holds them.
-type walker func(r *walkState, n *sitter.Node, prefix string, depth int)
+type walker func(r *walkState, n *node, prefix string, depth int)
 
 // walkState is one side being read.
 type walkState struct {
@@ -105,22 +104,23 @@ type walkState struct {
 	covered map[[2]uint32]bool
 }
 
-// readTree parses src and reads its declarations; their tokens are read
-// from the tree, kept until release.
-func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep string, syn *syntax, src []byte) (_ []decl, _ bool, release func(), _ error) {
-	p := sitter.NewParser()
-	defer p.Close()
-	p.SetLanguage(lang)
-	tree, err := p.ParseCtx(ctx, nil, src)
+// readTree parses src with the grammar in file and reads its
+// declarations; their tokens are read from the tree, a Go copy of the
+// parser's (release is nil: nothing outlives the parse in the module).
+func readTree(ctx context.Context, file string, walk walker, sep string, syn *syntax, src []byte) (_ []decl, _ bool, release func(), _ error) {
+	tree, err := parsers.parse(ctx, file, src)
 	if err != nil {
 		return nil, false, nil, err
 	}
-	release = tree.Close
-	root := tree.RootNode()
+	return readDecls(ctx, tree, walk, sep, syn, src)
+}
+
+// readDecls reads the declarations of tree, src's.
+func readDecls(ctx context.Context, tree *tree, walk walker, sep string, syn *syntax, src []byte) (_ []decl, _ bool, release func(), _ error) {
+	root := tree.root()
 	r := &walkState{ctx: ctx, src: src, sep: sep, syn: syn, covered: map[[2]uint32]bool{}}
 	walk(r, root, "", 0)
 	if err := ctx.Err(); err != nil {
-		release()
 		return nil, false, nil, err
 	}
 	// The code outside every declaration (Python's `if __name__ ==
@@ -128,7 +128,6 @@ func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep strin
 	// one more declaration, first in the file.
 	top := r.loose(ctx, root)
 	if err := ctx.Err(); err != nil {
-		release()
 		return nil, false, nil, err
 	}
 	if len(top) > 0 {
@@ -136,21 +135,19 @@ func readTree(ctx context.Context, lang *sitter.Language, walk walker, sep strin
 	}
 	ds, clean, err := r.c.result(!root.HasError())
 	if err != nil {
-		release()
 		return nil, false, nil, err
 	}
-	return ds, clean, release, nil
+	return ds, clean, nil, nil
 }
 
 // children calls fn for each named child of n, walking them with a
 // cursor (NamedChild(i) walks i siblings: quadratic over a file's
 // thousands of statements).
-func children(n *sitter.Node, fn func(*sitter.Node)) {
+func children(n *node, fn func(*node)) {
 	if n == nil {
 		return
 	}
-	cur := sitter.NewTreeCursor(n)
-	defer cur.Close()
+	cur := newCursor(n)
 	for ok := cur.GoToFirstChild(); ok; ok = cur.GoToNextSibling() {
 		if ch := cur.CurrentNode(); ch != nil && ch.IsNamed() {
 			fn(ch)
@@ -158,7 +155,7 @@ func children(n *sitter.Node, fn func(*sitter.Node)) {
 	}
 }
 
-func (r *walkState) text(n *sitter.Node) string {
+func (r *walkState) text(n *node) string {
 	if n == nil {
 		return ""
 	}
@@ -175,7 +172,7 @@ func (r *walkState) join(prefix, name string) string {
 
 // tokens are the leaf tokens of n, comments left out, skipping the
 // subtree skip (the body, when reading a signature).
-func (r *walkState) tokens(n, skip *sitter.Node) []string {
+func (r *walkState) tokens(n, skip *node) []string {
 	if n == nil {
 		return nil
 	}
@@ -184,8 +181,7 @@ func (r *walkState) tokens(n, skip *sitter.Node) []string {
 		from, to = skip.StartByte(), skip.EndByte()
 	}
 	var out []string
-	cur := sitter.NewTreeCursor(n)
-	defer cur.Close()
+	cur := newCursor(n)
 	for {
 		x := cur.CurrentNode()
 		inSkip := to > from && x.StartByte() >= from && x.EndByte() <= to
@@ -213,7 +209,7 @@ func (r *walkState) tokens(n, skip *sitter.Node) []string {
 // emit adds the declaration n named name (simple, the name alone), with
 // its signature everything of n before body and its body body (nil for a
 // declaration without one: then all of n is its body).
-func (r *walkState) emit(kind Kind, n *sitter.Node, prefix, simple string, body, params *sitter.Node) {
+func (r *walkState) emit(kind Kind, n *node, prefix, simple string, body, params *node) {
 	if simple == "" || r.ctx.Err() != nil {
 		return
 	}
@@ -238,7 +234,7 @@ func (r *walkState) emit(kind Kind, n *sitter.Node, prefix, simple string, body,
 		d.bodyText = text(n.StartByte(), n.EndByte())
 		d.lex = func() ([]string, []string) { return nil, r.tokens(n, nil) }
 	}
-	children(params, func(p *sitter.Node) {
+	children(params, func(p *node) {
 		if name := r.paramName(p); name != "" {
 			d.params = append(d.params, name)
 		}
@@ -254,7 +250,7 @@ func container(k Kind) bool {
 
 // paramName is the name a parameter node binds, found through the fields
 // grammars use for it, else its first identifier.
-func (r *walkState) paramName(p *sitter.Node) string {
+func (r *walkState) paramName(p *node) string {
 	if strings.Contains(p.Type(), "comment") {
 		return ""
 	}
@@ -265,7 +261,7 @@ func (r *walkState) paramName(p *sitter.Node) string {
 		case "self_parameter", "self":
 			return "self"
 		}
-		next := (*sitter.Node)(nil)
+		next := (*node)(nil)
 		for _, f := range []string{"name", "pattern", "declarator", "left"} {
 			if next = p.ChildByFieldName(f); next != nil {
 				break
@@ -284,7 +280,7 @@ func (r *walkState) paramName(p *sitter.Node) string {
 
 // firstOfType finds the first descendant of n of type typ, looking at
 // most depth levels down.
-func firstOfType(n *sitter.Node, typ string, depth int) *sitter.Node {
+func firstOfType(n *node, typ string, depth int) *node {
 	if n == nil || depth < 0 {
 		return nil
 	}
@@ -304,13 +300,13 @@ func firstOfType(n *sitter.Node, typ string, depth int) *sitter.Node {
 }
 
 // name is the text of n's name field.
-func (r *walkState) name(n *sitter.Node) string { return r.text(n.ChildByFieldName("name")) }
+func (r *walkState) name(n *node) string { return r.text(n.ChildByFieldName("name")) }
 
-func walkPython(r *walkState, n *sitter.Node, prefix string, depth int) {
+func walkPython(r *walkState, n *node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
-	children(n, func(ch *sitter.Node) {
+	children(n, func(ch *node) {
 		outer := ch
 		if ch.Type() == "decorated_definition" {
 			if def := ch.ChildByFieldName("definition"); def != nil {
@@ -360,16 +356,16 @@ func isUpper(s string) bool {
 	return strings.ToUpper(s) == s && strings.ToLower(s) != s
 }
 
-func walkJS(r *walkState, n *sitter.Node, prefix string, depth int) {
+func walkJS(r *walkState, n *node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
-	children(n, func(ch *sitter.Node) { jsDecl(r, ch, ch, prefix, depth) })
+	children(n, func(ch *node) { jsDecl(r, ch, ch, prefix, depth) })
 }
 
 // jsDecl reads one JavaScript or TypeScript declaration ch, outer being
 // what holds it whole (an export statement).
-func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
+func jsDecl(r *walkState, ch, outer *node, prefix string, depth int) {
 	switch ch.Type() {
 	case "export_statement":
 		if d := ch.ChildByFieldName("declaration"); d != nil {
@@ -377,7 +373,7 @@ func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
 		}
 	case "ambient_declaration":
 		// declare function f(): void; declare const x: number; ...
-		children(ch, func(d *sitter.Node) { jsDecl(r, d, d, prefix, depth) })
+		children(ch, func(d *node) { jsDecl(r, d, d, prefix, depth) })
 	case "function_declaration", "generator_function_declaration", "function_signature":
 		r.emit(Function, outer, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
 	case "class_declaration", "abstract_class_declaration":
@@ -394,7 +390,7 @@ func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
 		walkJS(r, ch.ChildByFieldName("body"), r.join(prefix, name), depth+1)
 	case "lexical_declaration", "variable_declaration":
 		constant := strings.HasPrefix(r.text(ch), "const")
-		children(ch, func(v *sitter.Node) {
+		children(ch, func(v *node) {
 			if v.Type() != "variable_declarator" {
 				return
 			}
@@ -433,10 +429,10 @@ func jsDecl(r *walkState, ch, outer *sitter.Node, prefix string, depth int) {
 }
 
 // jsClass reads a class and its members.
-func jsClass(r *walkState, ch, outer *sitter.Node, prefix, name string) {
+func jsClass(r *walkState, ch, outer *node, prefix, name string) {
 	body := ch.ChildByFieldName("body")
 	r.emit(Class, outer, prefix, name, body, nil)
-	children(body, func(m *sitter.Node) {
+	children(body, func(m *node) {
 		switch m.Type() {
 		case "method_definition", "method_signature", "abstract_method_signature":
 			r.emit(Method, m, r.join(prefix, name), r.name(m), m.ChildByFieldName("body"), m.ChildByFieldName("parameters"))
@@ -451,7 +447,7 @@ func jsClass(r *walkState, ch, outer *sitter.Node, prefix, name string) {
 }
 
 // emitWithParam adds a function whose only parameter is named param.
-func (r *walkState) emitWithParam(n *sitter.Node, prefix, name string, body *sitter.Node, param string) {
+func (r *walkState) emitWithParam(n *node, prefix, name string, body *node, param string) {
 	before := len(r.c.decls)
 	r.emit(Function, n, prefix, name, body, nil)
 	if len(r.c.decls) > before {
@@ -459,14 +455,14 @@ func (r *walkState) emitWithParam(n *sitter.Node, prefix, name string, body *sit
 	}
 }
 
-func walkRust(r *walkState, n *sitter.Node, prefix string, depth int) {
+func walkRust(r *walkState, n *node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
 	// Attributes (#[derive(Debug)], #[cfg(test)]) are siblings of the
 	// item they qualify: they become part of its signature.
-	var attrs []*sitter.Node
-	children(n, func(ch *sitter.Node) {
+	var attrs []*node
+	children(n, func(ch *node) {
 		if ch.Type() == "attribute_item" {
 			attrs = append(attrs, ch)
 			return
@@ -520,7 +516,7 @@ func walkRust(r *walkState, n *sitter.Node, prefix string, depth int) {
 
 // attach makes attributes read before a declaration part of its
 // signature, and no longer code of their own.
-func (r *walkState) attach(d *decl, attrs []*sitter.Node) {
+func (r *walkState) attach(d *decl, attrs []*node) {
 	if len(attrs) == 0 {
 		return
 	}
@@ -548,11 +544,11 @@ func (r *walkState) attach(d *decl, attrs []*sitter.Node) {
 // functions are functions) rather than a type or trait (methods).
 func modPrefix(p string) string { return strings.TrimSuffix(p, "!mod") }
 
-func walkJava(r *walkState, n *sitter.Node, prefix string, depth int) {
+func walkJava(r *walkState, n *node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
-	children(n, func(ch *sitter.Node) {
+	children(n, func(ch *node) {
 		switch ch.Type() {
 		case "class_declaration", "interface_declaration", "enum_declaration", "record_declaration", "annotation_type_declaration":
 			kind := map[string]Kind{"interface_declaration": Interface, "enum_declaration": Enum, "annotation_type_declaration": Interface}[ch.Type()]
@@ -568,7 +564,7 @@ func walkJava(r *walkState, n *sitter.Node, prefix string, depth int) {
 		case "method_declaration", "constructor_declaration", "compact_constructor_declaration", "annotation_type_element_declaration":
 			r.emit(Method, ch, prefix, r.name(ch), ch.ChildByFieldName("body"), ch.ChildByFieldName("parameters"))
 		case "field_declaration", "constant_declaration":
-			children(ch, func(v *sitter.Node) {
+			children(ch, func(v *node) {
 				if v.Type() == "variable_declarator" {
 					r.emit(Field, ch, prefix, r.name(v), nil, nil)
 				}
@@ -581,17 +577,17 @@ func walkJava(r *walkState, n *sitter.Node, prefix string, depth int) {
 // given, structs, unions, enums, classes, typedefs, macros and globals,
 // inside namespaces, templates, extern "C" blocks and preprocessor
 // conditionals.
-func walkC(r *walkState, n *sitter.Node, prefix string, depth int) {
+func walkC(r *walkState, n *node, prefix string, depth int) {
 	if depth > maxDepth {
 		return
 	}
 	defined := map[string]bool{}
 	var protos []func()
-	children(n, func(ch *sitter.Node) {
+	children(n, func(ch *node) {
 		outer := ch
 		for ch.Type() == "template_declaration" {
-			var inner *sitter.Node
-			children(ch, func(x *sitter.Node) {
+			var inner *node
+			children(ch, func(x *node) {
 				switch x.Type() {
 				case "function_definition", "class_specifier", "struct_specifier", "declaration", "alias_declaration", "template_declaration":
 					inner = x
@@ -618,7 +614,7 @@ func walkC(r *walkState, n *sitter.Node, prefix string, depth int) {
 		case "declaration", "field_declaration":
 			// A prototype, a global, or a type declared in passing.
 			r.cSpecifier(ch.ChildByFieldName("type"), outer, prefix, depth)
-			children(ch, func(d *sitter.Node) {
+			children(ch, func(d *node) {
 				switch d.Type() {
 				case "function_declarator":
 					name := r.declName(d)
@@ -648,7 +644,7 @@ func walkC(r *walkState, n *sitter.Node, prefix string, depth int) {
 			})
 		case "type_definition":
 			r.cSpecifier(ch.ChildByFieldName("type"), nil, prefix, depth)
-			children(ch, func(d *sitter.Node) {
+			children(ch, func(d *node) {
 				if d.Type() == "type_identifier" || d.Type() == "pointer_declarator" || d.Type() == "function_declarator" {
 					if name := r.declName(d); name != "" {
 						r.emit(Type, outer, nsPrefix(prefix), name, nil, nil)
@@ -679,7 +675,7 @@ func walkC(r *walkState, n *sitter.Node, prefix string, depth int) {
 
 // cSpecifier reads a struct, union, enum or class given with a body, and
 // the members of a class or struct.
-func (r *walkState) cSpecifier(spec, outer *sitter.Node, prefix string, depth int) {
+func (r *walkState) cSpecifier(spec, outer *node, prefix string, depth int) {
 	if spec == nil {
 		return
 	}
@@ -711,7 +707,7 @@ func nsPrefix(p string) string { return strings.TrimSuffix(p, "!ns") }
 
 // functionDeclarator finds the function_declarator in a declarator chain
 // (pointer, reference, parenthesized).
-func functionDeclarator(d *sitter.Node) *sitter.Node {
+func functionDeclarator(d *node) *node {
 	for i := 0; d != nil && i < 16; i++ {
 		if d.Type() == "function_declarator" {
 			return d
@@ -723,7 +719,7 @@ func functionDeclarator(d *sitter.Node) *sitter.Node {
 
 // declName is the name a C or C++ declarator declares: an identifier, a
 // qualified name (Class::method), an operator or a destructor.
-func (r *walkState) declName(d *sitter.Node) string {
+func (r *walkState) declName(d *node) string {
 	for i := 0; d != nil && i < 16; i++ {
 		switch d.Type() {
 		case "identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name", "operator_name", "primitive_type":
@@ -744,11 +740,10 @@ func (r *walkState) declName(d *sitter.Node) string {
 // walks the tree with one cursor (a node's i-th child is found by walking
 // its siblings, so indexing them would be quadratic on a file of many
 // statements), and gives up, returning nil, when ctx ends (a file of
-// nothing but statements costs some cgo calls a node).
-func (r *walkState) loose(ctx context.Context, n *sitter.Node) []string {
+// nothing but statements is a walk over every node).
+func (r *walkState) loose(ctx context.Context, n *node) []string {
 	var out []string
-	cur := sitter.NewTreeCursor(n)
-	defer cur.Close()
+	cur := newCursor(n)
 	// up holds, per level above the cursor, what its wrapper leaves out,
 	// or wrapper false.
 	type level struct {
@@ -792,7 +787,7 @@ func (r *walkState) loose(ctx context.Context, n *sitter.Node) []string {
 
 // ignored reports whether x, of type typ, is left out of the code whole:
 // a comment, an import, a docstring.
-func (r *walkState) ignored(x *sitter.Node, typ string) bool {
+func (r *walkState) ignored(x *node, typ string) bool {
 	if strings.Contains(typ, "comment") || slices.Contains(r.syn.skip, typ) {
 		return true
 	}
@@ -804,7 +799,7 @@ func (r *walkState) ignored(x *sitter.Node, typ string) bool {
 
 // wrapperOf says whether x, of type typ, is a wrapper, and which of its
 // fields and child types to leave out with its own words.
-func (r *walkState) wrapperOf(x *sitter.Node, typ string) (drop []string, ok bool) {
+func (r *walkState) wrapperOf(x *node, typ string) (drop []string, ok bool) {
 	drop, ok = r.syn.wrappers[typ]
 	if ok && typ == "export_statement" && x.ChildByFieldName("declaration") == nil {
 		return nil, false // export { a, b }, export default expr: code

@@ -34,10 +34,11 @@ const (
 	Tmux        Capability = "tmux"         // tmux (a real terminal whose screen a test reads)
 	Overlayfs   Capability = "overlayfs"    // root, and the kernel mounts an overlay (upper layer on tmpfs)
 	Npm         Capability = "npm"          // npm, and the npm registry it reaches
+	WasmClang   Capability = "wasm-clang"   // clang-14 and wasi-libc (scripts/build-parsers)
 )
 
 // Capabilities is every Capability, the meaning of "all".
-var Capabilities = []Capability{KVM, AMD64, Root, NonRoot, QEMU, QEMUImg, Virtiofsd, Mkfs, ForeignArch, Git, Go, Unix, Tmux, Overlayfs, Npm}
+var Capabilities = []Capability{KVM, AMD64, Root, NonRoot, QEMU, QEMUImg, Virtiofsd, Mkfs, ForeignArch, Git, Go, Unix, Tmux, Overlayfs, Npm, WasmClang}
 
 // Skip skips a test that cannot run without c, saying why; when
 // AIRLOCK_TEST_REQUIRE requires c, it fails the test instead.
