@@ -20,7 +20,8 @@ const diskFullLeft = 16 << 20
 // checkDisk asks the guest, after a command that failed or ran
 // containers, how full the file systems holding /workspace (the
 // sandbox's disk: its quota) and, with Docker, /var/lib/docker (Docker's
-// images and containers, on the VM's root disk) are, and when one is
+// images and containers: the same disk on an overlay root, else the
+// image's root disk) are, and when one is
 // full says so: in the sandbox's metadata, shown by run and status, and
 // in the audit log. A guest that does not answer, or answers out of
 // shape, is not full: the check is information, never a failure of the
@@ -84,7 +85,7 @@ func parseDF(out string, dirs []string) ([]sandbox.DiskUsage, bool) {
 func DiskFullMessage(u sandbox.DiskUsage) string {
 	what, more := "the sandbox's disk ("+sandbox.Workspace+")", "give it more with --disk SIZE or [limits] disk"
 	if u.Path == guest.DockerDataDir {
-		what, more = "the VM's root disk, which holds Docker's images and containers ("+guest.DockerDataDir+"),", "remove images or containers the command no longer needs (docker system prune)"
+		what, more = "the disk holding Docker's images and containers ("+guest.DockerDataDir+")", "remove images or containers the command no longer needs (docker system prune), or give the sandbox more with --disk SIZE"
 	}
 	return fmt.Sprintf("%s was full when the command ended (%.1f of %.1f GiB used): what it wrote past that failed in the VM (No space left on device); %s",
 		what, float64(u.Used)/(1<<30), float64(u.Size)/(1<<30), more)
