@@ -1,4 +1,8 @@
-//go:build cgo
+//go:build cgo && !darwin
+
+// The in-process grammars, the baseline the WebAssembly parsers are
+// compared with, on Linux: the Mac type-check fakes cgo, and their C
+// types do not survive it.
 
 package semantic
 
