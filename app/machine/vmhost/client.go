@@ -98,12 +98,11 @@ func (c *Client) Resume(ctx context.Context) error {
 // what the backend wrote (the state and the files it keeps beside it)
 // is moved to path.
 func (c *Client) Save(ctx context.Context, path string) error {
-	for _, p := range []string{path, filepath.Dir(path)} {
-		if _, err := os.Lstat(p); p == path && err == nil {
-			return fmt.Errorf("save: %s already exists", path)
-		} else if p != path && err != nil {
-			return fmt.Errorf("save: %w", err)
-		}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("save: %s already exists", path)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("save: %w", err)
 	}
 	dir, err := os.MkdirTemp(c.paths.Dir, "saving-")
 	if err != nil {
