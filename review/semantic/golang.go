@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	setReader("Go", readGo)
+	setReader("Go", readGo, nil)
 }
 
 // readGo lists a Go file's top-level declarations with go/parser: functions,

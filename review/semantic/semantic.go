@@ -135,6 +135,10 @@ type language struct {
 	// read lists the declarations of src and whether it parsed cleanly;
 	// nil when this build has no parser for the language.
 	read reader
+	// prepare, when not nil, readies the parser (compiles a grammar's
+	// module, the first time): outside the parse's deadline, which is
+	// the hostile file's alone.
+	prepare func() error
 }
 
 // reader lists the declarations of src and whether it parsed cleanly.
@@ -153,11 +157,12 @@ var languages = []*language{
 	{name: "C++", exts: []string{".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp", ".tpp"}},
 }
 
-// setReader gives the language called name its reader.
-func setReader(name string, read reader) {
+// setReader gives the language called name its reader and what readies
+// it (nil for nothing).
+func setReader(name string, read reader, prepare func() error) {
 	for _, l := range languages {
 		if l.name == name {
-			l.read = read
+			l.read, l.prepare = read, prepare
 			return
 		}
 	}
@@ -191,6 +196,12 @@ func Summarize(p string, old, new []byte) *Summary {
 	if len(old) > MaxSize || len(new) > MaxSize {
 		s.Skipped = "larger than 1 MiB"
 		return s
+	}
+	if l.prepare != nil {
+		if err := l.prepare(); err != nil {
+			s.Skipped = "could not be parsed: its parser did not start"
+			return s
+		}
 	}
 	var sides [2][]decl
 	for i, src := range [][]byte{old, new} {

@@ -15,7 +15,7 @@ func init() {
 	for _, g := range grammars {
 		setReader(g.name, func(ctx context.Context, src []byte) ([]decl, bool, func(), error) {
 			return readTree(ctx, g.file, g.walk, g.sep, g.syn, src)
-		})
+		}, func() error { return parsers.ready(g.file) })
 	}
 }
 

@@ -106,6 +106,13 @@ func (e *engine) grammar(file string) (*grammar, error) {
 	return g, g.err
 }
 
+// ready compiles the grammar in file, once: a parse's deadline does not
+// pay for it (a second or two under the race detector).
+func (e *engine) ready(file string) error {
+	_, err := e.grammar(file)
+	return err
+}
+
 // compile compiles g's module and reads its names from a first instance.
 func (e *engine) compile(g *grammar) error {
 	ctx := context.Background()
