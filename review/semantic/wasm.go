@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -15,9 +16,10 @@ import (
 
 // The grammars' modules, built from their C sources by
 // scripts/build-parsers: tree-sitter parses hostile files there, under
-// wazero, its memory capped and its time bounded by the parse's deadline,
-// so that a parser that crashes, loops or runs out of memory fails that
-// file only. Pure Go: a build without cgo, and the Mac's, parse too.
+// wazero, its memory capped and its time bounded by its fuel (a budget of
+// loop iterations, taken away at the parse's deadline), so that a parser
+// that crashes, loops or runs out of memory fails that file only. Pure Go: a
+// build without cgo, and the Mac's, parse too.
 //
 //go:embed wasm/*.wasm
 var modules embed.FS
@@ -32,6 +34,14 @@ const (
 	// grew more on a large file is dropped, not pooled.
 	keepParserMemory = 32 << 20
 	wasmPage         = 64 << 10
+	// Fuel is the loop iterations a call may run (internal/wasmfuel):
+	// parsing takes 30 to 55 a byte of ordinary code; a parse stops at
+	// its deadline, when its fuel is taken away, and a call without one
+	// (the constructors, alloc, release) after seconds, not never.
+	// wazero's own way to stop a call (WithCloseOnContextDone) is an
+	// indirect call at each loop's header: parses took 3 times as long.
+	fuelBase    = 50_000_000
+	fuelPerByte = 200
 )
 
 // parsers runs the grammars of this process. Tests replace it for one with
@@ -42,6 +52,9 @@ var parsers = newEngine(maxParserMemory)
 // module the first time its language is parsed.
 type engine struct {
 	memory uint32 // the cap, in bytes
+	// fuel is a call's budget of loop iterations for a source of n
+	// bytes (a test's is smaller).
+	fuel   func(n int) uint64
 	once   sync.Once
 	rt     wazero.Runtime
 	err    error
@@ -51,7 +64,7 @@ type engine struct {
 }
 
 func newEngine(memory uint32) *engine {
-	return &engine{memory: memory, grammars: map[string]*grammar{}}
+	return &engine{memory: memory, fuel: defaultFuel, grammars: map[string]*grammar{}}
 }
 
 // grammar is one language's compiled module, its names and its idle
@@ -67,19 +80,20 @@ type grammar struct {
 	idle []*instance
 }
 
+func defaultFuel(n int) uint64 { return fuelBase + fuelPerByte*uint64(n) }
+
 // instance is one instantiation of a grammar's module: it parses one file
 // at a time.
 type instance struct {
 	mod                   api.Module
 	alloc, release, parse api.Function
+	fuel                  api.MutableGlobal
 }
 
 func (e *engine) start() error {
 	e.once.Do(func() {
 		ctx := context.Background()
-		cfg := wazero.NewRuntimeConfig().
-			WithMemoryLimitPages(e.memory / wasmPage).
-			WithCloseOnContextDone(true)
+		cfg := wazero.NewRuntimeConfig().WithMemoryLimitPages(e.memory / wasmPage)
 		e.rt = wazero.NewRuntimeWithConfig(ctx, cfg)
 		// tree-sitter's C library imports a clock and stderr: WASI with
 		// nothing configured gives a fake clock, no files and no output.
@@ -128,6 +142,7 @@ func (e *engine) compile(g *grammar) error {
 		return err
 	}
 	defer in.mod.Close(ctx)
+	in.fuel.Set(fuelBase)
 	g.names, err = readNames(ctx, in.mod)
 	if err != nil {
 		return fmt.Errorf("read the %s parser's names: %w", g.file, err)
@@ -135,15 +150,24 @@ func (e *engine) compile(g *grammar) error {
 	return nil
 }
 
+// instantiate starts an instance of g: its constructors run once its fuel
+// is set (they loop too).
 func (e *engine) instantiate(ctx context.Context, g *grammar) (*instance, error) {
-	mod, err := e.rt.InstantiateModule(ctx, g.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"))
+	mod, err := e.rt.InstantiateModule(ctx, g.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("start the %s parser: %w", g.file, err)
 	}
 	in := &instance{mod: mod, alloc: mod.ExportedFunction("alloc"), release: mod.ExportedFunction("release"), parse: mod.ExportedFunction("parse")}
-	if in.alloc == nil || in.release == nil || in.parse == nil || mod.Memory() == nil {
+	in.fuel, _ = mod.ExportedGlobal("fuel").(api.MutableGlobal)
+	start := mod.ExportedFunction("_initialize")
+	if in.alloc == nil || in.release == nil || in.parse == nil || in.fuel == nil || start == nil || mod.Memory() == nil {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("start the %s parser: exports missing", g.file)
+	}
+	in.fuel.Set(fuelBase)
+	if _, err := start.Call(ctx); err != nil {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("start the %s parser: %w", g.file, err)
 	}
 	return in, nil
 }
@@ -207,6 +231,9 @@ var (
 	errParse = errors.New("the parser failed")
 	// errParserMemory is a parser that failed at its memory cap.
 	errParserMemory = errors.New("the parser ran out of memory")
+	// errParserFuel is a parser stopped by its fuel: a loop that went on
+	// past every deadline.
+	errParserFuel = errors.New("the parser ran out of fuel")
 )
 
 // parse parses src with the grammar in file. Each call has an instance to
@@ -221,12 +248,15 @@ func (e *engine) parse(ctx context.Context, file string, src []byte) (*tree, err
 	if err != nil {
 		return nil, err
 	}
-	t, err := in.run(ctx, src, g.names)
+	t, err := in.run(ctx, src, g.names, e.fuel(len(src)))
 	switch {
 	case err != nil:
 		in.mod.Close(context.Background())
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("parse: %w", ctx.Err())
+		}
+		if in.fuel.Get() == 0 {
+			return nil, fmt.Errorf("%w: %w", errParserFuel, err)
 		}
 		if mem := in.mod.Memory(); mem != nil && uint64(mem.Size())+wasmPage*16 > uint64(e.memory) {
 			return nil, fmt.Errorf("%w (%d MiB): %w", errParserMemory, e.memory>>20, err)
@@ -266,8 +296,9 @@ func (g *grammar) put(in *instance) {
 }
 
 // run writes src into the instance, parses it and decodes the records;
-// any failure is an error, the instance to be dropped.
-func (in *instance) run(ctx context.Context, src []byte, names *grammarNames) (t *tree, err error) {
+// any failure is an error, the instance to be dropped. Each call into the
+// module has fuel for len(src); ctx's end takes the parse's away.
+func (in *instance) run(ctx context.Context, src []byte, names *grammarNames, fuel uint64) (t *tree, err error) {
 	defer func() {
 		// wazero returns traps as errors; a panic here is ours, and
 		// still fails this file only.
@@ -276,6 +307,7 @@ func (in *instance) run(ctx context.Context, src []byte, names *grammarNames) (t
 		}
 	}()
 	mem := in.mod.Memory()
+	in.fuel.Set(fuel)
 	res, err := in.alloc.Call(ctx, uint64(len(src)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errParse, err)
@@ -284,7 +316,8 @@ func (in *instance) run(ctx context.Context, src []byte, names *grammarNames) (t
 	if at == 0 || !mem.Write(at, src) {
 		return nil, fmt.Errorf("%w: no memory for the file", errParse)
 	}
-	res, err = in.parse.Call(ctx, uint64(at), uint64(len(src)))
+	in.fuel.Set(fuel)
+	res, err = in.parseUntil(ctx, at, uint32(len(src)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errParse, err)
 	}
@@ -314,10 +347,39 @@ func (in *instance) run(ctx context.Context, src []byte, names *grammarNames) (t
 	if err != nil {
 		return nil, err
 	}
+	in.fuel.Set(fuel)
 	for _, p := range []uint32{recs, fields, at} {
 		if _, err := in.release.Call(ctx, uint64(p)); err != nil {
 			return nil, fmt.Errorf("%w: %w", errParse, err)
 		}
 	}
 	return t, nil
+}
+
+// parseUntil calls parse, its fuel taken away when ctx ends: the next
+// loop's header traps. The gauge is set from ctx's goroutine while the
+// module runs, again each millisecond (the module's own decrement may
+// write over one set), never after the call has returned.
+func (in *instance) parseUntil(ctx context.Context, at, n uint32) ([]uint64, error) {
+	returned, exited := make(chan struct{}), make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(exited)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			in.fuel.Set(0)
+			select {
+			case <-returned:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	defer func() {
+		close(returned)
+		if !stop() {
+			<-exited
+		}
+	}()
+	return in.parse.Call(ctx, uint64(at), uint64(n))
 }

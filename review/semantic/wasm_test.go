@@ -93,6 +93,28 @@ func TestParserDeadline(t *testing.T) {
 	}
 }
 
+// TestParserFuel: a parse that spends its fuel (a loop that never ends
+// would) stops there, its file "took too long to parse", and the next
+// file is parsed.
+func TestParserFuel(t *testing.T) {
+	e := newEngine(maxParserMemory)
+	withParsers(t, e)
+	spent := 0
+	e.fuel = func(n int) uint64 {
+		if spent++; spent == 1 {
+			return 1000 // the first file's alloc, parse and release
+		}
+		return defaultFuel(n)
+	}
+	src := []byte("def f(a):\n    return [a for a in range(10)]\n")
+	if s := Summarize("a.py", nil, src); s == nil || s.Skipped != "took too long to parse" {
+		t.Fatalf("a parse out of fuel: %+v", s)
+	}
+	if s := Summarize("a.py", nil, src); s == nil || s.Skipped != "" || len(s.Changes) != 1 {
+		t.Fatalf("the next file: %+v", s)
+	}
+}
+
 // TestParserTrap: a module that traps fails the call, never Airlock; an
 // instance that failed is dropped, its file said to be unparsed, and the
 // next file gets a new instance.
@@ -115,7 +137,7 @@ func TestParserTrap(t *testing.T) {
 	} else {
 		t.Logf("trap: %.60q", err)
 	}
-	// An instance that died (wazero closes one at its deadline), pooled:
+	// An instance that died (closed), pooled:
 	// its next parse fails, that file only. (A trap leaves an instance
 	// callable, its C heap maybe inconsistent: parse never pools one;
 	// TestParserMemoryCap's abort is a trap through Summarize.)
