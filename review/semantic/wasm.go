@@ -54,10 +54,10 @@ type engine struct {
 	memory uint32 // the cap, in bytes
 	// fuel is a call's budget of loop iterations for a source of n
 	// bytes (a test's is smaller).
-	fuel   func(n int) uint64
-	once   sync.Once
-	rt     wazero.Runtime
-	err    error
+	fuel func(n int) uint64
+	once sync.Once
+	rt   wazero.Runtime
+	err  error
 
 	mu       sync.Mutex
 	grammars map[string]*grammar
