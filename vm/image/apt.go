@@ -328,7 +328,10 @@ func (a *apt) kernelFor(ctx context.Context, arch vm.Arch, meta *debPackage) (*d
 
 // download returns the path of p's .deb in the cache, fetching it with
 // `apt-get download` unless a copy with the right SHA-256 is there. It
-// reports whether the cached copy was used.
+// reports whether the cached copy was used. The download goes to a folder
+// of its own and is renamed into the cache once checked: two builds
+// fetching the same package at once (the minimal and the full image's
+// kernel) each see a whole file, never the other's half.
 func (a *apt) download(ctx context.Context, p *debPackage) (string, bool, error) {
 	if err := os.MkdirAll(a.cacheDir, 0o700); err != nil { // cache/ is the user's: private
 		return "", false, fmt.Errorf("download %s: %w", p.Name, err)
@@ -339,21 +342,27 @@ func (a *apt) download(ctx context.Context, p *debPackage) (string, bool, error)
 			return file, true, nil
 		}
 		a.log.Warn("cached package has the wrong checksum; fetching it again", "file", file, "sha256", fm.SHA256, "want", p.SHA256)
-		if err := os.Remove(file); err != nil {
-			return "", false, fmt.Errorf("download %s: %w", p.Name, err)
-		}
 	}
-	out, err := a.run(ctx, a.cacheDir, "apt-get", "download", p.Spec())
+	tmp, err := os.MkdirTemp(a.cacheDir, ".download-*")
+	if err != nil {
+		return "", false, fmt.Errorf("download %s: %w", p.Name, err)
+	}
+	defer os.RemoveAll(tmp)
+	out, err := a.run(ctx, tmp, "apt-get", "download", p.Spec())
 	if err != nil {
 		return "", false, fmt.Errorf("download %s: %w", p.Name, err)
 	}
 	a.log.Debug("apt-get download", "package", p.Spec(), "output", string(out))
-	fm, err := hashFile(file)
+	got := filepath.Join(tmp, p.FileName())
+	fm, err := hashFile(got)
 	if err != nil {
-		return "", false, fmt.Errorf("download %s: apt-get download did not leave %s: %w", p.Name, file, err)
+		return "", false, fmt.Errorf("download %s: apt-get download did not leave %s: %w", p.Name, p.FileName(), err)
 	}
 	if fm.SHA256 != p.SHA256 {
-		return "", false, fmt.Errorf("download %s: %s has sha256 %s, apt's index says %s", p.Name, file, fm.SHA256, p.SHA256)
+		return "", false, fmt.Errorf("download %s: %s has sha256 %s, apt's index says %s", p.Name, p.FileName(), fm.SHA256, p.SHA256)
+	}
+	if err := os.Rename(got, file); err != nil {
+		return "", false, fmt.Errorf("download %s: %w", p.Name, err)
 	}
 	return file, false, nil
 }

@@ -1,13 +1,16 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -289,11 +292,83 @@ func TestResolveKernelAndDownload(t *testing.T) {
 		t.Errorf("apt-get download ran %d times, want 2", len(f.downloads))
 	}
 
-	// apt serving a file whose checksum differs from its index is an error.
+	// apt serving a file whose checksum differs from its index is an
+	// error, and leaves nothing in the cache.
 	k.SHA256 = strings.Repeat("0", 64)
 	os.Remove(file)
 	if _, _, err := a.download(ctx, k); err == nil || !strings.Contains(err.Error(), "apt's index says") {
 		t.Fatalf("bad checksum: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Dir(file)); len(left) != 0 {
+		t.Errorf("a refused download left %v in the cache", left)
+	}
+}
+
+// TestDownloadConcurrent: builds fetching the same package at once (the
+// minimal and full images' kernel) each get the whole, checked file,
+// though apt-get writes its download in place, a part at a time.
+func TestDownloadConcurrent(t *testing.T) {
+	f := &fakeApt{native: "amd64", pkgs: map[string]fakePkg{
+		"linux-image-cloud-amd64":          {version: "6.1.192-2", depends: "linux-image-6.1.0-56-cloud-amd64 (= 6.1.192-2)", deb: []byte("meta")},
+		"linux-image-6.1.0-56-cloud-amd64": {version: "6.1.192-2", deb: bytes.Repeat([]byte("kernel deb "), 1000)},
+	}}
+	a := newApt(t.TempDir(), nil)
+	f.install(a)
+	ctx := context.Background()
+	pkgs, err := a.resolve(ctx, vm.AMD64, "linux-image-cloud-amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := a.kernelFor(ctx, vm.AMD64, pkgs["linux-image-cloud-amd64"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	run := a.run
+	a.run = func(ctx context.Context, dir, name string, args ...string) ([]byte, error) {
+		if name != "apt-get" || args[0] != "download" {
+			return run(ctx, dir, name, args...)
+		}
+		// The fake's bookkeeping is not safe for concurrent use: it
+		// downloads into a folder of its own, and the file is then
+		// written into dir in two halves, as a slow download would.
+		scratch := t.TempDir()
+		mu.Lock()
+		out, err := run(ctx, scratch, name, args...)
+		mu.Unlock()
+		if err != nil {
+			return out, err
+		}
+		b, err := os.ReadFile(filepath.Join(scratch, k.FileName()))
+		if err != nil {
+			return nil, err
+		}
+		w, err := os.Create(filepath.Join(dir, k.FileName()))
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		w.Write(b[:len(b)/2])
+		time.Sleep(5 * time.Millisecond)
+		_, err = w.Write(b[len(b)/2:])
+		return out, err
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			file, _, err := a.download(ctx, k)
+			if err == nil {
+				if b, _ := os.ReadFile(file); !bytes.Equal(b, f.pkgs[k.Name].deb) {
+					err = fmt.Errorf("read %d bytes", len(b))
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
 
