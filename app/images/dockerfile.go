@@ -471,6 +471,39 @@ func registryCredentials(refs []string, keychain authn.Keychain) []egress.Creden
 	return out
 }
 
+// RunRegistryCredentials are the host's sign-ins (registryCredentials)
+// for the registries a run's policy allows by exact name over TLS with
+// methods (requests the proxy terminates and decides one by one: @docker's
+// and @ghcr's read-only rules, a registry the user allowed so), for the
+// proxy to add to the pulls of the Docker daemon inside the VM, as it
+// does a build's: private images pull with your sign-in, which never
+// enters the VM. A tunnel (a rule without methods) is not looked into, so
+// it gets none.
+func RunRegistryCredentials(pol *egress.Policy) []egress.Credential {
+	return registryCredentials(allowedRegistries(pol.Allow), authn.DefaultKeychain)
+}
+
+// allowedRegistries names, as references, the registries rules allow for
+// RunRegistryCredentials: Docker Hub once for its API and token hosts.
+func allowedRegistries(rules []egress.Rule) []string {
+	var refs []string
+	for _, r := range rules {
+		if len(r.Methods) == 0 || strings.HasPrefix(r.Host, "*.") || (r.Port != 0 && r.Port != egress.DefaultTLSPort) {
+			continue
+		}
+		host := strings.ToLower(strings.TrimSuffix(r.Host, "."))
+		switch host {
+		case "registry-1.docker.io", "auth.docker.io", "index.docker.io", "docker.io":
+			host = name.DefaultRegistry
+		}
+		if strings.Contains(host, ":") { // an IPv6 address: no registry name
+			continue
+		}
+		refs = append(refs, host+"/airlock/registry")
+	}
+	return refs
+}
+
 // fromRefs are the Dockerfile's FROM images.
 func fromRefs(b *envspec.Build) []string {
 	var out []string

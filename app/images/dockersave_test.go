@@ -244,3 +244,33 @@ func TestRegistryCredentials(t *testing.T) {
 		t.Errorf("credentials (-want +got):\n%s", diff)
 	}
 }
+
+// TestRunRegistryCredentials: a run's policy gives the sign-ins of the
+// registries it lets the proxy look into (read-only @docker and @ghcr,
+// a user's registry with methods); a tunnel, a wildcard and another port
+// give none, and a registry without a sign-in gives none.
+func TestRunRegistryCredentials(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `{"auths": {"https://index.docker.io/v1/": {"auth": "aHViOnB3"}, "ghcr.io": {"auth": "Z2g6cHc="},
+		"tunnel.example": {"auth": "dDpwdw=="}, "other-port.example": {"auth": "bzpwdw=="}, "a.other.example": {"auth": "dzpwdw=="}}}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	var allow []egress.Rule
+	for _, a := range []string{"@docker", "@ghcr", "tunnel.example", "other-port.example:5000 (GET)", "*.other.example (GET)", "quay.io (GET,HEAD)"} {
+		rs, err := egress.ParseRules(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allow = append(allow, rs...)
+	}
+	got := RunRegistryCredentials(&egress.Policy{Allow: allow})
+	want := []egress.Credential{
+		{Hosts: []string{"registry-1.docker.io", "auth.docker.io"}, Authorization: "Basic aHViOnB3", Name: "registry credentials for index.docker.io"},
+		{Hosts: []string{"ghcr.io"}, Authorization: "Basic Z2g6cHc=", Name: "registry credentials for ghcr.io"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("credentials (-want +got):\n%s", diff)
+	}
+}

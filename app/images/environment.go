@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -467,15 +468,23 @@ func envBaseName(ref string) string {
 // the base it was built on (its digest and layers).
 func environmentKey(spec *envspec.Environment, base *image.Image) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "airlock environment 1\x00%s\x00%s\x00", spec.Key(), base.Meta.OCI.Digest)
+	// A base made from an OCI image is its digest; one Airlock built
+	// from Debian's packages (minimal, full: no OCI record) is its build.
+	from := fmt.Sprintf("%s %s %s", base.Meta.Name, base.Meta.Created.UTC().Format(time.RFC3339Nano), base.Meta.Guest.SHA256)
+	if base.Meta.OCI != nil {
+		from = base.Meta.OCI.Digest
+	}
+	fmt.Fprintf(h, "airlock environment 1\x00%s\x00%s\x00", spec.Key(), from)
 	if spec.Docker {
 		// What Docker inside the VM installs is Airlock's choice: a
 		// new pin builds the environment again.
 		c, _ := Compose(base.Arch)
 		fmt.Fprintf(h, "docker\x00%q\x00%s\x00", DockerPackages, c.SHA256)
 	}
-	for _, e := range base.Meta.OCI.Extra {
-		fmt.Fprintf(h, "%s\x00", e)
+	if base.Meta.OCI != nil {
+		for _, e := range base.Meta.OCI.Extra {
+			fmt.Fprintf(h, "%s\x00", e)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -477,6 +477,9 @@ func (pl *Planner) machine(ctx context.Context, o *pipeline.RunOptions, req Requ
 	// (--image) or of a reply's sandbox: the engine is started before
 	// the command, and an image without one says so there.
 	o.Docker = req.Docker || (p.Environment != nil && p.Environment.Docker)
+	if o.Docker && o.Network != nil && o.Network.Policy != nil {
+		pl.registrySignIns(o.Network.Policy)
+	}
 	if o.Image == "" {
 		o.Image = "minimal"
 	}
@@ -794,6 +797,19 @@ func (pl *Planner) network(ctx context.Context, user config.User, proj config.Pr
 		pl.note("agent %s signs in with the %s login; its tokens stay on this computer", ps.Name, l.Name())
 	}
 	return n, nil
+}
+
+// registrySignIns gives pol the host's Docker sign-ins for the registries
+// it lets the proxy look into (images.RunRegistryCredentials), once (the
+// attempts of a fan-out share their variant's policy), and says so.
+func (pl *Planner) registrySignIns(pol *egress.Policy) {
+	for _, c := range images.RunRegistryCredentials(pol) {
+		if slices.ContainsFunc(pol.Credentials, func(have egress.Credential) bool { return have.Name == c.Name }) {
+			continue
+		}
+		pol.Credentials = append(pol.Credentials, c)
+		pl.note("Docker's pulls from %s sign in as you (the host's Docker configuration); the proxy adds the sign-in, which never enters the VM", strings.Join(c.Hosts, " and "))
+	}
 }
 
 // trusted says whether what the project's file widens counts: nothing

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,5 +265,56 @@ func TestPlanExec(t *testing.T) {
 	}
 	if _, err := pl.Exec(context.Background(), ExecRequest{Sandbox: "nosuch"}); err == nil {
 		t.Error("exec in a sandbox that does not exist was planned")
+	}
+}
+
+// TestDockerRunSignsInToRegistries: a run with Docker inside its VM that
+// allows a registry the host's Docker configuration signs in to gets that
+// sign-in as the proxy's credential, once for all its attempts, and says
+// so; a run without Docker gets none.
+func TestDockerRunSignsInToRegistries(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "config.json"), `{"auths": {"ghcr.io": {"auth": "Z2g6cHc="}}}`)
+	t.Setenv("DOCKER_CONFIG", dir)
+	pl, notes := testPlanner(t, "")
+	project := t.TempDir()
+	ctx := context.Background()
+	p, err := pl.Run(ctx, Request{Project: project, Command: []string{"true"}, Image: "mine", Docker: true, Allow: []string{"@ghcr"}, FanOut: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range p.Runs {
+		creds := o.Network.Policy.Credentials
+		if len(creds) != 1 || creds[0].Authorization != "Basic Z2g6cHc=" || !slices.Equal(creds[0].Hosts, []string{"ghcr.io"}) {
+			t.Errorf("attempt %d: credentials %+v", i, creds)
+		}
+	}
+	said := 0
+	for _, n := range *notes {
+		if strings.Contains(n, "Docker's pulls from ghcr.io sign in as you") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the sign-in said %d times: %q", said, *notes)
+	}
+	plain, err := pl.Run(ctx, Request{Project: project, Command: []string{"true"}, Image: "mine", Allow: []string{"@ghcr"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds := plain.Runs[0].Network.Policy.Credentials; len(creds) != 0 {
+		t.Errorf("a run without Docker has credentials: %+v", creds)
+	}
+}
+
+// TestDockerOnImageWithoutOCIRecord: Docker asked for on a project with
+// no environment of its own is installed on the agent image; one that
+// has no OCI record (here a fake one) is refused with the reason, and
+// keying the environment does not crash on the missing record.
+func TestDockerOnImageWithoutOCIRecord(t *testing.T) {
+	pl, _ := testPlanner(t, "")
+	_, err := pl.Run(context.Background(), Request{Project: t.TempDir(), Command: []string{"true"}, Docker: true})
+	if err == nil || !strings.Contains(err.Error(), "is not made from an OCI image") {
+		t.Fatalf("plan: %v", err)
 	}
 }
