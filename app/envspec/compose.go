@@ -410,9 +410,6 @@ func (d *dc) composeBuild(key string, b *types.BuildConfig) *Build {
 		d.c.failf(key+".build.context", "%q leaves the project; Airlock builds only from inside the project", b.Context)
 		return nil
 	}
-	if b.DockerfileInline != "" {
-		d.warn(key+".build.dockerfile_inline", false, "%s: dockerfile_inline is not built: Airlock builds Dockerfiles of the project.", key)
-	}
 	args := map[string]string{}
 	for name, v := range b.Args {
 		if v == nil {
@@ -424,7 +421,7 @@ func (d *dc) composeBuild(key string, b *types.BuildConfig) *Build {
 	if len(args) == 0 {
 		args = nil
 	}
-	return d.c.build(key+".build.", d.files, ctx, b.Dockerfile, ".", args, b.Target)
+	return d.c.buildFrom(key+".build.", d.files, ctx, b.Dockerfile, b.DockerfileInline, ".", args, b.Target)
 }
 
 // relative makes a path compose-go resolved (absolute, on the host's

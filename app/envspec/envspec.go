@@ -120,8 +120,13 @@ func (e *Environment) AsWritten() bool {
 // builder VM, its context limited to the project.
 type Build struct {
 	// Dockerfile is the Dockerfile's path relative to the project,
-	// slash-separated and clean; it never leaves the project.
+	// slash-separated and clean; it never leaves the project. Empty when
+	// the Compose file holds the Dockerfile (Inline).
 	Dockerfile string `json:"dockerfile"`
+	// Inline is the Dockerfile itself when a Compose service gives it as
+	// dockerfile_inline; InlineIn says where, for people.
+	Inline   string `json:"inline,omitempty"`
+	InlineIn string `json:"inline_in,omitempty"`
 	// Context is the build context's directory relative to the project
 	// ("." is the project itself); it never leaves the project.
 	Context string `json:"context"`
@@ -136,6 +141,15 @@ type Build struct {
 	// in the Dockerfile's order: named in the user's confirmation, and
 	// their registries allowed for the build.
 	From []From `json:"from,omitempty"`
+}
+
+// Label names b's Dockerfile for people: its path, or where a Compose
+// file holds it ("compose.yaml: services.web.build.dockerfile_inline").
+func (b *Build) Label() string {
+	if b.Inline != "" {
+		return b.InlineIn
+	}
+	return b.Dockerfile
 }
 
 // Compose is the Compose form: the agent runs in the VM, whose image is

@@ -240,6 +240,9 @@ func TestFormErrors(t *testing.T) {
 		{name: "compose service dockerfile leaves the project", files: compose(`{"dockerComposeFile": "c.yml", "service": "a"}`,
 			"services: {a: {image: x}, web: {build: {context: ., dockerfile: ../../Dockerfile}}}\n"),
 			want: []string{"compose services.web.build.dockerfile", "leaves the project"}},
+		{name: "compose dockerfile_inline too large", files: compose(`{"dockerComposeFile": "c.yml", "service": "a"}`,
+			"services: {a: {image: x}, web: {build: {context: ., dockerfile_inline: \"FROM x\\n"+strings.Repeat("RUN true\\n", 30_000)+"\"}}}\n"),
+			want: []string{"compose services.web.build.dockerfile_inline", "at most 262144"}},
 		{name: "compose too many files", files: compose(`{"dockerComposeFile": ["c.yml","c.yml","c.yml","c.yml","c.yml","c.yml","c.yml","c.yml","c.yml"], "service": "a"}`, ""),
 			want: []string{"dockerComposeFile", "between 1 and 8"}},
 		{name: "toml image and dockerfile", files: map[string]string{"airlock.toml": "[environment]\nimage = \"x\"\ndockerfile = \"Dockerfile\"\n", "Dockerfile": ""},
@@ -397,6 +400,45 @@ func TestExpandContainerEnv(t *testing.T) {
 	} {
 		if got := ExpandContainerEnv(in, image); got != want {
 			t.Errorf("ExpandContainerEnv(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestComposeDockerfileInline: a service whose Compose file holds its
+// Dockerfile (dockerfile_inline) is built from that text, keyed and
+// confirmed by its SHA-256 and FROM images as a Dockerfile file is, and
+// named for people by where it is.
+func TestComposeDockerfileInline(t *testing.T) {
+	dir := t.TempDir()
+	inline := "FROM busybox:1.36\nRUN echo built > /built\n"
+	writeTree(t, dir, map[string]string{
+		".devcontainer/devcontainer.json": `{"dockerComposeFile": "c.yml", "service": "a"}`,
+		".devcontainer/c.yml":             "services:\n  a: {image: debian:12}\n  web:\n    build:\n      context: .\n      dockerfile_inline: |\n        FROM busybox:1.36\n        RUN echo built > /built\n",
+	})
+	env, err := Find(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web *Service
+	for i := range env.Compose.Services {
+		if env.Compose.Services[i].Name == "web" {
+			web = &env.Compose.Services[i]
+		}
+	}
+	if web == nil || web.Build == nil {
+		t.Fatalf("no build for web: %+v", env.Compose.Services)
+	}
+	want := &Build{Context: ".devcontainer", Inline: inline, InlineIn: "compose services.web.build.dockerfile_inline",
+		Sum: sum([]byte(inline)), From: []From{{Ref: "busybox:1.36", Line: 1}}}
+	if diff := cmp.Diff(want, web.Build); diff != "" {
+		t.Errorf("build (-want +got):\n%s", diff)
+	}
+	if web.Build.Label() != "compose services.web.build.dockerfile_inline" {
+		t.Errorf("label %q", web.Build.Label())
+	}
+	for _, w := range env.Warnings {
+		if strings.Contains(w.Text, "dockerfile_inline") {
+			t.Errorf("a warning about it: %q", w.Text)
 		}
 	}
 }

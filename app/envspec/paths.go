@@ -83,6 +83,12 @@ func (p projectFiles) stat(name string) (fs.FileInfo, error) {
 // inside the project, the Dockerfile be a regular file and the context a
 // directory. The Dockerfile's path defaults to Dockerfile in the context.
 func (c *checker) build(key string, files projectFiles, dir, dockerfile, context string, args map[string]string, target string) *Build {
+	return c.buildFrom(key, files, dir, dockerfile, "", context, args, target)
+}
+
+// buildFrom is build with the Dockerfile's text given (inline, a Compose
+// service's dockerfile_inline) instead of its path, when not empty.
+func (c *checker) buildFrom(key string, files projectFiles, dir, dockerfile, inline, context string, args map[string]string, target string) *Build {
 	if context == "" {
 		context = "."
 	}
@@ -103,6 +109,13 @@ func (c *checker) build(key string, files projectFiles, dir, dockerfile, context
 	}
 	df, ok := inProject(dir, dockerfile)
 	switch {
+	case inline != "":
+		b.Inline, b.InlineIn = inline, key+"dockerfile_inline"
+		if len(inline) > maxInlineDockerfile {
+			c.failf(key+"dockerfile_inline", "%d bytes: at most %d", len(inline), maxInlineDockerfile)
+			break
+		}
+		c.dockerfileText(key+"dockerfile_inline", b.InlineIn, []byte(inline), b, args)
 	case !c.text(key+"dockerfile", dockerfile):
 	case !ok:
 		c.failf(key+"dockerfile", "%q leaves the project; Airlock builds only Dockerfiles inside the project", dockerfile)
@@ -113,14 +126,7 @@ func (c *checker) build(key string, files projectFiles, dir, dockerfile, context
 		} else if data, err := files.read(df); err != nil {
 			c.failf(key+"dockerfile", "%v", err)
 		} else {
-			// What the build is, for its key and the user's
-			// confirmation: a changed Dockerfile is asked again.
-			var problems []string
-			b.Sum = sum(data)
-			b.From, problems = dockerfileFroms(data, args)
-			for _, p := range problems {
-				c.failf(key+"dockerfile", "%s: %s", df, p)
-			}
+			c.dockerfileText(key+"dockerfile", df, data, b, args)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
@@ -131,6 +137,22 @@ func (c *checker) build(key string, files projectFiles, dir, dockerfile, context
 		c.text(key+"target", target)
 	}
 	return b
+}
+
+// maxInlineDockerfile is the largest dockerfile_inline read (the Compose
+// file holding it may be 1 MiB).
+const maxInlineDockerfile = 256 << 10
+
+// dockerfileText reads what the build is from its Dockerfile's text, for
+// its key and the user's confirmation (a changed Dockerfile is asked
+// again): its SHA-256 and its FROM images.
+func (c *checker) dockerfileText(key, name string, data []byte, b *Build, args map[string]string) {
+	var problems []string
+	b.Sum = sum(data)
+	b.From, problems = dockerfileFroms(data, args)
+	for _, p := range problems {
+		c.failf(key, "%s: %s", name, p)
+	}
 }
 
 // statWhy says why a stat did not find what was wanted.

@@ -177,3 +177,58 @@ func TestServiceBuildConfirmed(t *testing.T) {
 		t.Errorf("images before a confirmation: %d, want the minimal image only", len(ims))
 	}
 }
+
+// TestServiceBuildInline: a service whose Compose file holds its
+// Dockerfile (dockerfile_inline) is built from that text: it is what the
+// step sends as the build's Dockerfile, the key changes with it, and the
+// prompt names where it is and its SHA-256.
+func TestServiceBuildInline(t *testing.T) {
+	src, _ := testSource(t)
+	files := map[string]string{
+		".devcontainer/devcontainer.json": `{"dockerComposeFile": "compose.yaml", "service": "dev"}`,
+		".devcontainer/compose.yaml": "services:\n  dev: {image: debian:12}\n" +
+			"  web:\n    build:\n      context: ../web\n      dockerfile_inline: |\n        FROM ghcr.io/acme/base:2\n        COPY index.html /www/\n",
+		"web/index.html": "hello\n",
+	}
+	proj := writeProject(t, files)
+	_, builds := readBuilds(t, src, proj)
+	if len(builds) != 1 || builds[0].b.Inline == "" {
+		t.Fatalf("builds %+v, want web's inline one", builds)
+	}
+	var buf bytes.Buffer
+	if err := writeServiceBuilds(context.Background(), &buf, builds); err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		sent[h.Name] = string(data)
+	}
+	if want := "FROM ghcr.io/acme/base:2\nCOPY index.html /www/\n"; sent["0/Dockerfile"] != want {
+		t.Errorf("the Dockerfile sent: %q, want %q", sent["0/Dockerfile"], want)
+	}
+	key := serviceBuildsKey("k", builds)
+	files[".devcontainer/compose.yaml"] = strings.Replace(files[".devcontainer/compose.yaml"], "base:2", "base:3", 1)
+	proj2 := writeProject(t, files)
+	if _, b2 := readBuilds(t, src, proj2); serviceBuildsKey("k", b2) == key {
+		t.Error("a changed dockerfile_inline keeps the key")
+	}
+	_, err := src.Environment(context.Background(), EnvironmentRequest{Project: proj})
+	var ue *UntrustedEnvironmentError
+	if !errors.As(err, &ue) {
+		t.Fatalf("an unconfirmed environment: %v", err)
+	}
+	for _, want := range []string{"compose services.web.build.dockerfile_inline", builds[0].b.Sum, "ghcr.io/acme/base:2"} {
+		if !strings.Contains(ue.Error(), want) {
+			t.Errorf("the prompt does not name %q:\n%s", want, ue.Error())
+		}
+	}
+}

@@ -84,13 +84,13 @@ func (src *Source) dockerfileImage(ctx context.Context, project string, spec *en
 		return imName, nil
 	}
 	prov, err := src.Build(BuildRequest{Name: imName, Base: builder.Name, Arch: string(arch), Key: key,
-		Label: project + " " + spec.Source + " (" + b.Dockerfile + ")", Allow: append(DockerfileAllow(spec), req.Allow...), Source: "environment " + spec.Source,
+		Label: project + " " + spec.Source + " (" + b.Label() + ")", Allow: append(DockerfileAllow(spec), req.Allow...), Source: "environment " + spec.Source,
 		Credentials: registryCredentials(fromRefs(b), authn.DefaultKeychain)})
 	if err != nil {
 		return "", err
 	}
 	prov.Progress, prov.Output = progress, req.Output
-	progress(fmt.Sprintf("building %s in a builder VM (%s), once: later runs start from it", b.Dockerfile, imName))
+	progress(fmt.Sprintf("building %s in a builder VM (%s), once: later runs start from it", b.Label(), imName))
 	bl, err := prov.boot(ctx)
 	if err != nil {
 		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
@@ -105,7 +105,7 @@ func (src *Source) dockerfileImage(ctx context.Context, project string, spec *en
 	for i, l := range saved.Layers {
 		layers[i] = l.String()
 	}
-	base := &oci.Image{Ref: "Dockerfile " + b.Dockerfile, Name: project + "/" + b.Dockerfile, Digest: saved.ID.String(),
+	base := &oci.Image{Ref: "Dockerfile " + b.Label(), Name: project + "/" + b.Label(), Digest: saved.ID.String(),
 		Platform: saved.Platform, Config: saved.Config}
 	if _, err := bl.write(ctx, base, layers, saved.Config.User); err != nil {
 		return "", fmt.Errorf("environment %s: %w", spec.Source, err)
@@ -139,9 +139,11 @@ func (src *Source) readBuildInput(ctx context.Context, project, source string, b
 		src.note("environment %s: the build context %s leaves out %d %s Airlock treats as secrets (%s): they never enter a VM", source, b.Context,
 			len(secrets), plural(len(secrets), "file", "files"), strings.Join(firstN(secrets, 3), ", "))
 	}
-	dockerfile, err := readProjectFile(project, b.Dockerfile, b.Sum)
-	if err != nil {
-		return nil, err
+	dockerfile := []byte(b.Inline) // a Compose file's dockerfile_inline, read with it
+	if b.Inline == "" {
+		if dockerfile, err = readProjectFile(project, b.Dockerfile, b.Sum); err != nil {
+			return nil, err
+		}
 	}
 	return &buildInput{dir: dir, m: m, dockerfile: dockerfile}, nil
 }
@@ -236,7 +238,7 @@ func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.M
 	if err != nil {
 		return nil, err
 	}
-	if err := run("sending "+b.Dockerfile, client.Command{Args: []string{"sh", "-c", `cat > "$1"`, "sh", buildDockerfile},
+	if err := run("sending "+b.Label(), client.Command{Args: []string{"sh", "-c", `cat > "$1"`, "sh", buildDockerfile},
 		Stdin: strings.NewReader(string(dockerfile))}); err != nil {
 		return nil, err
 	}
@@ -249,7 +251,7 @@ func (bl *builder) dockerBuild(ctx context.Context, ctxDir string, m *manifest.M
 	proxy := guest.ProxyEnv()
 	argv := dockerBuildArgv(b, buildDockerfile, buildTag, buildContext, func(k string) string { return k + "=" + cmp.Or(bl.env[k], proxy[k]) })
 	env := map[string]string{"DOCKER_BUILDKIT": "1"}
-	if err := run("docker build "+b.Dockerfile, client.Command{Args: argv, Env: env}); err != nil {
+	if err := run("docker build "+b.Label(), client.Command{Args: argv, Env: env}); err != nil {
 		return nil, err
 	}
 	bl.progress("keeping the image Docker built")

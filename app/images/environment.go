@@ -192,7 +192,7 @@ func (e *UntrustedEnvironmentError) Error() string {
 // (when set), each image its FROMs start from, and the registries a
 // project's files never open.
 func writeBuild(b *strings.Builder, d *envspec.Build, when string) {
-	fmt.Fprintf(b, "Dockerfile: %s, built from the context %s", safetext.Line(d.Dockerfile), safetext.Line(d.Context))
+	fmt.Fprintf(b, "Dockerfile: %s, built from the context %s", safetext.Line(d.Label()), safetext.Line(d.Context))
 	if d.Target != "" {
 		fmt.Fprintf(b, ", stage %s", safetext.Line(d.Target))
 	}
