@@ -123,23 +123,9 @@ func TestServiceBuildInput(t *testing.T) {
 	if err := writeServiceBuilds(context.Background(), &buf, builds); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	files := map[string]string{}
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, h.Name)
-		if h.Name == "0/context/passwd" && (h.Typeflag != tar.TypeSymlink || h.Linkname != "../../../etc/passwd" || h.Size != 0) {
-			t.Errorf("the link out of the context is sent as %+v", h)
-		}
-		data, _ := io.ReadAll(tr)
-		files[h.Name] = string(data)
+	got, headers, files := untar(t, &buf)
+	if h := headers["0/context/passwd"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "../../../etc/passwd" || h.Size != 0 {
+		t.Errorf("the link out of the context is sent as %+v", h)
 	}
 	want := []string{"0/", "0/context/", "0/context/Dockerfile.web", "0/context/index.html", "0/context/passwd", "0/Dockerfile"}
 	if !slices.Equal(got, want) {
@@ -199,19 +185,7 @@ func TestServiceBuildInline(t *testing.T) {
 	if err := writeServiceBuilds(context.Background(), &buf, builds); err != nil {
 		t.Fatal(err)
 	}
-	sent := map[string]string{}
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		sent[h.Name] = string(data)
-	}
+	_, _, sent := untar(t, &buf)
 	if want := "FROM ghcr.io/acme/base:2\nCOPY index.html /www/\n"; sent["0/Dockerfile"] != want {
 		t.Errorf("the Dockerfile sent: %q, want %q", sent["0/Dockerfile"], want)
 	}
@@ -230,5 +204,23 @@ func TestServiceBuildInline(t *testing.T) {
 		if !strings.Contains(ue.Error(), want) {
 			t.Errorf("the prompt does not name %q:\n%s", want, ue.Error())
 		}
+	}
+}
+
+// untar reads a tar's names in order, their headers and their contents.
+func untar(t *testing.T, r io.Reader) (names []string, headers map[string]*tar.Header, files map[string]string) {
+	t.Helper()
+	headers, files = map[string]*tar.Header{}, map[string]string{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names, headers, files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		names, headers[h.Name], files[h.Name] = append(names, h.Name), h, string(data)
 	}
 }
