@@ -101,3 +101,39 @@ func TestActionsVerdictsAndBadInput(t *testing.T) {
 		t.Fatalf("status --json:\n%s", out)
 	}
 }
+
+// TestApplyAllSaysActionsWait: apply --all writes the files and sends no
+// held action no one decided on, and says which wait and how to send
+// them; decided ones are not named, and --json keeps its output one
+// object.
+func TestApplyAllSaysActionsWait(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		home, sb, _ := hostileSandbox(t)
+		for i := 0; i < 3; i++ {
+			if _, err := sb.HoldAction(egress.Held{Time: time.Now(), Scheme: "https", Host: "hooks.slack.com", Port: 443, Method: "POST", Path: "/services/T/B/X", Body: []byte(`{"text":"hi"}`)}, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, _, errOut := airlockCLI(t, home, "actions", sb.ID, "--reject", "2"); code != 0 {
+			t.Fatalf("reject: %s", errOut)
+		}
+		args := []string{"apply", sb.ID, "--all"}
+		if asJSON {
+			args = append([]string{"--json"}, args...)
+		}
+		code, out, errOut := airlockCLI(t, home, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		want := "2 held actions wait for your decision, not sent (#1 #3): airlock actions " + sb.ID + " shows them; send with airlock apply " + sb.ID + " --send N"
+		if !strings.Contains(errOut, want) {
+			t.Errorf("%v: stderr does not say %q:\n%s", args, want, errOut)
+		}
+		if asJSON && (!strings.HasPrefix(strings.TrimSpace(out), "{") || strings.Contains(out, "wait for your decision")) {
+			t.Errorf("--json's output is not one object:\n%s", out)
+		}
+		if j, err := sb.SendJournal(); err != nil || len(j) != 0 {
+			t.Errorf("an apply sent undecided actions: %v %v", j, err)
+		}
+	}
+}

@@ -102,7 +102,8 @@ the files that would have been.
 Requests the agent made that were held for review (staged actions: airlock
 actions ID lists them) are sent after the files are written: those you
 approved (airlock actions ID --approve N, or the app) and those named with
---send N, never those you rejected, each at most once, in the order the
+--send N, never those you rejected or have not decided on (the apply names
+those that wait), each at most once, in the order the
 agent made them, from this computer with your real credential. airlock
 undo cannot unsend them. An apply held by a conflict sends nothing; one cut
 short while sending is resumed by the next apply without sending any action
@@ -295,10 +296,50 @@ func applyFiles(ctx context.Context, e *env, sb *sandbox.Sandbox, f *applyFlags,
 			return err
 		}
 	}
+	if !res.Held {
+		sayActionsWaiting(ctx, e, sb)
+	}
 	if e.json {
 		return printApplyJSON(e, sb, res, sent, cr)
 	}
 	return nil
+}
+
+// sayActionsWaiting tells, after the files are written, of the held
+// actions no one decided on: an apply sends none of them, rightly, and
+// they wait (on standard error, so --json's output stays one object).
+func sayActionsWaiting(ctx context.Context, e *env, sb *sandbox.Sandbox) {
+	actions, err := sb.Actions()
+	if err != nil || len(actions) == 0 {
+		return
+	}
+	d, err := sb.Decisions(ctx)
+	if err != nil {
+		return
+	}
+	j, err := sb.SendJournal()
+	if err != nil {
+		return
+	}
+	var waiting []string
+	for _, a := range actions {
+		if d.Actions[a.ID] == review.Undecided && j[a.ID].State == sandbox.NotSent {
+			waiting = append(waiting, fmt.Sprintf("#%d", a.ID))
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	fmt.Fprintf(e.stderr, "%d held %s for your decision, not sent (%s): airlock actions %s shows %s; send with airlock apply %s --send N\n",
+		len(waiting), plural(len(waiting), "action waits", "actions wait"), strings.Join(firstFew(waiting, 5), " "), sb.ID, plural(len(waiting), "it", "them"), sb.ID)
+}
+
+// firstFew is s cut to n, with an ellipsis for the rest.
+func firstFew(s []string, n int) []string {
+	if len(s) > n {
+		return append(slices.Clone(s[:n]), "…")
+	}
+	return s
 }
 
 // printApplyJSON prints what airlock apply --json prints: the apply's
