@@ -115,7 +115,7 @@ func CommitMessage(sb *sandbox.Sandbox, m sandbox.Meta, override string) (Messag
 	}
 	agent := m.Agent
 	if agent == "" {
-		agent = m.CommandLine()
+		agent = m.CommandArgv()
 	}
 	agent = safetext.Cut(safetext.Line(agent), 200)
 	msg.Trailers = []string{"Airlock-Sandbox: " + sb.ID, "Airlock-Agent: " + agent, "Airlock-Verify: " + m.VerifyWord()}

@@ -397,14 +397,37 @@ func (s *Store) Get(idOrPrefix string) (*Sandbox, error) {
 	return &Sandbox{ID: id, Dir: s.home.Sandbox(id), store: s}, nil
 }
 
-// CommandLine is the command for people: the argv, after "sh SCRIPT"
-// when a script was run.
+// CommandLine is the command for people: a shell line as typed (the
+// app runs what is typed as sh -c LINE), else the argv quoted as a shell
+// would need it, after "sh SCRIPT" when a script was run.
 func (m Meta) CommandLine() string {
+	if m.ScriptName == "" && len(m.Command) == 3 && m.Command[0] == "sh" && m.Command[1] == "-c" {
+		return m.Command[2]
+	}
+	return m.CommandArgv()
+}
+
+// CommandArgv is the command exactly, its argv quoted as a shell would
+// need it (sh -c kept), after "sh SCRIPT" when a script was run: for
+// records, such as a commit's trailer.
+func (m Meta) CommandArgv() string {
 	args := m.Command
 	if m.ScriptName != "" {
 		args = append([]string{"sh", m.ScriptName}, args...)
 	}
-	return strings.Join(args, " ")
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// shellQuote quotes a for a POSIX shell when it needs it.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }
 
 // StatusText is the status for people: "stopped" for a run that was

@@ -312,3 +312,26 @@ func TestParseSyncMode(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLine: a command is shown as a person would type it: the
+// app's shell line as typed (never "sh -c sh -c …"), an argv quoted
+// where a shell needs it, a script after "sh".
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		m    Meta
+		want string
+	}{
+		{Meta{Command: []string{"sh", "-c", "sh -c 'make test'"}}, "sh -c 'make test'"},
+		{Meta{Command: []string{"go", "test", "./..."}}, "go test ./..."},
+		{Meta{Command: []string{"echo", "two words", "it's", ""}}, `echo 'two words' 'it'\''s' ''`},
+		{Meta{Command: []string{"--fast"}, ScriptName: "fix.sh"}, "sh fix.sh --fast"},
+		{Meta{Command: []string{"sh", "-c", "x"}, ScriptName: "a b.sh"}, "sh 'a b.sh' sh -c x"},
+	} {
+		if got := tc.m.CommandLine(); got != tc.want {
+			t.Errorf("%q (script %q): %q, want %q", tc.m.Command, tc.m.ScriptName, got, tc.want)
+		}
+	}
+	if got := (Meta{Command: []string{"sh", "-c", "make it"}}).CommandArgv(); got != "sh -c 'make it'" {
+		t.Errorf("the exact argv: %q", got)
+	}
+}
