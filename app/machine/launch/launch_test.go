@@ -140,7 +140,11 @@ func TestMinimalAMD64(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			done <- g.Client.Run(ctx, client.Command{
-				Script: `tty; stty size; read line; stty size; echo "got $line"`,
+				// A resize and the input travel apart (the window's
+				// change is a message of its own, as SIGWINCH is
+				// asynchronous on any terminal): the size is read
+				// again until it changes, for at most 5 s.
+				Script: `tty; stty size; read line; n=0; while [ "$(stty size)" != "40 120" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; stty size; echo "got $line"`,
 				Stdin:  stdinR, Stdout: out,
 				TTY: &client.TTY{Term: "xterm", Rows: 30, Cols: 100, Resize: resize},
 			})
