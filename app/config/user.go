@@ -51,6 +51,8 @@ type User struct {
 	Secrets map[string]string `toml:"secrets"`
 	// Review tunes the review of every sandbox.
 	Review Review `toml:"review"`
+	// MCP is what airlock mcp's clients may open.
+	MCP MCP `toml:"mcp"`
 }
 
 // Review is the user's [review] table.
@@ -234,7 +236,7 @@ func LoadUser(path string) (User, error) {
 	if err != nil {
 		return u, fmt.Errorf("read %s: %w", path, err)
 	}
-	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets], [review] host_exec, merge_tool"); err != nil {
+	if err := decodeStrict(data, &u, "open_network, [limits] "+limitKeys()+", [network], [secrets], [review] host_exec, merge_tool, [mcp] projects"); err != nil {
 		return User{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	u.defaults()
@@ -257,7 +259,7 @@ func (u *User) defaults() {
 
 // Validate reports every problem at once.
 func (u User) Validate() error {
-	errs := []error{u.Limits.Validate(), u.Network.Validate(), u.Review.Validate()}
+	errs := []error{u.Limits.Validate(), u.Network.Validate(), u.Review.Validate(), u.MCP.Validate()}
 	for k, v := range u.Secrets {
 		if !egress.ValidEnvName(k) {
 			errs = append(errs, fmt.Errorf("secrets: %q is not a valid name (letters, digits, _)", k))
