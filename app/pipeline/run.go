@@ -127,6 +127,9 @@ type RunSpec struct {
 	ScriptName string
 	// Image and Arch are recorded in sandbox.json.
 	Image, Arch string
+	// Origin says what asked for the run when a person did not (an MCP
+	// tool call); recorded in sandbox.json and the audit log.
+	Origin *sandbox.Origin
 	// Sync is how the project reaches the VM: one of sandbox.SyncModes.
 	Sync sandbox.SyncMode
 	// User runs the command (and the verify step) as that user of the
@@ -313,7 +316,7 @@ func runOnce(ctx context.Context, s *sandbox.Store, o RunOptions) (*RunResult, e
 	}
 	meta := sandbox.Meta{Project: project, Image: o.Image, Arch: o.Arch, Command: o.Command, SyncMode: o.Sync,
 		Network: sandbox.NetworkNone, Limits: o.Resources, Group: o.Group, Attempt: o.Attempt, Agent: o.Agent, Prompt: o.Prompt,
-		Docker: o.Docker, Start: o.Start, Hosts: o.Hosts, Services: o.Services}
+		Docker: o.Docker, Start: o.Start, Hosts: o.Hosts, Services: o.Services, Origin: o.Origin}
 	if o.OpenNetwork {
 		meta.Network = sandbox.NetworkOpen
 	}

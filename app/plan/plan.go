@@ -169,6 +169,9 @@ type Request struct {
 	// Message: the plan is its next round.
 	Reply   string
 	Message string
+	// Origin says what asked for the run when a person did not (an MCP
+	// tool call); it is kept with each sandbox and in its audit log.
+	Origin *sandbox.Origin
 }
 
 // Plan is a complete run, every decision taken: the executor's Job
@@ -408,7 +411,7 @@ func (pl *Planner) baseRun(p *Plan, req Request, proj config.Project, meta *sand
 	o := pipeline.RunOptions{RunSpec: pipeline.RunSpec{
 		Project: p.Project, Script: req.Script, ScriptName: req.ScriptName, Arch: pl.arch(req.Arch), Sync: mode,
 		Timeout: p.Limits.Timeout.Std(), Limits: ManifestLimits(p.Limits), OpenNetwork: p.OpenNetwork,
-		Resources: &p.Limits, Verify: req.Verify, Keep: req.Keep, Excludes: proj.Exclude,
+		Resources: &p.Limits, Verify: req.Verify, Keep: req.Keep, Excludes: proj.Exclude, Origin: req.Origin,
 		BaseDisks: home.Layout{Root: pl.Home}.BaseDisks(),
 	}}
 	if p.Limits.Disk > 0 {

@@ -40,6 +40,9 @@ const (
 	EventCapped    EventKind = "capped"    // a log the guest filled (transcript, verify.log) was cut to its cap: bytes seen and kept
 	EventSeccomp   EventKind = "seccomp"   // the calls the agent's jail refused it, by syscall (the guest kernel's count)
 	EventDiskFull  EventKind = "disk-full" // the sandbox's disk was full when the command ended (its size and what was used)
+	EventExec      EventKind = "exec"      // a command ran in the kept VM after the run (an MCP tool call): the command, its exit code
+	EventWrite     EventKind = "write"     // a file of /workspace written from the host (an MCP tool call): its path and size
+	EventSubmitted EventKind = "submitted" // the work was handed to the user's review (an MCP tool call), with the agent's summary
 )
 
 // AuditHeadFile is the signed head of a sandbox's audit log: the last

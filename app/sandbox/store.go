@@ -116,6 +116,19 @@ const (
 	appliesDir     = "applies"
 )
 
+// Origin is what started a sandbox when a person did not.
+type Origin struct {
+	// MCP is the MCP tool call that made it (sandbox_open).
+	MCP string `json:"mcp,omitempty"`
+	// Parent is the sandbox it was forked from, and Approach the name of
+	// the approach it runs, for a sandbox forked by an agent's tool.
+	Parent   string `json:"parent,omitempty"`
+	Approach string `json:"approach,omitempty"`
+	// Submitted says the MCP client handed the sandbox to the user's
+	// review (sandbox_submit): its tools reach it no more.
+	Submitted bool `json:"submitted,omitempty"`
+}
+
 // Meta is sandbox.json.
 type Meta struct {
 	ID      string    `json:"id"`
@@ -180,6 +193,9 @@ type Meta struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// Agent is the agent preset the run used ("" for a plain command).
 	Agent string `json:"agent,omitempty"`
+	// Origin says what started the sandbox when a person did not (an MCP
+	// tool call); nil for a person's run.
+	Origin *Origin `json:"origin,omitempty"`
 	// Prompt is the task the user gave the run (the agent's prompt, or
 	// $AIRLOCK_PROMPT of a command), as typed; lists show its first line.
 	Prompt string `json:"prompt,omitempty"`
@@ -335,9 +351,13 @@ func (s *Store) Create(m Meta) (*Sandbox, error) {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("create sandbox: %w", err)
 		}
-		if err := sb.Audit(Event{Event: EventCreated, Data: map[string]any{
+		data := map[string]any{
 			"project": m.Project, "image": m.Image, "arch": m.Arch, "command": m.Command, "script_name": m.ScriptName, "sync_mode": m.SyncMode,
-		}}); err != nil {
+		}
+		if m.Origin != nil {
+			data["origin"] = m.Origin
+		}
+		if err := sb.Audit(Event{Event: EventCreated, Data: data}); err != nil {
 			return nil, err
 		}
 		return sb, nil
