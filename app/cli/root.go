@@ -132,7 +132,7 @@ files, your network or your credentials.`,
 	root.PersistentFlags().BoolVarP(&e.quiet, "quiet", "q", false, "print only what needs you: errors, warnings, the sandbox and what to do next (no progress, no summaries)")
 	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "Airlock's state directory (default $"+home.Env+" or the per-OS location)")
 	root.AddCommand(newExecCmd(e), newRunCmd(e), newLsCmd(e), newStatusCmd(e), newCompareCmd(e), newReplyCmd(e), newDiffCmd(e), newApplyCmd(e), newExportCmd(e), newPushCmd(e), newActionsCmd(e), newUndoCmd(e), newLogsCmd(e), newRmCmd(e),
-		newStopCmd(e), newCheckpointCmd(e), newRollbackCmd(e), newCheckpointsCmd(e), newVMHostCmd(e), newGUICmd(e), newDoctorCmd(e), newImageCmd(e), newEnvCmd(e), newVersionCmd(e), newTrustCmd(e), newAllowCmd(e), newAgentsCmd(e), newAuditCmd(e))
+		newStopCmd(e), newCheckpointCmd(e), newRollbackCmd(e), newCheckpointsCmd(e), newVMHostCmd(e), newGUICmd(e), newDoctorCmd(e), newImageCmd(e), newEnvCmd(e), newVersionCmd(e), newTrustCmd(e), newAllowCmd(e), newAgentsCmd(e), newAuditCmd(e), newMCPCmd(e), newCollectCmd(e))
 	return root
 }
 
